@@ -1,0 +1,32 @@
+# Two set-up commands for a fresh machine with only Python and pip:
+#   make demo   instrument the sample application, run it, and (as the project grows) model it
+#   make test   run the whole test suite
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: demo test install clean extrap-venv
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml $(wildcard setup.py)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[torch,dev]'
+	touch $@
+
+demo: $(STAMP)
+	bash scripts/demo.sh $(PY)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+# Extra-P 4.2.5 for the side-by-side benchmark: its own venv, never the project's (it needs numpy < 2).
+extrap-venv: .venv-extrap/bin/extrap
+.venv-extrap/bin/extrap:
+	$(PYTHON) -m venv .venv-extrap
+	.venv-extrap/bin/pip install -q 'extrap==4.2.5' 'numpy<2'
+
+clean:
+	rm -rf $(VENV) .venv-extrap demo build *.egg-info

@@ -1,0 +1,113 @@
+"""The measurements a modeler fits: one `Series` per (call path, metric), over named parameters.
+
+Readers (our run files, Extra-P JSON Lines and text) produce a `Dataset`; the fitting engine, the
+outputs and the report consume it. Repetitions stay separate so that the engine can aggregate them
+as asked and use their spread as a noise estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .errors import InputError
+
+_REDUCERS: dict[str, Callable[[np.ndarray], float]] = {
+    "median": lambda a: float(np.median(a)),
+    "mean": lambda a: float(np.mean(a)),
+    "min": lambda a: float(np.min(a)),
+    "max": lambda a: float(np.max(a)),
+}
+REPETITION_AGGREGATES = ("median", "mean", "min", "max")
+
+
+@dataclass(frozen=True)
+class Series:
+    """Measured values of one metric of one call path at every point where it was measured.
+
+    `points` has shape (n_points, n_parameters) in the order of `Dataset.parameters`;
+    `repetitions[i]` holds the repeated measurements at `points[i]` (already aggregated over ranks).
+    """
+
+    callpath: str
+    metric: str
+    points: np.ndarray
+    repetitions: tuple[np.ndarray, ...]
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        pts = np.asarray(self.points, dtype=float)
+        if pts.ndim != 2:
+            raise InputError(f"{self.callpath}/{self.metric}: points must be a 2-D array, got shape {pts.shape}")
+        if len(self.repetitions) != pts.shape[0]:
+            raise InputError(
+                f"{self.callpath}/{self.metric}: {pts.shape[0]} points but {len(self.repetitions)} repetition arrays"
+            )
+        reps = tuple(np.asarray(r, dtype=float).reshape(-1) for r in self.repetitions)
+        for i, r in enumerate(reps):
+            if r.size == 0:
+                raise InputError(f"{self.callpath}/{self.metric}: no value at point {pts[i].tolist()}")
+        object.__setattr__(self, "points", pts)
+        object.__setattr__(self, "repetitions", reps)
+
+    @property
+    def n_points(self) -> int:
+        return int(self.points.shape[0])
+
+    def values(self, how: str = "median") -> np.ndarray:
+        """One value per point: the repetitions reduced with `how` (median, mean, min or max)."""
+        try:
+            reduce = _REDUCERS[how]
+        except KeyError:
+            raise InputError(
+                f"unknown repetition aggregate {how!r}; choose one of {', '.join(REPETITION_AGGREGATES)}"
+            ) from None
+        return np.array([reduce(r) for r in self.repetitions])
+
+    def spread(self) -> np.ndarray:
+        """Relative spread per point: the repetitions' standard deviation over their mean (0 for one)."""
+        out = np.zeros(self.n_points)
+        for i, r in enumerate(self.repetitions):
+            if r.size > 1:
+                m = float(np.mean(r))
+                out[i] = float(np.std(r, ddof=1)) / abs(m) if m != 0 else 0.0
+        return out
+
+
+@dataclass
+class Dataset:
+    """All series of an experiment over the same named parameters."""
+
+    parameters: tuple[str, ...]
+    series: list[Series] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.parameters = tuple(self.parameters)
+        for s in self.series:
+            self._check(s)
+
+    def _check(self, s: Series) -> None:
+        if s.points.shape[1] != len(self.parameters):
+            raise InputError(
+                f"{s.callpath}/{s.metric}: points have {s.points.shape[1]} coordinates, "
+                f"the dataset has {len(self.parameters)} parameters ({', '.join(self.parameters)})"
+            )
+
+    def add(self, s: Series) -> None:
+        self._check(s)
+        self.series.append(s)
+
+    def metrics(self) -> list[str]:
+        return sorted({s.metric for s in self.series})
+
+    def select(self, *, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | None = None) -> "Dataset":
+        keep = [
+            s
+            for s in self.series
+            if (metrics is None or s.metric in metrics) and (callpaths is None or s.callpath in callpaths)
+        ]
+        return Dataset(self.parameters, keep, list(self.warnings), list(self.sources))

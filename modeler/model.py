@@ -1,0 +1,156 @@
+"""Performance models in PMNF: a constant plus a sum of terms, each a product of x^i * log2(x)^j.
+
+These are plain values shared by the fitting engine, the outputs and the report; nothing here fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Mapping, Sequence
+
+import numpy as np
+
+
+def format_exponent(e: float) -> str:
+    """`2`, `3/2`, `0.37`: a small fraction when the exponent is one, else a decimal."""
+    f = Fraction(e).limit_denominator(12)
+    if abs(float(f) - e) < 1e-9:
+        return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
+    return f"{e:.4g}"
+
+
+@dataclass(frozen=True)
+class Factor:
+    """x^exponent * log2(x)^log_exponent for one parameter x."""
+
+    parameter: str
+    exponent: float = 0.0
+    log_exponent: int = 0
+
+    def evaluate(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        out = np.ones_like(x)
+        if self.exponent:
+            out = out * np.power(x, self.exponent)
+        if self.log_exponent:
+            out = out * np.power(np.log2(x), self.log_exponent)
+        return out
+
+    def formula(self) -> str:
+        parts = []
+        if self.exponent:
+            parts.append(f"{self.parameter}^({format_exponent(self.exponent)})")
+        if self.log_exponent:
+            parts.append(f"log2({self.parameter})^({self.log_exponent})")
+        return " * ".join(parts)
+
+    def to_json(self) -> dict:
+        return {"parameter": self.parameter, "exponent": float(self.exponent), "log_exponent": int(self.log_exponent)}
+
+
+@dataclass(frozen=True)
+class Term:
+    coefficient: float
+    factors: tuple[Factor, ...]
+
+    def evaluate(self, columns: Mapping[str, np.ndarray]) -> np.ndarray:
+        out = np.asarray(self.coefficient, dtype=float)
+        for f in self.factors:
+            out = out * f.evaluate(columns[f.parameter])
+        return out
+
+    def shape(self) -> tuple[tuple[str, float, int], ...]:
+        """The term without its coefficient: what "recovering the model form" compares."""
+        return tuple(sorted((f.parameter, float(f.exponent), int(f.log_exponent)) for f in self.factors))
+
+    def to_json(self) -> dict:
+        return {"coefficient": float(self.coefficient), "factors": [f.to_json() for f in self.factors]}
+
+
+@dataclass(frozen=True)
+class Model:
+    """constant + sum(terms), over `parameters` (the order of point coordinates)."""
+
+    parameters: tuple[str, ...]
+    constant: float
+    terms: tuple[Term, ...] = ()
+
+    def evaluate(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
+        """Values at points given as an (n, n_parameters) array or as a mapping name -> values."""
+        if isinstance(points, Mapping):
+            columns = {p: np.asarray(points[p], dtype=float) for p in self.parameters if p in points}
+            n = len(next(iter(columns.values()))) if columns else 1
+        else:
+            pts = np.atleast_2d(np.asarray(points, dtype=float))
+            columns = {p: pts[:, i] for i, p in enumerate(self.parameters)}
+            n = pts.shape[0]
+        out = np.full(n, float(self.constant))
+        for t in self.terms:
+            out = out + t.evaluate(columns)
+        return out
+
+    def shape(self) -> frozenset:
+        return frozenset(t.shape() for t in self.terms)
+
+    def growth(self) -> tuple[float, float]:
+        """Asymptotic growth as (sum of exponents, sum of log exponents) of the fastest-growing term."""
+        best = (0.0, 0.0)
+        for t in self.terms:
+            g = (sum(f.exponent for f in t.factors), float(sum(f.log_exponent for f in t.factors)))
+            best = max(best, g)
+        return best
+
+    def formula(self, digits: int = 6) -> str:
+        parts = [f"{self.constant:.{digits}g}"]
+        for t in self.terms:
+            coef = f"{t.coefficient:.{digits}g}"
+            body = " * ".join(f.formula() for f in t.factors if f.formula())
+            parts.append(f"{coef} * {body}" if body else coef)
+        return " + ".join(parts).replace("+ -", "- ")
+
+    def __str__(self) -> str:
+        return self.formula()
+
+    def to_json(self) -> dict:
+        return {
+            "model": self.formula(),
+            "constant": float(self.constant),
+            "terms": [t.to_json() for t in self.terms],
+        }
+
+
+@dataclass(frozen=True)
+class FittedModel:
+    """A model chosen for one series, with its fit quality.
+
+    `interval` is (low, high) multipliers of a prediction from the repetition spread, or None.
+    """
+
+    callpath: str
+    metric: str
+    model: Model
+    smape: float
+    rss: float
+    ar2: float
+    cv_smape: float | None
+    points: int
+    interval: tuple[float, float] | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+    def predict(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
+        return self.model.evaluate(points)
+
+    def to_json(self) -> dict:
+        d = {"callpath": self.callpath, "metric": self.metric}
+        d.update(self.model.to_json())
+        d.update(
+            smape=float(self.smape),
+            rss=float(self.rss),
+            ar2=float(self.ar2),
+            cv_smape=None if self.cv_smape is None else float(self.cv_smape),
+            points=int(self.points),
+            interval=None if self.interval is None else [float(v) for v in self.interval],
+            warnings=list(self.warnings),
+        )
+        return d

@@ -1,0 +1,227 @@
+"""Our modeler against Extra-P 4.2.5, side by side, on synthetic data with known functions.
+
+    .venv/bin/python benchmarks/modeler_vs_extrap.py                 # default: a few minutes
+    .venv/bin/python benchmarks/modeler_vs_extrap.py --paths 200 --timing-paths 1000
+
+For 1, 2 and 3 parameters (5 values each on a grid, 5 repetitions) and noise of 0, 2, 5 and 10%
+(uniform, multiplicative), both tools model the same Extra-P JSON Lines file. Printed per setting:
+the share of call paths whose true form was recovered (ours, Extra-P, and the oracle ceiling that
+knows each function's structure), the median and 90th-percentile relative error at 4x the largest
+value of every parameter, and wall times. Then one end-to-end timing (both as fresh processes:
+start, read, model, print JSON) on `--timing-paths` call paths with 2 parameters.
+Extra-P runs from .venv-extrap (`make extrap-venv`); without it only our columns are filled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _synthetic import grid, make_case, oracle, target_point, write_jsonl  # noqa: E402
+
+from modeler.estimator import PMNFModeler  # noqa: E402
+from modeler.model import Factor, Model, Term  # noqa: E402
+from modeler.readers.extrap import read_extrap_jsonl  # noqa: E402
+
+EXTRAP_PYTHON = ROOT / ".venv-extrap" / "bin" / "python"
+
+# Runs inside Extra-P's venv: read a JSON Lines file, model it with the default modeler, print JSON.
+EXTRAP_DRIVER = r"""
+import json, sys, warnings
+warnings.simplefilter("ignore")
+from extrap.fileio.file_reader.jsonlines_file_reader import read_jsonlines_file
+from extrap.modelers.model_generator import ModelGenerator
+from extrap.entities.functions import MultiParameterFunction
+def factor(ct, name):
+    f = {"parameter": name, "exponent": 0.0, "log_exponent": 0}
+    for st in ct.simple_terms:
+        if st.term_type == "polynomial": f["exponent"] = float(st.exponent)
+        else: f["log_exponent"] = int(st.exponent)
+    return f
+exp = read_jsonlines_file(sys.argv[1])
+mg = ModelGenerator(exp); mg.model_all()
+names = [p.name for p in exp.parameters]
+out = []
+for (cp, met), model in mg.models.items():
+    f = model.hypothesis.function
+    if isinstance(f, MultiParameterFunction):
+        terms = [{"coefficient": float(t.coefficient), "factors": [factor(ct, names[i]) for i, ct in t.parameter_term_pairs]} for t in f]
+    else:
+        terms = [{"coefficient": float(ct.coefficient), "factors": [factor(ct, names[0])]} for ct in f.compound_terms]
+    out.append({"callpath": cp.name, "constant": float(f.constant_coefficient), "terms": terms})
+print(json.dumps({"parameters": names, "models": out}))
+"""
+
+# Runs in a fresh process of our venv: the same job, end to end.
+OURS_DRIVER = r"""
+import json, sys
+from modeler.readers.extrap import read_extrap_jsonl
+from modeler.estimator import PMNFModeler
+est = PMNFModeler().fit(read_extrap_jsonl(sys.argv[1]))
+print(json.dumps({"parameters": list(est.parameters_), "models": [m.to_json() for m in est.models_]}))
+"""
+
+
+def model_from_json(params: tuple[str, ...], d: dict) -> Model:
+    terms = tuple(
+        Term(
+            t["coefficient"],
+            tuple(Factor(f["parameter"], f["exponent"], f["log_exponent"]) for f in t["factors"]),
+        )
+        for t in d["terms"]
+    )
+    return Model(params, d["constant"], terms)
+
+
+def run_extrap(path: Path, params: tuple[str, ...], timeout: float) -> tuple[dict[str, Model], float] | None:
+    if not EXTRAP_PYTHON.exists():
+        return None
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [str(EXTRAP_PYTHON), "-c", EXTRAP_DRIVER, str(path)], capture_output=True, text=True, timeout=timeout
+    )
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"Extra-P failed on {path}:\n{proc.stderr[-2000:]}")
+    out = json.loads(proc.stdout)
+    return {m["callpath"]: model_from_json(params, m) for m in out["models"]}, wall
+
+
+def rel_errors(models: list[Model], truth: list[Model], at: np.ndarray) -> np.ndarray:
+    return np.array([abs(m.evaluate(at)[0] - t.evaluate(at)[0]) / abs(t.evaluate(at)[0]) for m, t in zip(models, truth)])
+
+
+def fmt_pct(v: float | None) -> str:
+    return "   n/a" if v is None else f"{100 * v:6.2f}"
+
+
+def setting(n_params: int, noise: float, n_paths: int, seed: int, tmp: Path, timeout: float) -> dict:
+    funcs, pts, values = make_case(seed, n_params, n_paths, noise)
+    path = tmp / f"synthetic_{n_params}p_{int(noise * 100)}pct.jsonl"
+    write_jsonl(path, n_params, pts, values)
+    params = funcs[0].model.parameters
+    truth = [f.model for f in funcs]
+
+    t0 = time.perf_counter()
+    est = PMNFModeler().fit(read_extrap_jsonl(path))
+    ours_s = time.perf_counter() - t0
+    ours = {m.callpath: m.model for m in est.models_}
+    ours_models = [ours[f"main->f{i}"] for i in range(n_paths)]
+
+    means = values.mean(axis=2)
+    orc = [oracle(f, pts, means[i]) for i, f in enumerate(funcs)]
+    at = target_point(n_params)
+    row = {
+        "params": n_params, "noise": noise, "paths": n_paths,
+        "ours_rec": sum(m.shape() == t.shape() for m, t in zip(ours_models, truth)),
+        "oracle_rec": sum(m.shape() == t.shape() for m, t in zip(orc, truth)),
+        "ours_err": rel_errors(ours_models, truth, at), "ours_s": ours_s,
+        "extrap_rec": None, "extrap_err": None, "extrap_s": None,
+    }
+    ex = run_extrap(path, params, timeout)
+    if ex is not None:
+        ex_models = [ex[0][f"main->f{i}"] for i in range(n_paths)]
+        row["extrap_rec"] = sum(m.shape() == t.shape() for m, t in zip(ex_models, truth))
+        row["extrap_err"] = rel_errors(ex_models, truth, at)
+        row["extrap_s"] = ex[1]
+    return row
+
+
+def print_table(rows: list[dict]) -> None:
+    print()
+    print("recovered forms: call paths whose true form (terms and exponents) came back;")
+    print("error: relative error at 4x the largest value of every parameter (percent); time: seconds")
+    head = (
+        f"{'P':>2} {'noise':>5} {'paths':>5} | {'rec ours':>8} {'Extra-P':>7} {'oracle':>6} | "
+        f"{'med ours':>8} {'Extra-P':>7} | {'p90 ours':>8} {'Extra-P':>7} | {'t ours':>6} {'Extra-P':>7} {'ratio':>6}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        e = r["extrap_err"]
+        print(
+            f"{r['params']:>2} {100 * r['noise']:>4.0f}% {r['paths']:>5} | {r['ours_rec']:>8} "
+            f"{'n/a' if r['extrap_rec'] is None else r['extrap_rec']:>7} {r['oracle_rec']:>6} | "
+            f"{fmt_pct(np.median(r['ours_err'])):>8} {fmt_pct(None if e is None else np.median(e)):>7} | "
+            f"{fmt_pct(np.percentile(r['ours_err'], 90)):>8} {fmt_pct(None if e is None else np.percentile(e, 90)):>7} | "
+            f"{r['ours_s']:>6.2f} {'n/a' if r['extrap_s'] is None else format(r['extrap_s'], '.2f'):>7} "
+            f"{'n/a' if r['extrap_s'] is None else format(r['extrap_s'] / r['ours_s'], '.0f') + 'x':>6}"
+        )
+
+
+def check_targets(rows: list[dict]) -> None:
+    print("\ntargets (noisy: errors at most half of Extra-P's, forms >= 90% of the oracle's; noise-free: all forms):")
+    for r in rows:
+        tag = f"{r['params']}p {100 * r['noise']:.0f}%"
+        if r["noise"] == 0:
+            ok = r["ours_rec"] == r["paths"]
+            print(f"  {tag}: all forms recovered: {'yes' if ok else 'NO'} ({r['ours_rec']}/{r['paths']})")
+            continue
+        rec_ok = r["ours_rec"] >= 0.9 * r["oracle_rec"]
+        msg = f"  {tag}: forms {r['ours_rec']} vs 0.9 x oracle {0.9 * r['oracle_rec']:.0f}: {'yes' if rec_ok else 'NO'}"
+        if r["extrap_err"] is not None:
+            med = np.median(r["ours_err"]) <= 0.5 * np.median(r["extrap_err"])
+            p90 = np.percentile(r["ours_err"], 90) <= 0.5 * np.percentile(r["extrap_err"], 90)
+            msg += f"; median error <= half: {'yes' if med else 'NO'}; p90 <= half: {'yes' if p90 else 'NO'}"
+        print(msg)
+
+
+def timing(n_paths: int, seed: int, tmp: Path, timeout: float) -> None:
+    funcs, pts, values = make_case(seed + 99, 2, n_paths, 0.02)
+    path = tmp / f"timing_{n_paths}.jsonl"
+    write_jsonl(path, 2, pts, values)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", OURS_DRIVER, str(path)], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+    ours = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"our modeler failed:\n{proc.stderr[-2000:]}")
+    print(f"\nend to end, {n_paths} call paths, 2 parameters, 2% noise (fresh process: start, read, model, print JSON):")
+    print(f"  ours:    {ours:7.2f} s")
+    ex = run_extrap(path, funcs[0].model.parameters, timeout)
+    if ex is None:
+        print("  Extra-P: not installed (make extrap-venv)")
+    else:
+        print(f"  Extra-P: {ex[1]:7.2f} s   ratio {ex[1] / ours:.1f}x")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--paths", type=int, default=100, help="call paths per setting (default 100)")
+    ap.add_argument("--params", default="1,2,3", help="parameter counts (default 1,2,3)")
+    ap.add_argument("--noise", default="0,0.02,0.05,0.1", help="noise levels (default 0,0.02,0.05,0.1)")
+    ap.add_argument("--timing-paths", type=int, default=1000, help="call paths of the end-to-end timing (0: skip)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per tool run")
+    ap.add_argument("--keep", type=Path, help="write the generated files here instead of a temporary directory")
+    args = ap.parse_args(argv)
+    if not EXTRAP_PYTHON.exists():
+        print(f"note: {EXTRAP_PYTHON} not found, run `make extrap-venv`; only our columns are filled")
+    with tempfile.TemporaryDirectory() as td:
+        tmp = args.keep or Path(td)
+        tmp.mkdir(parents=True, exist_ok=True)
+        rows = []
+        for n_params in [int(v) for v in args.params.split(",")]:
+            for noise in [float(v) for v in args.noise.split(",")]:
+                rows.append(setting(n_params, noise, args.paths, args.seed + n_params, tmp, args.timeout))
+                print(f"done: {n_params} parameter(s), noise {noise:.0%}", file=sys.stderr, flush=True)
+        print_table(rows)
+        check_targets(rows)
+        if args.timing_paths:
+            timing(args.timing_paths, args.seed, tmp, args.timeout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""Added cost of our probes per function region and per loop iteration, against an uninstrumented
+baseline measured in the same run, with nvtx and torch.profiler.record_function side by side;
+then the training-step overhead on the instrumented sample application.
+
+    .venv/bin/python benchmarks/probe_overhead.py [--calls N] [--repeat R] [--no-app]
+
+Numbers are medians over repeats of the per-call time minus the baseline's; on a noisy machine
+look at the ratios, not the absolute nanoseconds. Targets (issue 4): <= +120 ns per function
+region, <= +40 ns per loop iteration, <= +10 ns with probes off, < 3% per training step.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+FUNC_BASE = """
+def f():
+    return None
+"""
+# Exactly the shape the instrumentor emits (docs/internals.md section 1).
+FUNC_PROBED = """
+def f():
+    if __sp_on__: __sp_enter__(1)
+    try:
+        return None
+    finally:
+        if __sp_on__: __sp_exit__(1)
+"""
+FUNC_NVTX = """
+def f():
+    __push__(__attr__)
+    try:
+        return None
+    finally:
+        __pop__()
+"""
+FUNC_RECORD = """
+def f():
+    with __record__("f"):
+        return None
+"""
+LOOP_BASE = """
+def loop(n):
+    for i in range(n):
+        pass
+"""
+LOOP_PROBED = """
+def loop(n):
+    for i in range(n):
+        if __sp_on__: __sp_mark__(2)
+"""
+DRIVER = """
+def run(n):
+    t0 = perf_counter_ns()
+    for _ in range(n):
+        f()
+    return perf_counter_ns() - t0
+"""
+
+
+def compile_fn(src: str, env: dict, name: str):
+    g = dict(env)
+    from time import perf_counter_ns
+
+    g["perf_counter_ns"] = perf_counter_ns
+    exec(src, g)
+    if name == "f":
+        exec(DRIVER, g)
+        return g["run"]
+    fn = g[name]
+
+    def run(n):
+        t0 = perf_counter_ns()
+        fn(n)
+        return perf_counter_ns() - t0
+
+    return run
+
+
+def measure(runners: dict, calls: int, repeat: int) -> dict[str, float]:
+    """Median ns per call of each runner, interleaved so drift hits all alike."""
+    samples: dict[str, list[float]] = {k: [] for k in runners}
+    for _ in range(repeat):
+        for k, run in runners.items():
+            samples[k].append(run(calls) / calls)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def backend_env(mod, on: bool) -> dict:
+    mod.ensure_capacity(8)
+    mod.set_off(1, False)
+    return {"__sp_on__": on, "__sp_enter__": mod.enter, "__sp_exit__": mod.exit, "__sp_mark__": mod.mark}
+
+
+def micro(calls: int, repeat: int) -> list[tuple[str, float, float | None]]:
+    from runtime import _pyprobe
+
+    backends = {"python": _pyprobe}
+    try:
+        from runtime import _cprobe
+
+        backends = {"C": _cprobe, **backends}
+    except ImportError:
+        print("note: C backend not built (python setup.py build_ext --inplace); pure Python only")
+    runners = {"base": compile_fn(FUNC_BASE, {}, "f")}
+    for name, mod in backends.items():
+        runners[f"probe {name}"] = compile_fn(FUNC_PROBED, backend_env(mod, True), "f")
+        runners[f"probe {name} off"] = compile_fn(FUNC_PROBED, backend_env(mod, False), "f")
+    try:
+        import nvtx
+
+        dom = nvtx.get_domain("bench")
+        attr = dom.get_event_attributes(message="f")
+        runners["nvtx push/pop"] = compile_fn(FUNC_NVTX, {"__push__": dom.push_range, "__pop__": dom.pop_range, "__attr__": attr}, "f")
+    except ImportError:
+        print("note: nvtx not installed")
+    try:
+        import torch
+
+        runners["torch record_function"] = compile_fn(FUNC_RECORD, {"__record__": torch.profiler.record_function}, "f")
+    except ImportError:
+        print("note: torch not installed")
+    loops = {"loop base": compile_fn(LOOP_BASE, {}, "loop")}
+    for name, mod in backends.items():
+        loops[f"loop {name}"] = compile_fn(LOOP_PROBED, backend_env(mod, True), "loop")
+        loops[f"loop {name} off"] = compile_fn(LOOP_PROBED, backend_env(mod, False), "loop")
+    slow = {k for k in runners if "record_function" in k}
+    fast = {k: v for k, v in runners.items() if k not in slow}
+    res = measure(fast, calls, repeat)
+    if slow:
+        res.update(measure({"base": runners["base"], **{k: runners[k] for k in slow}}, max(calls // 20, 1000), repeat))
+        res["base"] = measure({"base": runners["base"]}, calls, repeat)["base"]
+    lres = measure(loops, calls, repeat)
+    for mod in backends.values():  # the measured visits are not a profile anyone wants
+        mod.reset_after_fork()
+    rows = []
+    targets = {"probe C": 120, "probe python": 120, "probe C off": 10, "probe python off": 10}
+    for k, v in res.items():
+        if k != "base":
+            rows.append((f"function region: {k}", v - res["base"], targets.get(k)))
+    ltargets = {"loop C": 40, "loop python": 40, "loop C off": 10, "loop python off": 10}
+    for k, v in lres.items():
+        if k != "loop base":
+            rows.append((f"loop iteration: {k}", v - lres["loop base"], ltargets.get(k)))
+    print(f"baseline: empty call {res['base']:.1f} ns, empty loop iteration {lres['loop base']:.1f} ns")
+    return rows
+
+
+def app_overhead(steps: int, reps: int) -> None:
+    sample = REPO / "testdata" / "sample_code"
+    if not (sample / "main.py").exists() or not (REPO / "instrumentor" / "cli.py").exists():
+        print("\nsample application or instrumentor missing: step overhead skipped")
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="sp-bench-"))
+    build = tmp / "build"
+    p = subprocess.run([sys.executable, "-m", "instrumentor.cli", str(sample), "-o", str(build)], cwd=REPO,
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0 or not (build / "main.py").exists():
+        print(f"\ninstrumenting the sample failed (exit {p.returncode}): step overhead skipped\n{p.stderr[-2000:]}")
+        return
+    driver = tmp / "driver.py"
+    driver.write_text(STEP_DRIVER)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp / "runs"), SCALEPROBE_QUIET="1", OMP_NUM_THREADS="1")
+    args = ["--epochs", "2", "--steps-per-epoch", str(steps), "--model", "mlp", "--batch-size", "8",
+            "--num-samples", str(8 * steps), "--eval-samples", "8"]
+    med: dict[str, list[float]] = {"original": [], "instrumented": []}
+    for _ in range(reps):
+        for label, src in (("original", sample), ("instrumented", build)):
+            p = subprocess.run([sys.executable, str(driver), str(src), *args], env=env, capture_output=True,
+                               text=True, timeout=600, cwd=tmp)
+            if p.returncode != 0:
+                print(f"\n{label} sample run failed: step overhead skipped\n{p.stderr[-2000:]}")
+                return
+            med[label].append(json.loads(p.stdout.strip().splitlines()[-1])["median_step_ns"])
+    o, i = statistics.median(med["original"]), statistics.median(med["instrumented"])
+    print(f"\ntraining step (sample app, mlp, batch 8, {steps} steps x 2 epochs, {reps} alternating runs each):")
+    print(f"  original median step {o / 1e3:.1f} us, instrumented {i / 1e3:.1f} us: {100 * (i - o) / o:+.2f}% (target < 3%)")
+
+
+# Times Trainer.train_step from outside in both builds, so both are measured the same way.
+STEP_DRIVER = r'''
+import json, runpy, statistics, sys, time
+src = sys.argv[1]
+sys.path.insert(0, src)
+sys.argv = [src + "/main.py"] + sys.argv[2:]
+import train
+orig = train.Trainer.train_step
+times = []
+def timed(self, *a, **k):
+    t0 = time.perf_counter_ns()
+    try:
+        return orig(self, *a, **k)
+    finally:
+        times.append(time.perf_counter_ns() - t0)
+train.Trainer.train_step = timed
+try:
+    runpy.run_path(src + "/main.py", run_name="__main__")
+except SystemExit as e:
+    if e.code not in (0, None):
+        raise
+warm = times[len(times) // 4:]  # the first steps pay for lazy initialisation in both builds
+print(json.dumps({"median_step_ns": statistics.median(warm), "steps": len(times)}))
+'''
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--calls", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--no-app", action="store_true", help="skip the sample-application step overhead")
+    ap.add_argument("--app-steps", type=int, default=30)
+    ap.add_argument("--app-reps", type=int, default=3)
+    a = ap.parse_args(argv)
+    rows = micro(a.calls, a.repeat)
+    print(f"{'added ns per visit':<48}{'ns':>9}  target")
+    for name, ns, target in rows:
+        verdict = "" if target is None else (f"<= {target}  " + ("ok" if ns <= target else "MISSED"))
+        print(f"{name:<48}{ns:>9.1f}  {verdict}")
+    if not a.no_app:
+        app_overhead(a.app_steps, a.app_reps)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

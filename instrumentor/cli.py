@@ -1,0 +1,98 @@
+"""`instrument SRC -o OUT`: the command line. The only place that turns errors into exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+from .emit import BACKENDS
+from .errors import InstrumentError
+from .graph import ImportGraph
+from .project import Options, Project, Summary
+
+EXIT_OK, EXIT_FAILED_FILES, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="instrument",
+        description="Write an instrumented copy of a Python project: every function, loop, epoch and step gets probes.",
+    )
+    parser.add_argument("src", type=Path, help="the project's source directory")
+    parser.add_argument("-o", "--out", type=Path, help="output directory (not SRC, not inside SRC)")
+    parser.add_argument("--main", action="append", default=[], metavar="FILE",
+                        help="entry file relative to SRC (repeatable; default: main.py when it exists)")
+    parser.add_argument("--all", action="store_true", help="instrument every .py under SRC, not only the import graph")
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="runtime",
+                        help="runtime (default: needs the runtime package) or nvtx (needs only nvtx)")
+    parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    parser.add_argument("--diff", action="store_true", help="print the rewrite as a unified diff; write nothing")
+    parser.add_argument("--graph", action="store_true", help="print the import graph; write nothing")
+    parser.add_argument("--keep-going", action="store_true", help="exit 0 even when some files failed")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no summary")
+    parser.add_argument("--version", action="version", version=f"instrument (scaleprobe) {__version__}")
+    return parser
+
+
+def format_graph(graph: ImportGraph) -> str:
+    lines = [f"own modules reached ({len(graph.reached)}):"]
+    lines += [f"  {r}" for r in graph.reached]
+    lines.append(f"own modules not reached ({len(graph.not_reached)}):")
+    lines += [f"  {r}" for r in graph.not_reached]
+    lines.append(f"dynamic imports not resolved ({len(graph.unresolved)}):")
+    lines += [f"  {u}" for u in graph.unresolved]
+    lines.append(f"third-party modules ({len(graph.third_party)}):")
+    lines += [f"  {t}" for t in graph.third_party]
+    return "\n".join(lines)
+
+
+def format_summary(summary: Summary) -> str:
+    regions = ", ".join(f"{kind} {n}" for kind, n in sorted(summary.regions.items())) or "none"
+    lines = [
+        f"modules instrumented: {len(summary.instrumented)} ({len(summary.reused)} unchanged since the last run)",
+        f"files copied unchanged: {summary.copied}",
+        f"regions: {sum(summary.regions.values())} ({regions})",
+    ]
+    if summary.graph is not None and summary.graph.unresolved:
+        lines.append(f"dynamic imports not resolved: {len(summary.graph.unresolved)} (see --graph; --all instruments every module)")
+    if summary.skipped:
+        reasons: dict[str, int] = {}
+        for _, skip in summary.skipped:
+            reasons[skip.reason] = reasons.get(skip.reason, 0) + 1
+        lines.append("skipped: " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items())))
+    lines.append(f"files failed: {len(summary.failed)}")
+    lines += [f"  {f}" for f in summary.failed]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.jobs < 1:
+            raise InstrumentError(f"--jobs {args.jobs}: must be at least 1")
+        if not (args.graph or args.diff) and args.out is None:
+            raise InstrumentError("-o OUT is required (or --diff / --graph)")
+        project = Project(Options(args.src, args.out, args.main, args.all, args.backend, args.jobs))
+        if args.graph:
+            print(format_graph(project.graph()))
+            return EXIT_OK
+        if args.diff:
+            text, summary = project.diff()
+            sys.stdout.write(text)
+        else:
+            summary = project.build()
+    except InstrumentError as exc:
+        print(f"instrument: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.quiet:
+        print(format_summary(summary), file=sys.stderr if args.diff else sys.stdout)
+    if summary.failed and not args.keep_going:
+        return EXIT_FAILED_FILES
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

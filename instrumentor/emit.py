@@ -1,0 +1,173 @@
+"""Probe code for the two backends, built as libcst nodes (parsing templates per probe would cost a parse).
+
+Line shapes matter: `linemap.py` recognises inserted lines by them, so that the original lines of a
+rewritten file can be numbered without a second parse.
+- prologue:  `if __sp_on__: __sp_enter__(N)` followed by the `try:` line;
+- epilogue:  `finally:` followed by `if __sp_on__: __sp_exit__(N)`;
+- per loop iteration: `if __sp_on__: __sp_mark__(N)`;
+- around yield/await: `__sp_on__ and __sp_exit__(N); ...` (never `if`, so that a user's `try:` or
+  `finally:` next to it is not taken for ours);
+- the module header: lines starting with `from runtime.probe import enter as __sp_`,
+  `import nvtx as __sp_` or `__sp_`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Protocol
+
+import libcst as cst
+
+from .regions import Region
+
+ON = "__sp_on__"
+
+
+def _name(value: str) -> cst.Name:
+    return cst.Name(value)
+
+
+def _call(func: str, *args: cst.BaseExpression) -> cst.Call:
+    return cst.Call(cst.Name(func), [cst.Arg(a) for a in args])
+
+
+def _int(value: int) -> cst.Integer:
+    return cst.Integer(str(value))
+
+
+def _guarded(call: cst.BaseExpression) -> cst.If:
+    return cst.If(test=_name(ON), body=cst.SimpleStatementSuite([cst.Expr(call)]))
+
+
+def _and_line(calls: Sequence[cst.BaseExpression]) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine(
+        [cst.Expr(cst.BooleanOperation(_name(ON), cst.And(), call)) for call in calls]
+    )
+
+
+def _and_expr(calls: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
+    right = calls[0] if len(calls) == 1 else cst.Tuple([cst.Element(c) for c in calls])
+    return cst.BooleanOperation(_name(ON), cst.And(), right)
+
+
+class Backend(Protocol):
+    name: str
+
+    def enter(self, rid: int) -> cst.BaseExpression: ...
+    def exit(self, rid: int) -> cst.BaseExpression: ...
+    def mark(self, rid: int) -> cst.BaseExpression | None: ...
+    def iterate(self, rid: int, iterable: cst.BaseExpression) -> cst.BaseExpression | None: ...
+    def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[cst.BaseStatement]: ...
+
+
+class RuntimeBackend:
+    """Calls into `runtime.probe` (docs/internals.md section 1)."""
+
+    name = "runtime"
+
+    def enter(self, rid: int) -> cst.BaseExpression:
+        return _call("__sp_enter__", _int(rid))
+
+    def exit(self, rid: int) -> cst.BaseExpression:
+        return _call("__sp_exit__", _int(rid))
+
+    def mark(self, rid: int) -> cst.BaseExpression | None:
+        return _call("__sp_mark__", _int(rid))
+
+    def iterate(self, rid: int, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+        return _call("__sp_iterate__", _int(rid), iterable)
+
+    def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[cst.BaseStatement]:
+        names = [n for n in ("enter", "exit", "mark", "iterate") if f"__sp_{n}__" in used] + ["define"]
+        imports = ", ".join(f"{n} as __sp_{n}__" for n in names)
+        table = ", ".join(
+            f"({r.id}, {json.dumps(r.kind)}, {json.dumps(r.name)}, {r.line})" for r in regions
+        )
+        if len(regions) == 1:
+            table += ","
+        lines = [
+            f"from runtime.probe import {imports}\n",
+            f"{ON} = __sp_define__(__name__, globals(), {json.dumps(relpath)}, ({table}))\n",
+        ]
+        return [cst.parse_statement(line) for line in lines]
+
+
+class NvtxBackend:
+    """NVTX domain ranges named after the regions; the emitted code needs only the `nvtx` package."""
+
+    name = "nvtx"
+
+    def enter(self, rid: int) -> cst.BaseExpression:
+        attr = cst.Subscript(_name("__sp_attr__"), [cst.SubscriptElement(cst.Index(_int(rid)))])
+        return _call("__sp_push__", attr)
+
+    def exit(self, rid: int) -> cst.BaseExpression:
+        return _call("__sp_pop__")
+
+    def mark(self, rid: int) -> cst.BaseExpression | None:
+        return None  # one NVTX event per iteration of every loop would swamp the trace
+
+    def iterate(self, rid: int, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+        return None
+
+    def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[cst.BaseStatement]:
+        attrs = ", ".join(
+            f"{r.id}: __sp_domain__.get_event_attributes(message={json.dumps(r.name)})" for r in regions
+        )
+        lines = [
+            "import nvtx as __sp_nvtx__\n",
+            '__sp_domain__ = __sp_nvtx__.get_domain("scaleprobe"); __sp_push__ = __sp_domain__.push_range; '
+            "__sp_pop__ = __sp_domain__.pop_range\n",
+            f"__sp_attr__ = {{{attrs}}}\n",
+            f'{ON} = __import__("os").environ.get("SCALEPROBE_DISABLE") != "1"\n',
+        ]
+        return [cst.parse_statement(line) for line in lines]
+
+
+BACKENDS: dict[str, type] = {"runtime": RuntimeBackend, "nvtx": NvtxBackend}
+
+
+def get_backend(name: str) -> Backend:
+    from .errors import InstrumentError
+
+    try:
+        return BACKENDS[name]()
+    except KeyError:
+        raise InstrumentError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}") from None
+
+
+def prologue(backend: Backend, rid: int) -> cst.If:
+    return _guarded(backend.enter(rid))
+
+
+def epilogue(backend: Backend, rid: int) -> cst.Finally:
+    return cst.Finally(body=cst.IndentedBlock([_guarded(backend.exit(rid))]))
+
+
+def mark_statement(backend: Backend, rid: int) -> cst.If | None:
+    call = backend.mark(rid)
+    return None if call is None else _guarded(call)
+
+
+def inline_mark(backend: Backend, rid: int) -> cst.Expr | None:
+    call = backend.mark(rid)
+    return None if call is None else cst.Expr(cst.BooleanOperation(_name(ON), cst.And(), call))
+
+
+def suspend_line(backend: Backend, rids: Sequence[int]) -> cst.SimpleStatementLine:
+    """Exit the open regions innermost first before a yield/await."""
+    return _and_line([backend.exit(r) for r in rids])
+
+
+def resume_line(backend: Backend, rids: Sequence[int]) -> cst.SimpleStatementLine:
+    """Re-enter them outermost first after it."""
+    return _and_line([backend.enter(r) for r in reversed(rids)])
+
+
+def bracket_expression(backend: Backend, rids: Sequence[int], inner: cst.BaseExpression) -> cst.BaseExpression:
+    """`(exit..., <yield/await>, enter...)[1]` for a suspension inside a larger expression."""
+    before = _and_expr([backend.exit(r) for r in rids])
+    after = _and_expr([backend.enter(r) for r in reversed(rids)])
+    tup = cst.Tuple([cst.Element(before), cst.Element(inner), cst.Element(after)])
+    return cst.Subscript(tup, [cst.SubscriptElement(cst.Index(_int(1)))])

@@ -1,0 +1,202 @@
+"""On-the-fly instrumentation: a meta-path finder that instruments the project's modules on import.
+
+Used by `python -m runtime.launch --instrument`. Each module is rewritten with local ids 0..n-1
+(cached on disk by content hash), shifted by a base from `runtime.probe.reserve(n)` in the AST, and
+compiled after its line numbers were set back to the original ones, under the original file name:
+tracebacks, `inspect` and debuggers see the user's own file and lines. Nothing is written next to
+the user's sources (no `__pycache__` of instrumented code that a plain run could pick up).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.machinery
+import json
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from types import CodeType
+
+from . import __version__
+from .linemap import indent_shifts, remap_tree
+from .project import decode
+from .regions import IdAllocator, region_bound
+from .transform import instrument_source
+
+_OURS = {"runtime", "instrumentor", "modeler", "nvtx"}
+_NOT_OWN = {"site-packages", "dist-packages", "__pycache__", ".git", "build", "dist", ".tox", ".nox"}
+_ID_CALLS = {"__sp_enter__", "__sp_exit__", "__sp_mark__", "__sp_iterate__"}
+
+_lock = threading.Lock()
+_nvtx_next = 0
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "scaleprobe" / "instrument"
+
+
+class Instrumenter:
+    """Instruments source files of one project and compiles them with their original lines."""
+
+    def __init__(self, project_root: Path, cache_dir: Path | None, backend: str) -> None:
+        self.root = Path(project_root).resolve()
+        self.cache_dir = cache_dir
+        self.backend = backend
+        self.memory: dict[str, dict] = {}
+        self.prefix = Path(sys.prefix).resolve()
+
+    def owns(self, path: Path, fullname: str) -> bool:
+        if fullname.split(".")[0] in _OURS or path.suffix != ".py":
+            return False
+        try:
+            rel = path.resolve().relative_to(self.root)
+        except ValueError:
+            return False
+        if self.root != self.prefix and self.prefix.is_relative_to(self.root) and path.resolve().is_relative_to(self.prefix):
+            return False  # a virtualenv inside the project
+        return not any(part in _NOT_OWN or part.startswith(".venv") for part in rel.parts[:-1])
+
+    def _rewrite(self, path: Path, data: bytes) -> dict:
+        """Instrumented text with local ids (cached), or {"code": None} when nothing changes."""
+        digest = hashlib.blake2b(data + f"|{__version__}|{self.backend}".encode(), digest_size=16).hexdigest()
+        try:
+            relpath = path.resolve().relative_to(self.root).as_posix()
+        except ValueError:  # an entry script outside the project root
+            relpath = path.name
+        key = f"{digest}-{relpath}"
+        entry = self.memory.get(key)
+        if entry is not None:
+            return entry
+        cache_file = self.cache_dir / f"{hashlib.blake2b(key.encode(), digest_size=16).hexdigest()}.json" if self.cache_dir else None
+        if cache_file is not None:
+            try:
+                entry = json.loads(cache_file.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                entry = None
+        if entry is None:
+            source, _ = decode(data)
+            bound = region_bound(source)
+            result = instrument_source(source, relpath, ids=IdAllocator(range(bound)), backend=self.backend)
+            shifts = indent_shifts(source, result.code, result.linemap) if result.code else None
+            entry = {"code": result.code, "n": bound, "linemap": result.linemap, "shifts": shifts, "error": result.error}
+            if result.error:
+                print(f"scaleprobe: not instrumented: {result.error}", file=sys.stderr)
+            if cache_file is not None:
+                _write_atomic(cache_file, json.dumps(entry))
+        self.memory[key] = entry
+        return entry
+
+    def compile(self, path: Path, data: bytes) -> CodeType:
+        entry = self._rewrite(path, data)
+        if entry["code"] is None:
+            return compile(data, str(path), "exec", dont_inherit=True)
+        tree = ast.parse(entry["code"], filename=str(path))
+        shift_ids(tree, self._base(entry["n"]))
+        remap_tree(tree, entry["linemap"], entry["shifts"])
+        return compile(tree, str(path), "exec", dont_inherit=True)
+
+    def _base(self, n: int) -> int:
+        global _nvtx_next
+        if self.backend == "runtime":
+            from runtime.probe import reserve
+
+            return reserve(n)
+        with _lock:  # NVTX ids only key a per-module dict; unique per process is enough
+            base, _nvtx_next = _nvtx_next, _nvtx_next + n
+        return base
+
+
+def shift_ids(tree: ast.AST, base: int) -> None:
+    """Add `base` to every region id in probe calls, the region table and the NVTX attribute dict."""
+    if base == 0:
+        return
+
+    def bump(node: ast.AST) -> None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            node.value += base
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name = node.func.id
+            if name in _ID_CALLS and node.args:
+                bump(node.args[0])
+            elif name == "__sp_define__" and len(node.args) == 4 and isinstance(node.args[3], ast.Tuple):
+                for region in node.args[3].elts:
+                    if isinstance(region, ast.Tuple) and region.elts:
+                        bump(region.elts[0])
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "__sp_attr__":
+            bump(node.slice)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            if any(isinstance(t, ast.Name) and t.id == "__sp_attr__" for t in node.targets):
+                for k in node.value.keys:
+                    if k is not None:
+                        bump(k)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a cache that cannot be written only costs time
+
+
+class _Loader(importlib.machinery.SourceFileLoader):
+    instrumenter: Instrumenter
+
+    def get_code(self, fullname: str) -> CodeType:
+        path = Path(self.get_filename(fullname))
+        return self.instrumenter.compile(path, self.get_data(str(path)))
+
+
+class InstrumentingFinder:
+    """Meta-path finder: the project's own source modules get the instrumenting loader."""
+
+    def __init__(self, instrumenter: Instrumenter) -> None:
+        self.instrumenter = instrumenter
+
+    def find_spec(self, fullname: str, path=None, target=None):
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader) or not spec.origin:
+            return None
+        origin = Path(spec.origin)
+        if not self.instrumenter.owns(origin, fullname):
+            return None
+        loader = _Loader(fullname, spec.origin)
+        loader.instrumenter = self.instrumenter
+        spec.loader = loader
+        return spec
+
+
+_installed: Instrumenter | None = None
+
+
+def install(project_root: Path, *, cache_dir: Path | None = None, backend: str = "runtime") -> None:
+    """Instrument the modules under `project_root` when they are imported from now on."""
+    global _installed
+    if _installed is not None:
+        return
+    if cache_dir is None:
+        cache_dir = default_cache_dir()
+    _installed = Instrumenter(project_root, cache_dir, backend)
+    sys.meta_path.insert(0, InstrumentingFinder(_installed))
+
+
+def uninstall() -> None:
+    global _installed
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, InstrumentingFinder)]
+    _installed = None
+
+
+def instrument_entry(path: Path | str) -> CodeType:
+    """The entry script's code object, instrumented, with original file name and lines."""
+    path = Path(path)
+    instrumenter = _installed or Instrumenter(path.resolve().parent, default_cache_dir(), "runtime")
+    return instrumenter.compile(path.resolve(), path.read_bytes())

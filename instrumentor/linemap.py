@@ -1,0 +1,115 @@
+"""Line maps from instrumented lines back to original lines, and compiling with original lines.
+
+An instrumented file cannot keep its line numbers (a `try:` needs a line of its own), so:
+- build mode writes `OUT/.scaleprobe/linemap.json` (`{relpath: [orig line of out line 1, 2, ...]}`),
+  which the runtime applies to tracebacks;
+- the import hook compiles the instrumented AST after setting every node's line back to the original
+  one, under the original file name, so tracebacks need no mapping at all.
+
+The inserted lines are recognised by the shapes `emit.py` gives them; everything else is an original
+line, in order. If the counts disagree (a one-line `def f(): return x` became several lines), a diff
+of the stripped lines aligns them instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_PROLOGUE = re.compile(r"if __sp_on__: __sp_(?:enter|push)__\(")
+_EPILOGUE = re.compile(r"if __sp_on__: __sp_(?:exit|pop)__\(")
+_MARK = re.compile(r"if __sp_on__: __sp_mark__\(")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as Python's tokenizer counts them (str.splitlines also splits on form feeds)."""
+    lines = _NEWLINE.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def inserted_lines(out_lines: list[str]) -> list[bool]:
+    flags = [False] * len(out_lines)
+    stripped = [line.strip() for line in out_lines]
+    for i, text in enumerate(stripped):
+        if flags[i] or "__sp_" not in text and text != "finally:":
+            continue
+        if text.startswith("__sp_") or (text.startswith(("from runtime.probe import", "import nvtx as __sp_"))):
+            flags[i] = True
+        elif _PROLOGUE.match(text):
+            flags[i] = True
+            if i + 1 < len(stripped) and stripped[i + 1] == "try:":
+                flags[i + 1] = True
+        elif _MARK.match(text):
+            flags[i] = True
+        elif text == "finally:" and i + 1 < len(stripped) and _EPILOGUE.match(stripped[i + 1]):
+            flags[i] = flags[i + 1] = True
+    return flags
+
+
+def compute_linemap(source: str, code: str) -> list[int]:
+    """For each line of `code` (index 0 = line 1), the 1-based line of `source` it came from."""
+    orig = split_lines(source)
+    out = split_lines(code)
+    flags = inserted_lines(out)
+    if len(out) - sum(flags) == len(orig):
+        result, current, pending = [], 0, 0
+        for flag in flags:
+            if not flag:
+                current += 1
+            result.append(max(current, 1))
+        return result
+    return _diff_linemap(orig, out, flags)
+
+
+def _diff_linemap(orig: list[str], out: list[str], flags: list[bool]) -> list[int]:
+    a = [line.strip() for line in orig]
+    b = [None if flag else line.strip() for line, flag in zip(out, flags)]
+    result = [0] * len(out)
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for k, j in enumerate(range(j1, j2)):
+            if tag in ("equal", "replace") and i2 > i1:
+                result[j] = min(i1 + k, i2 - 1) + 1
+            else:
+                result[j] = max(i1, 1)  # inserted: the original line before it
+    for j in range(len(result)):
+        if result[j] == 0:
+            result[j] = result[j - 1] if j else 1
+    return result
+
+
+def indent_shifts(source: str, code: str, linemap: list[int]) -> list[int]:
+    """Per out line, original indentation minus ours (the try blocks indent the body further)."""
+    orig = split_lines(source)
+    out = split_lines(code)
+    shifts = []
+    for text, line in zip(out, linemap):
+        before = orig[line - 1] if 0 < line <= len(orig) else ""
+        if before.strip() and before.strip() == text.strip():
+            shifts.append((len(before) - len(before.lstrip())) - (len(text) - len(text.lstrip())))
+        else:
+            shifts.append(0)
+    return shifts
+
+
+def remap_tree(tree: ast.AST, linemap: list[int], shifts: list[int] | None = None) -> ast.AST:
+    """Set every node's lines (and, given `shifts`, columns) to the original ones."""
+    last = len(linemap)
+    if not last:
+        return tree
+    for node in ast.walk(tree):
+        lineno = getattr(node, "lineno", None)
+        if lineno is None:
+            continue
+        end = getattr(node, "end_lineno", None) or lineno
+        if shifts is not None:
+            node.col_offset = max(0, node.col_offset + shifts[min(lineno, last) - 1])
+            if getattr(node, "end_col_offset", None) is not None:
+                node.end_col_offset = max(0, node.end_col_offset + shifts[min(end, last) - 1])
+        node.lineno = linemap[min(lineno, last) - 1]
+        node.end_lineno = max(node.lineno, linemap[min(end, last) - 1])
+    return tree

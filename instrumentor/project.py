@@ -1,0 +1,339 @@
+"""Instrument a whole project: choose files, run the rewrite in worker processes, write OUT.
+
+OUT gets the instrumented modules, every other file copied byte for byte, and `.scaleprobe/` with
+`manifest.json` (regions), `linemap.json` (out line -> original line per instrumented file) and
+`state.json` (content hashes and id blocks, so a re-run only redoes files that changed and a file's
+region ids stay the same across re-runs).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import io
+import json
+import os
+import shutil
+import tokenize
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import __version__
+from .errors import InstrumentError
+from .graph import ImportFacts, ImportGraph, resolve, scan_imports
+from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
+from .transform import FileResult, Skip, instrument_source
+
+LINEMAP_NAME = "linemap.json"
+STATE_NAME = "state.json"
+STATE_VERSION = 1
+# Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).
+_SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", STATE_DIR, ".mypy_cache", ".pytest_cache", ".tox", ".nox"}
+# Copied but never instrumented: not the project's own modules.
+_FOREIGN_DIRS = {"build", "dist", "site-packages", "node_modules"}
+
+
+@dataclass
+class Options:
+    src: Path
+    out: Path | None
+    mains: list[str] = field(default_factory=list)
+    all: bool = False
+    backend: str = "runtime"
+    jobs: int = 1
+
+
+@dataclass
+class Summary:
+    instrumented: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)  # unchanged since the last run, not redone
+    copied: int = 0
+    regions: Counter = field(default_factory=Counter)
+    skipped: list[tuple[str, Skip]] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # "relpath:line: why"
+    graph: ImportGraph | None = None
+    results: dict[str, FileResult] = field(default_factory=dict)
+
+
+def list_files(src: Path) -> tuple[list[str], set[str]]:
+    """All files under SRC (posix relpaths) and the subset that are the project's own modules."""
+    files: list[str] = []
+    own: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel_dir = Path(dirpath).relative_to(src)
+        keep = []
+        for d in sorted(dirnames):
+            full = Path(dirpath, d)
+            if d in _SKIP_DIRS or (full / "pyvenv.cfg").exists() or full.is_symlink():
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        foreign = any(p in _FOREIGN_DIRS or p.endswith(".egg-info") for p in rel_dir.parts)
+        for name in sorted(filenames):
+            rel = (rel_dir / name).as_posix()
+            files.append(rel)
+            if name.endswith(".py") and not foreign:
+                own.add(rel)
+    return files, own
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def decode(data: bytes) -> tuple[str, str]:
+    """Text and encoding as Python reads a source file (PEP 263 cookie, BOM)."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode(encoding), encoding
+
+
+def _work(job: tuple) -> FileResult:
+    relpath, path, pool, prior, backend = job
+    try:
+        data = Path(path).read_bytes()
+        source, encoding = decode(data)
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        return FileResult(relpath, "failed", error=f"{relpath}:1: cannot read: {exc}")
+    result = instrument_source(source, relpath, ids=IdAllocator(range(*pool), prior), backend=backend)
+    if result.code is not None:
+        result.code = result.code.encode(encoding)  # type: ignore[assignment]  # bytes back to the parent
+    return result
+
+
+def run_jobs(jobs: list[tuple], workers: int, work=_work) -> dict[str, FileResult]:
+    """Run `work` in worker processes; a file that kills its worker fails alone, copied unchanged."""
+    results: dict[str, FileResult] = {}
+    pending = jobs
+    isolate = False
+    while pending:
+        broken: list[tuple] = []
+        groups = [[job] for job in pending] if isolate else [pending]
+        for group in groups:
+            try:
+                with ProcessPoolExecutor(max_workers=1 if isolate else workers) as pool:
+                    futures = [(job, pool.submit(work, job)) for job in group]
+                    for job, future in futures:
+                        try:
+                            results[job[0]] = future.result()
+                        except BrokenProcessPool:
+                            if isolate:
+                                results[job[0]] = FileResult(
+                                    job[0], "failed", error=f"{job[0]}:1: the parser's worker process died on this file"
+                                )
+                            else:
+                                broken.append(job)
+            except BrokenProcessPool:
+                pass
+        pending = broken
+        isolate = True
+    return results
+
+
+class Project:
+    def __init__(self, opts: Options) -> None:
+        self.opts = opts
+        self.src = opts.src.resolve()
+        if not self.src.is_dir():
+            raise InstrumentError(f"{opts.src}: not a directory")
+        self.out = opts.out.resolve() if opts.out is not None else None
+        if self.out is not None and (self.out == self.src or self.src in self.out.parents):
+            raise InstrumentError(f"-o {opts.out}: the output must not be the source directory or inside it")
+        self.files, self.own = list_files(self.src)
+        self.state = self._load_state()
+        self.fingerprint = f"{__version__}:{opts.backend}"
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def _load_state(self) -> dict:
+        empty = {"version": STATE_VERSION, "next_id": 0, "files": {}, "imports": {}}
+        if self.out is None:
+            return empty
+        path = self.out / STATE_DIR / STATE_NAME
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return empty
+        return state if state.get("version") == STATE_VERSION else empty
+
+    # -- graph ---------------------------------------------------------------------------------
+
+    def entries(self) -> list[str]:
+        mains = self.opts.mains or (["main.py"] if "main.py" in self.own else [])
+        for main in mains:
+            if main not in self.files:
+                raise InstrumentError(f"--main {main}: no such file under {self.opts.src}")
+        return mains
+
+    def graph(self) -> ImportGraph:
+        entries = self.entries()
+        parents = {Path(m).parent.as_posix() for m in entries}
+        roots = sorted({"" if p == "." else p for p in parents} | {""})
+        cache = self.state.setdefault("imports", {})
+
+        def scan(rel: str) -> ImportFacts:
+            data = (self.src / rel).read_bytes()
+            digest = _hash(data)
+            hit = cache.get(rel)
+            if hit and hit[0] == digest:
+                return ImportFacts([tuple(i[:2]) + (tuple(i[2]),) for i in hit[1]], hit[2])
+            facts = scan_imports(data, rel)
+            cache[rel] = [digest, facts.imports, facts.unresolved]
+            return facts
+
+        own = sorted(self.own)
+        return resolve(entries, own, roots, scan)
+
+    def targets(self) -> tuple[list[str], ImportGraph | None]:
+        if self.opts.all:
+            return sorted(self.own), None
+        graph = self.graph()
+        if not graph.reached:
+            raise InstrumentError(f"{self.opts.src}: no entry file (no main.py; name one with --main or use --all)")
+        return [r for r in graph.reached if r in self.own], graph
+
+    # -- build ---------------------------------------------------------------------------------
+
+    def transform(self, targets: list[str], summary: Summary, *, reuse: bool) -> dict[str, FileResult]:
+        files_state = self.state.setdefault("files", {})
+        src_manifest = self._source_manifest()
+        next_id = max([self.state.get("next_id", 0), *(r.id + 1 for r in src_manifest)])
+        jobs, results = [], {}
+        for rel in targets:
+            data = (self.src / rel).read_bytes()
+            digest = _hash(data)
+            entry = files_state.get(rel)
+            out_file = self.out / rel if self.out else None
+            if (
+                reuse and entry and entry["hash"] == digest and entry["fingerprint"] == self.fingerprint
+                and out_file is not None and out_file.exists() and out_file.stat().st_size == entry["out_size"]
+            ):
+                summary.reused.append(rel)
+                results[rel] = FileResult(rel, entry["status"], regions=[Region(**r) for r in entry["regions"]], linemap=entry.get("linemap"))
+                continue
+            bound = region_bound(data.decode("latin-1"))
+            block = entry["block"] if entry else None
+            prior = {r["key"]: r["id"] for r in entry["regions"]} if entry else {}
+            if block is None or block[1] - block[0] < bound:
+                block = [next_id, next_id + max(bound, 1)]
+                next_id = block[1]
+                # the outgrown block stays this file's, so its known regions keep their ids
+            jobs.append((rel, str(self.src / rel), tuple(block), prior, self.opts.backend))
+            files_state[rel] = {"hash": digest, "fingerprint": self.fingerprint, "block": block, "regions": [], "status": "?", "out_size": -1}
+        self.state["next_id"] = next_id
+        results.update(run_jobs(jobs, max(1, self.opts.jobs)))
+        by_rel = {r.file: [] for r in src_manifest}
+        for region in src_manifest:
+            by_rel[region.file].append(region)
+        src_linemaps = self._source_linemaps()
+        for rel, result in results.items():
+            if result.status == "already":  # keep what the run that instrumented it recorded
+                result.regions = by_rel.get(rel, [])
+                result.linemap = src_linemaps.get(rel)
+        return results
+
+    def _source_manifest(self) -> list[Region]:
+        path = manifest_path(self.src)
+        return read_manifest(path) if path.exists() else []
+
+    def build(self) -> Summary:
+        if self.out is None:
+            raise InstrumentError("no output directory (-o OUT)")
+        summary = Summary()
+        targets, summary.graph = self.targets()
+        results = self.transform(targets, summary, reuse=True)
+        summary.results = results
+        self.out.mkdir(parents=True, exist_ok=True)
+        written = set()
+        linemaps: dict[str, list[int]] = {}
+        regions: list[Region] = []
+        files_state = self.state["files"]
+        for rel in self.files:
+            dest = self.out / rel
+            result = results.get(rel)
+            written.add(rel)
+            if result is not None and rel in summary.reused:
+                pass
+            elif result is not None and result.status == "instrumented":
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(result.code)  # type: ignore[arg-type]
+                shutil.copymode(self.src / rel, dest)
+            else:
+                self._copy(rel)
+                summary.copied += 1
+            if result is None:
+                continue
+            entry = files_state[rel]
+            if rel not in summary.reused:
+                entry.update(
+                    status=result.status, regions=[asdict(r) for r in result.regions],
+                    linemap=result.linemap, out_size=dest.stat().st_size,
+                )
+            if result.status == "instrumented":
+                summary.instrumented.append(rel)
+            if result.linemap:
+                linemaps[rel] = result.linemap
+            regions.extend(result.regions)
+            summary.regions.update(r.kind for r in result.regions)
+            summary.skipped.extend((rel, s) for s in result.skipped)
+            if result.status == "failed":
+                summary.failed.append(result.error or f"{rel}: failed")
+                entry["hash"] = None  # retry next time
+        for rel in set(files_state) - set(results):
+            del files_state[rel]
+        self._remove_stale(written)
+        write_manifest(self.out, regions, backend=self.opts.backend)
+        state_dir = self.out / STATE_DIR
+        (state_dir / LINEMAP_NAME).write_text(json.dumps(linemaps, separators=(",", ":")) + "\n", encoding="utf-8")
+        self.state["written"] = sorted(written)
+        (state_dir / STATE_NAME).write_text(json.dumps(self.state, separators=(",", ":")), encoding="utf-8")
+        return summary
+
+    def _source_linemaps(self) -> dict:
+        path = self.src / STATE_DIR / LINEMAP_NAME
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def _copy(self, rel: str) -> None:
+        source, dest = self.src / rel, self.out / rel
+        if dest.exists():
+            a, b = source.stat(), dest.stat()
+            if a.st_size == b.st_size and int(a.st_mtime) == int(b.st_mtime):
+                return
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            if dest.exists() or dest.is_symlink():
+                dest.unlink()
+            dest.symlink_to(os.readlink(source))
+        else:
+            shutil.copy2(source, dest)
+
+    def _remove_stale(self, written: set[str]) -> None:
+        for rel in set(self.state.get("written", [])) - written:
+            path = self.out / rel
+            if path.is_file():
+                path.unlink()
+
+    def diff(self) -> tuple[str, Summary]:
+        summary = Summary()
+        targets, summary.graph = self.targets()
+        results = self.transform(targets, summary, reuse=False)
+        chunks = []
+        for rel in targets:
+            result = results[rel]
+            if result.status == "failed":
+                summary.failed.append(result.error or rel)
+            if result.status != "instrumented":
+                continue
+            before, encoding = decode((self.src / rel).read_bytes())
+            after = result.code.decode(encoding)  # type: ignore[union-attr]
+            chunks.extend(difflib.unified_diff(
+                before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{rel}", f"b/{rel}"
+            ))
+            summary.instrumented.append(rel)
+            summary.regions.update(r.kind for r in result.regions)
+        return "".join(chunks), summary

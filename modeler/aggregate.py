@@ -1,0 +1,307 @@
+"""From runs to series: metrics per rank, reduced across ranks, repetitions kept apart.
+
+For every completed run each rank's files (the rank's main process and its workers, summed)
+give one value per (call path, metric); the ranks' values are reduced with the chosen aggregate
+(mean, max, min or sum) and the rank imbalance (max/mean of inclusive time) is a metric of its
+own. Runs at the same parameter point are repetitions: they stay separate in
+`Series.repetitions` for the estimator to reduce (median by default) and to use their spread.
+
+A call path that a completed rank did not visit took no time there: additive metrics (time,
+visits, communication) count it as 0 on that rank. Per-step medians exist only where steps ran.
+A rank whose profile is empty was not profiled (rank selection) and does not count at all.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from .dataset import Dataset, Series
+from .errors import InputError
+from .readers.runs import RankFile, RunRecord, RunSet
+
+RANK_AGGREGATES = ("mean", "max", "min", "sum")
+
+
+@dataclass(frozen=True)
+class Metric:
+    unit: str
+    additive: bool  # a rank without a record for it contributes 0 (else it contributes nothing)
+    description: str
+
+
+METRICS: dict[str, Metric] = {
+    "time": Metric("s", True, "inclusive time of the call path over the run"),
+    "exclusive_time": Metric("s", True, "time in the region itself, callees excluded"),
+    "visits": Metric("", True, "number of visits (calls, loop statements)"),
+    "step_time": Metric("s", False, "median duration of one training step"),
+    "epoch_time": Metric("s", False, "median duration of one epoch"),
+    "data_wait": Metric("s", False, "median time per step spent waiting for the data loader"),
+    "step_comm_time": Metric("s", False, "median communication time per step"),
+    "step_gpu_time": Metric("s", False, "median GPU time per step (runs on a GPU only)"),
+    "peak_memory": Metric("B", False, "largest peak GPU memory of a step (runs on a GPU only)"),
+    "peak_rss": Metric("B", False, "largest peak resident memory of an epoch"),
+    "comm_time": Metric("s", True, "time in a communication operation over the run"),
+    "comm_bytes": Metric("B", True, "bytes moved by a communication operation over the run"),
+    "comm_calls": Metric("", True, "calls of a communication operation"),
+    "comm_gpu_time": Metric("s", True, "GPU time of a communication operation (NCCL on a GPU only)"),
+    "imbalance": Metric("", False, "max/mean over ranks of the inclusive time (1 on one rank; left out when no run has 2+ ranks)"),
+    "speedup": Metric("", False, "time at the fewest ranks measured / time (other parameters fixed)"),
+    "parallel_efficiency": Metric("", False, "speedup * fewest ranks / ranks"),
+    "cost": Metric("s", False, "time x ranks (rank-seconds)"),
+}
+
+# plain Python: these reduce a handful of ranks, thousands of times, where numpy's call overhead dominates
+_REDUCE: dict[str, Callable[[list[float]], float]] = {
+    "mean": lambda a: sum(a) / len(a),
+    "max": max,
+    "min": min,
+    "sum": lambda a: float(sum(a)),
+}
+
+Key = tuple[str, str]  # (call path, metric)
+
+
+class RegionNames:
+    """Region labels for call paths, consistent over all runs: the region's name, or
+    `file:name` where two different regions share a name."""
+
+    def __init__(self, runs: Iterable[RunRecord]) -> None:
+        owners: dict[str, set[str]] = defaultdict(set)
+        for run in runs:
+            for rf in run.files:
+                for reg in rf.run.regions.values():
+                    owners[reg.name].add(reg.file)
+        self._ambiguous = {name for name, files in owners.items() if len(files) > 1}
+        self._labels: dict[int, dict[int, str]] = {}
+
+    def _table(self, rf: RankFile) -> dict[int, str]:
+        table = self._labels.get(id(rf.run))
+        if table is None:
+            table = {
+                rid: f"{reg.file}:{reg.name}" if reg.name in self._ambiguous else reg.name
+                for rid, reg in rf.run.regions.items()
+            }
+            self._labels[id(rf.run)] = table
+        return table
+
+    def label(self, rf: RankFile, rid: int) -> str:
+        return self._table(rf).get(rid) or f"#{rid}"
+
+    def callpath(self, rf: RankFile, path: Iterable[int]) -> str:
+        table = self._table(rf)
+        return "->".join(table.get(r) or f"#{r}" for r in path)
+
+
+def _ns(v: Any) -> float | None:
+    n = _number(v)
+    return None if n is None else n / 1e9
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _bytes(mem: Any, skip: str) -> float | None:
+    """A peak-memory figure: a number, or the largest byte count in a dict (keys containing `skip` aside)."""
+    if isinstance(mem, dict):
+        vals = [_number(v) for k, v in mem.items() if "bytes" in str(k) and skip not in str(k)]
+        vals = [v for v in vals if v is not None]
+        return max(vals) if vals else None
+    return _number(mem)
+
+
+def _peak(peaks: dict[Key, float], key: Key, v: float | None) -> None:
+    if v is not None:
+        peaks[key] = max(peaks.get(key, v), v)
+
+
+def _median(values: list[float]) -> float:
+    return float(np.median(values))
+
+
+def _comm_callpath(names: RegionNames, rf: RankFile, rec: dict[str, Any]) -> str:
+    op = str(rec.get("op") or "comm")
+    cp = rec.get("callpath")
+    if isinstance(cp, (list, tuple)):
+        cp = names.callpath(rf, cp)
+    elif not isinstance(cp, str):
+        cp = ""
+    if not cp:
+        return op
+    return cp if cp.split("->")[-1] == op else f"{cp}->{op}"
+
+
+def rank_metrics(files: list[RankFile], names: RegionNames) -> tuple[dict[Key, float], bool]:
+    """One rank's metrics (its processes summed) and whether it was profiled at all."""
+    totals: dict[Key, float] = defaultdict(float)
+    samples: dict[Key, list[float]] = defaultdict(list)
+    peaks: dict[Key, float] = {}
+    profiled = False
+    for rf in files:
+        run = rf.run
+        ends_in: dict[int, set[str]] = defaultdict(set)
+        for path, st in run.profile.items():
+            if not path:
+                continue
+            profiled = True
+            cp = names.callpath(rf, path)
+            ends_in[path[-1]].add(cp)
+            totals[(cp, "time")] += st.incl_ns / 1e9
+            totals[(cp, "exclusive_time")] += st.excl_ns / 1e9
+            totals[(cp, "visits")] += st.visits
+
+        def loop_callpath(rid: Any) -> str:
+            # the loop's call path when it is reached one way only, else its bare name
+            paths = ends_in.get(int(rid), set()) if isinstance(rid, int) else set()
+            return next(iter(paths)) if len(paths) == 1 else (names.label(rf, rid) if isinstance(rid, int) else str(rid))
+
+        for rec in run.steps:
+            if rec.get("active") is False:
+                continue  # outside the schedule's active window: warm-up and skipped steps
+            cp = loop_callpath(rec.get("region"))
+            for field, metric in (("duration_ns", "step_time"), ("data_wait_ns", "data_wait"),
+                                  ("comm_ns", "step_comm_time"), ("gpu_ns", "step_gpu_time")):
+                v = _ns(rec.get(field))
+                if v is not None:
+                    samples[(cp, metric)].append(v)
+            _peak(peaks, (cp, "peak_memory"), _bytes(rec.get("memory"), "rss"))
+        for rec in run.epochs:
+            cp = loop_callpath(rec.get("region"))
+            v = _ns(rec.get("duration_ns"))
+            if v is not None:
+                samples[(cp, "epoch_time")].append(v)
+            mem = rec.get("memory")
+            if isinstance(mem, dict):
+                _peak(peaks, (cp, "peak_rss"), _number(mem.get("rss_peak_bytes")))
+        for rec in run.comms:
+            cp = _comm_callpath(names, rf, rec)
+            profiled = True
+            for field, metric, scale in (("time_ns", "comm_time", 1e-9), ("bytes", "comm_bytes", 1.0),
+                                         ("calls", "comm_calls", 1.0), ("gpu_ns", "comm_gpu_time", 1e-9)):
+                v = rec.get(field)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    totals[(cp, metric)] += float(v) * scale
+    out: dict[Key, float] = dict(totals)
+    out.update((k, _median(v)) for k, v in samples.items() if v)
+    out.update(peaks)
+    return out, profiled
+
+
+def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> dict[Key, float]:
+    """One value per (call path, metric) for a run: its ranks' values reduced with `ranks`."""
+    reduce = _REDUCE[ranks]
+    per_rank = []
+    for _, files in run.ranks.items():
+        m, profiled = rank_metrics(files, names)
+        if profiled or m:
+            per_rank.append(m)
+    keys = set().union(*per_rank) if per_rank else set()
+    out: dict[Key, float] = {}
+    for key in keys:
+        additive = METRICS[key[1]].additive
+        vals = [m.get(key, 0.0) for m in per_rank] if additive else [m[key] for m in per_rank if key in m]
+        if vals:
+            out[key] = reduce(vals)
+        if key[1] == "time":
+            mean = sum(vals) / len(vals)
+            if mean > 0:
+                out[(key[0], "imbalance")] = max(vals) / mean
+    return out
+
+
+def _derived(
+    measured: dict[tuple[float, ...], list[dict[Key, float]]], parameters: tuple[str, ...]
+) -> dict[tuple[float, ...], list[dict[Key, float]]]:
+    """speedup, parallel efficiency and cost of every call path's time, per repetition."""
+    r = parameters.index("ranks")
+    out: dict[tuple[float, ...], list[dict[Key, float]]] = {}
+    # the baseline of a point is the point with the fewest ranks and the same other parameters
+    base_of: dict[tuple[float, ...], tuple[float, ...]] = {}
+    for pt in measured:
+        others = pt[:r] + pt[r + 1 :]
+        cur = base_of.get(others)
+        if cur is None or pt[r] < cur[r]:
+            base_of[others] = pt
+    for pt, reps in measured.items():
+        base = base_of[pt[:r] + pt[r + 1 :]]
+        base_time: dict[str, float] = {}
+        for cp in {k[0] for rep in measured[base] for k in rep if k[1] == "time"}:
+            vals = [rep[(cp, "time")] for rep in measured[base] if (cp, "time") in rep]
+            base_time[cp] = _median(vals)
+        rows = []
+        for rep in reps:
+            row: dict[Key, float] = {}
+            for (cp, metric), t in rep.items():
+                if metric != "time":
+                    continue
+                row[(cp, "cost")] = t * pt[r]
+                t0 = base_time.get(cp)
+                if t0 is not None and t > 0 and pt[r] > 0:
+                    row[(cp, "speedup")] = t0 / t
+                    row[(cp, "parallel_efficiency")] = t0 / t * base[r] / pt[r]
+            rows.append(row)
+        out[pt] = rows
+    return out
+
+
+def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = True) -> Dataset:
+    """The completed runs of `runset` as a Dataset over its varying parameters."""
+    if ranks not in _REDUCE:
+        raise InputError(f"--ranks: unknown aggregate {ranks!r}; choose one of {', '.join(RANK_AGGREGATES)}")
+    runs = runset.completed()
+    names = RegionNames(runs)
+    params = runset.parameters
+    measured: dict[tuple[float, ...], list[dict[Key, float]]] = defaultdict(list)
+    for run in runs:
+        measured[runset.point(run)].append(run_metrics(run, names, ranks))
+    if not any(len(run.ranks) > 1 for run in runs):
+        # max/mean over one rank is 1 by definition: a series that says nothing
+        for reps in measured.values():
+            for rep in reps:
+                for key in [k for k in rep if k[1] == "imbalance"]:
+                    del rep[key]
+    if derived and "ranks" in params:
+        for pt, rows in _derived(measured, params).items():
+            for rep, extra in zip(measured[pt], rows):
+                rep.update(extra)
+
+    # key -> point -> repetitions; a repetition lacking an additive metric that other repetitions
+    # of the same point have measured 0 (the run completed without visiting the call path)
+    by_key: dict[Key, dict[tuple[float, ...], list[float]]] = defaultdict(dict)
+    for pt, reps in measured.items():
+        keys = set().union(*reps)
+        for key in keys:
+            additive = METRICS[key[1]].additive
+            vals = [rep.get(key, 0.0) if additive else rep.get(key) for rep in reps]
+            vals = [v for v in vals if v is not None]
+            if vals:
+                by_key[key][pt] = vals
+    n_points = len(measured)
+    series: list[Series] = []
+    partial: dict[str, list[str]] = defaultdict(list)
+    for (cp, metric) in sorted(by_key, key=lambda k: (k[0], list(METRICS).index(k[1]))):
+        pts = sorted(by_key[(cp, metric)])
+        if len(pts) < n_points:
+            partial[metric].append(f"{cp} ({len(pts)} of {n_points})")
+        series.append(
+            Series(
+                cp,
+                metric,
+                np.array(pts, dtype=float).reshape(len(pts), len(params)),
+                tuple(np.array(by_key[(cp, metric)][p]) for p in pts),
+                METRICS[metric].unit,
+            )
+        )
+    warnings = list(runset.warnings)
+    for metric, items in partial.items():
+        shown = ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+        warnings.append(
+            f"{len(items)} '{metric}' series were not measured at every point and are modeled on the points "
+            f"they have: {shown}"
+        )
+    sources = sorted({str(f.path) for r in runs for f in r.files})
+    return Dataset(params, series, warnings, sources)

@@ -1,0 +1,29 @@
+"""Write measurements as Extra-P JSON Lines: `modeler export --extrap OUT.jsonl INPUT...`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..export import write_extrap_jsonl
+from .inputs import add_input_options, load_from_args, select, warn
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--extrap", metavar="OUT.jsonl", required=True,
+                        help="write Extra-P JSON Lines here ('-' for stdout)")
+    add_input_options(parser, metric_default="all")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli import EXIT_OK, EXIT_PARTIAL
+
+    if args.metric is None:
+        args.metric = "all"  # an export hands over everything measured unless told otherwise
+    loaded = load_from_args(args)
+    data = select(loaded.dataset, args)
+    summary = write_extrap_jsonl(data, args.extrap)
+    warn([*data.warnings, *summary.notes()], args)
+    if not args.quiet:
+        print(f"modeler: {summary.describe()}", file=sys.stderr)
+    return EXIT_PARTIAL if loaded.skipped else EXIT_OK

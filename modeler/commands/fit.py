@@ -1,0 +1,93 @@
+"""Fit performance models to runs (or Extra-P inputs) and rank the regions by how badly they scale.
+
+`fit_dataset` is the whole pipeline after reading, for use from Python; `run` is `modeler fit`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from typing import Sequence
+
+from ..dataset import Dataset
+from ..errors import InputError
+from ..outputs import FORMATS, render
+from ..ranking import Ranking, measured_maximum, parse_at, rank_models
+from .inputs import add_input_options, load_from_args, select, warn, write_output
+
+DEFAULT_MIN_POINTS = 3
+REPETITION_AGGREGATES = ("median", "mean", "min")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_input_options(parser)
+    parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    parser.add_argument("--at", metavar="NAME=VALUE,...",
+                        help="target point for predictions and the ranking, e.g. ranks=1024,batch=256 "
+                             "(parameters not named: their largest measured value)")
+    parser.add_argument("--repetitions", choices=REPETITION_AGGREGATES,
+                        help="how repetitions are combined before fitting (default: median; mean with --compat extrap, as Extra-P)")
+    parser.add_argument("--compat", choices=("extrap",), help="reproduce Extra-P 4.2.5's default modeler")
+    parser.add_argument("--min-points", type=int, default=DEFAULT_MIN_POINTS, metavar="N",
+                        help=f"leave out (with a warning) series measured at fewer than N points (default: {DEFAULT_MIN_POINTS})")
+    parser.add_argument("--top", type=int, metavar="N", help="show only the N worst-scaling models")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the output here instead of to stdout")
+
+
+def enough_points(dataset: Dataset, min_points: int) -> tuple[Dataset, list[str]]:
+    """The series with at least `min_points` points, and a warning naming those left out."""
+    if min_points < 1:
+        raise InputError(f"--min-points: must be at least 1, got {min_points}")
+    keep = [s for s in dataset.series if s.n_points >= min_points]
+    dropped = [f"{s.callpath} [{s.metric}] ({s.n_points})" for s in dataset.series if s.n_points < min_points]
+    warnings = []
+    if dropped:
+        shown = ", ".join(dropped[:5]) + (f" and {len(dropped) - 5} more" if len(dropped) > 5 else "")
+        warnings.append(f"{len(dropped)} series left out: measured at fewer than {min_points} points (--min-points): {shown}")
+    return Dataset(dataset.parameters, keep, list(dataset.warnings), list(dataset.sources)), warnings
+
+
+def fit_dataset(
+    dataset: Dataset,
+    *,
+    at: str | None = None,
+    compat: str | None = None,
+    repetitions: str | None = None,
+    min_points: int = DEFAULT_MIN_POINTS,
+) -> Ranking:
+    """Fit every series of `dataset` and rank the models; warnings of every stage are in the Ranking."""
+    if not dataset.parameters:
+        raise InputError("no parameter varies over the measurements: nothing to model (sweep at least one parameter)")
+    data, warnings = enough_points(dataset, min_points)
+    if not data.series:
+        raise InputError(f"no series has {min_points} or more points (--min-points)")
+    target = parse_at(at, data.parameters, measured_maximum(data))
+
+    from ..estimator import PMNFModeler  # the engine is heavy; `modeler export` never needs it
+
+    est = PMNFModeler(compat=compat, aggregate=repetitions).fit(data)
+    model_warnings = Counter(w for fm in est.models_ for w in fm.warnings)
+    notes = [f"{w} ({n} model{'s' if n > 1 else ''})" for w, n in model_warnings.items()]
+    return rank_models(est.models_, data.parameters, target, warnings=[*data.warnings, *warnings, *notes])
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli import EXIT_OK, EXIT_PARTIAL
+
+    if args.top is not None and args.top < 1:
+        raise InputError(f"--top: must be at least 1, got {args.top}")
+    loaded = load_from_args(args)
+    data = select(loaded.dataset, args)
+    ranking = fit_dataset(data, at=args.at, compat=args.compat, repetitions=args.repetitions, min_points=args.min_points)
+    if args.top is not None:
+        ranking = Ranking(ranking.parameters, ranking.at, ranking.rows[: args.top], ranking.warnings)
+    write_output(render(ranking, args.format), args.output)
+    warn(ranking.warnings, args)
+    return EXIT_PARTIAL if loaded.skipped else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`modeler fit ...` without the command name."""
+    from ..cli import main as cli_main
+
+    return cli_main(["fit", *(argv or [])])

@@ -1,0 +1,80 @@
+"""Input options shared by the commands that read measurements, and the selection of series."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from fnmatch import fnmatchcase
+from typing import Sequence
+
+from ..aggregate import RANK_AGGREGATES
+from ..dataset import Dataset
+from ..errors import InputError
+from ..readers import FORMATS, Loaded, ReadOptions, read_inputs
+
+
+def add_input_options(parser: argparse.ArgumentParser, *, metric_default: str = "time when measured, else all") -> None:
+    parser.add_argument("paths", nargs="+", metavar="INPUT",
+                        help="run directories, run files, Extra-P JSON Lines or text files, or globs")
+    parser.add_argument("--metric", metavar="NAMES",
+                        help=f"comma-separated metrics to use, or 'all' (default: {metric_default})")
+    parser.add_argument("--callpath", metavar="PATTERN", action="append",
+                        help="only call paths matching this fnmatch pattern (repeatable), e.g. '*->train*'")
+    parser.add_argument("--ranks", choices=RANK_AGGREGATES, default="mean",
+                        help="how the ranks of a run are combined (default: mean); imbalance = max/mean is its own metric")
+    parser.add_argument("--include-incomplete", action="store_true",
+                        help="also use runs whose files have no end record (killed or still running)")
+    parser.add_argument("--input-format", choices=FORMATS, help="read every input in this format instead of detecting it")
+    parser.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
+
+
+def load_from_args(args: argparse.Namespace) -> Loaded:
+    options = ReadOptions(ranks=args.ranks, include_incomplete=args.include_incomplete)
+    return read_inputs(args.paths, options, format=args.input_format)
+
+
+def parse_metrics(text: str | None, available: Sequence[str]) -> list[str] | None:
+    """None for all metrics; a list of names checked against what was measured."""
+    if text is None:
+        return ["time"] if "time" in available else None
+    if text.strip() == "all":
+        return None
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in names if m not in available]
+    if unknown or not names:
+        raise InputError(
+            f"--metric: {', '.join(unknown) or repr(text)} not measured; available: {', '.join(available) or 'none'}"
+        )
+    return names
+
+
+def select(dataset: Dataset, args: argparse.Namespace) -> Dataset:
+    metrics = parse_metrics(args.metric, dataset.metrics())
+    chosen = dataset.select(metrics=metrics)
+    if args.callpath:
+        keep = [s for s in chosen.series if any(fnmatchcase(s.callpath, pat) for pat in args.callpath)]
+        if not keep:
+            raise InputError(f"--callpath: no call path matches {', '.join(args.callpath)}")
+        chosen = Dataset(chosen.parameters, keep, chosen.warnings, chosen.sources)
+    if not chosen.series:
+        raise InputError("no series to use after selecting metrics and call paths")
+    return chosen
+
+
+def warn(messages: Sequence[str], args: argparse.Namespace) -> None:
+    if getattr(args, "quiet", False):
+        return
+    for m in messages:
+        print(f"modeler: warning: {m}", file=sys.stderr)
+
+
+def write_output(text: str, output: str | None) -> None:
+    if output in (None, "-"):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise InputError(f"-o {output}: cannot write: {exc.strerror or exc}") from exc

@@ -1,0 +1,197 @@
+"""`PMNFModeler`: fits one PMNF performance model per series of a `Dataset`.
+
+The estimator contract: keyword-only options, validated in `fit`; `fit` returns self; learned
+state in attributes ending in `_`; `predict` before `fit` raises `NotFittedError`.
+
+Two modes. `compat="extrap"` reproduces Extra-P 4.2.5's default modeler (see
+`modeler.pmnf.extrap_mode`). The default mode (`modeler.pmnf.default_mode`) fits relative errors,
+cross-validates the multi-parameter combination too, and prefers the simplest model that the
+data and the repetition noise cannot tell apart from the best one.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .dataset import REPETITION_AGGREGATES, Dataset
+from .errors import InputError, NotFittedError, TooFewPointsError
+from .model import Factor, FittedModel, Model, Term
+from .pmnf import default_mode, extrap_mode
+from .pmnf.fit import GroupFit
+from .pmnf.hypotheses import exponent_of
+from .pmnf.points import distinct_values, group_by_points
+from .pmnf.quality import quality
+
+COMPAT_MODES = (None, "extrap")
+#: a series needs this many points, and a parameter this many distinct values, to get a term
+MIN_POINTS = 3
+#: Extra-P's recommendation; fewer values of a parameter are modeled with a warning
+RECOMMENDED_VALUES = 5
+
+
+class PMNFModeler:
+    """Performance models in Extra-P's normal form for every (callpath, metric) series.
+
+    Options (all keyword-only, checked by `fit`):
+    - `compat`: None (the improved default) or "extrap" (Extra-P 4.2.5's default modeler).
+    - `aggregate`: how repetitions become one value per point: "median", "mean", "min", "max".
+      None: "median", or "mean" with compat="extrap" (what Extra-P uses).
+    - `candidates`: default mode: how many best single-parameter terms per parameter go on to the
+      multi-parameter search (None: 3 for up to 2 parameters, 2 for 3, 1 beyond).
+    - `allow_log`: allow log2 factors (they are dropped anyway for a parameter with a value < 1).
+    - `noise_test`: default mode: keep a constant model when its deviations are within the noise
+      measured by the repetitions.
+    - `on_too_few`: "warn" (a series with fewer than 3 points gets a constant model and a warning)
+      or "raise" (`TooFewPointsError`).
+    """
+
+    def __init__(
+        self,
+        *,
+        compat: str | None = None,
+        aggregate: str | None = None,
+        candidates: int | None = None,
+        allow_log: bool = True,
+        noise_test: bool = True,
+        on_too_few: str = "warn",
+    ) -> None:
+        self.compat = compat
+        self.aggregate = aggregate
+        self.candidates = candidates
+        self.allow_log = allow_log
+        self.noise_test = noise_test
+        self.on_too_few = on_too_few
+
+    def _validate(self) -> str:
+        if self.compat not in COMPAT_MODES:
+            raise InputError(f"compat must be None or 'extrap', got {self.compat!r}")
+        aggregate = self.aggregate or ("mean" if self.compat == "extrap" else "median")
+        if aggregate not in REPETITION_AGGREGATES:
+            raise InputError(
+                f"aggregate must be one of {', '.join(REPETITION_AGGREGATES)}, got {self.aggregate!r}"
+            )
+        if self.candidates is not None and (
+            not isinstance(self.candidates, int) or isinstance(self.candidates, bool) or self.candidates < 1
+        ):
+            raise InputError(f"candidates must be a positive integer, got {self.candidates!r}")
+        if self.on_too_few not in ("warn", "raise"):
+            raise InputError(f"on_too_few must be 'warn' or 'raise', got {self.on_too_few!r}")
+        if not isinstance(self.allow_log, bool) or not isinstance(self.noise_test, bool):
+            raise InputError("allow_log and noise_test must be True or False")
+        return aggregate
+
+    def fit(self, dataset: Dataset) -> "PMNFModeler":
+        aggregate = self._validate()
+        if not isinstance(dataset, Dataset):
+            raise InputError(f"fit expects a modeler.dataset.Dataset, got {type(dataset).__name__}")
+        if not dataset.series:
+            raise TooFewPointsError("the dataset has no series to model")
+        params = dataset.parameters
+        values = [s.values(aggregate) for s in dataset.series]
+        notes: list[list[str]] = [[] for _ in dataset.series]
+        fittable: list[int] = []
+        for i, s in enumerate(dataset.series):
+            if s.n_points < MIN_POINTS:
+                msg = (
+                    f"{s.callpath}/{s.metric}: {s.n_points} point(s), at least {MIN_POINTS} are needed "
+                    "for a model with a term"
+                )
+                if self.on_too_few == "raise":
+                    raise TooFewPointsError(msg)
+                notes[i].append(msg + "; constant model (mean)")
+                continue
+            for p, k in zip(params, distinct_values(s.points)):
+                if k < MIN_POINTS:
+                    notes[i].append(
+                        f"only {k} value(s) of parameter {p}: modeled as constant in {p} "
+                        f"(at least {MIN_POINTS} are needed)"
+                    )
+                elif k < RECOMMENDED_VALUES:
+                    notes[i].append(f"fewer than {RECOMMENDED_VALUES} values of parameter {p} ({k})")
+            fittable.append(i)
+
+        fits: dict[int, tuple[GroupFit, int, dict]] = {}
+        groups = group_by_points([dataset.series[i].points for i in fittable])
+        for members in groups.values():
+            index = [fittable[m] for m in members]
+            pts = dataset.series[index[0]].points
+            Y = np.array([values[i] for i in index])
+            if self.compat == "extrap":
+                g = extrap_mode.fit_group(pts, Y, index, self.allow_log)
+            else:
+                spread = np.array([dataset.series[i].spread() for i in index])
+                reps = np.array([[r.size for r in dataset.series[i].repetitions] for i in index])
+                g = default_mode.fit_group(
+                    pts, Y, index, spread, reps, aggregate=aggregate, candidates=self.candidates,
+                    allow_log=self.allow_log, noise_test=self.noise_test,
+                )
+            q = quality(g)
+            for row, i in enumerate(index):
+                fits[i] = (g, row, {"smape": q.smape[row], "rss": q.rss[row], "ar2": q.ar2[row], "cv": q.cv_smape[row]})
+
+        models: list[FittedModel] = []
+        for i, s in enumerate(dataset.series):
+            if i in fits:
+                g, row, qd = fits[i]
+                model = _to_model(params, g, row)
+                smape, rss, ar2, cv = (float(qd[k]) for k in ("smape", "rss", "ar2", "cv"))
+                cv_smape = None if not np.isfinite(cv) else cv
+            else:
+                y = values[i]
+                model = Model(params, float(np.mean(y)), ())
+                resid = y - np.mean(y)
+                rss = float(resid @ resid)
+                smape = float(np.mean(2 * np.abs(resid) / np.maximum(np.abs(y) + abs(np.mean(y)), 1e-300)) * 100)
+                ar2, cv_smape = 0.0, None
+            models.append(
+                FittedModel(
+                    s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points,
+                    _interval(s.spread(), [r.size for r in s.repetitions]), tuple(notes[i]),
+                )
+            )
+        self.models_ = models
+        self.parameters_ = params
+        self.aggregate_ = aggregate
+        return self
+
+    def predict(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
+        """Predictions of every fitted model at `points`: shape (n_series, n_points).
+
+        `points` is an (n, n_parameters) array in the order of `parameters_` or a mapping from
+        parameter name to values."""
+        if not hasattr(self, "models_"):
+            raise NotFittedError("PMNFModeler.predict called before fit")
+        if isinstance(points, Mapping):
+            missing = [p for p in self.parameters_ if p not in points]
+            if missing:
+                raise InputError(f"predict: no values for parameter(s) {', '.join(missing)}")
+        else:
+            pts = np.atleast_2d(np.asarray(points, dtype=float))
+            if pts.shape[1] != len(self.parameters_):
+                raise InputError(
+                    f"predict: points have {pts.shape[1]} coordinates, the models have "
+                    f"{len(self.parameters_)} parameters ({', '.join(self.parameters_)})"
+                )
+            points = pts
+        return np.array([m.predict(points) for m in self.models_])
+
+
+def _to_model(params: tuple[str, ...], g: GroupFit, row: int) -> Model:
+    terms = []
+    for j, spec in enumerate(g.terms[row]):
+        factors = []
+        for p, h in spec:
+            e, lg = exponent_of(h)
+            factors.append(Factor(params[p], e, lg))
+        terms.append(Term(float(g.coef[row, 1 + j]), tuple(factors)))
+    return Model(params, float(g.coef[row, 0]), tuple(terms))
+
+
+def _interval(spread: np.ndarray, reps: list[int]) -> tuple[float, float] | None:
+    """±2 relative standard deviations of the repetitions (median over points), as multipliers."""
+    if max(reps) < 2:
+        return None
+    s = float(np.median(spread[np.array(reps) > 1]))
+    return (max(0.0, 1.0 - 2.0 * s), 1.0 + 2.0 * s)

@@ -1,0 +1,95 @@
+"""Export a Dataset as Extra-P JSON Lines, filling nothing that was not measured.
+
+Extra-P refuses a file where some (call path, metric) lacks a value at some point of the file, so
+a series not measured at every point is left out, never padded; `ExportSummary` says which.
+One line per (point, call path, metric): `{"params": {...}, "callpath": "a->b", "metric": "time",
+"value": [repetitions]}`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from .dataset import Dataset
+from .errors import InputError
+
+
+@dataclass
+class ExportSummary:
+    target: str
+    series: int = 0
+    points: int = 0
+    lines: int = 0
+    left_out: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"wrote {self.lines} lines ({self.series} series at {self.points} points) to {self.target}"
+
+    def notes(self) -> list[str]:
+        if not self.left_out:
+            return []
+        shown = ", ".join(self.left_out[:10]) + (f" and {len(self.left_out) - 10} more" if len(self.left_out) > 10 else "")
+        return [f"{len(self.left_out)} series left out of the export: not measured at every point, "
+                f"and Extra-P refuses gaps: {shown}"]
+
+
+def _number(v: float) -> int | float:
+    return int(v) if float(v).is_integer() else float(v)
+
+
+def extrap_lines(dataset: Dataset, summary: ExportSummary) -> list[str]:
+    """The JSON Lines of every series measured at every point of the dataset."""
+    points = sorted({tuple(map(float, pt)) for s in dataset.series for pt in s.points})
+    summary.points = len(points)
+    lines = []
+    for s in dataset.series:
+        have = {tuple(map(float, pt)) for pt in s.points}
+        if len(have) < len(points):
+            summary.left_out.append(f"{s.callpath} [{s.metric}] ({len(have)} of {len(points)} points)")
+            continue
+        if not s.callpath:
+            summary.left_out.append(f"<empty call path> [{s.metric}]")
+            continue
+        summary.series += 1
+        for pt, reps in zip(s.points, s.repetitions):
+            rec = {
+                "params": {p: _number(v) for p, v in zip(dataset.parameters, pt)},
+                "callpath": s.callpath,
+                "metric": s.metric,
+                "value": [float(v) for v in reps],
+            }
+            lines.append(json.dumps(rec, separators=(", ", ": "), allow_nan=False))
+    summary.lines = len(lines)
+    return lines
+
+
+def write_extrap_jsonl(dataset: Dataset, out: str | os.PathLike[str] | TextIO) -> ExportSummary:
+    """Write `dataset` to `out` (a path, '-' for stdout, or an open text file)."""
+    if not dataset.parameters:
+        raise InputError("export: no parameter varies over the measurements; Extra-P needs at least one")
+    name = out if isinstance(out, (str, os.PathLike)) else getattr(out, "name", "<stream>")
+    summary = ExportSummary(os.fspath(name) if isinstance(name, (str, os.PathLike)) else str(name))
+    try:
+        lines = extrap_lines(dataset, summary)
+    except ValueError as exc:  # NaN or infinity in a measurement: JSON cannot carry it, Extra-P neither
+        raise InputError(f"export: a value is not finite: {exc}") from exc
+    if not lines:
+        raise InputError("export: no series was measured at every point (Extra-P refuses gaps); nothing written")
+    text = "\n".join(lines) + "\n"
+    if isinstance(out, (str, os.PathLike)) and os.fspath(out) == "-":
+        summary.target = "<stdout>"
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    elif isinstance(out, (str, os.PathLike)):
+        try:
+            with open(out, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise InputError(f"--extrap {os.fspath(out)}: cannot write: {exc.strerror or exc}") from exc
+    else:
+        out.write(text)
+    return summary

@@ -1,0 +1,34 @@
+"""`--format csv`: one row per model, plain numbers (full precision) for spreadsheets and pandas."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+from ..ranking import Ranking
+
+COLUMNS = (
+    "rank", "callpath", "metric", "model", "constant", "growth_exponent", "growth_log_exponent",
+    "smape", "rss", "ar2", "cv_smape", "points", "prediction", "interval_low", "interval_high",
+)
+
+
+def _num(v: float | None) -> str:
+    return "" if v is None or not math.isfinite(v) else repr(float(v))
+
+
+def render_csv(ranking: Ranking) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for i, r in enumerate(ranking.rows, 1):
+        fm = r.fitted
+        w.writerow(
+            (
+                i, fm.callpath, fm.metric, fm.model.formula(digits=17), _num(fm.model.constant),
+                _num(r.growth[0]), _num(r.growth[1]), _num(fm.smape), _num(fm.rss), _num(fm.ar2),
+                _num(fm.cv_smape), fm.points, _num(r.prediction), _num(r.low), _num(r.high),
+            )
+        )
+    return buf.getvalue()

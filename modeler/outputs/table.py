@@ -1,0 +1,43 @@
+"""The terminal table: aligned columns, long call paths shortened from the left."""
+
+from __future__ import annotations
+
+from ..ranking import Ranking
+from .columns import HEADERS, cells, target_text
+
+MAX_CALLPATH = 48
+_RIGHT = {"#", "at target", "SMAPE%", "adj.R2", "CV SMAPE%", "RSS", "points"}
+
+
+def shorten_callpath(cp: str, width: int = MAX_CALLPATH) -> str:
+    """Keep the innermost regions, which name what is measured: `...->train->step`."""
+    if len(cp) <= width:
+        return cp
+    return "..." + cp[len(cp) - width + 3 :]
+
+
+def render_table(ranking: Ranking) -> str:
+    rows = [cells(i, r) for i, r in enumerate(ranking.rows, 1)]
+    cp = HEADERS.index("callpath")
+    rows = [r[:cp] + (shorten_callpath(r[cp]),) + r[cp + 1 :] for r in rows]
+    widths = [max([len(h)] + [len(r[j]) for r in rows]) for j, h in enumerate(HEADERS)]
+
+    def line(cols: tuple[str, ...]) -> str:
+        out = []
+        for j, (h, c) in enumerate(zip(HEADERS, cols)):
+            if j == len(HEADERS) - 1:
+                out.append(c)  # no padding after the last column
+            else:
+                out.append(c.rjust(widths[j]) if h in _RIGHT else c.ljust(widths[j]))
+        return "  ".join(out).rstrip()
+
+    params = ", ".join(ranking.parameters) or "none"
+    lines = [
+        f"{len(ranking.rows)} model(s) over {params}; sorted by asymptotic growth, then by the value at {target_text(ranking) or 'the measured maximum'}",
+        line(HEADERS),
+        line(tuple("-" * w for w in widths[:-1]) + ("-" * len(HEADERS[-1]),)),
+    ]
+    lines.extend(line(r) for r in rows)
+    if not rows:
+        lines.append("(no models)")
+    return "\n".join(lines) + "\n"

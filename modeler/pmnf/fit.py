@@ -1,0 +1,38 @@
+"""What an engine returns for a group of series that share one point set."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: a factor is (parameter position, hypothesis index); a term is a tuple of factors
+TermSpec = tuple[tuple[int, int], ...]
+
+
+@dataclass
+class GroupFit:
+    """Chosen models of the series `index` (positions in the dataset), all measured at `points`.
+
+    `X[s]` is series s's final design matrix (first column the constant, then one column per term,
+    zero-padded), `coef[s]` its coefficients, `w[s]` the least-squares weights it was fitted with;
+    `terms[s]` describes the columns after the constant.
+    """
+
+    index: list[int]
+    points: np.ndarray
+    y: np.ndarray  # (S, n) the values fitted
+    X: np.ndarray  # (S, n, k)
+    coef: np.ndarray  # (S, k)
+    w: np.ndarray  # (S, n)
+    terms: list[list[TermSpec]]
+
+
+def term_columns(bases: list[np.ndarray], hyp: np.ndarray, term: tuple[int, ...]) -> np.ndarray:
+    """Values (S, n) of one product term for every series; `hyp[:, p]` is series s's hypothesis for
+    parameter p and `bases[p]` the (N_HYPOTHESES, n) basis of parameter p at the points."""
+    out = None
+    for p in term:
+        col = bases[p][hyp[:, p]]
+        out = col if out is None else out * col
+    return out

@@ -1,0 +1,65 @@
+"""Point sets: grouping series that share one, and choosing the lines the single-parameter step fits.
+
+Series measured at the same points share every design matrix, so the engine solves each point set
+once and applies the solution to all of its series at the same time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Line:
+    """The points used to model one parameter alone: `x[k]` is the parameter's k-th value and
+    `weights[k]` averages the measured values of the points on the (parallel) lines at that value."""
+
+    x: np.ndarray
+    weights: np.ndarray  # (len(x), n_points)
+
+
+def group_by_points(points: list[np.ndarray]) -> dict[bytes, list[int]]:
+    """Series indexes grouped by identical point arrays (same points in the same order)."""
+    groups: dict[bytes, list[int]] = {}
+    for i, p in enumerate(points):
+        key = np.ascontiguousarray(p, dtype=float).tobytes() + bytes(str(p.shape), "ascii")
+        groups.setdefault(key, []).append(i)
+    return groups
+
+
+def extrap_lines(points: np.ndarray) -> list[Line]:
+    """Extra-P 4.2.5's point selection for the single-parameter step ('auto').
+
+    For each parameter, the points are grouped by their coordinates in the other parameters; the
+    longest such lines are kept, points are regrouped by the parameter's value, points outside the
+    first line's range of the other coordinates are dropped, and each value's points are averaged.
+    On a full grid this averages all parallel lines.
+    """
+    n, dims = points.shape
+    coords = [tuple(float(v) for v in row) for row in points]
+    lines = []
+    for p in range(dims):
+        by_rest: dict[tuple, list[int]] = {}
+        for i, c in enumerate(coords):
+            by_rest.setdefault(c[:p] + c[p + 1:], []).append(i)
+        longest = max(len(g) for g in by_rest.values())
+        candidates = [g for g in by_rest.values() if len(g) == longest]
+        by_value: dict[float, list[int]] = {}
+        for g in candidates:
+            for i in g:
+                by_value.setdefault(coords[i][p], []).append(i)
+        groups = list(by_value.items())
+        common = {coords[i][:p] + coords[i][p + 1:] for i in groups[0][1]}
+        kept = [(v, [i for i in idx if coords[i][:p] + coords[i][p + 1:] in common]) for v, idx in groups]
+        kept = [(v, idx) for v, idx in kept if idx]
+        w = np.zeros((len(kept), n))
+        for k, (_, idx) in enumerate(kept):
+            w[k, idx] = 1.0 / len(idx)
+        lines.append(Line(np.array([v for v, _ in kept]), w))
+    return lines
+
+
+def distinct_values(points: np.ndarray) -> list[int]:
+    return [int(np.unique(points[:, p]).size) for p in range(points.shape[1])]

@@ -1,0 +1,126 @@
+"""Rank fitted models by how badly they scale: asymptotic growth first, then the predicted value
+at a target point (`--at ranks=1024,batch=256`).
+
+Growth is the dominant term's total exponent and total log exponent; a dominant term with a
+negative coefficient means the value eventually falls, so it ranks below every constant.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .dataset import Dataset
+from .errors import InputError
+from .model import FittedModel, Model
+
+
+@dataclass(frozen=True)
+class RankedModel:
+    fitted: FittedModel
+    growth: tuple[float, float]
+    prediction: float
+    low: float | None
+    high: float | None
+
+    def to_json(self) -> dict:
+        d = self.fitted.to_json()
+        d.update(
+            growth={"exponent": self.growth[0], "log_exponent": self.growth[1]},
+            prediction=_finite_or_none(self.prediction),
+            prediction_interval=None if self.low is None else [_finite_or_none(self.low), _finite_or_none(self.high)],
+        )
+        return d
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Models in ranking order, worst-scaling first, with their predictions at `at`."""
+
+    parameters: tuple[str, ...]
+    at: dict[str, float]
+    rows: tuple[RankedModel, ...]
+    warnings: tuple[str, ...] = ()
+
+
+def _finite_or_none(v: float | None) -> float | None:
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def growth(model: Model) -> tuple[float, float]:
+    """(total exponent, total log exponent) of the dominant term, negated when it decreases."""
+    best: tuple[float, float] | None = None
+    sign = 1.0
+    for t in model.terms:
+        g = (float(sum(f.exponent for f in t.factors)), float(sum(f.log_exponent for f in t.factors)))
+        if g == (0.0, 0.0):
+            continue  # a constant-valued term does not grow
+        if best is None or g > best:
+            best, sign = g, (1.0 if t.coefficient > 0 else -1.0 if t.coefficient < 0 else 0.0)
+    if best is None or sign == 0.0:
+        return (0.0, 0.0)
+    return (sign * best[0], sign * best[1])
+
+
+def measured_maximum(dataset: Dataset) -> dict[str, float]:
+    """The largest measured value of every parameter: the default target point."""
+    out: dict[str, float] = {}
+    for i, p in enumerate(dataset.parameters):
+        vals = [float(np.max(s.points[:, i])) for s in dataset.series if s.n_points]
+        if vals:
+            out[p] = max(vals)
+    return out
+
+
+def parse_at(text: str | None, parameters: Sequence[str], defaults: Mapping[str, float]) -> dict[str, float]:
+    """`ranks=1024,batch=256` -> {"ranks": 1024.0, "batch": 256.0}; parameters not named take `defaults`."""
+    at = {p: float(defaults[p]) for p in parameters if p in defaults}
+    if not text:
+        return at
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value:
+            raise InputError(f"--at: {item!r} is not NAME=VALUE (example: --at ranks=1024,batch=256)")
+        if name not in parameters:
+            known = ", ".join(parameters) if parameters else "none"
+            raise InputError(f"--at: unknown parameter {name!r}; the measurements have: {known}")
+        try:
+            v = float(value)
+        except ValueError:
+            raise InputError(f"--at: {name}={value!r} is not a number") from None
+        if not math.isfinite(v) or v <= 0:
+            raise InputError(f"--at: {name}={value}: values must be positive (PMNF models use x^i and log2(x))")
+        at[name] = v
+    missing = [p for p in parameters if p not in at]
+    if missing:
+        raise InputError(f"--at: no value for parameter(s) {', '.join(missing)} and no measurement to default to")
+    return at
+
+
+def rank_models(
+    models: Iterable[FittedModel], parameters: Sequence[str], at: Mapping[str, float], *, warnings: Sequence[str] = ()
+) -> Ranking:
+    point = np.array([[float(at[p]) for p in parameters]]) if parameters else np.zeros((1, 0))
+    rows = []
+    for fm in models:
+        with np.errstate(all="ignore"):
+            pred = float(fm.predict(point)[0])
+        low = high = None
+        if fm.interval is not None and math.isfinite(pred):
+            a, b = pred * fm.interval[0], pred * fm.interval[1]
+            low, high = min(a, b), max(a, b)
+        rows.append(RankedModel(fm, growth(fm.model), pred, low, high))
+
+    def key(r: RankedModel) -> tuple:
+        pred = r.prediction if math.isfinite(r.prediction) else -math.inf
+        return (-r.growth[0], -r.growth[1], -pred, r.fitted.callpath, r.fitted.metric)
+
+    rows.sort(key=key)
+    return Ranking(tuple(parameters), dict(at), tuple(rows), tuple(warnings))

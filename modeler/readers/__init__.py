@@ -1,0 +1,259 @@
+"""Measurement readers and `load(paths) -> Dataset`.
+
+`load` expands directories and globs, detects each file's format with the sniffers in
+`SNIFFERS` (in order; the first that claims a file wins), reads every file with the reader
+registered for its format in `READERS`, and merges the results into one `Dataset`.
+
+Our run files are read as one batch (ranks and repetitions of a run live in different files);
+the other formats yield one dataset per file. A file that cannot be read is reported with the
+reason and skipped; the batch goes on. A reader or sniffer module that fails to import is an error,
+never skipped.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Protocol, Sequence
+
+import numpy as np
+
+from ..dataset import Dataset, Series
+from ..errors import InputError, ModelerError
+
+
+class ReaderImportError(ModelerError):
+    """A registered reader or sniffer module could not be imported."""
+
+
+@dataclass(frozen=True)
+class ReaderSpec:
+    """Where a format's reader lives. `batch` readers take every file of the format at once:
+    `read(paths, options) -> (Dataset, list[FileResult])`; the others `read(path) -> Dataset`."""
+
+    module: str
+    function: str
+    batch: bool = False
+
+
+class Sniffer(Protocol):
+    def __call__(self, path: Path) -> str | None: ...
+
+
+# Order matters: our run files are the common case and their sniffer is cheapest.
+SNIFFERS: tuple[tuple[str, str], ...] = (
+    ("modeler.readers.runs", "sniff_runs"),
+    ("modeler.readers.extrap", "sniff_extrap"),
+)
+
+READERS: dict[str, ReaderSpec] = {
+    "runs": ReaderSpec("modeler.readers.runs", "read_runs_batch", batch=True),
+    "extrap-jsonl": ReaderSpec("modeler.readers.extrap", "read_extrap_jsonl"),
+    "extrap-text": ReaderSpec("modeler.readers.extrap", "read_extrap_text"),
+}
+FORMATS = tuple(READERS)
+
+# suffixes looked at when a directory is given; explicit files and globs are sniffed whatever their name
+DIRECTORY_SUFFIXES = (".jsonl", ".txt")
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How our run files become series (other formats arrive already aggregated)."""
+
+    ranks: str = "mean"  # across ranks: mean, max, min or sum
+    include_incomplete: bool = False  # keep runs whose files have no end record
+    derived: bool = True  # speedup, parallel efficiency and cost when `ranks` is a parameter
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What became of one input file: `read`; `skipped` (unreadable, with the reason); `left out`
+    (a run that failed or did not finish, its file was fine); `ignored` (a file found in a
+    directory that no reader recognizes)."""
+
+    path: str
+    format: str | None
+    status: str
+    reason: str = ""
+
+
+@dataclass
+class Loaded:
+    dataset: Dataset
+    files: list[FileResult] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> list[FileResult]:
+        return [f for f in self.files if f.status == "skipped"]
+
+
+def _import(module: str, attr: str) -> Callable:
+    try:
+        mod = importlib.import_module(module)
+    except Exception as exc:
+        raise ReaderImportError(f"reader module {module!r} failed to import: {type(exc).__name__}: {exc}") from exc
+    fn = getattr(mod, attr, None)
+    if not callable(fn):
+        raise ReaderImportError(f"reader module {module!r} has no function {attr}()")
+    return fn
+
+
+def sniff(path: Path) -> str | None:
+    """The format name of `path`, or None when no registered reader recognizes it."""
+    for module, attr in SNIFFERS:
+        fmt = _import(module, attr)(path)
+        if fmt is not None:
+            if fmt not in READERS:
+                raise ReaderImportError(f"{module}.{attr} returned format {fmt!r}, which has no registered reader")
+            return fmt
+    return None
+
+
+def expand(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, bool]]:
+    """Files named by `paths` as (file, explicit): directories recursively (files ending in
+    .jsonl or .txt, hidden ones left out), globs expanded; each file once, in a stable order.
+    A path that names nothing is an InputError."""
+    out: list[tuple[Path, bool]] = []
+    seen: set[Path] = set()
+
+    def add(p: Path, explicit: bool) -> None:
+        key = p.resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append((p, explicit))
+
+    for raw in paths:
+        text = os.fspath(raw)
+        p = Path(text)
+        if p.is_dir():
+            found = sorted(
+                f
+                for f in p.rglob("*")
+                if f.is_file()
+                and f.suffix in DIRECTORY_SUFFIXES
+                and not any(part.startswith(".") for part in f.relative_to(p).parts)
+            )
+            if not found:
+                raise InputError(f"{text}: directory holds no .jsonl or .txt files")
+            for f in found:
+                add(f, False)
+        elif p.is_file():
+            add(p, True)
+        elif glob.has_magic(text):
+            matches = sorted(glob.glob(text, recursive=True))
+            files = [Path(m) for m in matches if Path(m).is_file()]
+            dirs = [Path(m) for m in matches if Path(m).is_dir()]
+            if not files and not dirs:
+                raise InputError(f"{text}: no file matches this pattern")
+            for f in files:
+                add(f, True)
+            for d in dirs:
+                for f, _ in expand([d]):
+                    add(f, False)
+        else:
+            raise InputError(f"{text}: no such file or directory")
+    return out
+
+
+def merge(datasets: Sequence[Dataset]) -> Dataset:
+    """One dataset from several over the same parameters (in any order); a (call path, metric)
+    found in several gets the union of their points, repetitions at a shared point concatenated."""
+    if not datasets:
+        raise InputError("no measurements to merge")
+    if len(datasets) == 1:
+        return datasets[0]
+    params = datasets[0].parameters
+    for d in datasets[1:]:
+        if set(d.parameters) != set(params):
+            a = ", ".join(datasets[0].sources) or "the first input"
+            b = ", ".join(d.sources) or "another input"
+            raise InputError(
+                f"inputs disagree on the parameters: {a} has ({', '.join(params)}), "
+                f"{b} has ({', '.join(d.parameters)}); model them separately"
+            )
+    merged: dict[tuple[str, str], dict[tuple[float, ...], list[np.ndarray]]] = {}
+    units: dict[tuple[str, str], str] = {}
+    for d in datasets:
+        order = [d.parameters.index(p) for p in params]
+        for s in d.series:
+            key = (s.callpath, s.metric)
+            units.setdefault(key, s.unit)
+            by_point = merged.setdefault(key, {})
+            for pt, reps in zip(s.points[:, order], s.repetitions):
+                by_point.setdefault(tuple(float(v) for v in pt), []).append(reps)
+    series = []
+    for (cp, metric), by_point in merged.items():
+        pts = sorted(by_point)
+        series.append(
+            Series(cp, metric, np.array(pts, dtype=float).reshape(len(pts), len(params)),
+                   tuple(np.concatenate(by_point[p]) for p in pts), units[(cp, metric)])
+        )
+    return Dataset(
+        params,
+        series,
+        [w for d in datasets for w in d.warnings],
+        [s for d in datasets for s in d.sources],
+    )
+
+
+def read_inputs(
+    paths: Iterable[str | os.PathLike[str]], options: ReadOptions | None = None, *, format: str | None = None
+) -> Loaded:
+    """Read every file named by `paths` (see `expand`), each in its detected format (or `format`)."""
+    options = options or ReadOptions()
+    if format is not None and format not in READERS:
+        raise InputError(f"--input-format: unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    files: list[FileResult] = []
+    by_format: dict[str, list[Path]] = {}
+    for path, explicit in expand(paths):
+        fmt = format or sniff(path)
+        if fmt is None:
+            # inside a directory, other files (logs, notes) are expected; a file named explicitly is not
+            status = "skipped" if explicit else "ignored"
+            files.append(FileResult(str(path), None, status, "not a scaleprobe run file nor an Extra-P input"))
+            continue
+        by_format.setdefault(fmt, []).append(path)
+
+    datasets: list[Dataset] = []
+    for fmt, fpaths in by_format.items():
+        spec = READERS[fmt]
+        reader = _import(spec.module, spec.function)
+        if spec.batch:
+            try:
+                ds, results = reader(fpaths, options)
+            except InputError as exc:
+                # a batch reader fails as a whole only for reasons that concern every file
+                files.extend(FileResult(str(p), fmt, "skipped", str(exc)) for p in fpaths)
+                continue
+            files.extend(results)
+            if ds.series or ds.parameters:
+                datasets.append(ds)
+        else:
+            for p in fpaths:
+                try:
+                    ds = reader(p)
+                except (InputError, OSError, UnicodeDecodeError) as exc:
+                    files.append(FileResult(str(p), fmt, "skipped", str(exc)))
+                    continue
+                if not ds.sources:
+                    ds.sources.append(str(p))
+                files.append(FileResult(str(p), fmt, "read"))
+                datasets.append(ds)
+
+    if not datasets:
+        why = "; ".join(f"{f.path}: {f.reason}" for f in files if f.status != "read")
+        if len(why) > 2000:
+            why = why[:2000] + " ..."
+        raise InputError("no usable measurements" + (f" ({why})" if why else ""))
+    dataset = merge(datasets)
+    dataset.warnings.extend(f"{f.path}: skipped: {f.reason}" for f in files if f.status == "skipped")
+    return Loaded(dataset, files)
+
+
+def load(paths: Sequence[str | os.PathLike[str]], options: ReadOptions | None = None, *, format: str | None = None) -> Dataset:
+    """Every measurement under `paths` as one Dataset; problems are in `Dataset.warnings`."""
+    return read_inputs(paths, options, format=format).dataset

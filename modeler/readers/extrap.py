@@ -1,0 +1,201 @@
+"""Readers for Extra-P's input formats: JSON Lines and the text format.
+
+Both produce a `modeler.dataset.Dataset`. Unlike Extra-P, a (callpath, metric) missing at some
+points is kept (modeled on the points it has); a malformed line is reported as `file:line: why`
+in `Dataset.warnings` and skipped. Errors that leave nothing sensible to read (no parameters,
+DATA lines without POINTS) raise `InputError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..dataset import Dataset, Series
+from ..errors import InputError
+
+_TEXT_FIELDS = ("PARAMETER", "POINTS", "REGION", "METRIC", "DATA", "EXPERIMENT")
+_DEFAULT_CALLPATH = "<root>"
+_DEFAULT_METRIC = "<default>"
+
+
+def sniff_extrap(path: str | Path) -> str | None:
+    """"extrap-jsonl", "extrap-text" or None, from the first meaningful line of the file."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for _, line in zip(range(200), f):
+                s = line.strip()
+                if not s or s.startswith("#"):
+                    continue
+                if s.startswith("{"):
+                    try:
+                        obj = json.loads(s)
+                    except ValueError:
+                        return None
+                    if isinstance(obj, dict) and isinstance(obj.get("params"), dict) and "value" in obj:
+                        return "extrap-jsonl"
+                    return None
+                return "extrap-text" if s.split(None, 1)[0] in _TEXT_FIELDS else None
+    except (OSError, UnicodeError):
+        return None
+    return None
+
+
+def _finite_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _to_dataset(
+    path: Path,
+    parameters: list[str],
+    data: dict[tuple[str, str], dict[tuple[float, ...], list[float]]],
+    warnings: list[str],
+) -> Dataset:
+    if not parameters:
+        raise InputError(f"{path}: no parameters found")
+    if not data:
+        raise InputError(f"{path}: no measurements found")
+    ds = Dataset(tuple(parameters), [], warnings, [str(path)])
+    all_points = {c for by_point in data.values() for c in by_point}
+    for (callpath, metric), by_point in data.items():
+        by_point = {c: v for c, v in by_point.items() if v}
+        if not by_point:
+            warnings.append(f"{path}: {callpath}/{metric} has no values; left out")
+            continue
+        missing = len(all_points) - len(by_point)
+        if missing:
+            warnings.append(
+                f"{path}: {callpath}/{metric} has no value at {missing} of {len(all_points)} points; "
+                "modeled on the points it has"
+            )
+        points = np.array(list(by_point), dtype=float).reshape(len(by_point), len(parameters))
+        ds.add(Series(callpath, metric, points, tuple(np.array(v, dtype=float) for v in by_point.values())))
+    return ds
+
+
+def read_extrap_jsonl(path: str | Path) -> Dataset:
+    """Extra-P JSON Lines: one object a line, `{"params": {...}, "callpath": "a->b", "metric": "m",
+    "value": number or list of repetitions}`; lines with the same point add repetitions."""
+    path = Path(path)
+    warnings: list[str] = []
+    parameters: list[str] | None = None
+    data: dict[tuple[str, str], dict[tuple[float, ...], list[float]]] = {}
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    with f:
+        for ln, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{ln}"
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                warnings.append(f"{where}: not valid JSON ({exc.msg}); line skipped")
+                continue
+            if not isinstance(obj, dict) or not isinstance(obj.get("params"), dict) or "value" not in obj:
+                warnings.append(f"{where}: needs an object with \"params\" and \"value\"; line skipped")
+                continue
+            params = obj["params"]
+            if parameters is None:
+                parameters = list(params)
+            if set(params) != set(parameters):
+                warnings.append(
+                    f"{where}: parameters {sorted(params)} differ from the file's {sorted(parameters)}; line skipped"
+                )
+                continue
+            coord = tuple(params[p] for p in parameters)
+            if not all(_finite_number(c) for c in coord):
+                warnings.append(f"{where}: parameter values must be finite numbers; line skipped")
+                continue
+            value = obj["value"]
+            values = value if isinstance(value, list) else [value]
+            if not values or not all(_finite_number(v) for v in values):
+                warnings.append(f"{where}: \"value\" must be a finite number or a list of them; line skipped")
+                continue
+            callpath = obj.get("callpath", _DEFAULT_CALLPATH)
+            metric = obj.get("metric", _DEFAULT_METRIC)
+            if not isinstance(callpath, str) or not isinstance(metric, str):
+                warnings.append(f"{where}: \"callpath\" and \"metric\" must be strings; line skipped")
+                continue
+            key = (callpath, metric)
+            data.setdefault(key, {}).setdefault(tuple(float(c) for c in coord), []).extend(float(v) for v in values)
+    return _to_dataset(path, parameters or [], data, warnings)
+
+
+_COORD = re.compile(r"\(([^()]*)\)")
+
+
+def read_extrap_text(path: str | Path) -> Dataset:
+    """Extra-P text format: PARAMETER lines, POINTS lines, then REGION / METRIC blocks whose DATA
+    lines give the repetitions at each point in order."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from exc
+    warnings: list[str] = []
+    parameters: list[str] = []
+    points: list[tuple[float, ...]] = []
+    data: dict[tuple[str, str], dict[tuple[float, ...], list[float]]] = {}
+    callpath, metric = "", ""
+    next_point = 0
+    for ln, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"{path}:{ln}"
+        field, _, rest = line.partition(" ")
+        rest = " ".join(rest.split())
+        if field == "PARAMETER":
+            if points:
+                raise InputError(f"{where}: PARAMETER after POINTS")
+            parameters.extend(rest.split())
+        elif field == "POINTS":
+            if not parameters:
+                raise InputError(f"{where}: POINTS before any PARAMETER")
+            groups = _COORD.findall(rest) if "(" in rest else rest.split() if len(parameters) == 1 else None
+            if groups is None:
+                raise InputError(f"{where}: points of {len(parameters)} parameters must be written as ( v1 v2 ... )")
+            for g in groups:
+                try:
+                    coord = tuple(float(v) for v in g.split())
+                except ValueError:
+                    raise InputError(f"{where}: point {g!r} is not a list of numbers") from None
+                if len(coord) != len(parameters):
+                    raise InputError(
+                        f"{where}: point ({g.strip()}) has {len(coord)} values for {len(parameters)} parameters"
+                    )
+                points.append(coord)
+        elif field == "REGION":
+            callpath, next_point = rest, 0
+        elif field == "METRIC":
+            metric, next_point = rest, 0
+        elif field == "DATA":
+            if not points:
+                raise InputError(f"{where}: DATA before any POINTS")
+            if next_point >= len(points):
+                raise InputError(f"{where}: more DATA lines than the {len(points)} POINTS")
+            point = points[next_point]
+            next_point += 1
+            try:
+                values = [float(v) for v in rest.split()]
+            except ValueError:
+                warnings.append(f"{where}: DATA values are not all numbers; point {point} left out for {callpath}")
+                continue
+            if not values or not all(math.isfinite(v) for v in values):
+                warnings.append(f"{where}: DATA line without finite values; point {point} left out for {callpath}")
+                continue
+            data.setdefault((callpath or _DEFAULT_CALLPATH, metric or _DEFAULT_METRIC), {}).setdefault(
+                point, []
+            ).extend(values)
+        elif field == "EXPERIMENT":
+            continue
+        else:
+            raise InputError(f"{where}: unknown field {field!r} (expected one of {', '.join(_TEXT_FIELDS)})")
+    return _to_dataset(path, parameters, data, warnings)

@@ -1,0 +1,76 @@
+"""`modeler report RUNS... -o report.html`: one self-contained HTML page (or markdown) of the findings."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import InputError
+from .assemble import ReportOptions, build_report, check_options, parse_assignments
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("inputs", nargs="+", metavar="RUNS", help="run directories or files (rank*.jsonl)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="where to write the report (default: report.html, or stdout for --format markdown)")
+    parser.add_argument("--format", choices=("html", "markdown"), default="html", help="html (default) or markdown")
+    parser.add_argument("--metric", default="time", help="metric to model and rank (default: time)")
+    parser.add_argument("--at", metavar="NAME=VALUE,...",
+                        help="target point for predictions, e.g. ranks=1024,batch=256 (default: the largest measured values)")
+    parser.add_argument("--hold", metavar="NAME=VALUE,...",
+                        help="values of the other parameters in the per-parameter plots (default: the largest measured)")
+    parser.add_argument("--run", metavar="RUN_ID", help="run shown in the rank and call-tree views (default: the largest)")
+    parser.add_argument("--rank", type=int, metavar="R", help="rank shown in the call tree (default: the lowest)")
+    parser.add_argument("--top", type=int, default=12, metavar="N",
+                        help="regions drawn in detail (all are in the ranking table; default 12)")
+    parser.add_argument("--aggregate", default="median", choices=("median", "mean", "min", "max"),
+                        help="how repetitions are reduced for fitting (default: median)")
+    parser.add_argument("--ranks", dest="rank_aggregate", default="mean", choices=("mean", "max", "min", "sum"),
+                        help="how ranks are reduced into one value per run (default: mean)")
+    parser.add_argument("--title", default="scaleprobe report", help="page title")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..estimator import PMNFModeler
+    from ..ranking import measured_maximum, parse_at
+    from ..readers import ReadOptions, read_inputs
+    from ..readers.runs import load_runs
+    from .render import render_html, render_markdown
+    from .runs import groups_from_runset
+
+    read_opts = ReadOptions(ranks=args.rank_aggregate)
+    loaded = read_inputs(args.inputs, read_opts)
+    dataset = loaded.dataset
+    metrics = dataset.metrics()
+    if args.metric not in metrics:
+        raise InputError(f"--metric: no metric {args.metric!r} in the inputs; they have {', '.join(metrics)}")
+    selected = dataset.select(metrics=[args.metric])
+    target = parse_at(args.at, selected.parameters, measured_maximum(selected))
+    hold = parse_assignments(args.hold, "--hold")
+    run_files = [f.path for f in loaded.files if f.format == "runs"]
+    groups = groups_from_runset(load_runs(run_files, read_opts)) if run_files else []
+    options = ReportOptions(metric=args.metric, target=target, hold=hold, run_id=args.run, rank=args.rank,
+                            top=args.top, title=args.title)
+    # every option is checked before the fit, which is the slow part
+    check_options(groups, selected.parameters, options)
+    est = PMNFModeler(aggregate=args.aggregate).fit(selected)
+    report = build_report(groups, selected, est.models_, options)
+    if args.format == "markdown":
+        text = render_markdown(report, top=max(args.top, 20))
+        if not args.output or args.output == "-":
+            sys.stdout.write(text)
+            return 0
+    else:
+        text = render_html(report)
+    out = Path(args.output or "report.html")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e
+    skipped = [f for f in loaded.files if f.status == "skipped"]
+    for f in skipped:
+        print(f"modeler report: skipped {f.path}: {f.reason}", file=sys.stderr)
+    print(f"report written to {out.resolve()}", file=sys.stderr)
+    return 3 if skipped else 0

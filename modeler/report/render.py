@@ -1,0 +1,51 @@
+"""Render a `Report` as one self-contained HTML page or as markdown text."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+
+import jinja2
+
+from .. import __version__
+from . import svg
+from .assemble import Report
+
+
+def _md(text: object) -> str:
+    """Text safe inside a markdown table cell: pipes and HTML metacharacters escaped."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "\\<").replace("\n", " ")
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("modeler.report", "templates"),
+        # Region names come from user code: everything inserted into HTML is escaped.
+        autoescape=lambda name: name is not None and name.endswith(".html.j2"),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=False,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        secs=svg.format_seconds,
+        num=svg._fmt,
+        leaf=lambda p: str(p).rsplit("->", 1)[-1],
+        finite=lambda v: v if v is not None and math.isfinite(v) else -1e300,
+        md=_md,
+    )
+    return env
+
+
+def _render(name: str, report: Report, **extra) -> str:
+    env = _environment()
+    env.filters["value"] = lambda v: "n/a" if v is None or not math.isfinite(v) else report.unit_format(v)
+    generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return env.get_template(name).render(r=report, version=__version__, generated=generated, **extra)
+
+
+def render_html(report: Report) -> str:
+    return _render("report.html.j2", report)
+
+
+def render_markdown(report: Report, top: int = 20) -> str:
+    return _render("report.md.j2", report, top=top)

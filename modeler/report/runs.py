@@ -1,0 +1,163 @@
+"""Group rank files into runs and pull out what the report shows per run.
+
+The report needs more than the fitted dataset keeps: which run failed, how long each rank spent in
+each region (imbalance), the steps' split into compute, communication and data wait, and one run's
+call tree. It starts from the readers' `RunSet` (so that both agree on which runs failed) and keeps, per
+rank, only what the reader contract documents (header, regions, profile, epochs, steps, comms, end).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+# Header keys that differ per rank or per run; everything else in a header describes the environment.
+PER_RUN_KEYS = frozenset(
+    {"run_id", "params", "rank", "local_rank", "world_size", "pid", "repetition", "start", "start_ns",
+     "started", "start_time", "time", "out", "path", "type", "kind", "experiment", "ppid",
+     "start_unix", "forked_from"}
+)
+RANK_PARAMETER_NAMES = ("ranks", "nproc", "nprocs", "world_size", "np", "processes", "gpus", "p")
+
+
+@dataclass
+class RankData:
+    rank: int
+    header: dict
+    names: dict[int, str]
+    profile: dict[tuple[int, ...], Any]
+    steps: list[dict]
+    epochs: list[dict]
+    comms: list[dict]
+    ok: bool
+    status: str
+    problems: list[str]
+
+    def callpath(self, path: tuple[int, ...]) -> str:
+        return "->".join(self.names.get(r, f"region{r}") for r in path)
+
+    def total_ns(self) -> int:
+        """Time of the instrumented program on this rank: the inclusive time of its top-level regions."""
+        return sum(int(s.incl_ns) for p, s in self.profile.items() if len(p) == 1)
+
+    def incl_by_callpath(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for p, s in self.profile.items():
+            key = self.callpath(p)
+            out[key] = out.get(key, 0) + int(s.incl_ns)
+        return out
+
+
+@dataclass
+class RunGroup:
+    """All rank files of one run (one `run_id`): one configuration, one repetition."""
+
+    run_id: str
+    params: dict[str, float]
+    repetition: int
+    world_size: int
+    ranks: list[RankData] = field(default_factory=list)
+    status: str = "ok"
+    reason: str = ""
+
+    @property
+    def missing_ranks(self) -> list[int]:
+        have = {r.rank for r in self.ranks}
+        return [r for r in range(self.world_size) if r not in have]
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and bool(self.ranks) and all(r.ok for r in self.ranks) and not self.missing_ranks
+
+    def failure(self) -> str:
+        if self.status != "ok" and self.reason:
+            return f"{self.status}: {self.reason}"
+        if self.missing_ranks:
+            return f"no file for rank(s) {', '.join(map(str, self.missing_ranks[:8]))}"
+        bad = [r for r in self.ranks if not r.ok]
+        return "; ".join(f"rank {r.rank}: {r.status}" for r in bad[:4])
+
+    def time_ns(self) -> int:
+        """The run's time: its slowest rank's."""
+        return max((r.total_ns() for r in self.ranks), default=0)
+
+    def step_stats(self, kind: str = "steps") -> dict[str, float] | None:
+        """Mean per step (or epoch) over all steps of all ranks, in ns: duration, wait, comm, gpu."""
+        rows = [s for r in self.ranks for s in getattr(r, kind)]
+        if not rows:
+            return None
+        n = len(rows)
+
+        def mean(key: str) -> float:
+            return sum(float(s.get(key) or 0) for s in rows) / n
+
+        return {"duration": mean("duration_ns"), "data_wait": mean("data_wait_ns"),
+                "comm": mean("comm_ns"), "gpu": mean("gpu_ns"), "count": n / max(1, len(self.ranks))}
+
+
+def _as_number(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    try:
+        num = float(v)
+    except (TypeError, ValueError):
+        return None
+    return num if math.isfinite(num) else None
+
+
+def _rank_data(rank: int, files: Sequence[Any], names: Any) -> RankData:
+    """One rank from its process files. DataLoader workers write files of their own (their header
+    has `forked_from`); their time overlaps the main process's, so only the main file counts."""
+    main = next((f for f in files if "forked_from" not in f.run.header), files[0])
+    run = main.run
+    end = run.end
+    status = "no end record" if end is None else str(end.get("status", "ok"))
+    return RankData(
+        rank=rank,
+        header=dict(run.header),
+        names={int(rid): names.label(main, int(rid)) for rid in run.regions},
+        profile=dict(run.profile),
+        steps=list(run.steps),
+        epochs=list(run.epochs),
+        comms=list(run.comms),
+        ok=end is not None and status == "ok",
+        status=status,
+        problems=[p for f in files for p in f.run.problems],
+    )
+
+
+def groups_from_runset(runset: Any) -> list[RunGroup]:
+    """The report's view of `modeler.readers.runs.RunSet`: one group per run, sorted by parameters."""
+    from ..aggregate import RegionNames
+
+    names = RegionNames(runset.runs)
+    groups = []
+    for rec in runset.runs:
+        params = {str(k): n for k, v in rec.params.items() if (n := _as_number(v)) is not None}
+        g = RunGroup(
+            run_id=str(rec.run_id),
+            params=params,
+            repetition=int(rec.repetition or 0),
+            world_size=int(rec.world_size),
+            ranks=[_rank_data(rank, files, names) for rank, files in rec.ranks.items()],
+            status=str(rec.status),
+            reason=str(rec.reason),
+        )
+        groups.append(g)
+    return sorted(groups, key=lambda g: (sorted(g.params.items()), g.world_size, g.repetition, g.run_id))
+
+
+def rank_axis(parameters: Sequence[str], groups: Sequence[RunGroup]) -> str | None:
+    """The parameter that counts ranks, or "world_size" when only the headers vary it."""
+    for name in RANK_PARAMETER_NAMES:
+        if name in parameters:
+            return name
+    sizes = {g.world_size for g in groups}
+    return "world_size" if len(sizes) > 1 else None
+
+
+def coordinate(g: RunGroup, name: str) -> float | None:
+    if name == "world_size":
+        return float(g.world_size)
+    return g.params.get(name)

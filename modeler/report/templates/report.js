@@ -1,0 +1,72 @@
+// Tabs, table sorting and filtering. Without JavaScript every section stays visible.
+(function () {
+  "use strict";
+  var views = Array.prototype.slice.call(document.querySelectorAll("section.view"));
+  var links = Array.prototype.slice.call(document.querySelectorAll("nav a[data-view]"));
+  function show(id) {
+    var found = views.some(function (v) { return v.id === id; });
+    if (!found) { id = views.length ? views[0].id : ""; }
+    views.forEach(function (v) { v.hidden = id !== "all" && v.id !== id; });
+    links.forEach(function (a) { a.classList.toggle("active", a.getAttribute("data-view") === id); });
+  }
+  links.forEach(function (a) {
+    a.addEventListener("click", function (e) {
+      e.preventDefault();
+      var id = a.getAttribute("data-view");
+      history.replaceState(null, "", "#" + id);
+      show(id);
+    });
+  });
+  // A link to a region opens the regions view and scrolls to it.
+  document.addEventListener("click", function (e) {
+    var a = e.target.closest ? e.target.closest("a.region-link") : null;
+    if (!a) { return; }
+    e.preventDefault();
+    show("regions");
+    var target = document.getElementById(a.getAttribute("href").slice(1));
+    if (target) { target.scrollIntoView(); }
+  });
+  var start = (location.hash || "").slice(1);
+  show(start === "all" ? "all" : (document.getElementById(start) && start) || (views[0] && views[0].id));
+
+  function cellValue(td) {
+    var v = td.getAttribute("data-sort");
+    if (v === null) { return td.textContent.trim().toLowerCase(); }
+    var n = parseFloat(v);
+    return isNaN(n) ? v : n;
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
+    var heads = table.querySelectorAll("th");
+    Array.prototype.forEach.call(heads, function (th, col) {
+      th.classList.add("sortable");
+      th.addEventListener("click", function () {
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        var dir = th.getAttribute("data-dir") === "desc" ? 1 : -1;
+        Array.prototype.forEach.call(heads, function (h) { h.removeAttribute("data-dir"); });
+        th.setAttribute("data-dir", dir === 1 ? "asc" : "desc");
+        rows.sort(function (a, b) {
+          var x = cellValue(a.cells[col]), y = cellValue(b.cells[col]);
+          if (typeof x === "number" && typeof y === "number") { return (x - y) * dir; }
+          return String(x).localeCompare(String(y)) * dir;
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("input.filter"), function (input) {
+    var table = document.getElementById(input.getAttribute("data-table"));
+    var count = document.getElementById(input.getAttribute("data-count"));
+    input.addEventListener("input", function () {
+      var q = input.value.trim().toLowerCase();
+      var shown = 0;
+      Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
+        var hit = !q || r.textContent.toLowerCase().indexOf(q) >= 0;
+        r.hidden = !hit;
+        if (hit) { shown += 1; }
+      });
+      if (count) { count.textContent = String(shown); }
+    });
+  });
+  document.documentElement.setAttribute("data-ready", "1");
+})();

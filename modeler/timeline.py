@@ -1,0 +1,213 @@
+"""`modeler timeline RUN -o trace.json`: one run as a Chrome trace (opens in Perfetto and chrome://tracing).
+
+One process per rank (DataLoader workers as processes of their own, next to their rank), with
+threads for epochs, steps (the data wait drawn inside each step, where it happens: at the start of
+the iteration), and, for runs recorded with `SCALEPROBE_TRACE=1`, one thread per recorded thread
+with every region visit as a slice. Ranks are aligned on wall-clock time from each file's header
+(`start_unix` taken at `start_ns`), so on one host the ranks line up to the clock's precision.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from .errors import InputError
+
+TID_EPOCHS, TID_STEPS, TID_REGIONS = 1, 2, 10
+
+
+@dataclass
+class _File:
+    run: Any
+    rank: int
+    worker: bool
+
+    @property
+    def offset_s(self) -> float:
+        """Wall-clock seconds of perf_counter_ns 0 in this process, or None without a header clock."""
+        h = self.run.header
+        start_unix, start_ns = h.get("start_unix"), h.get("start_ns")
+        if isinstance(start_unix, (int, float)) and isinstance(start_ns, (int, float)):
+            return float(start_unix) - float(start_ns) * 1e-9
+        return 0.0
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("inputs", nargs="+", metavar="RUN", help="a run directory, or the rank files of one run")
+    parser.add_argument("-o", "--output", metavar="FILE", default="trace.json",
+                        help="where to write the trace (default: trace.json; '-' for stdout)")
+    parser.add_argument("--run", metavar="RUN_ID", help="the run to draw when the inputs hold several")
+    parser.add_argument("--ranks", metavar="LIST", help="only these ranks: 0,1,4-7")
+
+
+def _parse_ranks(text: str | None) -> set[int] | None:
+    if not text:
+        return None
+    out: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                a, b = part.split("-", 1)
+                out.update(range(int(a), int(b) + 1))
+            elif part:
+                out.add(int(part))
+        except ValueError:
+            raise InputError(f"--ranks: expected numbers and ranges like 0,1,4-7, got {part!r}") from None
+    return out
+
+
+def _read(paths: Sequence[str]) -> list[Any]:
+    from runtime.runfile import RunFileError, read_run
+
+    from .readers import expand
+
+    runs = []
+    for path, _explicit in expand(paths):
+        if path.suffix != ".jsonl":
+            continue
+        try:
+            runs.append(read_run(path))
+        except RunFileError as e:
+            raise InputError(str(e)) from e
+    if not runs:
+        raise InputError(f"no run files (*.jsonl) in {', '.join(paths)}")
+    return runs
+
+
+def select_run(runs: Sequence[Any], run_id: str | None) -> list[Any]:
+    """The files of one run: `run_id`, or the only run there is."""
+    by_id: dict[str, list[Any]] = {}
+    for r in runs:
+        by_id.setdefault(str(r.header.get("run_id")), []).append(r)
+    if run_id is not None:
+        if run_id not in by_id:
+            raise InputError(f"--run: no run {run_id!r}; the inputs hold {', '.join(sorted(by_id)[:10])}")
+        return by_id[run_id]
+    if len(by_id) > 1:
+        listing = ", ".join(sorted(by_id)[:10]) + (" ..." if len(by_id) > 10 else "")
+        raise InputError(f"the inputs hold {len(by_id)} runs ({listing}); choose one with --run")
+    return next(iter(by_id.values()))
+
+
+def _events_of(run: Any) -> Iterable[tuple[int, int, int, int]]:
+    """Per-visit events as (region id, thread, start_ns, end_ns), in whatever shape the reader keeps
+    them: dicts with region/start_ns/end_ns (or duration_ns)/tid, or (rid, start, end[, tid]) tuples."""
+    for ev in getattr(run, "events", None) or ():
+        if isinstance(ev, dict):
+            rid = ev.get("region", ev.get("rid"))
+            start = ev.get("start_ns")
+            end = ev.get("end_ns")
+            if end is None and ev.get("duration_ns") is not None and start is not None:
+                end = start + ev["duration_ns"]
+            tid = ev.get("tid", ev.get("thread", 0))
+        else:
+            rid, start, end, *rest = ev
+            tid = rest[0] if rest else 0
+        if rid is None or start is None or end is None:
+            continue
+        yield int(rid), int(tid or 0), int(start), int(end)
+
+
+def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
+    """The Chrome trace-event JSON object for the files of one run."""
+    files = []
+    for r in runs:
+        h = r.header
+        rank = int(h.get("rank") or 0)
+        if ranks is not None and rank not in ranks:
+            continue
+        files.append(_File(r, rank, "forked_from" in h))
+    if not files:
+        raise InputError("--ranks: none of the selected ranks is in the run")
+    files.sort(key=lambda f: (f.rank, f.worker, int(f.run.header.get("pid") or 0)))
+
+    starts = []
+    for f in files:
+        for rec in list(f.run.steps) + list(f.run.epochs):
+            if isinstance(rec.get("start_ns"), (int, float)):
+                starts.append(f.offset_s + rec["start_ns"] * 1e-9)
+        for _rid, _tid, start, _end in _events_of(f.run):
+            starts.append(f.offset_s + start * 1e-9)
+    origin = min(starts) if starts else 0.0
+
+    def us(f: _File, t_ns: float) -> float:
+        return round((f.offset_s + t_ns * 1e-9 - origin) * 1e6, 3)
+
+    events: list[dict] = []
+    traced = False
+    for i, f in enumerate(files):
+        h = f.run.header
+        pid = i + 1  # Perfetto draws processes by pid; keep ranks in order and workers next to them
+        label = f"rank {f.rank}" + (" worker" if f.worker else "")
+        events.append({"ph": "M", "pid": pid, "name": "process_name",
+                       "args": {"name": f"{label} ({h.get('host', '?')}, pid {h.get('pid', '?')})"}})
+        events.append({"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}})
+        names = {rid: reg.name for rid, reg in f.run.regions.items()}
+        kinds = {rid: reg.kind for rid, reg in f.run.regions.items()}
+        for tid, kind, recs in ((TID_EPOCHS, "epoch", f.run.epochs), (TID_STEPS, "step", f.run.steps)):
+            timed = [r for r in recs if isinstance(r.get("start_ns"), (int, float))]
+            if not timed:
+                continue
+            events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": kind + "s"}})
+            for r in timed:
+                dur = float(r.get("duration_ns") or 0)
+                args = {k: r[k] for k in ("index", "data_wait_ns", "comm_ns", "gpu_ns") if r.get(k) is not None}
+                if isinstance(r.get("memory"), dict):
+                    args.update({f"memory.{k}": v for k, v in r["memory"].items()})
+                events.append({
+                    "ph": "X", "pid": pid, "tid": tid, "cat": kind,
+                    "name": f"{kind} {r.get('index', '')} ({names.get(r.get('region'), r.get('region'))})",
+                    "ts": us(f, r["start_ns"]), "dur": round(dur / 1e3, 3), "args": args,
+                })
+                wait = r.get("data_wait_ns")
+                if kind == "step" and isinstance(wait, (int, float)) and 0 < wait <= dur:
+                    events.append({"ph": "X", "pid": pid, "tid": tid, "cat": "data_wait", "name": "data wait",
+                                   "ts": us(f, r["start_ns"]), "dur": round(wait / 1e3, 3)})
+        threads: dict[int, int] = {}
+        for rid, thread, start, end in _events_of(f.run):
+            traced = True
+            tid = threads.setdefault(thread, TID_REGIONS + len(threads))
+            events.append({
+                "ph": "X", "pid": pid, "tid": tid, "cat": kinds.get(rid, "region"),
+                "name": names.get(rid, f"region {rid}"), "ts": us(f, start), "dur": round((end - start) / 1e3, 3),
+            })
+        for thread, tid in threads.items():
+            name = "main thread" if len(threads) == 1 else f"thread {thread}"
+            events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": name}})
+    if not any(e["ph"] == "X" for e in events):
+        raise InputError(
+            "the run has no timed steps, epochs or region events to draw: record it with SCALEPROBE_TRACE=1 "
+            "for region events, or instrument a program with a training loop"
+        )
+    head = files[0].run.header
+    meta = {"run_id": head.get("run_id"), "experiment": head.get("experiment"), "params": head.get("params"),
+            "world_size": head.get("world_size"), "region_events": traced,
+            "origin_unix": origin if math.isfinite(origin) else None}
+    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": meta}
+
+
+def run(args: argparse.Namespace) -> int:
+    runs = select_run(_read(args.inputs), args.run)
+    trace = build_trace(runs, _parse_ranks(args.ranks))
+    text = json.dumps(trace, separators=(",", ":"))
+    if args.output == "-":
+        sys.stdout.write(text + "\n")
+        return 0
+    out = Path(args.output)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n", encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e
+    n = sum(1 for e in trace["traceEvents"] if e["ph"] == "X")
+    note = "" if trace["otherData"]["region_events"] else " (steps and epochs only: record with SCALEPROBE_TRACE=1 for every region visit)"
+    print(f"timeline of run {trace['otherData']['run_id']}: {n} slices written to {out.resolve()}{note}; "
+          f"open it in https://ui.perfetto.dev or chrome://tracing", file=sys.stderr)
+    return 0

@@ -1,0 +1,381 @@
+/* The C probe backend: the same functions as runtime/_pyprobe.py, at a fraction of the cost.
+ *
+ * Every thread owns a call stack and a call-path tree (nodes in one array, a hash table from
+ * (parent node, region id) to child node). All access happens with the GIL held: the hot path
+ * runs in the recording thread, take_deltas() in the flushing thread, so no further locking.
+ * Times come from CLOCK_MONOTONIC, the clock of time.perf_counter_ns on Linux.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    int64_t visits, incl, excl, min, max, rec;
+    double sumsq;
+    int64_t s_visits, s_incl, s_excl, s_rec;
+    double s_sumsq;
+    int32_t rid, parent;
+} Node;
+
+typedef struct {
+    int32_t node, rid, folded;
+    int64_t child_ns, t0;
+} Frame;
+
+typedef struct {
+    uint64_t key; /* (parent << 32) | rid, 0 = empty slot (the root never is a child) */
+    int32_t idx;
+} Slot;
+
+typedef struct ThreadState {
+    Node *nodes;
+    int32_t nnodes, ncap;
+    Frame *stack;
+    int32_t depth, scap;
+    Slot *slots;
+    uint32_t hmask, hused;
+    struct ThreadState *next;
+} ThreadState;
+
+static _Thread_local ThreadState *tls = NULL;
+static ThreadState *all_states = NULL;
+static uint8_t *off = NULL;
+static int64_t *iters = NULL, *iters_snap = NULL;
+static Py_ssize_t cap = 0;
+static int64_t dropped = 0;
+
+static inline int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline uint32_t hash_key(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return (uint32_t)k;
+}
+
+static int32_t new_node(ThreadState *s, int32_t rid, int32_t parent) {
+    if (s->nnodes == s->ncap) {
+        int32_t ncap = s->ncap ? s->ncap * 2 : 64;
+        Node *n = realloc(s->nodes, sizeof(Node) * (size_t)ncap);
+        if (!n) return -1;
+        s->nodes = n;
+        s->ncap = ncap;
+    }
+    Node *n = &s->nodes[s->nnodes];
+    memset(n, 0, sizeof(Node));
+    n->min = INT64_MAX;
+    n->rid = rid;
+    n->parent = parent;
+    return s->nnodes++;
+}
+
+static int rehash(ThreadState *s) {
+    uint32_t ncap = s->slots ? (s->hmask + 1) * 2 : 256;
+    Slot *ns = calloc(ncap, sizeof(Slot));
+    if (!ns) return -1;
+    if (s->slots) {
+        for (uint32_t i = 0; i <= s->hmask; i++) {
+            if (!s->slots[i].key) continue;
+            uint32_t h = hash_key(s->slots[i].key) & (ncap - 1);
+            while (ns[h].key) h = (h + 1) & (ncap - 1);
+            ns[h] = s->slots[i];
+        }
+        free(s->slots);
+    }
+    s->slots = ns;
+    s->hmask = ncap - 1;
+    return 0;
+}
+
+static int32_t child_of(ThreadState *s, int32_t parent, int32_t rid) {
+    uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)rid;
+    key += 1; /* never 0 */
+    uint32_t h = hash_key(key) & s->hmask;
+    for (;;) {
+        Slot *sl = &s->slots[h];
+        if (sl->key == key) return sl->idx;
+        if (!sl->key) break;
+        h = (h + 1) & s->hmask;
+    }
+    if ((s->hused + 1) * 2 > s->hmask + 1) {
+        if (rehash(s) < 0) return -1;
+        h = hash_key(key) & s->hmask;
+        while (s->slots[h].key) h = (h + 1) & s->hmask;
+    }
+    int32_t idx = new_node(s, rid, parent);
+    if (idx < 0) return -1;
+    s->slots[h].key = key;
+    s->slots[h].idx = idx;
+    s->hused++;
+    return idx;
+}
+
+static ThreadState *new_state(void) {
+    ThreadState *s = calloc(1, sizeof(ThreadState));
+    if (!s) return NULL;
+    s->scap = 64;
+    s->stack = malloc(sizeof(Frame) * (size_t)s->scap);
+    if (!s->stack || rehash(s) < 0 || new_node(s, -1, -1) != 0) {
+        free(s->stack);
+        free(s->slots);
+        free(s->nodes);
+        free(s);
+        return NULL;
+    }
+    s->stack[0].node = 0;
+    s->stack[0].rid = -1;
+    s->stack[0].folded = 0;
+    s->stack[0].child_ns = 0;
+    s->stack[0].t0 = 0;
+    s->depth = 1;
+    s->next = all_states;
+    all_states = s;
+    tls = s;
+    return s;
+}
+
+static inline int read_rid(PyObject *arg, Py_ssize_t *rid) {
+    Py_ssize_t r = PyLong_AsSsize_t(arg);
+    if (r < 0 || r >= cap) {
+        if (r == -1 && PyErr_Occurred()) PyErr_Clear();
+        dropped++;
+        return 0; /* an id never defined: ignored rather than failing the user's program */
+    }
+    *rid = r;
+    return 1;
+}
+
+static PyObject *p_enter(PyObject *self, PyObject *arg) {
+    Py_ssize_t rid;
+    if (!read_rid(arg, &rid) || off[rid]) Py_RETURN_NONE;
+    ThreadState *s = tls;
+    if (!s && !(s = new_state())) { dropped++; Py_RETURN_NONE; }
+    Frame *top = &s->stack[s->depth - 1];
+    if (top->rid == (int32_t)rid) {
+        top->folded++;
+        s->nodes[top->node].rec++;
+        Py_RETURN_NONE;
+    }
+    int32_t node = child_of(s, top->node, (int32_t)rid);
+    if (node < 0) { dropped++; Py_RETURN_NONE; }
+    if (s->depth == s->scap) {
+        Frame *ns = realloc(s->stack, sizeof(Frame) * (size_t)s->scap * 2);
+        if (!ns) { dropped++; Py_RETURN_NONE; }
+        s->stack = ns;
+        s->scap *= 2;
+    }
+    Frame *f = &s->stack[s->depth++];
+    f->node = node;
+    f->rid = (int32_t)rid;
+    f->folded = 0;
+    f->child_ns = 0;
+    f->t0 = now_ns();
+    Py_RETURN_NONE;
+}
+
+static void close_top(ThreadState *s, int64_t t) {
+    Frame *f = &s->stack[--s->depth];
+    int64_t dt = t - f->t0;
+    Node *n = &s->nodes[f->node];
+    n->visits++;
+    n->incl += dt;
+    n->excl += dt - f->child_ns;
+    if (dt < n->min) n->min = dt;
+    if (dt > n->max) n->max = dt;
+    n->sumsq += (double)dt * (double)dt;
+    s->stack[s->depth - 1].child_ns += dt;
+}
+
+static PyObject *p_exit(PyObject *self, PyObject *arg) {
+    int64_t t = now_ns();
+    Py_ssize_t rid;
+    if (!read_rid(arg, &rid) || off[rid]) Py_RETURN_NONE;
+    ThreadState *s = tls;
+    if (!s) Py_RETURN_NONE;
+    Frame *top = &s->stack[s->depth - 1];
+    if (top->rid != (int32_t)rid) {
+        /* Frames above rid were left open (probes switched off mid-visit): drop them. */
+        int32_t i;
+        for (i = s->depth - 1; i > 0; i--)
+            if (s->stack[i].rid == (int32_t)rid) break;
+        if (i == 0) Py_RETURN_NONE;
+        dropped += s->depth - 1 - i;
+        s->depth = i + 1;
+        top = &s->stack[i];
+    }
+    if (top->folded) {
+        top->folded--;
+        Py_RETURN_NONE;
+    }
+    close_top(s, t);
+    Py_RETURN_NONE;
+}
+
+static PyObject *p_mark(PyObject *self, PyObject *arg) {
+    Py_ssize_t rid;
+    if (read_rid(arg, &rid)) iters[rid]++;
+    Py_RETURN_NONE;
+}
+
+static int grow(Py_ssize_t n) {
+    if (n <= cap) return 0;
+    Py_ssize_t ncap = cap * 2 > n ? cap * 2 : n;
+    uint8_t *o = realloc(off, (size_t)ncap);
+    if (!o) return -1;
+    off = o;
+    int64_t *it = realloc(iters, sizeof(int64_t) * (size_t)ncap);
+    if (!it) return -1;
+    iters = it;
+    int64_t *sn = realloc(iters_snap, sizeof(int64_t) * (size_t)ncap);
+    if (!sn) return -1;
+    iters_snap = sn;
+    memset(off + cap, 0, (size_t)(ncap - cap));
+    memset(iters + cap, 0, sizeof(int64_t) * (size_t)(ncap - cap));
+    memset(iters_snap + cap, 0, sizeof(int64_t) * (size_t)(ncap - cap));
+    cap = ncap;
+    return 0;
+}
+
+static PyObject *p_ensure_capacity(PyObject *self, PyObject *arg) {
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (grow(n) < 0) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+static PyObject *p_set_off(PyObject *self, PyObject *args) {
+    Py_ssize_t rid;
+    int flag;
+    if (!PyArg_ParseTuple(args, "np", &rid, &flag)) return NULL;
+    if (rid < 0) {
+        PyErr_Format(PyExc_ValueError, "region id must not be negative, got %zd", rid);
+        return NULL;
+    }
+    if (grow(rid + 1) < 0) return PyErr_NoMemory();
+    off[rid] = (uint8_t)flag;
+    Py_RETURN_NONE;
+}
+
+static PyObject *path_of(ThreadState *s, int32_t idx) {
+    int32_t depth = 0;
+    for (int32_t i = idx; i > 0; i = s->nodes[i].parent) depth++;
+    PyObject *t = PyTuple_New(depth);
+    if (!t) return NULL;
+    for (int32_t i = idx; i > 0; i = s->nodes[i].parent) {
+        PyObject *v = PyLong_FromLong(s->nodes[i].rid);
+        if (!v) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, --depth, v);
+    }
+    return t;
+}
+
+/* Deltas of every node changed since the previous call, merged over threads by the recorder. */
+static PyObject *p_take_deltas(PyObject *self, PyObject *unused) {
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    for (ThreadState *s = all_states; s; s = s->next) {
+        for (int32_t i = 1; i < s->nnodes; i++) {
+            Node *n = &s->nodes[i];
+            if (n->visits == n->s_visits && n->rec == n->s_rec) continue;
+            PyObject *path = path_of(s, i);
+            if (!path) { Py_DECREF(out); return NULL; }
+            int64_t dv = n->visits - n->s_visits, dr = n->rec - n->s_rec;
+            PyObject *item = Py_BuildValue("(NLLLLLdL)", path, (long long)(dv + dr),
+                                           (long long)(n->incl - n->s_incl), (long long)(n->excl - n->s_excl),
+                                           (long long)(n->visits ? n->min : 0), (long long)n->max,
+                                           n->sumsq - n->s_sumsq, (long long)dr);
+            if (!item || PyList_Append(out, item) < 0) {
+                Py_XDECREF(item);
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_DECREF(item);
+            n->s_visits = n->visits;
+            n->s_incl = n->incl;
+            n->s_excl = n->excl;
+            n->s_rec = n->rec;
+            n->s_sumsq = n->sumsq;
+        }
+    }
+    return out;
+}
+
+static PyObject *p_take_iterations(PyObject *self, PyObject *unused) {
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    for (Py_ssize_t r = 0; r < cap; r++) {
+        if (iters[r] == iters_snap[r]) continue;
+        PyObject *item = Py_BuildValue("(nL)", r, (long long)(iters[r] - iters_snap[r]));
+        if (!item || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(item);
+        iters_snap[r] = iters[r];
+    }
+    return out;
+}
+
+static PyObject *p_current_path(PyObject *self, PyObject *unused) {
+    ThreadState *s = tls;
+    if (!s) return PyTuple_New(0);
+    PyObject *t = PyTuple_New(s->depth - 1);
+    if (!t) return NULL;
+    for (int32_t i = 1; i < s->depth; i++) {
+        PyObject *v = PyLong_FromLong(s->stack[i].rid);
+        if (!v) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, i - 1, v);
+    }
+    return t;
+}
+
+static PyObject *p_reset_after_fork(PyObject *self, PyObject *unused) {
+    ThreadState *s = all_states;
+    while (s) {
+        ThreadState *next = s->next;
+        free(s->nodes);
+        free(s->stack);
+        free(s->slots);
+        free(s);
+        s = next;
+    }
+    all_states = NULL;
+    tls = NULL;
+    if (cap) {
+        memset(iters, 0, sizeof(int64_t) * (size_t)cap);
+        memset(iters_snap, 0, sizeof(int64_t) * (size_t)cap);
+    }
+    dropped = 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *p_dropped(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(dropped); }
+
+static PyMethodDef methods[] = {
+    {"enter", p_enter, METH_O, "enter(rid): a visit of region rid begins on this thread."},
+    {"exit", p_exit, METH_O, "exit(rid): the innermost visit of region rid ends."},
+    {"mark", p_mark, METH_O, "mark(rid): one iteration of loop region rid."},
+    {"ensure_capacity", p_ensure_capacity, METH_O, "Make region ids below n valid."},
+    {"set_off", p_set_off, METH_VARARGS, "set_off(rid, off): stop or resume timing region rid."},
+    {"take_deltas", p_take_deltas, METH_NOARGS, "Changed call paths since the previous call."},
+    {"take_iterations", p_take_iterations, METH_NOARGS, "Loop iteration counts since the previous call."},
+    {"current_path", p_current_path, METH_NOARGS, "Region ids on this thread's stack, outermost first."},
+    {"reset_after_fork", p_reset_after_fork, METH_NOARGS, "Forget everything (in a forked child)."},
+    {"dropped", p_dropped, METH_NOARGS, "Visits dropped (left open, unknown ids, out of memory)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_cprobe", "scaleprobe's C probe backend.", -1, methods};
+
+PyMODINIT_FUNC PyInit__cprobe(void) {
+    if (grow(1024) < 0) return PyErr_NoMemory();
+    return PyModule_Create(&moddef);
+}

@@ -1,0 +1,284 @@
+"""Communication regions: torch.distributed collectives, point-to-point calls and DDP's gradient
+all-reduce, recorded with the operation, bytes, group size and time.
+
+Patched only once the program itself has imported torch.distributed (checked at every `define`
+and at the start of every epoch/step loop), never by importing torch ourselves. Only the public
+`torch.distributed.<op>` names are wrapped, so the library's internal calls are not counted twice.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from time import perf_counter_ns
+from typing import Any, Callable
+
+from . import _backend
+from . import recorder as _recorder
+
+impl = _backend.impl
+
+OPS = (
+    "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
+    "broadcast", "reduce", "all_to_all", "all_to_all_single", "gather", "scatter", "barrier",
+    "send", "recv", "isend", "irecv", "batch_isend_irecv", "monitored_barrier",
+)
+# The argument that carries this rank's payload, by parameter name, in order of preference.
+_PAYLOAD = ("tensor", "input_tensor", "input", "input_tensor_list", "input_list", "p2p_op_list", "tensors")
+
+_patched = [False]
+_watching = [False]
+
+
+class _TorchImportWatch:
+    """A meta-path finder that lets `import torch` run unchanged and patches right after it, so
+    that even a DDP model built before the first probe call gets its comm hook. It removes itself
+    once torch is found; every other import costs one string comparison meanwhile."""
+
+    def __init__(self, rec: "_recorder.Recorder") -> None:
+        self.rec = rec
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "torch":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        exec_module = getattr(loader, "exec_module", None)
+        if exec_module is None:
+            return spec
+        rec = self.rec
+
+        def exec_then_patch(module: Any) -> None:
+            exec_module(module)
+            try:
+                patch_if_loaded(rec)
+            except Exception as e:  # never break the user's `import torch`
+                print(f"scaleprobe: torch.distributed not instrumented: {e!r}", file=sys.stderr)
+
+        loader.exec_module = exec_then_patch
+        return spec
+
+
+def watch(rec: "_recorder.Recorder") -> None:
+    """Patch torch.distributed now if loaded, else as soon as the program imports torch."""
+    if patch_if_loaded(rec) or _watching[0] or "torch" in sys.modules:
+        return
+    _watching[0] = True
+    sys.meta_path.insert(0, _TorchImportWatch(rec))
+
+
+def patch_if_loaded(rec: "_recorder.Recorder") -> bool:
+    """Wrap torch.distributed's operations if the program has imported it; True once done."""
+    if _patched[0]:
+        return True
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not rec.enabled:
+        return False
+    _patched[0] = True
+    import inspect
+
+    for op in OPS:
+        fn = getattr(dist, op, None)
+        if fn is None or getattr(fn, "__sp_wrapped__", False):
+            continue
+        try:
+            params = list(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            params = []
+        rid = rec.new_region("comm", f"torch.distributed.{op}", "torch/distributed", 0)
+        setattr(dist, op, _wrap(rec, op, fn, rid, params))
+    if rec.cfg.ddp_hook:
+        _patch_ddp(rec)
+    return True
+
+
+def _tensor_bytes(x: Any) -> int:
+    if hasattr(x, "element_size") and hasattr(x, "numel"):
+        return int(x.numel()) * int(x.element_size())
+    if isinstance(x, (list, tuple)):
+        total = 0
+        for y in x:
+            if hasattr(y, "tensor"):  # P2POp
+                y = y.tensor
+            total += _tensor_bytes(y)
+        return total
+    return 0
+
+
+def _group_size(dist: Any, group: Any) -> int | None:
+    try:
+        if not dist.is_initialized():
+            return None
+        return int(dist.get_world_size(group) if group is not None else dist.get_world_size())
+    except Exception:  # a group this rank is not part of, or a torch without the call
+        return None
+
+
+def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: list[str]) -> Callable:
+    payload = next((params.index(p) for p in _PAYLOAD if p in params), None)
+    payload_name = params[payload] if payload is not None else None
+    group_at = params.index("group") if "group" in params else None
+    dist = sys.modules["torch.distributed"]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not rec.on:
+            return fn(*args, **kwargs)
+        if payload is None:
+            nbytes = 0
+        elif payload < len(args):
+            nbytes = _tensor_bytes(args[payload])
+        else:
+            nbytes = _tensor_bytes(kwargs.get(payload_name))
+        group = args[group_at] if group_at is not None and group_at < len(args) else kwargs.get("group")
+        path = impl.current_path()
+        gpu = rec.gpu
+        ev = gpu.start() if gpu is not None else None
+        impl.enter(rid)
+        t0 = perf_counter_ns()
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            dt = perf_counter_ns() - t0
+            impl.exit(rid)
+        fut = None
+        if result is not None and hasattr(result, "get_future"):
+            try:
+                fut = result.get_future()
+            except Exception:  # backends without futures: the issue time is all we get
+                fut = None
+        if fut is not None:
+            # Async form: the operation lasts until its future completes (on another thread).
+            def done(f: Any, t0: int = t0) -> None:
+                record(rec, op, nbytes, _group_size(dist, group), perf_counter_ns() - t0, path + (rid,), None)
+
+            fut.add_done_callback(done) if hasattr(fut, "add_done_callback") else fut.then(done)
+        else:
+            pending = None
+            if ev is not None:
+                pending = {"gpu_ns": None}
+                gpu.stop(ev, pending)
+            record(rec, op, nbytes, _group_size(dist, group), dt, path + (rid,), pending)
+        return result
+
+    wrapper.__sp_wrapped__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def record(rec: "_recorder.Recorder", op: str, nbytes: int, group_size: int | None, time_ns: int,
+           path: tuple[int, ...], gpu: dict | None) -> None:
+    """Add one call to the communication summary of the current flush interval."""
+    with rec.comm_lock:
+        rec.comm_ns[0] += time_ns
+        s = rec.comm.get((op, group_size, path))
+        if s is None:
+            s = rec.comm[(op, group_size, path)] = [0, 0, 0, 0, 0]
+        s[0] += 1
+        s[1] += nbytes
+        s[2] += time_ns
+        if gpu is not None:
+            # Resolved later by the GPU timer; the summary takes whatever resolved by its flush.
+            gpu["summary"] = s
+
+
+# ----- DDP -------------------------------------------------------------------------------------------
+
+
+class _HookState:
+    __slots__ = ("process_group", "user_state", "user_hook", "rid", "rec", "group_size", "__weakref__")
+
+    def __init__(self, process_group: Any, rid: int, rec: "_recorder.Recorder") -> None:
+        self.process_group = process_group
+        self.user_state: Any = None
+        self.user_hook: Callable | None = None
+        self.rid = rid
+        self.rec = rec
+        self.group_size: int | None = None
+
+
+def _ddp_hook(state: _HookState, bucket: Any) -> Any:
+    """DDP comm hook: runs the user's hook (or the default all-reduce) and times it to completion."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    t0 = perf_counter_ns()
+    try:
+        buf = bucket.buffer()
+        nbytes = int(buf.numel()) * int(buf.element_size())
+    except Exception:
+        nbytes = 0
+    if state.user_hook is not None:
+        fut = state.user_hook(state.user_state, bucket)
+    else:
+        fut = default_hooks.allreduce_hook(state.process_group, bucket)
+    rec = state.rec
+    if not rec.on:
+        return fut
+    if state.group_size is None:
+        state.group_size = _group_size(sys.modules["torch.distributed"], state.process_group)
+
+    def done(f: Any) -> Any:
+        record(rec, "ddp_allreduce", nbytes, state.group_size, perf_counter_ns() - t0, (state.rid,), None)
+        return f.value()
+
+    return fut.then(done)
+
+
+# DDP checks a hook's annotations against dist.GradBucket/Future; with postponed annotations ours
+# would be strings, so it gets none.
+_ddp_hook.__annotations__ = {}
+
+
+def _patch_ddp(rec: "_recorder.Recorder") -> None:
+    try:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+    except Exception:
+        return
+    if getattr(DDP, "__sp_patched__", False):
+        return
+    rid = rec.new_region("comm", "DistributedDataParallel.allreduce", "torch/nn/parallel", 0)
+    orig_init = DDP.__init__
+    orig_register = DDP.register_comm_hook
+    orig_builtin = getattr(DDP, "_register_builtin_comm_hook", None)
+
+    @functools.wraps(orig_init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        orig_init(self, *args, **kwargs)
+        try:
+            st = _HookState(getattr(self, "process_group", None), rid, rec)
+            orig_register(self, st, _ddp_hook)
+            self.__sp_hook_state__ = st
+        except Exception as e:  # e.g. a DDP variant without Python comm hooks: untimed, but working
+            print(f"scaleprobe: DDP all-reduce not timed: {e}", file=sys.stderr)
+
+    @functools.wraps(orig_register)
+    def register_comm_hook(self: Any, state: Any, hook: Callable) -> None:
+        st = getattr(self, "__sp_hook_state__", None)
+        if st is None or st.user_hook is not None:
+            return orig_register(self, state, hook)
+        if not callable(hook):
+            raise TypeError(f"register_comm_hook: hook must be callable, got {type(hook).__name__}")
+        st.user_state, st.user_hook = state, hook
+
+    DDP.__init__ = __init__
+    DDP.register_comm_hook = register_comm_hook
+    if orig_builtin is not None:
+
+        @functools.wraps(orig_builtin)
+        def _register_builtin_comm_hook(self: Any, comm_hook_type: Any) -> None:
+            if getattr(self, "__sp_hook_state__", None) is not None:
+                raise RuntimeError(
+                    "scaleprobe times DDP's gradient all-reduce with a comm hook, and DDP takes only one:"
+                    " run with SCALEPROBE_DDP_HOOK=0 to use a built-in comm hook"
+                )
+            return orig_builtin(self, comm_hook_type)
+
+        DDP._register_builtin_comm_hook = _register_builtin_comm_hook
+    DDP.__sp_patched__ = True

@@ -1,0 +1,245 @@
+"""Which rank this process is, whoever started it.
+
+Reads the variables of torchrun, our own launcher, SLURM, Open MPI, MPICH/PMI (Hydra, Intel MPI,
+Cray PMI), PMIx and PALS (Cray/HPE PBS), and can export the torchrun-style variables that
+`torch.distributed`'s `env://` rendezvous expects when a process was started by srun or mpiexec.
+
+Imported by the recorder on every rank at start-up: standard library only, nothing heavy.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping, MutableMapping
+
+from runtime.errors import ScaleprobeRuntimeError
+
+LAUNCHERS = ("launch", "torchrun", "slurm", "mpi", "none")
+
+
+class RankEnvironmentError(ScaleprobeRuntimeError):
+    """The environment names a rank but is inconsistent or incomplete."""
+
+
+@dataclass(frozen=True)
+class ProcessIdentity:
+    rank: int
+    local_rank: int
+    world_size: int
+    launcher: str
+    host: str
+
+    @property
+    def distributed(self) -> bool:
+        return self.launcher != "none"
+
+
+def _hostname() -> str:
+    try:
+        return os.uname().nodename
+    except AttributeError:  # Windows has no os.uname
+        import socket
+
+        return socket.gethostname()
+
+
+def _int(env: Mapping[str, str], name: str) -> int | None:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise RankEnvironmentError(f"environment variable {name}={raw!r} is not an integer") from None
+    if value < 0:
+        raise RankEnvironmentError(f"environment variable {name}={raw!r} is negative")
+    return value
+
+
+def _first(env: Mapping[str, str], *names: str) -> int | None:
+    for name in names:
+        value = _int(env, name)
+        if value is not None:
+            return value
+    return None
+
+
+# Each MPI flavour: (rank variables, world-size variables, local-rank variables), first found wins.
+# PMIx and PALS export no world size of their own; the PMI/Open MPI/SLURM ones that come with them do.
+_MPI_RANK = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "PALS_RANKID")
+_MPI_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
+_MPI_LOCAL = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PALS_LOCAL_RANKID", "PMI_LOCAL_RANK",
+              "SLURM_LOCALID")
+_MPI_LOCAL_SIZE = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
+
+
+def _check(rank: int, world_size: int, local_rank: int, source: str) -> None:
+    if world_size < 1:
+        raise RankEnvironmentError(f"{source}: world size {world_size} is not positive")
+    if rank >= world_size:
+        raise RankEnvironmentError(f"{source}: rank {rank} is not below the world size {world_size}")
+    if local_rank > rank:
+        raise RankEnvironmentError(f"{source}: local rank {local_rank} is above the rank {rank}")
+
+
+def _from_torchrun(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
+    rank = _int(env, "RANK")
+    if rank is None:
+        return None
+    size = _int(env, "WORLD_SIZE")
+    if size is None:
+        raise RankEnvironmentError("RANK is set but WORLD_SIZE is not")
+    local = _int(env, "LOCAL_RANK")
+    # Our launcher and export_torch_env() both set RANK and say who they are; plain RANK is torchrun's.
+    named = env.get("SCALEPROBE_LAUNCHER", "")
+    if named in LAUNCHERS and named != "none":
+        launcher = named
+    else:
+        launcher = "torchrun"
+    _check(rank, size, local if local is not None else 0, "RANK/WORLD_SIZE/LOCAL_RANK")
+    return rank, local if local is not None else rank, size, launcher
+
+
+def _from_mpi(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
+    rank = _first(env, *_MPI_RANK)
+    if rank is None:
+        return None
+    size = _first(env, *_MPI_SIZE)
+    if size is None:
+        found = next(n for n in _MPI_RANK if n in env)
+        raise RankEnvironmentError(
+            f"{found} is set but no world size is: expected one of {', '.join(_MPI_SIZE)}")
+    local = _first(env, *_MPI_LOCAL)
+    if local is None:
+        local_size = _first(env, *_MPI_LOCAL_SIZE)
+        # Without a local rank, assume ranks are packed by node, which mpiexec does by default.
+        local = rank % local_size if local_size else rank
+    # srun --mpi=pmix/pmi2 sets both SLURM's and the MPI variables: the job step is SLURM's.
+    slurm_rank = _int(env, "SLURM_PROCID")
+    slurm_size = _int(env, "SLURM_STEP_NUM_TASKS")
+    launcher = "slurm" if (slurm_rank, slurm_size) == (rank, size) else "mpi"
+    _check(rank, size, local, "MPI environment")
+    return rank, local, size, launcher
+
+
+def _from_slurm(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
+    rank = _int(env, "SLURM_PROCID")
+    # Only srun sets the step's task count. The batch script and an salloc shell also see
+    # SLURM_PROCID=0 and the job's SLURM_NTASKS, but they are not rank 0 of anything: taking them
+    # for one would hang torch.distributed waiting for ranks that never come.
+    size = _int(env, "SLURM_STEP_NUM_TASKS")
+    if rank is None or size is None:
+        return None
+    local = _int(env, "SLURM_LOCALID")
+    local = rank if local is None else local
+    _check(rank, size, local, "SLURM environment")
+    return rank, local, size, "slurm"
+
+
+def detect(environ: Mapping[str, str] | None = None) -> ProcessIdentity:
+    """Rank, local rank, world size and launcher of this process, from its environment.
+
+    torchrun-style RANK/WORLD_SIZE win (they are what torch.distributed will use), then MPI
+    (mpiexec inside a SLURM allocation also inherits SLURM's variables), then an srun step (a
+    batch script or salloc shell is no rank: `none`). Raises
+    RankEnvironmentError naming the variable when the environment contradicts itself.
+    """
+    env = os.environ if environ is None else environ
+    for source in (_from_torchrun, _from_mpi, _from_slurm):
+        found = source(env)
+        if found is not None:
+            rank, local, size, launcher = found
+            return ProcessIdentity(rank, local, size, launcher, _hostname())
+    return ProcessIdentity(0, 0, 1, "none", _hostname())
+
+
+def first_host(nodelist: str) -> str:
+    """The first host of a SLURM host list such as `gpu[007-010,012],cpu3` (here `gpu007`)."""
+    item, depth = [], 0
+    for char in nodelist.strip():
+        if char == "," and depth == 0:
+            break
+        depth += char == "["
+        depth -= char == "]"
+        item.append(char)
+    text = "".join(item)
+    out, pos = [], 0
+    while True:
+        start = text.find("[", pos)
+        if start < 0:
+            out.append(text[pos:])
+            break
+        end = text.find("]", start)
+        if end < 0:
+            raise RankEnvironmentError(f"SLURM host list {nodelist!r} has an unclosed '['")
+        out.append(text[pos:start])
+        out.append(text[start + 1:end].split(",")[0].split("-")[0])
+        pos = end + 1
+    host = "".join(out)
+    if not host:
+        raise RankEnvironmentError(f"SLURM host list {nodelist!r} is empty")
+    return host
+
+
+def _master_addr(env: Mapping[str, str], identity: ProcessIdentity) -> str | None:
+    if identity.world_size == 1:
+        return "127.0.0.1"
+    for name in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"):
+        if env.get(name):
+            return first_host(env[name])
+    nodefile = env.get("PBS_NODEFILE")
+    if nodefile:
+        try:
+            with open(nodefile, encoding="utf-8") as handle:
+                for line in handle:
+                    if line.strip():
+                        return line.strip()
+        except OSError as exc:
+            raise RankEnvironmentError(f"PBS_NODEFILE {nodefile}: {exc.strerror}") from None
+    return None
+
+
+def _master_port(env: Mapping[str, str]) -> str | None:
+    # Every rank must agree without talking to each other: derive the port from the job id, in the
+    # unprivileged range below the usual ephemeral ports, as several cluster launch scripts do.
+    for name in ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "COBALT_JOBID"):
+        raw = env.get(name, "")
+        digits = "".join(ch for ch in raw.split(".")[0] if ch.isdigit())
+        if digits:
+            return str(15000 + int(digits) % 20000)
+    return None
+
+
+def export_torch_env(identity: ProcessIdentity | None = None,
+                     environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Set RANK, LOCAL_RANK, WORLD_SIZE (and MASTER_ADDR/MASTER_PORT when missing and derivable).
+
+    For processes started by srun or mpiexec, so that `torch.distributed.init_process_group()`
+    with its default `env://` works unchanged. Variables already set are kept (a user's MASTER_ADDR
+    wins). Returns what was set. Under `none` nothing is exported.
+    """
+    env = os.environ if environ is None else environ
+    ident = detect(env) if identity is None else identity
+    if ident.launcher == "none":
+        return {}
+    wanted = {
+        "RANK": str(ident.rank),
+        "LOCAL_RANK": str(ident.local_rank),
+        "WORLD_SIZE": str(ident.world_size),
+        "SCALEPROBE_LAUNCHER": ident.launcher,
+    }
+    if "MASTER_ADDR" not in env:
+        addr = _master_addr(env, ident)
+        if addr is not None:
+            wanted["MASTER_ADDR"] = addr
+    if "MASTER_PORT" not in env:
+        port = _master_port(env)
+        if port is None and ident.world_size == 1:
+            port = "29500"
+        if port is not None:
+            wanted["MASTER_PORT"] = port
+    # An existing RANK & co. is what detect() read in the first place: only fill in what is missing.
+    changed = {k: v for k, v in wanted.items() if k not in env}
+    env.update(changed)
+    return changed

@@ -1,0 +1,95 @@
+"""`python -m runtime.launch [options] script.py [args...]`: run a program with scaleprobe's runtime.
+
+Which way it runs (see docs/launch.md):
+- `--sweep`, `--sweep-file`, `--repeat`, `--nproc`, `--spawn`, `--timeout`: each run on fresh rank
+  processes started by us, one run after another, recorded in `<run-dir>/launch.json`;
+- started by srun, mpiexec or torchrun: this process is the rank its environment names;
+- otherwise: one rank, in this process, like `python script.py`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from runtime.environment import RankEnvironmentError, detect
+from runtime.errors import ScaleprobeRuntimeError
+from runtime.launch_args import Options, parse
+from runtime.launch_errors import LaunchError
+from runtime.sweep_design import Run, point_name
+
+
+def _next_repetition(opts: Options, params: dict) -> int:
+    """A plain run repeated by hand gets the next free repetition index rather than overwriting."""
+    pattern = re.compile(re.escape(point_name(params)) + r"_rep-(\d+)\Z")
+    root = opts.out / opts.experiment
+    taken = [int(m.group(1)) for p in (root.iterdir() if root.is_dir() else ()) if (m := pattern.match(p.name))]
+    return max(taken) + 1 if taken else 0
+
+
+def _runs(opts: Options, nproc: int) -> list[Run]:
+    if opts.sweeping:
+        return opts.design.runs(opts.out, opts.experiment, opts.args, nproc)
+    (params,) = opts.design.points(nproc)
+    first = opts.repetition if opts.repetition is not None else _next_repetition(opts, params)
+    return opts.design.runs(opts.out, opts.experiment, opts.args, nproc, first_repetition=first)
+
+
+def _dispatch(opts: Options, argv: list[str]) -> int:
+    from runtime import launch_modes
+
+    if opts.child:
+        return launch_modes.run_child(opts, argv)
+    spawned = opts.sweeping or opts.nproc is not None or opts.spawn is not None or opts.timeout is not None
+    identity = detect()
+    if identity.launcher in ("slurm", "mpi", "torchrun"):
+        if not spawned:
+            return launch_modes.run_scheduled(opts, identity, argv)
+        if identity.world_size > 1:
+            # Every one of the job's ranks would run the whole sweep.
+            raise LaunchError(f"this process is rank {identity.rank} of {identity.world_size} "
+                              f"({identity.launcher}), but a sweep, --nproc, --spawn or --timeout starts its own "
+                              "ranks: run the launcher once, outside srun/mpiexec, e.g. with "
+                              "--spawn 'srun -n {ranks}' (see docs/launch.md)")
+    runs = _runs(opts, opts.nproc or 1)
+    if opts.dry_run:
+        from runtime.sweep_run import dry_run
+
+        return dry_run(opts, runs)
+    if not opts.script.is_file():
+        raise LaunchError(f"script {opts.script} does not exist or is not a file")
+    if opts.nsys:
+        from runtime.launch_nsys import nsys_executable
+
+        nsys_executable()  # fail before any run starts
+    if spawned or opts.nsys or runs[0].ranks != 1:
+        from runtime.sweep_run import execute
+
+        return execute(opts, runs)
+    return launch_modes.run_plain(opts, runs[0], argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        opts = parse(argv)
+        return _dispatch(opts, argv)
+    except KeyboardInterrupt:
+        # Only outside the program and outside a run: both handle Ctrl-C themselves.
+        print("scaleprobe launch: interrupted", file=sys.stderr)
+        return 130
+    except (LaunchError, RankEnvironmentError) as exc:
+        print(f"scaleprobe launch: error: {exc}", file=sys.stderr)
+        return 2
+    except ScaleprobeRuntimeError as exc:
+        print(f"scaleprobe launch: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the instrumentor's own errors, when --instrument is on
+        if type(exc).__module__.startswith("instrumentor"):
+            print(f"scaleprobe launch: instrument: error: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""Command-line options of `python -m runtime.launch`."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from runtime.launch_errors import LaunchError
+from runtime.launch_nsys import parse_rank_filter
+from runtime.sweep_design import Design, load_toml, parse_assignment
+
+USAGE = "python -m runtime.launch [options] [--] script.py [args...]"
+
+
+@dataclass
+class Options:
+    script: Path
+    args: list[str]
+    nproc: int | None
+    design: Design
+    sweeping: bool
+    out: Path
+    experiment: str
+    timeout: float | None
+    grace: float
+    dry_run: bool
+    instrument: bool
+    project_root: Path | None
+    cache_dir: Path | None
+    nsys: bool
+    nsys_ranks: str | None
+    nsys_args: str | None
+    spawn: str | None
+    run_id: str | None
+    repetition: int | None
+    child: bool
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m runtime.launch", usage=USAGE, allow_abbrev=False,
+        description="Run a Python program with scaleprobe's runtime on one or many ranks, "
+                    "once or over a parameter sweep. See docs/launch.md.")
+    run = p.add_argument_group("ranks")
+    run.add_argument("--nproc", type=int, metavar="N",
+                     help="start N local ranks (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set)")
+    run.add_argument("--spawn", metavar="CMD",
+                     help="start each run's ranks with this command instead, e.g. 'srun -n {ranks}'")
+    run.add_argument("--timeout", type=float, metavar="S", help="stop a run after S seconds (status timeout)")
+    run.add_argument("--grace", type=float, default=10.0, metavar="S",
+                     help="seconds between SIGTERM and SIGKILL when ranks are stopped (default 10)")
+    exp = p.add_argument_group("parameters and sweeps")
+    exp.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                     help="a modeling parameter recorded in the run header (repeatable)")
+    exp.add_argument("--sweep", action="append", default=[], metavar="NAME=V1,V2,...",
+                     help="sweep a parameter over values; several --sweep give the cross product; "
+                          "{NAME} in the program's arguments is replaced")
+    exp.add_argument("--sweep-file", type=Path, metavar="TOML", help="read the sweep design from a TOML file")
+    exp.add_argument("--repeat", type=int, metavar="N", help="run every point N times")
+    exp.add_argument("--out", type=Path, default=Path("runs"), metavar="DIR",
+                     help="root of the run directories (default runs)")
+    exp.add_argument("--experiment", metavar="NAME", help="experiment name (default: the script's name)")
+    exp.add_argument("--dry-run", action="store_true", help="list the runs that would run, run nothing")
+    sched = p.add_argument_group("under srun, mpiexec or torchrun")
+    sched.add_argument("--run-id", metavar="ID",
+                       help="run id shared by all ranks when the job id cannot be read from the environment")
+    sched.add_argument("--repetition", type=int, metavar="K", help="repetition index of this run (default 0)")
+    tools = p.add_argument_group("instrumentation and profiling")
+    tools.add_argument("--instrument", action="store_true",
+                       help="instrument the project on the fly while importing it (no build step)")
+    tools.add_argument("--project-root", type=Path, metavar="DIR",
+                       help="what --instrument instruments (default: the script's directory)")
+    tools.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache of --instrument's rewritten modules")
+    tools.add_argument("--nsys", action="store_true", help="run ranks under `nsys profile`")
+    tools.add_argument("--nsys-ranks", metavar="FILTER",
+                       help="ranks to profile with --nsys: 0,1 or 0-3 or ::8 (default: all)")
+    tools.add_argument("--nsys-args", metavar="ARGS",
+                       help="arguments for `nsys profile` (default '--trace=cuda,nvtx,osrt --force-overwrite=true')")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def split_argv(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], list[str]]:
+    """Launcher options | script and its arguments, kept verbatim (a `--` after the script is the
+    program's, as with `python script.py -- x`)."""
+    takes_value = {s for a in parser._actions for s in a.option_strings if a.nargs != 0}
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            return argv[:i], argv[i + 1:]
+        if not token.startswith("-") or token == "-":
+            return argv[:i], argv[i:]
+        if token in takes_value:
+            i += 1
+        i += 1
+    return argv, []
+
+
+def parse(argv: list[str]) -> Options:
+    parser = build_parser()
+    ours, program = split_argv(parser, argv)
+    ns = parser.parse_args(ours)
+    if not program:
+        parser.error("no script given: " + USAGE)
+    script, args = Path(program[0]), program[1:]
+
+    design = load_toml(ns.sweep_file) if ns.sweep_file else Design()
+    for text in ns.sweep:
+        name, values = parse_assignment(text, "--sweep")
+        design.sweep[name] = values
+        design.fixed.pop(name, None)
+    for text in ns.param:
+        name, values = parse_assignment(text, "--param")
+        if len(values) != 1:
+            raise LaunchError(f"--param {text!r}: one value only; use --sweep for several")
+        design.fixed[name] = values[0]
+        design.sweep.pop(name, None)
+    if ns.repeat is not None:
+        if ns.repeat < 1:
+            raise LaunchError(f"--repeat {ns.repeat}: must be at least 1")
+        design.repeat = ns.repeat
+    if ns.nproc is not None and ns.nproc < 1:
+        raise LaunchError(f"--nproc {ns.nproc}: must be at least 1")
+    if ns.nproc is not None and ("ranks" in design.sweep or "ranks" in design.fixed):
+        raise LaunchError(f"--nproc {ns.nproc} and the parameter ranks both set the number of ranks: give one")
+    if ns.timeout is not None and ns.timeout <= 0:
+        raise LaunchError(f"--timeout {ns.timeout}: must be positive")
+    if ns.grace < 0:
+        raise LaunchError(f"--grace {ns.grace}: must not be negative")
+    if ns.nsys_ranks is not None:
+        parse_rank_filter(ns.nsys_ranks)
+        if not ns.nsys:
+            raise LaunchError("--nsys-ranks needs --nsys")
+    if ns.experiment is not None:
+        experiment = ns.experiment
+    else:
+        experiment = design.experiment or script.stem
+    if not experiment or "/" in experiment or experiment in (".", ".."):
+        raise LaunchError(f"--experiment {experiment!r}: must be a plain directory name")
+    sweeping = bool(ns.sweep or ns.sweep_file or ns.repeat is not None)
+    if ns.spawn is not None and ns.nproc is not None:
+        raise LaunchError("--spawn and --nproc exclude each other: --spawn's command starts the ranks")
+    return Options(
+        script=script, args=args, nproc=ns.nproc, design=design, sweeping=sweeping, out=ns.out,
+        experiment=experiment, timeout=ns.timeout, grace=ns.grace, dry_run=ns.dry_run,
+        instrument=ns.instrument, project_root=ns.project_root, cache_dir=ns.cache_dir, nsys=ns.nsys,
+        nsys_ranks=ns.nsys_ranks, nsys_args=ns.nsys_args, spawn=ns.spawn, run_id=ns.run_id,
+        repetition=ns.repetition, child=ns.child)
+
+
+def child_flags(opts: Options) -> list[str]:
+    """The options a rank process started by us needs (everything else is in its environment)."""
+    flags = ["--child"]
+    if opts.instrument:
+        flags.append("--instrument")
+        if opts.project_root is not None:
+            flags += ["--project-root", str(opts.project_root.resolve())]
+        if opts.cache_dir is not None:
+            flags += ["--cache-dir", str(opts.cache_dir.resolve())]
+    if opts.nsys:
+        # Each rank re-executes itself under nsys, so local and srun/mpiexec ranks work alike.
+        flags.append("--nsys")
+        if opts.nsys_ranks is not None:
+            flags += ["--nsys-ranks", opts.nsys_ranks]
+        if opts.nsys_args is not None:
+            flags += ["--nsys-args", opts.nsys_args]
+    return flags
+

@@ -1,0 +1,80 @@
+"""One rank in this process: optional on-the-fly instrumentation, then the user's script.
+
+Used by every rank the launcher spawns (`--child`) and by a launcher started as one rank of
+srun/mpiexec/torchrun. When the script fails, its traceback goes to `<SCALEPROBE_OUT>/rank<R>.error.txt`
+(first line: the error itself) so that the parent launcher can say which rank failed and why.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from pathlib import Path
+from typing import Callable
+
+from runtime.launch_errors import LaunchError
+from runtime.launch_script import compile_script, error_summary, install_sigterm_exit, run_script
+
+
+def instrumenting_compiler(script: Path, project_root: Path | None,
+                           cache_dir: Path | None) -> Callable[[Path], types.CodeType]:
+    """Install the instrumentor's import hook; return what compiles the entry script instrumented."""
+    try:
+        from instrumentor.importhook import install, instrument_entry
+    except ImportError as exc:
+        if not (exc.name or "").startswith("instrumentor"):
+            raise
+        raise LaunchError("--instrument needs instrumentor.importhook (install, instrument_entry), "
+                          f"which cannot be imported: {exc}") from None
+    root = project_root if project_root is not None else script.resolve().parent
+    if not root.is_dir():
+        raise LaunchError(f"--project-root {root}: not a directory")
+    install(root, cache_dir=cache_dir, backend="runtime")
+    return instrument_entry
+
+
+def error_file(rank: int) -> Path | None:
+    out = os.environ.get("SCALEPROBE_OUT")
+    return Path(out) / f"rank{rank}.error.txt" if out else None
+
+
+def run_rank(script: Path, args: list[str], rank: int, *, instrument: bool = False,
+             project_root: Path | None = None, cache_dir: Path | None = None) -> int:
+    install_sigterm_exit()
+    code_for = instrumenting_compiler(script, project_root, cache_dir) if instrument else compile_script
+    target = error_file(rank)
+
+    def record(exc: BaseException, formatted: str) -> None:
+        if target is None:
+            return
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f"{error_summary(exc)}\n\n{formatted}", encoding="utf-8")
+        except OSError:
+            pass  # the traceback still reaches stderr; losing the copy must not mask the error
+
+    code = run_script(script, args, code_for, record)
+    _finish_recorder(code)
+    return code
+
+
+def _finish_recorder(code: int) -> None:
+    """Write the run file's end record with the script's own exit status, if anything recorded."""
+    recorder = sys.modules.get("runtime.recorder")
+    if recorder is None or recorder.get() is None:
+        return
+    from runtime import launch_script
+    from runtime.probe import finish
+
+    # Exceptions were already seen by the recorder's excepthook; a SIGTERM only by us.
+    finish(status="signal" if launch_script.received_sigterm else None, exit_code=code)
+
+
+def read_error(directory: Path, rank: int) -> str | None:
+    """The first line a failed rank left in its error file, if it left one."""
+    try:
+        with open(directory / f"rank{rank}.error.txt", encoding="utf-8") as handle:
+            return handle.readline().strip() or None
+    except OSError:
+        return None

@@ -1,0 +1,146 @@
+"""The launcher's ways to run a program in this very process.
+
+- child: a rank we (or our `--spawn` command) started; everything is in its environment already;
+- scheduled: one rank of srun, mpiexec or torchrun, started without a parent launcher of ours;
+- plain: `python -m runtime.launch main.py`, one rank, like `python main.py` with the runtime on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from runtime import launch_script
+from runtime.environment import ProcessIdentity, detect, export_torch_env
+from runtime.launch_args import Options
+from runtime.launch_child import read_error, run_rank
+from runtime.launch_errors import LaunchError
+from runtime.launch_nsys import nsys_executable, nsys_prefix, parse_rank_filter
+from runtime.sweep_design import Run, point_name
+from runtime.sweep_state import RunRecord, write_record
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
+
+
+def job_run_id(env: os._Environ | dict[str, str]) -> str | None:
+    """An id every rank of one job step derives alike from the scheduler's variables."""
+    if env.get("SLURM_JOB_ID"):
+        step = env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")
+        return f"slurm-{env['SLURM_JOB_ID']}" + (f".{step}" if step else "")
+    if env.get("PBS_JOBID"):
+        return "pbs-" + env["PBS_JOBID"].split(".")[0]
+    if env.get("LSB_JOBID"):
+        return "lsf-" + env["LSB_JOBID"]
+    if env.get("TORCHELASTIC_RUN_ID") not in (None, "", "none"):
+        return "torchrun-" + env["TORCHELASTIC_RUN_ID"]
+    if env.get("PMIX_NAMESPACE"):
+        return "pmix-" + env["PMIX_NAMESPACE"]
+    return None
+
+
+def maybe_exec_nsys(opts: Options, rank: int, out_dir: Path, argv: list[str]) -> None:
+    """Re-execute this rank under `nsys profile` when it is one of the ranks to profile."""
+    if not opts.nsys or os.environ.get("SCALEPROBE_NSYS_ACTIVE"):
+        return
+    if opts.nsys_ranks is not None and rank not in parse_rank_filter(opts.nsys_ranks):
+        return
+    nsys = nsys_executable()
+    os.environ["SCALEPROBE_NSYS_ACTIVE"] = "1"
+    # Our regions appear as NVTX ranges on the nsys timeline.
+    os.environ.setdefault("SCALEPROBE_NVTX", "1")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    command = nsys_prefix(nsys, out_dir, rank, opts.nsys_args) + [sys.executable, "-m", "runtime.launch", *argv]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(nsys, command)
+
+
+def run_child(opts: Options, argv: list[str]) -> int:
+    identity = detect()
+    export_torch_env(identity)
+    out = os.environ.get("SCALEPROBE_OUT")
+    if out:
+        maybe_exec_nsys(opts, identity.rank, Path(out), argv)
+    return _run(opts, identity)
+
+
+def _run(opts: Options, identity: ProcessIdentity) -> int:
+    return run_rank(opts.script, opts.args, identity.rank, instrument=opts.instrument,
+                    project_root=opts.project_root, cache_dir=opts.cache_dir)
+
+
+def _set_run_env(opts: Options, run: Run, run_id: str) -> None:
+    os.environ.update({
+        "SCALEPROBE_OUT": str(run.directory.resolve()),
+        "SCALEPROBE_EXPERIMENT": opts.experiment,
+        "SCALEPROBE_RUN_ID": run_id,
+        "SCALEPROBE_PARAMS": json.dumps(run.params),
+        "SCALEPROBE_REPETITION": str(run.repetition),
+    })
+
+
+def _finish(run: Run, record: RunRecord, code: int, rank: int, wall_s: float) -> None:
+    record.exit_code = code
+    if launch_script.received_sigterm:
+        record.status, record.error = "interrupted", "interrupted by SIGTERM"
+    elif code:
+        record.status, record.failed_rank = "failed", rank
+        record.error = read_error(run.directory, rank) or f"exited with code {code}"
+    else:
+        record.status = "ok"
+    record.wall_s = round(wall_s, 3)
+    write_record(run.directory, record)
+
+
+def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str]) -> int:
+    start = time.monotonic()
+    export_torch_env(identity)
+    run_id = opts.run_id or job_run_id(os.environ)
+    if run_id is None:
+        if identity.world_size > 1:
+            raise LaunchError(f"the {identity.world_size} ranks of this {identity.launcher} job cannot agree on a "
+                              "run id: no SLURM, PBS, LSF or torchrun job id in the environment; pass --run-id ID")
+        run_id = os.urandom(6).hex()
+    fixed_ranks = opts.design.fixed.get("ranks")
+    if fixed_ranks is not None and fixed_ranks != identity.world_size:
+        raise LaunchError(f"--param ranks={fixed_ranks} but the {identity.launcher} job has "
+                          f"{identity.world_size} ranks")
+    (params,) = opts.design.points(identity.world_size)
+    repetition = opts.repetition or 0
+    name = f"{point_name(params)}_rep-{repetition}_{_UNSAFE.sub('_', run_id)}"
+    run = Run(params, repetition, opts.out / opts.experiment / name, opts.args)
+    if opts.dry_run:
+        print(f"rank {identity.rank} of {identity.world_size} would run {run.directory}  "
+              f"[{' '.join(f'{k}={v}' for k, v in params.items())} rep={repetition}]")
+        return 0
+    _set_run_env(opts, run, run_id)
+    maybe_exec_nsys(opts, identity.rank, run.directory, ["--run-id", run_id, *argv])
+    record = RunRecord(experiment=opts.experiment, run_id=run_id, params=params, repetition=repetition,
+                       command=[sys.executable, "-m", "runtime.launch", *argv])
+    if identity.rank == 0:
+        write_record(run.directory, record)
+    code = _run(opts, identity)
+    if identity.rank == 0:
+        _finish(run, record, code, identity.rank, time.monotonic() - start)
+    return code
+
+
+def run_plain(opts: Options, run: Run, argv: list[str]) -> int:
+    from runtime.launch_ranks import free_port  # subprocess and socket: not for every rank
+
+    start = time.monotonic()
+    run_id = os.urandom(6).hex()
+    os.environ.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
+                       "SCALEPROBE_LAUNCHER": "launch"})
+    _set_run_env(opts, run, run_id)
+    record = RunRecord(experiment=opts.experiment, run_id=run_id, params=run.params,
+                       repetition=run.repetition, command=[sys.executable, "-m", "runtime.launch", *argv])
+    write_record(run.directory, record)
+    code = _run(opts, detect())
+    _finish(run, record, code, 0, time.monotonic() - start)
+    return code

@@ -1,0 +1,120 @@
+"""Run the user's script in this process the way `python script.py args` would.
+
+A fresh `__main__` module, `sys.argv` and `sys.path[0]` of the script, its exit code passed
+through, and tracebacks that start at the user's code: the launcher's own frames are cut off.
+SIGTERM becomes `SystemExit(143)` so that `finally` blocks and the recorder's exit-time flush run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+import types
+from pathlib import Path
+from typing import Callable
+
+from runtime.launch_errors import LaunchError
+
+SIGTERM_EXIT = 128 + signal.SIGTERM
+SIGINT_EXIT = 128 + signal.SIGINT
+_OUR_FILES = frozenset(os.path.realpath(Path(__file__).parent / name) for name in
+                       ("launch.py", "launch_script.py", "launch_child.py", "launch_modes.py"))
+
+
+received_sigterm = False
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    global received_sigterm
+    received_sigterm = True
+    raise SystemExit(SIGTERM_EXIT)
+
+
+def install_sigterm_exit() -> None:
+    """Let SIGTERM unwind the program instead of killing it, unless someone already handles it."""
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
+def compile_script(path: Path) -> types.CodeType:
+    try:
+        source = path.read_bytes()
+    except OSError as exc:
+        raise LaunchError(f"cannot read script {path}: {exc.strerror}") from None
+    # Bytes, so that compile() honours a coding cookie the way the interpreter does.
+    return compile(source, str(path), "exec", dont_inherit=True)
+
+
+def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    while tb is not None and os.path.realpath(tb.tb_frame.f_code.co_filename) in _OUR_FILES:
+        tb = tb.tb_next
+    return tb
+
+
+def _exit_code(exc: SystemExit) -> int:
+    # The interpreter's own rules for `sys.exit(x)`.
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def error_summary(exc: BaseException) -> str:
+    lines = traceback.format_exception_only(type(exc), exc)
+    return lines[-1].strip() if lines else type(exc).__name__
+
+
+def run_script(path: Path, args: list[str],
+               code_for: Callable[[Path], types.CodeType] = compile_script,
+               on_error: Callable[[BaseException, str], None] | None = None) -> int:
+    """Execute `path` as `__main__` with `args`; return the exit status Python would have had.
+
+    `on_error(exc, formatted_traceback)` is called for an uncaught exception (not SystemExit 0).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise LaunchError(f"script {path} does not exist or is not a file")
+    # Since Python 3.9 a script's __file__ and traceback file names are absolute; argv[0] is not.
+    absolute = Path(os.path.abspath(path))
+    code = code_for(absolute)
+    main = types.ModuleType("__main__")
+    main.__dict__.update({"__file__": str(absolute), "__builtins__": __builtins__, "__spec__": None,
+                          "__loader__": None, "__package__": None, "__cached__": None})
+    sys.argv = [str(path), *args]
+    # `python -m` puts the working directory first; `python script.py` puts the script's directory.
+    sys.path[0] = str(absolute.parent)
+    # The user's module stays `__main__` after it returns: atexit handlers and pickling by
+    # reference (multiprocessing's spawn) may still need it.
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    except SystemExit as exc:
+        status = _exit_code(exc)
+        if status and on_error is not None:
+            on_error(exc, f"SystemExit: {exc.code}\n")
+        return status
+    except BaseException as exc:  # noqa: BLE001 - we are the interpreter's top level here
+        tb = _user_traceback(exc.__traceback__)
+        exc.__traceback__ = tb
+        formatted = "".join(traceback.format_exception(type(exc), exc, tb))
+        if on_error is not None:
+            on_error(exc, formatted)
+        # The user's own excepthook still decides how an uncaught exception is shown.
+        sys.excepthook(type(exc), exc, tb)
+        return SIGINT_EXIT if isinstance(exc, KeyboardInterrupt) else 1
+    finally:
+        _flush_std()
+    return 0
+
+
+def _flush_std() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass

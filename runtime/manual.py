@@ -1,0 +1,208 @@
+"""The manual API, for code the instrumentor does not reach.
+
+    from runtime.manual import region, mark, epoch, step, Timer
+
+    @region("load_shard")                 # decorator
+    def load(): ...
+    with region("allreduce_grads", kind="comm"):   # context manager
+        ...
+    for e in epoch(range(3)):             # epoch/step boundaries as iterators ...
+        for batch in step(loader): ...
+    with epoch(): ...                     # ... or as context managers around one epoch/step
+    mark("tokens")                        # count one event
+
+Regions made here appear in the run file like instrumented ones (kind `manual` unless given).
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import threading
+from time import perf_counter_ns
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+from . import _backend
+from . import recorder as _recorder
+from .errors import ScaleprobeRuntimeError
+
+impl = _backend.impl
+F = TypeVar("F", bound=Callable[..., Any])
+_KINDS = ("manual", "function", "loop", "comm", "epoch", "step")
+_ids: dict[tuple[str, str], int] = {}
+_ids_lock = threading.Lock()
+
+
+def _rid(name: str, kind: str) -> int:
+    key = (name, kind)
+    rid = _ids.get(key)
+    if rid is None:
+        with _ids_lock:
+            rid = _ids.get(key)
+            if rid is None:
+                rid = _ids[key] = _recorder.start().new_region(kind, name, "<manual>", 0)
+    return rid
+
+
+class region:
+    """A timed region: `with region(name):` or `@region(name)`."""
+
+    __slots__ = ("name", "kind", "_rid")
+
+    def __init__(self, name: str, kind: str = "manual") -> None:
+        if kind not in _KINDS:
+            raise ScaleprobeRuntimeError(f"region({name!r}, kind={kind!r}): kind must be one of {', '.join(_KINDS)}")
+        self.name = name
+        self.kind = kind
+        self._rid = _rid(name, kind)
+
+    def __enter__(self) -> "region":
+        rec = _recorder.get()
+        if rec is not None and rec.on:
+            impl.enter(self._rid)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        rec = _recorder.get()
+        if rec is not None and rec.on:
+            impl.exit(self._rid)
+
+    def __call__(self, fn: F) -> F:
+        rid = self._rid
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            rec = _recorder.get()
+            if rec is None or not rec.on:
+                return fn(*args, **kwargs)
+            impl.enter(rid)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                impl.exit(rid)
+
+        return wrapper  # type: ignore[return-value]
+
+
+def mark(name: str) -> None:
+    """Count one occurrence of `name` (an `iterations` record in the run file)."""
+    impl.mark(_rid(name, "loop"))
+
+
+class _Boundary:
+    """epoch()/step(): an iterator wrapper like the instrumented loops, or a context manager."""
+
+    def __init__(self, kind: str, name: str, iterable: Iterable[Any] | None) -> None:
+        self._rid = _rid(name, kind)
+        self._kind = kind
+        self._iterable = iterable
+        self._it: Any = None
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._iterable is None:
+            raise ScaleprobeRuntimeError(f"{self._kind}() without an iterable is a context manager: use `with {self._kind}():`")
+        from .series import iterate
+
+        return iterate(self._rid, self._iterable)
+
+    def __enter__(self) -> "_Boundary":
+        from .series import iterate
+
+        self._it = iterate(self._rid, (None,))
+        next(self._it)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        it, self._it = self._it, None
+        del it  # closes the iteration now, like the end of a `for` loop
+
+
+def epoch(iterable: Iterable[Any] | None = None, name: str = "epoch") -> _Boundary:
+    return _Boundary("epoch", name, iterable)
+
+
+def step(iterable: Iterable[Any] | None = None, name: str = "step") -> _Boundary:
+    return _Boundary("step", name, iterable)
+
+
+# ----- Timer ------------------------------------------------------------------------------------------
+
+KEYS = ("EPOCH", "BATCH", "FORWARD", "BACKWARD", "COMM", "IO", "OTHER")
+
+
+class Timer:
+    """A benchmark-suite style timer: named intervals and their summary statistics.
+
+        t = Timer()
+        with t("FORWARD"): ...
+        t.start("IO"); ...; t.stop("IO")
+        print(t.format()); t.save("timings.json")
+
+    Keys are the standard ones (KEYS) unless `keys=None` allows any name. Independent of the
+    recorder: it works with probes off and without a run file.
+    """
+
+    def __init__(self, keys: Iterable[str] | None = KEYS) -> None:
+        self._keys = None if keys is None else tuple(keys)
+        self._open: dict[str, int] = {}
+        self.samples: dict[str, list[int]] = {}
+
+    def _check(self, key: str) -> None:
+        if self._keys is not None and key not in self._keys:
+            raise ScaleprobeRuntimeError(f"Timer: unknown key {key!r}; use one of {', '.join(self._keys)} or Timer(keys=None)")
+
+    def start(self, key: str) -> None:
+        self._check(key)
+        if key in self._open:
+            raise ScaleprobeRuntimeError(f"Timer: {key!r} started twice without stop()")
+        self._open[key] = perf_counter_ns()
+
+    def stop(self, key: str) -> int:
+        t = perf_counter_ns()
+        try:
+            t0 = self._open.pop(key)
+        except KeyError:
+            raise ScaleprobeRuntimeError(f"Timer: stop({key!r}) without start()") from None
+        self.samples.setdefault(key, []).append(t - t0)
+        return t - t0
+
+    def __call__(self, key: str) -> "_TimerSpan":
+        self._check(key)
+        return _TimerSpan(self, key)
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        """Per key, in seconds: count, min, mean, median, max, stdev (0 for one sample), total."""
+        out = {}
+        for key, xs in self.samples.items():
+            s = [x / 1e9 for x in xs]
+            out[key] = {
+                "count": len(s), "min": min(s), "mean": statistics.fmean(s), "median": statistics.median(s),
+                "max": max(s), "stdev": statistics.stdev(s) if len(s) > 1 else 0.0, "total": sum(s),
+            }
+        return out
+
+    def format(self) -> str:
+        rows = [f"{'key':<10}{'count':>7}{'min':>11}{'mean':>11}{'median':>11}{'max':>11}{'stdev':>11}  (ms)"]
+        for key, st in self.summary().items():
+            rows.append(f"{key:<10}{st['count']:>7}" + "".join(f"{st[k] * 1e3:>11.3f}" for k in ("min", "mean", "median", "max", "stdev")))
+        return "\n".join(rows)
+
+    def save(self, path: str) -> None:
+        import json
+
+        with open(path, "w") as f:
+            json.dump({"unit": "s", "summary": self.summary(), "samples_ns": self.samples}, f, indent=1)
+
+
+class _TimerSpan:
+    __slots__ = ("_t", "_key")
+
+    def __init__(self, timer: Timer, key: str) -> None:
+        self._t = timer
+        self._key = key
+
+    def __enter__(self) -> None:
+        self._t.start(self._key)
+
+    def __exit__(self, *exc: object) -> None:
+        self._t.stop(self._key)

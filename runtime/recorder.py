@@ -1,0 +1,454 @@
+"""The per-process recorder: start-up from the environment, region table, periodic and final
+flushes, exit/signal/exception/fork hooks. Everything here runs off the hot path.
+
+Started by the first `probe.define` (or the manual API), so `python build/main.py` records without
+the launcher: to $SCALEPROBE_OUT, or to ./scaleprobe-runs/<run id>/, named on stderr at exit.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections import deque
+from fnmatch import fnmatchcase
+from typing import Any
+
+from . import _backend
+from .config import Config, ConfigError, RankSet, from_env
+from .runfile import RunWriter, run_file_name
+
+impl = _backend.impl
+
+# Region ids the runtime hands out itself (comm, manual, reserve) start here, above any id the
+# instrumentor gives a project, so that a module imported later can never collide with them.
+RESERVED_BASE = 1 << 16
+
+
+class Recorder:
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.lock = threading.RLock()
+        self.regions: dict[int, tuple[str, str, str, int, str]] = {}
+        self.pending_regions: list[int] = []
+        self.modules: list[dict] = []
+        self.on = True
+        self.enabled = True  # False: this rank is not profiled, nothing is written
+        self.next_reserved = RESERVED_BASE
+        self.series: deque[dict] = deque()  # epoch/step records from the recording threads
+        self.series_wait: list[dict] = []  # records whose GPU time is not resolved yet
+        self.comm: dict[tuple, list] = {}  # (op, group_size, callpath) -> [calls, bytes, time_ns, gpu_ns, gpu_calls]
+        self.comm_lock = threading.Lock()
+        self.comm_ns = [0]  # running total, read by the step iterator
+        self.region_totals: dict[int, list[int]] = {}  # rid -> [visits, incl]
+        self.throttled: dict[int, tuple[int, float]] = {}
+        self.writer: RunWriter | None = None
+        self.path: str | None = None
+        self.header: dict[str, Any] = {}
+        self.flushes = 0
+        self.steps_seen = 0  # steps of the whole run: the schedule counts these
+        self.finished = False
+        self.finishing = False
+        self.status: str | None = None
+        self.exc_type: str | None = None
+        self.signal: int | None = None
+        self.exit_code: int | None = None
+        self.wake = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.pid = os.getpid()
+        self.start_ns = time.perf_counter_ns()
+        self.default_dir = False
+        self.gpu = None  # runtime.gpu.GpuTimer once the program uses CUDA
+        self.rank = 0
+        self._include = cfg.include
+        self._exclude = cfg.exclude
+
+    # ----- identity, header, file -------------------------------------------------------------
+
+    def open(self) -> None:
+        ident = _identity()
+        self.rank = ident["rank"]
+        if self.cfg.ranks and ident["rank"] not in RankSet.parse(self.cfg.ranks):
+            self.enabled = False
+            self.on = False
+            return
+        run_id = self.cfg.run_id or time.strftime("%Y%m%d-%H%M%S", time.localtime()) + f"-{self.pid}"
+        out = self.cfg.out_dir
+        if out is None:
+            out = os.path.join("scaleprobe-runs", run_id)
+            self.default_dir = True
+        self.header = {
+            "run_id": run_id,
+            "experiment": self.cfg.experiment,
+            "params": self.cfg.params,
+            "repetition": self.cfg.repetition,
+            **ident,
+            "launcher": self.cfg.launcher or ident.get("launcher") or "none",
+            "pid": self.pid,
+            "ppid": os.getppid(),
+            "python": sys.version.split()[0],
+            "torch": _torch_version(),
+            "cuda": _cuda_version(),
+            "backend": _backend.NAME,
+            "clock": "perf_counter_ns",
+            "start_ns": self.start_ns,
+            "start_unix": time.time(),
+            "argv": list(sys.argv),
+            "schedule": None if self.cfg.schedule is None else vars(self.cfg.schedule),
+            "throttle": {"calls": self.cfg.throttle_calls, "ns": self.cfg.throttle_ns},
+        }
+        self._open_file(out)
+
+    def _open_file(self, out: str) -> None:
+        self.path = os.path.join(out, run_file_name(self.rank, self.pid))
+        self.writer = RunWriter(self.path)
+        self.writer.write_header(self.header)
+
+    # ----- regions -----------------------------------------------------------------------------
+
+    def add_regions(self, module: str, relpath: str, regions) -> None:
+        for reg in regions:
+            rid, kind, qualname, line = reg
+            rid = int(rid)
+            old = self.regions.get(rid)
+            new = (kind, qualname, relpath, int(line), module)
+            if old is not None and old[1:3] != new[1:3]:
+                raise ConfigError(
+                    f"region id {rid} defined twice: {old[2]}:{old[3]} {old[1]} and {relpath}:{line} {qualname}"
+                    " (instrument the whole project in one run so that ids are unique)"
+                )
+            if old is None:
+                self.regions[rid] = new
+                self.pending_regions.append(rid)
+                impl.ensure_capacity(rid + 1)
+                if not self._selected(qualname, module):
+                    impl.set_off(rid, True)
+                if rid >= self.next_reserved:
+                    self.next_reserved = rid + 1
+
+    def _selected(self, name: str, module: str) -> bool:
+        full = f"{module}.{name}" if module else name
+        if self._include and not any(fnmatchcase(name, p) or fnmatchcase(full, p) for p in self._include):
+            return False
+        return not any(fnmatchcase(name, p) or fnmatchcase(full, p) for p in self._exclude)
+
+    def reserve(self, n: int) -> int:
+        with self.lock:
+            base = self.next_reserved
+            self.next_reserved += n
+        impl.ensure_capacity(base + n)
+        return base
+
+    def new_region(self, kind: str, name: str, file: str = "", line: int = 0) -> int:
+        rid = self.reserve(1)
+        self.add_regions("", file, [(rid, kind, name, line)])
+        return rid
+
+    def set_on(self, on: bool) -> None:
+        on = bool(on) and self.enabled and not self.finished
+        if on == self.on:
+            return
+        self.on = on
+        for g in self.modules:
+            g["__sp_on__"] = on
+
+    # ----- flushing ----------------------------------------------------------------------------
+
+    def start_thread(self) -> None:
+        if self.cfg.flush_interval_s <= 0 or not self.enabled:
+            return
+        t = threading.Thread(target=self._loop, name="scaleprobe-flush", daemon=True)
+        self.thread = t
+        t.start()
+
+    def _loop(self) -> None:
+        pid = os.getpid()
+        while not self.finished and os.getpid() == pid:
+            self.wake.wait(self.cfg.flush_interval_s)
+            self.wake.clear()
+            if self.finished or os.getpid() != pid:
+                return
+            try:
+                self.flush()
+            except Exception as e:  # a flusher that dies silently would lose the run
+                print(f"scaleprobe: flush failed: {e!r}", file=sys.stderr)
+
+    def flush(self, final_records: list[dict] | None = None, sync: bool = False) -> None:
+        if not self.enabled or self.writer is None:
+            return
+        with self.lock:
+            if self.writer is None:
+                return
+            self.flushes += 1
+            n = self.flushes
+            recs: list[dict] = []
+            for rid in self.pending_regions:
+                kind, name, file, line, module = self.regions[rid]
+                recs.append({"type": "region", "id": rid, "kind": kind, "name": name, "file": file, "line": line, "module": module})
+            self.pending_regions = []
+            for path, visits, incl, excl, mn, mx, sq, rec in impl.take_deltas():
+                recs.append(
+                    {"type": "profile", "flush": n, "path": list(path), "visits": visits, "incl_ns": incl,
+                     "excl_ns": excl, "min_ns": mn, "max_ns": mx, "sumsq_ns": sq, "recursive": rec}
+                )
+                tot = self.region_totals.setdefault(path[-1], [0, 0])
+                tot[0] += visits - rec
+                tot[1] += incl
+            for rid, count in impl.take_iterations():
+                recs.append({"type": "iterations", "flush": n, "region": rid, "count": count})
+            if self.gpu is not None:
+                self.gpu.resolve(wait=final_records is not None)
+            waiting = self.series_wait
+            while self.series:
+                waiting.append(self.series.popleft())
+            self.series_wait = []
+            for s in waiting:
+                (self.series_wait if s.get("gpu_ns", None) is _PENDING else recs).append(s)
+            if final_records is not None:
+                for s in self.series_wait:
+                    s["gpu_ns"] = None  # never completed: say so rather than guess
+                recs.extend(self.series_wait)
+                self.series_wait = []
+            with self.comm_lock:
+                comm, self.comm = self.comm, {}
+            for (op, group, path), (calls, nbytes, t_ns, gpu_ns, gpu_calls) in comm.items():
+                recs.append({"type": "comm", "flush": n, "op": op, "bytes": nbytes, "group_size": group, "calls": calls,
+                             "time_ns": t_ns, "gpu_ns": gpu_ns if gpu_calls else None, "callpath": list(path)})
+            recs.extend(self._throttle())
+            if final_records:
+                recs.extend(final_records)
+            self.writer.write_records(recs, sync=sync)
+
+    def _throttle(self) -> list[dict]:
+        calls, limit = self.cfg.throttle_calls, self.cfg.throttle_ns
+        if calls <= 0:
+            return []
+        out = []
+        for rid, (visits, incl) in self.region_totals.items():
+            if visits > calls and rid not in self.throttled and incl < limit * visits:
+                mean = incl / visits
+                self.throttled[rid] = (visits, mean)
+                impl.set_off(rid, True)
+                out.append({"type": "throttled", "region": rid, "visits": visits, "mean_ns": round(mean, 1)})
+                if self.header.get("rank", 0) == 0:
+                    name = self.regions.get(rid, ("", f"#{rid}"))[1]
+                    print(f"scaleprobe: throttled {name}: {visits} visits at {mean:.0f} ns each", file=sys.stderr)
+        return out
+
+    def finish(self, status: str | None = None, exit_code: int | None = None, signal: int | None = None) -> None:
+        """Final flush and end record. Idempotent: the first caller wins (atexit, signal, launcher)."""
+        if self.finished or self.finishing or os.getpid() != self.pid:
+            return
+        with self.lock:
+            if self.finished or self.finishing:
+                return
+            # Set before the final flush: a signal arriving during it must not write a second end.
+            self.finishing = True
+            status = status or self.status or "ok"
+            if exit_code is None:
+                exit_code = self.exit_code
+            if exit_code is None and status == "ok":
+                exit_code = 0
+            end = {
+                "type": "end", "status": status, "exit_code": exit_code,
+                "signal": signal if signal is not None else self.signal,
+                "exception": self.exc_type,
+                "throttled": len(self.throttled), "dropped": impl.dropped(),
+                "flushes": self.flushes + 1,
+                "duration_ns": time.perf_counter_ns() - self.start_ns,
+                "torch": _torch_version(), "cuda": _cuda_version(),
+            }
+            try:
+                self.flush(final_records=[end], sync=True)
+            finally:
+                self.finished = True
+                self.wake.set()
+                self.set_on(False)
+            if self.writer is not None:
+                self.writer.close()
+                self.writer = None
+                if self.default_dir and not os.environ.get("SCALEPROBE_QUIET"):
+                    print(f"scaleprobe: run data written to {self.path}", file=sys.stderr)
+
+    # ----- fork ----------------------------------------------------------------------------------
+
+    def after_fork_child(self) -> None:
+        """A forked child gets its own file and forgets what the parent measured."""
+        self.lock = threading.RLock()
+        self.comm_lock = threading.Lock()
+        self.wake = threading.Event()
+        impl.reset_after_fork()
+        parent = self.pid
+        self.pid = os.getpid()
+        self.series = deque()
+        self.series_wait = []
+        self.comm = {}
+        self.region_totals = {}
+        self.flushes = 0
+        self.start_ns = time.perf_counter_ns()
+        self.gpu = None  # CUDA does not survive fork
+        if not self.enabled or self.finished or self.writer is None:
+            self.writer = None
+            return
+        os.close(self.writer._fd)  # the parent's descriptor; the parent keeps writing through its own
+        self.writer._fd = -1
+        self.pending_regions = sorted(self.regions)
+        self.header = dict(self.header, pid=self.pid, ppid=parent, forked_from=parent, start_ns=self.start_ns,
+                           start_unix=time.time())
+        self._open_file(os.path.dirname(self.path or "."))
+        self.start_thread()
+
+
+_PENDING = object()  # gpu_ns placeholder until the CUDA events of a step have completed
+
+_rec: Recorder | None = None
+_start_lock = threading.Lock()
+
+
+def get() -> Recorder | None:
+    return _rec
+
+
+def start() -> Recorder:
+    """Start recording in this process (once). Safe to call from any thread."""
+    global _rec
+    if _rec is not None:
+        return _rec
+    with _start_lock:
+        if _rec is not None:
+            return _rec
+        cfg = from_env()
+        rec = Recorder(cfg)
+        if cfg.disable:
+            rec.enabled = False
+            rec.on = False
+        else:
+            rec.open()
+        _rec = rec
+        if rec.enabled:
+            _install_hooks(rec)
+            rec.start_thread()
+        return rec
+
+
+# ----- hooks ---------------------------------------------------------------------------------------
+
+
+def _install_hooks(rec: Recorder) -> None:
+    import atexit
+
+    atexit.register(_at_exit)
+    prev_hook = sys.excepthook
+
+    def excepthook(tp, value, tb):
+        r = _rec
+        if r is not None and not r.finished:
+            if issubclass(tp, KeyboardInterrupt):
+                r.status, r.signal = "signal", r.signal or 2
+            else:
+                r.status = "exception"
+            r.exc_type = f"{tp.__module__}.{tp.__qualname__}"
+            r.exit_code = 1 if r.status == "exception" else 130
+        prev_hook(tp, value, tb)
+
+    sys.excepthook = excepthook
+    if threading.current_thread() is threading.main_thread():
+        import signal as _signal
+
+        for sig in (_signal.SIGTERM, _signal.SIGINT):
+            _chain_signal(sig)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=_before_fork, after_in_child=_after_fork)
+
+
+def _chain_signal(sig: int) -> None:
+    import signal as _signal
+
+    try:
+        prev = _signal.getsignal(sig)
+    except (ValueError, OSError):
+        return
+    if prev is _signal.SIG_IGN:
+        return  # the program chose to ignore it: so do we
+
+    def handler(signum, frame):
+        r = _rec
+        if r is not None and not r.finished and not r.finishing and os.getpid() == r.pid:
+            r.signal = signum
+            try:
+                if prev in (_signal.SIG_DFL, None):
+                    r.finish(status="signal", exit_code=128 + signum, signal=signum)
+                else:
+                    r.flush()  # the previous handler may let the program go on (KeyboardInterrupt)
+            except Exception as e:
+                print(f"scaleprobe: flush on signal {signum} failed: {e!r}", file=sys.stderr)
+        if callable(prev):
+            prev(signum, frame)
+        else:
+            _signal.signal(signum, _signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+    try:
+        _signal.signal(sig, handler)
+    except (ValueError, OSError):
+        pass
+
+
+def _at_exit() -> None:
+    r = _rec
+    if r is not None:
+        r.finish()
+
+
+def _after_fork() -> None:
+    r = _rec
+    if r is not None:
+        r.after_fork_child()
+
+
+_mp_registered = [False]
+
+
+def _before_fork() -> None:
+    """atexit does not run in forked multiprocessing children (they leave with os._exit), but
+    multiprocessing's finalizers do. Its child start-up clears them after our at-fork hook, so the
+    finalizer is created by one of its own after-fork callbacks."""
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is None or _mp_registered[0] or _rec is None:
+        return
+    mp_util.register_after_fork(_rec, _mp_after_fork)
+    _mp_registered[0] = True
+
+
+def _mp_after_fork(rec: Recorder) -> None:
+    import multiprocessing.util as mp_util
+
+    mp_util.Finalize(None, _at_exit, exitpriority=-100)
+
+
+# ----- identity and versions -----------------------------------------------------------------------
+
+
+def _identity() -> dict[str, Any]:
+    try:
+        from .environment import detect
+
+        ident = detect()
+        return {"rank": ident.rank, "local_rank": ident.local_rank, "world_size": ident.world_size,
+                "host": ident.host, "launcher": ident.launcher}
+    except ImportError:
+        env = os.environ
+        return {"rank": int(env.get("RANK", 0)), "local_rank": int(env.get("LOCAL_RANK", 0)),
+                "world_size": int(env.get("WORLD_SIZE", 1)), "host": os.uname().nodename, "launcher": None}
+
+
+def _torch_version() -> str | None:
+    t = sys.modules.get("torch")
+    return getattr(t, "__version__", None) if t is not None else None
+
+
+def _cuda_version() -> str | None:
+    t = sys.modules.get("torch")
+    v = getattr(getattr(t, "version", None), "cuda", None) if t is not None else None
+    return v

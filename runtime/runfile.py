@@ -1,0 +1,270 @@
+"""The run-file format: the one module that writes and reads scaleprobe's per-process JSONL files.
+
+One file per process, `<dir>/rank<R>.<pid>.jsonl`, one JSON object per line, each with a `type`.
+Profile, iteration and communication records are deltas since the previous flush: a reader sums
+them, so a process killed between flushes keeps everything it flushed. The layout is documented in
+docs/format.md; bump FORMAT_VERSION on any incompatible change.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .errors import ScaleprobeRuntimeError
+
+FORMAT_NAME = "scaleprobe-run"
+FORMAT_VERSION = 1
+
+
+class RunFileError(ScaleprobeRuntimeError):
+    """A run file that cannot be read at all (missing, not a run file, other format version)."""
+
+
+@dataclass(frozen=True)
+class Region:
+    id: int
+    kind: str
+    name: str
+    file: str
+    line: int
+
+
+@dataclass
+class ProfileStats:
+    """Stats of one call path. Min, max and sumsq are per timed visit and inclusive.
+
+    `recursive` counts the direct recursive calls folded into a running visit: they are included
+    in `visits` but add no time (inclusive time is never counted twice).
+    """
+
+    visits: int = 0
+    incl_ns: int = 0
+    excl_ns: int = 0
+    min_ns: int = 0
+    max_ns: int = 0
+    sumsq_ns: float = 0.0
+    recursive: int = 0
+
+    def add(self, other: "ProfileStats") -> None:
+        if other.visits == 0 and other.incl_ns == 0:
+            return
+        if self.visits == 0:
+            self.min_ns, self.max_ns = other.min_ns, other.max_ns
+        else:
+            self.min_ns = min(self.min_ns, other.min_ns)
+            self.max_ns = max(self.max_ns, other.max_ns)
+        self.visits += other.visits
+        self.incl_ns += other.incl_ns
+        self.excl_ns += other.excl_ns
+        self.sumsq_ns += other.sumsq_ns
+        self.recursive += other.recursive
+
+    @property
+    def mean_ns(self) -> float:
+        return self.incl_ns / self.visits if self.visits else 0.0
+
+    @property
+    def variance_ns2(self) -> float:
+        """Population variance of the inclusive time per timed visit."""
+        n = self.visits - self.recursive
+        if n <= 0:
+            return 0.0
+        mean = self.incl_ns / n
+        return max(self.sumsq_ns / n - mean * mean, 0.0)
+
+
+@dataclass
+class Run:
+    path: Path
+    header: dict[str, Any] = field(default_factory=dict)
+    regions: dict[int, Region] = field(default_factory=dict)
+    profile: dict[tuple[int, ...], ProfileStats] = field(default_factory=dict)
+    iterations: dict[int, int] = field(default_factory=dict)
+    epochs: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    comms: list[dict[str, Any]] = field(default_factory=list)
+    throttled: dict[int, dict[str, Any]] = field(default_factory=dict)
+    end: dict[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)
+
+    def callpath_name(self, path: tuple[int, ...], sep: str = "->") -> str:
+        """Call path of region ids as names joined by `sep` (unknown ids as `#<id>`)."""
+        return sep.join(self.regions[r].name if r in self.regions else f"#{r}" for r in path)
+
+
+def _loads():
+    try:
+        import orjson
+
+        return orjson.loads
+    except ImportError:  # orjson is optional: the standard library is enough, only slower
+        import json
+
+        return json.loads
+
+
+def _dumps():
+    """Return a function: list of records -> bytes of complete lines."""
+    try:
+        import orjson
+
+        dumps = orjson.dumps
+        opt = orjson.OPT_NON_STR_KEYS
+
+        def encode(records: Iterable[dict]) -> bytes:
+            return b"".join(dumps(r, option=opt) + b"\n" for r in records)
+
+    except ImportError:
+        import json
+
+        def encode(records: Iterable[dict]) -> bytes:
+            return "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
+
+    return encode
+
+
+def run_file_name(rank: int, pid: int) -> str:
+    return f"rank{rank}.{pid}.jsonl"
+
+
+class RunWriter:
+    """Appends complete lines to one run file; every batch goes out in one write call.
+
+    Lines reach the kernel with each `write_records`, so a process killed with SIGKILL leaves a file
+    readable up to its last batch; `sync=True` also fsyncs (used for the final batch).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._encode = _dumps()
+
+    def write_header(self, header: dict[str, Any]) -> None:
+        rec = {"type": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION}
+        rec.update(header)
+        self.write_records([rec])
+
+    def write_records(self, records: Iterable[dict[str, Any]], sync: bool = False) -> None:
+        data = self._encode(records)
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+        if sync:
+            try:
+                os.fsync(self._fd)
+            except OSError:  # some filesystems (pipes, /dev/null) refuse fsync; the data is written
+                pass
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> "RunWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_STATS_KEYS = ("visits", "incl_ns", "excl_ns", "min_ns", "max_ns", "sumsq_ns")
+
+
+def read_run(path: str | os.PathLike[str]) -> Run:
+    """Read one run file. Cut-off or malformed lines are skipped and listed in `run.problems`."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise RunFileError(f"{p}: cannot read run file: {e.strerror or e}") from e
+    loads = _loads()
+    run = Run(path=p)
+    lines = raw.split(b"\n")
+    complete = raw.endswith(b"\n")
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        if lineno == len(lines) and not complete:
+            run.problems.append(f"{p}:{lineno}: incomplete last line (process killed while writing?)")
+            continue
+        try:
+            rec = loads(line)
+        except ValueError as e:
+            run.problems.append(f"{p}:{lineno}: not valid JSON: {e}")
+            continue
+        if not isinstance(rec, dict) or "type" not in rec:
+            run.problems.append(f"{p}:{lineno}: not a record object with a 'type'")
+            continue
+        if lineno == 1 or not run.header:
+            if rec["type"] != "header" or rec.get("format") != FORMAT_NAME:
+                raise RunFileError(f"{p}:{lineno}: not a scaleprobe run file (first record is not a header)")
+            if rec.get("version") != FORMAT_VERSION:
+                raise RunFileError(
+                    f"{p}: run file format version {rec.get('version')!r}, this scaleprobe reads version {FORMAT_VERSION}"
+                )
+            run.header = {k: v for k, v in rec.items() if k not in ("type", "format", "version")}
+            continue
+        try:
+            _apply(run, rec)
+        except (KeyError, TypeError, ValueError) as e:
+            run.problems.append(f"{p}:{lineno}: bad {rec.get('type')!r} record: {e!r}")
+    if not run.header:
+        raise RunFileError(f"{p}: empty run file (no header)")
+    if run.end is None:
+        run.problems.append(f"{p}: no end record (process still running or killed)")
+    return run
+
+
+def _apply(run: Run, rec: dict[str, Any]) -> None:
+    t = rec["type"]
+    if t == "profile":
+        path = tuple(int(x) for x in rec["path"])
+        st = ProfileStats(*(rec[k] for k in _STATS_KEYS), recursive=int(rec.get("recursive", 0)))
+        run.profile.setdefault(path, ProfileStats()).add(st)
+    elif t == "region":
+        rid = int(rec["id"])
+        run.regions[rid] = Region(rid, rec["kind"], rec["name"], rec.get("file", ""), int(rec.get("line", 0)))
+    elif t == "iterations":
+        rid = int(rec["region"])
+        run.iterations[rid] = run.iterations.get(rid, 0) + int(rec["count"])
+    elif t == "epoch":
+        run.epochs.append(_series(rec))
+    elif t == "step":
+        run.steps.append(_series(rec))
+    elif t == "comm":
+        run.comms.append({k: v for k, v in rec.items() if k != "type"})
+    elif t == "throttled":
+        run.throttled[int(rec["region"])] = {k: v for k, v in rec.items() if k not in ("type", "region")}
+    elif t == "end":
+        run.end = {k: v for k, v in rec.items() if k != "type"}
+    else:
+        # Newer minor additions are skipped rather than failing old readers.
+        run.problems.append(f"{run.path}: unknown record type {t!r} skipped")
+
+
+def _series(rec: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in rec.items() if k != "type"}
+    for k in ("region", "index", "duration_ns"):
+        if k not in out:
+            raise KeyError(k)
+    for k in ("data_wait_ns", "comm_ns", "gpu_ns", "memory"):
+        out.setdefault(k, None)
+    return out
+
+
+def find_run_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """All run files under `directory` (recursively), sorted."""
+    d = Path(directory)
+    if not d.is_dir():
+        raise RunFileError(f"{d}: not a directory")
+    return sorted(d.rglob("rank*.jsonl"))
+
+
+def iter_runs(directory: str | os.PathLike[str]) -> Iterator[Run]:
+    for f in find_run_files(directory):
+        yield read_run(f)

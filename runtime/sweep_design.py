@@ -1,0 +1,187 @@
+"""An experiment design: which parameter points, how many repetitions, where each run goes.
+
+A design comes from `--sweep name=v1,v2`, `--param name=value`, `--repeat N` and an optional TOML
+file; the command line wins over the file. Every point of the cross product becomes one run per
+repetition, each with its own directory `<out>/<experiment>/<name>-<value>_..._rep-<k>`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from runtime.launch_errors import LaunchError
+
+Value = int | float | str
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
+
+
+def parse_value(text: str) -> Value:
+    """`16` -> 16, `0.5` -> 0.5, anything else stays a string."""
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def check_name(name: str, where: str) -> str:
+    if not _NAME.match(name):
+        raise LaunchError(f"{where}: parameter name {name!r} must be an identifier (letters, digits, _)")
+    if name == "repetition":
+        raise LaunchError(f"{where}: 'repetition' is reserved; use --repeat")
+    return name
+
+
+def parse_assignment(text: str, option: str) -> tuple[str, list[Value]]:
+    """`name=v1,v2,...` from `--sweep` or `--param`."""
+    name, sep, values = text.partition("=")
+    if not sep or not values.strip():
+        raise LaunchError(f"{option} {text!r}: expected name=value{',value...' if option == '--sweep' else ''}")
+    check_name(name.strip(), f"{option} {text!r}")
+    parsed = [parse_value(v) for v in values.split(",")]
+    if any(v == "" for v in parsed):
+        raise LaunchError(f"{option} {text!r}: empty value")
+    return name.strip(), parsed
+
+
+@dataclass(frozen=True)
+class Run:
+    params: dict[str, Value]
+    repetition: int
+    directory: Path
+    args: list[str]
+
+    @property
+    def ranks(self) -> int:
+        return int(self.params["ranks"])
+
+
+@dataclass
+class Design:
+    sweep: dict[str, list[Value]] = field(default_factory=dict)
+    fixed: dict[str, Value] = field(default_factory=dict)
+    repeat: int = 1
+    experiment: str | None = None
+
+    def points(self, nproc: int) -> list[dict[str, Value]]:
+        """Every parameter point, `ranks` first (from the sweep, a --param or --nproc)."""
+        both = set(self.sweep) & set(self.fixed)
+        if both:
+            raise LaunchError(f"parameter {sorted(both)[0]!r} is both swept and fixed (--param)")
+        names = list(self.sweep)
+        points = []
+        for combo in itertools.product(*(self.sweep[n] for n in names)):
+            point: dict[str, Value] = {}
+            swept = dict(zip(names, combo))
+            if "ranks" not in swept and "ranks" not in self.fixed:
+                point["ranks"] = nproc
+            point.update({k: v for k, v in swept.items() if k == "ranks"})
+            point.update({k: v for k, v in self.fixed.items() if k == "ranks"})
+            point.update({k: v for k, v in swept.items() if k != "ranks"})
+            point.update({k: v for k, v in self.fixed.items() if k != "ranks"})
+            ranks = point["ranks"]
+            if not isinstance(ranks, int) or ranks < 1:
+                raise LaunchError(f"parameter ranks={ranks!r}: the number of ranks must be a positive integer")
+            points.append(point)
+        return points
+
+    def runs(self, out: Path, experiment: str, args: list[str], nproc: int,
+             first_repetition: int = 0) -> list[Run]:
+        runs = []
+        seen: dict[str, dict[str, Value]] = {}
+        for point in self.points(nproc):
+            base = point_name(point)
+            if base in seen and seen[base] != point:
+                # Two points that differ only in characters a file name cannot hold.
+                import hashlib
+
+                base += "_" + hashlib.sha1(repr(sorted(point.items())).encode()).hexdigest()[:8]
+            seen[base] = point
+            for rep in range(first_repetition, first_repetition + self.repeat):
+                runs.append(Run(point, rep, out / experiment / f"{base}_rep-{rep}",
+                                substitute(args, point, rep)))
+        return runs
+
+
+def point_name(point: dict[str, Value]) -> str:
+    return "_".join(f"{k}-{_UNSAFE.sub('_', str(v))}" for k, v in point.items())
+
+
+def substitute(args: Iterable[str], params: dict[str, Value], repetition: int) -> list[str]:
+    """Replace `{name}` in the program's arguments by the run's parameter values."""
+    values = {**{k: str(v) for k, v in params.items()}, "repetition": str(repetition)}
+
+    def one(match: re.Match[str], arg: str) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise LaunchError(f"program argument {arg!r} names {{{name}}}, which is no parameter "
+                              f"(known: {', '.join(sorted(values))})")
+        return values[name]
+
+    return [_PLACEHOLDER.sub(lambda m, a=arg: one(m, a), arg) for arg in args]
+
+
+def _toml_value(value: object, where: str) -> Value:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise LaunchError(f"{where}: values must be numbers or strings, not {value!r}")
+    return value
+
+
+def load_toml(path: Path) -> Design:
+    """A sweep file:
+
+    experiment = "resnet"          # optional
+    repeat = 5                     # optional
+    [sweep]
+    ranks = [1, 2, 4]
+    batch = [16, 32, 64]
+    [params]                       # optional fixed parameters
+    model = "resnet50"
+    """
+    import tomllib
+
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise LaunchError(f"sweep file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise LaunchError(f"sweep file {path}: {exc}") from None
+    unknown = set(data) - {"experiment", "repeat", "sweep", "params"}
+    if unknown:
+        raise LaunchError(f"sweep file {path}: unknown key {sorted(unknown)[0]!r} "
+                          "(expected experiment, repeat, [sweep], [params])")
+    design = Design()
+    if "experiment" in data:
+        if not isinstance(data["experiment"], str) or not data["experiment"]:
+            raise LaunchError(f"sweep file {path}: experiment must be a non-empty string")
+        design.experiment = data["experiment"]
+    if "repeat" in data:
+        repeat = data["repeat"]
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+            raise LaunchError(f"sweep file {path}: repeat must be a positive integer, not {repeat!r}")
+        design.repeat = repeat
+    for table in ("sweep", "params"):
+        if table in data and not isinstance(data[table], dict):
+            raise LaunchError(f"sweep file {path}: {table} must be a table ([{table}])")
+    for name, values in data.get("sweep", {}).items():
+        where = f"sweep file {path}: sweep.{name}"
+        check_name(name, where)
+        if not isinstance(values, list) or not values:
+            values = [values]
+        design.sweep[name] = [_toml_value(v, where) for v in values]
+    for name, value in data.get("params", {}).items():
+        where = f"sweep file {path}: params.{name}"
+        check_name(name, where)
+        design.fixed[name] = _toml_value(value, where)
+    return design

@@ -1,0 +1,165 @@
+"""`instrument SRC -o OUT`: output tree, summary, exit codes, re-runs, refusals."""
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from instr_helpers import instrument_cli
+from instrumentor import __version__
+from instrumentor.cli import main
+from instrumentor.project import run_jobs
+from instrumentor.regions import read_manifest
+from instrumentor.transform import FileResult
+
+MAIN = '"""Entry."""\nimport helper\n\n\ndef main():\n    for i in range(2):\n        helper.work(i)\n\n\nmain()\n'
+HELPER = "def work(i):\n    return i * 2\n"
+
+
+@pytest.fixture()
+def src(tmp_path: Path) -> Path:
+    root = tmp_path / "src"
+    root.mkdir()
+    (root / "main.py").write_text(MAIN)
+    (root / "helper.py").write_text(HELPER)
+    (root / "data.bin").write_bytes(bytes(range(256)) * 4)
+    (root / "crlf.py").write_bytes(b"x = 1\r\n\r\n\r\n")  # not reached: copied as is
+    return root
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts and p.name != "state.json"
+    }
+
+
+def test_build_writes_instrumented_modules_copies_the_rest_and_summarises(src, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main([str(src), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "modules instrumented: 2" in printed
+    assert "regions: 3 (function 2, loop 1)" in printed
+    assert "files failed: 0" in printed
+    assert (out / "data.bin").read_bytes() == (src / "data.bin").read_bytes()
+    assert (out / "crlf.py").read_bytes() == (src / "crlf.py").read_bytes()
+    assert "__sp_enter__" in (out / "helper.py").read_text()
+    regions = read_manifest(out / ".scaleprobe/manifest.json")
+    assert sorted((r.file, r.kind, r.name) for r in regions) == [
+        ("helper.py", "function", "work"), ("main.py", "function", "main"), ("main.py", "loop", "main:for@6"),
+    ]
+    assert len({r.id for r in regions}) == 3
+    linemap = json.loads((out / ".scaleprobe/linemap.json").read_text())
+    assert set(linemap) == {"main.py", "helper.py"}
+    assert len(linemap["helper.py"]) == len((out / "helper.py").read_text().splitlines())
+
+
+def test_instrumented_tree_runs_and_records(src, tmp_path):
+    out = tmp_path / "out"
+    assert main([str(src), "-o", str(out), "-q"]) == 0
+    from instr_helpers import run
+    result = run([sys.executable, "main.py"], cwd=out, env={"SCALEPROBE_OUT": str(tmp_path / "runs")})
+    assert result.returncode == 0, result.stderr
+    assert list((tmp_path / "runs").glob("*.jsonl"))
+
+
+def test_rerun_redoes_only_changed_files_and_keeps_ids(src, tmp_path, capsys):
+    out = tmp_path / "out"
+    main([str(src), "-o", str(out)])
+    before = {r.key: r.id for r in read_manifest(out / ".scaleprobe/manifest.json")}
+    first = tree(out)
+    capsys.readouterr()
+    assert main([str(src), "-o", str(out)]) == 0
+    assert "(2 unchanged since the last run)" in capsys.readouterr().out
+    assert tree(out) == first
+    (src / "helper.py").write_text("def extra():\n    return 0\n\n\n" + HELPER)
+    assert main([str(src), "-o", str(out)]) == 0
+    assert "(1 unchanged since the last run)" in capsys.readouterr().out
+    after = {r.key: r.id for r in read_manifest(out / ".scaleprobe/manifest.json")}
+    assert {k: after[k] for k in before} == before
+    assert after["extra"] not in before.values()
+    (src / "helper.py").unlink()
+    (src / "main.py").write_text("def main():\n    return 1\n")
+    main([str(src), "-o", str(out)])
+    assert not (out / "helper.py").exists()
+
+
+def test_instrumenting_an_instrumented_tree_changes_nothing(src, tmp_path):
+    out, again = tmp_path / "out", tmp_path / "again"
+    assert main([str(src), "-o", str(out), "-q"]) == 0
+    assert main([str(out), "-o", str(again), "-q"]) == 0
+    assert tree(again) == tree(out)
+
+
+def test_unparsable_file_is_reported_copied_and_fails_the_exit_code(src, tmp_path, capsys):
+    (src / "helper.py").write_text("def work(i):\n    return i *\n")
+    out = tmp_path / "out"
+    assert main([str(src), "-o", str(out)]) == 1
+    printed = capsys.readouterr().out
+    assert "files failed: 1\n  helper.py:2: syntax error" in printed
+    assert (out / "helper.py").read_text() == "def work(i):\n    return i *\n"
+    assert main([str(src), "-o", str(out), "--keep-going"]) == 0
+
+
+@pytest.mark.parametrize("where", ["same", "inside"])
+def test_output_equal_to_or_inside_the_source_is_refused(src, where, capsys):
+    out = src if where == "same" else src / "build"
+    assert main([str(src), "-o", str(out)]) == 2
+    assert "must not be the source directory or inside it" in capsys.readouterr().err
+    assert not (src / "build").exists()
+
+
+def test_diff_shows_the_rewrite_and_writes_nothing(src, tmp_path):
+    result = instrument_cli(str(src), "--diff")
+    assert result.returncode == 0, result.stderr
+    assert "--- a/helper.py\n+++ b/helper.py" in result.stdout
+    assert "+    if __sp_on__: __sp_enter__(" in result.stdout
+    assert "modules instrumented: 2" in result.stderr
+    assert sorted(p.name for p in src.iterdir()) == ["crlf.py", "data.bin", "helper.py", "main.py"]
+
+
+def test_jobs_give_the_same_output(src, tmp_path):
+    for i in range(6):
+        (src / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    (src / "main.py").write_text(MAIN.replace("import helper", "import helper, m0, m1, m2, m3, m4, m5"))
+    assert main([str(src), "-o", str(tmp_path / "one"), "-q"]) == 0
+    assert main([str(src), "-o", str(tmp_path / "two"), "-q", "--jobs", "2"]) == 0
+    assert tree(tmp_path / "one") == tree(tmp_path / "two")
+
+
+def _die_on_bad(job):
+    if job[0] == "bad.py":
+        os._exit(3)
+    return FileResult(job[0], "unchanged")
+
+
+def test_a_file_that_kills_its_worker_fails_alone():
+    jobs = [(name, "", (0, 1), {}, "runtime") for name in ("a.py", "bad.py", "b.py")]
+    results = run_jobs(jobs, 2, work=_die_on_bad)
+    assert {k: v.status for k, v in results.items()} == {"a.py": "unchanged", "bad.py": "failed", "b.py": "unchanged"}
+    assert "worker process died" in results["bad.py"].error
+
+
+def test_version_and_usage_errors(src, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert __version__ in capsys.readouterr().out
+    assert main([str(src)]) == 2
+    assert "-o OUT is required" in capsys.readouterr().err
+    assert main([str(src / "nope"), "-o", "x"]) == 2
+    assert main([str(src), "--diff", "--jobs", "0"]) == 2
+
+
+def test_encodings_and_newlines_survive(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "main.py").write_bytes(
+        b"# -*- coding: latin-1 -*-\r\ndef f():\r\n    return '\xe9t\xe9'\r\nprint(len(f()))\r\n"
+    )
+    out = tmp_path / "out"
+    assert main([str(src), "-o", str(out), "-q"]) == 0
+    data = (out / "main.py").read_bytes()
+    assert b"\xe9t\xe9" in data and b"\r\n    if __sp_on__: __sp_enter__(" in data
+    assert b"\n" not in data.replace(b"\r\n", b"")

@@ -1,0 +1,71 @@
+"""`modeler report` end to end, in a subprocess, on a synthetic sweep fitted by the real estimator."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_report_synth import write_sweep
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def modeler(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "modeler", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    return write_sweep(tmp_path_factory.mktemp("cmd") / "runs")
+
+
+def test_report_writes_one_html_file_and_says_where(runs, tmp_path):
+    out = tmp_path / "out" / "report.html"
+    p = modeler("report", str(runs), "-o", str(out), "--at", "ranks=64,batch=128", "--hold", "batch=32",
+                "--top", "3")
+    assert p.returncode == 0, p.stderr
+    assert str(out.resolve()) in p.stderr
+    html = out.read_text(encoding="utf-8")
+    rows = re.findall(r'<a class="region-link" href="#region-\d+">([^<]+)</a>', html.split('id="ranking-table"')[1])
+    # the p*n data wait is the worst-scaling region, and the estimator must find it
+    assert rows[0].endswith("load_batch")
+    assert html.count('<article class="region"') == 3
+    assert "against ranks (batch=32)" in html
+    assert "p2-n8-broken" in html  # the failed run is reported, not silently dropped
+
+
+def test_markdown_goes_to_stdout(runs):
+    p = modeler("report", str(runs), "--format", "markdown", "--top", "2")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("# scaleprobe report")
+    assert "## Scaling ranking" in p.stdout and "## Call tree" in p.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--at", "nodes=4"], "--at: unknown parameter 'nodes'"),
+        (["--hold", "batch"], "--hold: expected NAME=NUMBER"),
+        (["--metric", "watts"], "--metric: no metric 'watts'"),
+        (["--run", "nope"], "--run: no run 'nope'"),
+    ],
+)
+def test_bad_options_exit_1_with_a_message(runs, tmp_path, capsys, args, message):
+    # in-process: only the error path runs, and it stops before fitting
+    from modeler.cli import main
+
+    assert main(["report", str(runs), "-o", str(tmp_path / "r.html"), *args]) == 1
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_missing_input_is_named(tmp_path):
+    p = modeler("report", str(tmp_path / "nothing"), "-o", str(tmp_path / "r.html"))
+    assert p.returncode == 1 and "nothing" in p.stderr

@@ -1,0 +1,88 @@
+"""`--instrument` with the real instrumentor: the sample application on two ranks, and tracebacks."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from runtime.runfile import read_run
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "testdata" / "sample_code" / "main.py"
+_SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+          "TORCHELASTIC_RUN_ID")
+_SCRUB_PREFIX = ("SCALEPROBE_", "SLURM_", "OMPI_", "PMI_", "PMIX_", "PALS_", "PBS_", "MPI_LOCAL")
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("instrumentor.importhook") is None,
+                                reason="instrumentor.importhook is not available")
+
+
+def launch(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUB and not k.startswith(_SCRUB_PREFIX)}
+    env.update({"PYTHONPATH": str(REPO), "SCALEPROBE_QUIET": "1", "OMP_NUM_THREADS": "1"})
+    return subprocess.run([sys.executable, "-m", "runtime.launch", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SAMPLE.is_file(), reason="the sample application is not in testdata/")
+def test_sample_app_instrumented_on_the_fly_on_two_ranks(tmp_path):
+    done = launch(["--instrument", "--cache-dir", str(tmp_path / "cache"), "--nproc", "2",
+                   "--param", "batch=16", "--out", str(tmp_path / "runs"), str(SAMPLE),
+                   "--epochs", "2", "--steps-per-epoch", "2", "--batch-size", "16", "--num-samples", "128",
+                   "--eval-samples", "32"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    run_dir = tmp_path / "runs" / "main" / "ranks-2_batch-16_rep-0"
+    runs = sorted((read_run(p) for p in run_dir.glob("rank*.jsonl")), key=lambda r: r.header["rank"])
+    assert [r.header["rank"] for r in runs] == [0, 1]
+    for run in runs:
+        assert run.problems == []
+        assert run.header["params"] == {"ranks": 2, "batch": 16}
+        assert run.header["world_size"] == 2
+        assert run.end["status"] == "ok"
+        # Functions of several of the project's modules were instrumented, not just the entry.
+        assert {Path(region.file).name for region in run.regions.values()} >= {"main.py", "train.py"}
+        assert len(run.steps) == 4  # 2 epochs x 2 steps, recorded by the instrumented step loop
+    assert {r.header["run_id"] for r in runs} == {json.loads((run_dir / "launch.json").read_text())["run_id"]}
+
+
+def test_instrumented_traceback_keeps_original_files_and_lines(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "helper.py").write_text(textwrap.dedent('''
+        """A module the entry imports: instrumented by the import hook."""
+
+
+        def divide(a, b):
+            for _ in range(1):
+                return a / b
+    '''))
+    (project / "main.py").write_text(textwrap.dedent('''
+        from helper import divide
+
+
+        def main():
+            return divide(1, 0)
+
+
+        main()
+    '''))
+    done = launch(["--instrument", "--cache-dir", str(tmp_path / "cache"), "proj/main.py"], tmp_path)
+    assert done.returncode == 1
+    frames = [line.strip() for line in done.stderr.splitlines() if line.strip().startswith("File ")]
+    assert frames == [f'File "{project / "main.py"}", line 9, in <module>',
+                      f'File "{project / "main.py"}", line 6, in main',
+                      f'File "{project / "helper.py"}", line 7, in divide'], done.stderr
+    assert done.stderr.rstrip().endswith("ZeroDivisionError: division by zero")
+    # The probes were really there: the run file knows the helper's function.
+    (run_file,) = (tmp_path / "runs" / "main" / "ranks-1_rep-0").glob("rank0.*.jsonl")
+    run = read_run(run_file)
+    assert "divide" in {region.name for region in run.regions.values()}
+    assert run.end["status"] == "exception"

@@ -1,0 +1,200 @@
+"""End-to-end runs of the sample DDP application (testdata/sample_code) in subprocesses.
+
+Every run is tiny (width 4, batch 8, 64 samples): the cost is mostly importing torch.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+APP = Path(__file__).resolve().parents[2] / "testdata" / "sample_code"
+MAIN = APP / "main.py"
+TIMEOUT_S = 120
+TINY = [
+    "--epochs", "2", "--steps-per-epoch", "2", "--batch-size", "8", "--width", "4",
+    "--num-samples", "64", "--eval-samples", "32",
+]
+# Variables a launcher or an enclosing scaleprobe run may have set; the app must not inherit them.
+_LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                "GROUP_RANK", "TORCHELASTIC_RUN_ID")
+_FINAL = re.compile(r"^final_loss=(.+)$")
+
+
+@dataclass
+class AppRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    result: dict[str, Any] | None
+
+    @property
+    def final_loss(self) -> float:
+        lines = self.stdout.strip().splitlines()
+        assert lines, f"no output; stderr:\n{self.stderr}"
+        match = _FINAL.match(lines[-1])
+        assert match, f"last stdout line is not final_loss=...: {lines[-1]!r}"
+        return float(match.group(1))
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _LAUNCH_VARS and not k.startswith("SCALEPROBE_")}
+    env.update(extra)
+    return env
+
+
+def run_app(workdir: Path, *args: str, launcher: list[str] | None = None, env: dict[str, str] | None = None,
+            expect_ok: bool = True) -> AppRun:
+    workdir.mkdir(parents=True, exist_ok=True)
+    result_path = workdir / "result.json"
+    cmd = [sys.executable, *(launcher or []), str(MAIN), *args, "--result-json", str(result_path)]
+    proc = subprocess.run(cmd, cwd=workdir, env=env or clean_env(), capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    if expect_ok:
+        assert proc.returncode == 0, f"{cmd} failed:\n{proc.stderr[-3000:]}"
+    result = json.loads(result_path.read_text()) if result_path.exists() else None
+    return AppRun(proc.returncode, proc.stdout, proc.stderr, result)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> AppRun:
+    return run_app(tmp_path_factory.mktemp("baseline"), *TINY, "--seed", "0")
+
+
+def test_single_process_reports_its_run(baseline: AppRun) -> None:
+    result = baseline.result
+    assert result is not None
+    assert result["final_loss"] == baseline.final_loss
+    assert result["world_size"] == 1
+    assert result["steps_done"] == result["global_step"] == 2 * 2
+    assert result["epochs_done"] == 2 and result["start_epoch"] == 0
+    assert len(result["train_losses"]) == 2 and result["train_losses"][-1] == result["final_loss"]
+    assert 0.0 <= result["accuracy"] <= 1.0
+    assert math.isfinite(result["eval_loss"])
+    assert result["config"]["model"] == "cnn" and result["config"]["width"] == 4
+    assert baseline.stdout.count("final_loss=") == 1
+
+
+def test_same_arguments_give_identical_loss(baseline: AppRun, tmp_path: Path) -> None:
+    again = run_app(tmp_path, *TINY, "--seed", "0")
+    assert again.final_loss == baseline.final_loss
+
+
+def test_other_seed_gives_other_loss(baseline: AppRun, tmp_path: Path) -> None:
+    other = run_app(tmp_path, *TINY, "--seed", "1")
+    assert other.final_loss != baseline.final_loss
+
+
+def test_dataloader_worker_process_gives_same_loss(baseline: AppRun, tmp_path: Path) -> None:
+    # Samples depend only on (seed, split, epoch, index), never on which process generates them.
+    with_worker = run_app(tmp_path, *TINY, "--seed", "0", "--workers", "1")
+    assert with_worker.result["config"]["workers"] == 1
+    assert with_worker.final_loss == baseline.final_loss
+
+
+def test_mlp_trains(tmp_path: Path) -> None:
+    run = run_app(tmp_path, "--model", "mlp", "--epochs", "3", "--batch-size", "16", "--width", "4",
+                  "--num-samples", "256", "--eval-samples", "32")
+    assert run.result["config"]["model"] == "mlp"
+    assert run.result["steps_done"] == 3 * 256 // 16
+    losses = run.result["train_losses"]
+    assert losses[-1] < losses[0], losses
+
+
+def test_checkpoint_resume_matches_uninterrupted_run(baseline: AppRun, tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    first = run_app(tmp_path / "first", *TINY, "--seed", "0", "--epochs", "1", "--checkpoint-dir", str(ckpt))
+    assert (ckpt / "last.pt").is_file()
+    assert first.result["epochs_done"] == 1
+    resumed = run_app(tmp_path / "resumed", *TINY, "--seed", "0", "--checkpoint-dir", str(ckpt), "--resume")
+    assert resumed.result["start_epoch"] == 1
+    assert resumed.result["steps_done"] == 2 and resumed.result["global_step"] == 4
+    assert resumed.final_loss == baseline.final_loss
+
+    mismatch = run_app(tmp_path / "mlp", *TINY, "--model", "mlp", "--checkpoint-dir", str(ckpt), "--resume",
+                       expect_ok=False)
+    assert mismatch.returncode == 2
+    assert str(ckpt / "last.pt") in mismatch.stderr and "model='cnn'" in mismatch.stderr
+    assert "Traceback" not in mismatch.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--epochs", "0"], "argument --epochs: must be at least 1"),
+        (["--num-samples", "4"], "--num-samples 4 gives 4 samples per rank on 1 rank(s), fewer than --batch-size 8"),
+        (["--resume"], "--resume needs --checkpoint-dir"),
+    ],
+)
+def test_bad_options_are_named(tmp_path: Path, args: list[str], message: str) -> None:
+    run = run_app(tmp_path, *TINY, *args, expect_ok=False)
+    assert run.returncode == 2
+    assert message in run.stderr
+    assert "Traceback" not in run.stderr
+    assert run.result is None
+
+
+def test_partial_launcher_environment_is_refused(tmp_path: Path) -> None:
+    run = run_app(tmp_path, *TINY, env=clean_env(RANK="0", WORLD_SIZE="2"), expect_ok=False)
+    assert run.returncode == 2
+    assert "MASTER_ADDR, MASTER_PORT missing" in run.stderr
+
+
+@pytest.fixture(scope="module")
+def torchrun_two_ranks(tmp_path_factory: pytest.TempPathFactory) -> AppRun:
+    # No --steps-per-epoch: each rank runs its whole shard, half the samples of a 1-rank run.
+    return run_app(tmp_path_factory.mktemp("torchrun"), *TINY[:2], *TINY[4:],
+                   launcher=["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"])
+
+
+@pytest.mark.slow
+def test_torchrun_two_ranks_split_the_data(torchrun_two_ranks: AppRun) -> None:
+    result = torchrun_two_ranks.result
+    assert result["world_size"] == 2
+    assert result["steps_done"] == 2 * (64 // 2 // 8)
+    assert torchrun_two_ranks.stdout.count("final_loss=") == 1
+    assert result["final_loss"] == torchrun_two_ranks.final_loss
+
+
+@pytest.mark.slow
+def test_other_launcher_environment_gives_same_run(torchrun_two_ranks: AppRun, tmp_path: Path) -> None:
+    port = str(free_port())
+    procs = []
+    for rank in range(2):
+        workdir = tmp_path / f"rank{rank}"
+        workdir.mkdir()
+        env = clean_env(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                        MASTER_PORT=port)
+        cmd = [sys.executable, str(MAIN), *TINY[:2], *TINY[4:], "--result-json", str(workdir / "result.json")]
+        procs.append(subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    outputs = []
+    try:
+        for proc in procs:
+            outputs.append(proc.communicate(timeout=TIMEOUT_S))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    for proc, (_, err) in zip(procs, outputs):
+        assert proc.returncode == 0, err[-3000:]
+    rank0 = AppRun(0, outputs[0][0], outputs[0][1], json.loads((tmp_path / "rank0" / "result.json").read_text()))
+    assert outputs[1][0] == "" and not (tmp_path / "rank1" / "result.json").exists()
+    assert rank0.result["world_size"] == 2
+    assert rank0.final_loss == torchrun_two_ranks.final_loss

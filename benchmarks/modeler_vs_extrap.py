@@ -30,9 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _synthetic import grid, make_case, oracle, target_point, write_jsonl  # noqa: E402
 
-from modeler.estimator import PMNFModeler  # noqa: E402
 from modeler.model import Factor, Model, Term  # noqa: E402
-from modeler.readers.extrap import read_extrap_jsonl  # noqa: E402
 
 EXTRAP_PYTHON = ROOT / ".venv-extrap" / "bin" / "python"
 
@@ -98,6 +96,18 @@ def run_extrap(path: Path, params: tuple[str, ...], timeout: float) -> tuple[dic
     return {m["callpath"]: model_from_json(params, m) for m in out["models"]}, wall
 
 
+def run_ours(path: Path, params: tuple[str, ...], timeout: float) -> tuple[dict[str, Model], float]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", OURS_DRIVER, str(path)], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"our modeler failed on {path}:\n{proc.stderr[-2000:]}")
+    out = json.loads(proc.stdout)
+    return {m["callpath"]: model_from_json(params, m) for m in out["models"]}, wall
+
+
 def rel_errors(models: list[Model], truth: list[Model], at: np.ndarray) -> np.ndarray:
     return np.array([abs(m.evaluate(at)[0] - t.evaluate(at)[0]) / abs(t.evaluate(at)[0]) for m, t in zip(models, truth)])
 
@@ -113,10 +123,7 @@ def setting(n_params: int, noise: float, n_paths: int, seed: int, tmp: Path, tim
     params = funcs[0].model.parameters
     truth = [f.model for f in funcs]
 
-    t0 = time.perf_counter()
-    est = PMNFModeler().fit(read_extrap_jsonl(path))
-    ours_s = time.perf_counter() - t0
-    ours = {m.callpath: m.model for m in est.models_}
+    ours, ours_s = run_ours(path, params, timeout)
     ours_models = [ours[f"main->f{i}"] for i in range(n_paths)]
 
     means = values.mean(axis=2)
@@ -127,6 +134,7 @@ def setting(n_params: int, noise: float, n_paths: int, seed: int, tmp: Path, tim
         "ours_rec": sum(m.shape() == t.shape() for m, t in zip(ours_models, truth)),
         "oracle_rec": sum(m.shape() == t.shape() for m, t in zip(orc, truth)),
         "ours_err": rel_errors(ours_models, truth, at), "ours_s": ours_s,
+        "oracle_err": rel_errors(orc, truth, at),
         "extrap_rec": None, "extrap_err": None, "extrap_s": None,
     }
     ex = run_extrap(path, params, timeout)
@@ -141,10 +149,12 @@ def setting(n_params: int, noise: float, n_paths: int, seed: int, tmp: Path, tim
 def print_table(rows: list[dict]) -> None:
     print()
     print("recovered forms: call paths whose true form (terms and exponents) came back;")
-    print("error: relative error at 4x the largest value of every parameter (percent); time: seconds")
+    print("error: relative error at 4x the largest value of every parameter (percent), median and 90th percentile;")
+    print("time: seconds of wall time, each tool in a fresh process (start, imports, read, model, print JSON)")
     head = (
         f"{'P':>2} {'noise':>5} {'paths':>5} | {'rec ours':>8} {'Extra-P':>7} {'oracle':>6} | "
-        f"{'med ours':>8} {'Extra-P':>7} | {'p90 ours':>8} {'Extra-P':>7} | {'t ours':>6} {'Extra-P':>7} {'ratio':>6}"
+        f"{'med ours':>8} {'Extra-P':>7} {'oracle':>6} | {'p90 ours':>8} {'Extra-P':>7} {'oracle':>6} | "
+        f"{'t ours':>6} {'Extra-P':>7} {'ratio':>6}"
     )
     print(head)
     print("-" * len(head))
@@ -153,8 +163,10 @@ def print_table(rows: list[dict]) -> None:
         print(
             f"{r['params']:>2} {100 * r['noise']:>4.0f}% {r['paths']:>5} | {r['ours_rec']:>8} "
             f"{'n/a' if r['extrap_rec'] is None else r['extrap_rec']:>7} {r['oracle_rec']:>6} | "
-            f"{fmt_pct(np.median(r['ours_err'])):>8} {fmt_pct(None if e is None else np.median(e)):>7} | "
-            f"{fmt_pct(np.percentile(r['ours_err'], 90)):>8} {fmt_pct(None if e is None else np.percentile(e, 90)):>7} | "
+            f"{fmt_pct(np.median(r['ours_err'])):>8} {fmt_pct(None if e is None else np.median(e)):>7} "
+            f"{fmt_pct(np.median(r['oracle_err'])):>6} | "
+            f"{fmt_pct(np.percentile(r['ours_err'], 90)):>8} {fmt_pct(None if e is None else np.percentile(e, 90)):>7} "
+            f"{fmt_pct(np.percentile(r['oracle_err'], 90)):>6} | "
             f"{r['ours_s']:>6.2f} {'n/a' if r['extrap_s'] is None else format(r['extrap_s'], '.2f'):>7} "
             f"{'n/a' if r['extrap_s'] is None else format(r['extrap_s'] / r['ours_s'], '.0f') + 'x':>6}"
         )
@@ -181,12 +193,7 @@ def timing(n_paths: int, seed: int, tmp: Path, timeout: float) -> None:
     funcs, pts, values = make_case(seed + 99, 2, n_paths, 0.02)
     path = tmp / f"timing_{n_paths}.jsonl"
     write_jsonl(path, 2, pts, values)
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", OURS_DRIVER, str(path)], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
-    ours = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"our modeler failed:\n{proc.stderr[-2000:]}")
+    ours = run_ours(path, funcs[0].model.parameters, timeout)[1]
     print(f"\nend to end, {n_paths} call paths, 2 parameters, 2% noise (fresh process: start, read, model, print JSON):")
     print(f"  ours:    {ours:7.2f} s")
     ex = run_extrap(path, funcs[0].model.parameters, timeout)

@@ -58,7 +58,7 @@ class Backend(Protocol):
     def exit(self, rid: int) -> cst.BaseExpression: ...
     def mark(self, rid: int) -> cst.BaseExpression | None: ...
     def iterate(self, rid: int, iterable: cst.BaseExpression) -> cst.BaseExpression | None: ...
-    def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[cst.BaseStatement]: ...
+    def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[str]: ...
 
 
 class RuntimeBackend:
@@ -78,7 +78,7 @@ class RuntimeBackend:
     def iterate(self, rid: int, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
         return _call("__sp_iterate__", _int(rid), iterable)
 
-    def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[cst.BaseStatement]:
+    def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[str]:
         names = [n for n in ("enter", "exit", "mark", "iterate") if f"__sp_{n}__" in used] + ["define"]
         imports = ", ".join(f"{n} as __sp_{n}__" for n in names)
         table = ", ".join(
@@ -86,11 +86,10 @@ class RuntimeBackend:
         )
         if len(regions) == 1:
             table += ","
-        lines = [
-            f"from runtime.probe import {imports}\n",
-            f"{ON} = __sp_define__(__name__, globals(), {json.dumps(relpath)}, ({table}))\n",
+        return [
+            f"from runtime.probe import {imports}",
+            f"{ON} = __sp_define__(__name__, globals(), {json.dumps(relpath)}, ({table}))",
         ]
-        return [cst.parse_statement(line) for line in lines]
 
 
 class NvtxBackend:
@@ -111,18 +110,17 @@ class NvtxBackend:
     def iterate(self, rid: int, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
         return None
 
-    def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[cst.BaseStatement]:
+    def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[str]:
         attrs = ", ".join(
             f"{r.id}: __sp_domain__.get_event_attributes(message={json.dumps(r.name)})" for r in regions
         )
-        lines = [
-            "import nvtx as __sp_nvtx__\n",
+        return [
+            "import nvtx as __sp_nvtx__",
             '__sp_domain__ = __sp_nvtx__.get_domain("scaleprobe"); __sp_push__ = __sp_domain__.push_range; '
-            "__sp_pop__ = __sp_domain__.pop_range\n",
-            f"__sp_attr__ = {{{attrs}}}\n",
-            f'{ON} = __import__("os").environ.get("SCALEPROBE_DISABLE") != "1"\n',
+            "__sp_pop__ = __sp_domain__.pop_range",
+            f"__sp_attr__ = {{{attrs}}}",
+            f'{ON} = __import__("os").environ.get("SCALEPROBE_DISABLE") != "1"',
         ]
-        return [cst.parse_statement(line) for line in lines]
 
 
 BACKENDS: dict[str, type] = {"runtime": RuntimeBackend, "nvtx": NvtxBackend}
@@ -135,6 +133,15 @@ def get_backend(name: str) -> Backend:
         return BACKENDS[name]()
     except KeyError:
         raise InstrumentError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}") from None
+
+
+# Stands for the header while libcst prints the module: parsing the header's long region table
+# as a statement would cost as much as a third of the module's own parse.
+HEADER_PLACEHOLDER = "__sp_header_placeholder__"
+
+
+def header_placeholder() -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine([cst.Expr(_name(HEADER_PLACEHOLDER))])
 
 
 def prologue(backend: Backend, rid: int) -> cst.If:

@@ -136,8 +136,8 @@ def resolve(
         reached.add(rel)
         try:
             facts = scan(rel)
-        except (SyntaxError, ValueError):
-            continue  # reported when the file is instrumented
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # the same failure is reported when the file is instrumented
         this = by_path.get(rel, PurePosixPath(rel).stem)
         is_package = rel.endswith("__init__.py")
         for module, level, names in facts.imports:

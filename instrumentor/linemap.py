@@ -7,14 +7,13 @@ An instrumented file cannot keep its line numbers (a `try:` needs a line of its 
   one, under the original file name, so tracebacks need no mapping at all.
 
 The inserted lines are recognised by the shapes `emit.py` gives them; everything else is an original
-line, in order. If the counts disagree (a one-line `def f(): return x` became several lines), a diff
-of the stripped lines aligns them instead.
+line, in order. If the counts disagree (a one-line `def f(): return x` became several lines), the
+stripped lines are aligned in order instead (`_aligned_linemap`).
 """
 
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -62,23 +61,23 @@ def compute_linemap(source: str, code: str) -> list[int]:
                 current += 1
             result.append(max(current, 1))
         return result
-    return _diff_linemap(orig, out, flags)
+    return _aligned_linemap(orig, out, flags)
 
 
-def _diff_linemap(orig: list[str], out: list[str], flags: list[bool]) -> list[int]:
+def _aligned_linemap(orig: list[str], out: list[str], flags: list[bool]) -> list[int]:
+    """Walk both in order: equal lines advance together; a line found inside the previous original
+    line is the tail of a one-line `def f(): body` that became a block; anything else is an
+    original line we changed in place (`for b in __sp_iterate__(7, loader):`)."""
     a = [line.strip() for line in orig]
-    b = [None if flag else line.strip() for line, flag in zip(out, flags)]
-    result = [0] * len(out)
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        for k, j in enumerate(range(j1, j2)):
-            if tag in ("equal", "replace") and i2 > i1:
-                result[j] = min(i1 + k, i2 - 1) + 1
-            else:
-                result[j] = max(i1, 1)  # inserted: the original line before it
-    for j in range(len(result)):
-        if result[j] == 0:
-            result[j] = result[j - 1] if j else 1
+    result, i = [], 0
+    for flag, line in zip(flags, out):
+        text = line.strip()
+        if not flag:
+            if i < len(a) and a[i] == text:
+                i += 1
+            elif not (i > 0 and text and text in a[i - 1]) and i < len(a):
+                i += 1
+        result.append(max(i, 1))
     return result
 
 

@@ -14,6 +14,7 @@ import io
 import json
 import os
 import shutil
+import sys
 import tokenize
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -92,6 +93,9 @@ def decode(data: bytes) -> tuple[str, str]:
 
 def _work(job: tuple) -> FileResult:
     relpath, path, pool, prior, backend = job
+    # libcst recurses once per nesting level (long `a + b + ...` chains); deeper still, the native
+    # parser may overflow the C stack and kill this worker, which run_jobs reports for this file.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
     try:
         data = Path(path).read_bytes()
         source, encoding = decode(data)

@@ -419,8 +419,8 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
         tree = ast.parse(source, filename=relpath)
     except SyntaxError as exc:
         return FileResult(relpath, "failed", error=f"{relpath}:{exc.lineno}: syntax error: {exc.msg}")
-    except ValueError as exc:  # null bytes
-        return FileResult(relpath, "failed", error=f"{relpath}:1: cannot parse: {exc}")
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, too deeply nested
+        return FileResult(relpath, "failed", error=f"{relpath}:1: cannot parse: {type(exc).__name__}: {exc}")
     try:
         if "__sp_" in source and check_reserved(tree, relpath):
             return FileResult(relpath, "already")
@@ -437,9 +437,10 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
             return FileResult(relpath, "unchanged", skipped=rewriter.skipped)
         used = _probe_names(rewriter)
         at = _header_index(body)
-        header = be.header(relpath, rewriter.regions, used)
-        new_module = module.with_changes(body=[*body[:at], *header, *body[at:]])
-        code = new_module.code
+        new_module = module.with_changes(body=[*body[:at], emit.header_placeholder(), *body[at:]])
+        newline = module.default_newline
+        header = "".join(line + newline for line in be.header(relpath, rewriter.regions, used))
+        code = new_module.code.replace(emit.HEADER_PLACEHOLDER + newline, header, 1)
     except InstrumentError as exc:
         return FileResult(relpath, "failed", error=str(exc))
     except RecursionError:

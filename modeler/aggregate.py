@@ -44,6 +44,7 @@ METRICS: dict[str, Metric] = {
     "step_gpu_time": Metric("s", False, "median GPU time per step (runs on a GPU only)"),
     "peak_memory": Metric("B", False, "largest peak GPU memory of a step (runs on a GPU only)"),
     "peak_rss": Metric("B", False, "largest peak resident memory of an epoch"),
+    "gpu_time": Metric("s", False, "GPU time of a region, from sampled visits scaled to all visits (GPU runs only)"),
     "comm_time": Metric("s", True, "time in a communication operation over the run"),
     "comm_bytes": Metric("B", True, "bytes moved by a communication operation over the run"),
     "comm_calls": Metric("", True, "calls of a communication operation"),
@@ -124,10 +125,16 @@ def _median(values: list[float]) -> float:
 
 
 def _comm_callpath(names: RegionNames, rf: RankFile, rec: dict[str, Any]) -> str:
+    """The operation's call path: as recorded when it ends in the operation's own `comm` region
+    (then its time and its bytes share a call path), else with the operation's name appended."""
     op = str(rec.get("op") or "comm")
     cp = rec.get("callpath")
-    if isinstance(cp, (list, tuple)):
-        cp = names.callpath(rf, cp)
+    if isinstance(cp, (list, tuple)) and cp:
+        last = rf.run.regions.get(int(cp[-1]))
+        text = names.callpath(rf, cp)
+        if last is not None and last.kind == "comm":
+            return text
+        cp = text
     elif not isinstance(cp, str):
         cp = ""
     if not cp:
@@ -135,21 +142,38 @@ def _comm_callpath(names: RegionNames, rf: RankFile, rec: dict[str, Any]) -> str
     return cp if cp.split("->")[-1] == op else f"{cp}->{op}"
 
 
-def rank_metrics(files: list[RankFile], names: RegionNames) -> tuple[dict[Key, float], bool]:
-    """One rank's metrics (its processes summed) and whether it was profiled at all."""
+@dataclass
+class RankMetrics:
+    values: dict[Key, float]
+    profiled: bool  # False: the rank recorded nothing (probes off by rank selection)
+    unknown: set[Key]  # measured only in part (throttled regions): no value, and not 0 either
+    throttled: set[str]  # call paths of throttled regions
+
+
+def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
+    """One rank's metrics, its processes summed."""
     totals: dict[Key, float] = defaultdict(float)
     samples: dict[Key, list[float]] = defaultdict(list)
     peaks: dict[Key, float] = {}
+    unknown: set[Key] = set()
+    throttled: set[str] = set()
     profiled = False
     for rf in files:
         run = rf.run
         ends_in: dict[int, set[str]] = defaultdict(set)
+        visits_of: dict[int, int] = defaultdict(int)
         for path, st in run.profile.items():
             if not path:
                 continue
             profiled = True
             cp = names.callpath(rf, path)
             ends_in[path[-1]].add(cp)
+            visits_of[path[-1]] += st.visits
+            if path[-1] in run.throttled:
+                # timing stopped after the throttle limit: what was recorded is a part of unknown size
+                throttled.add(cp)
+                unknown.update((cp, m) for m in ("time", "exclusive_time", "visits"))
+                continue
             totals[(cp, "time")] += st.incl_ns / 1e9
             totals[(cp, "exclusive_time")] += st.excl_ns / 1e9
             totals[(cp, "visits")] += st.visits
@@ -177,6 +201,12 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> tuple[dict[Key, f
             mem = rec.get("memory")
             if isinstance(mem, dict):
                 _peak(peaks, (cp, "peak_rss"), _number(mem.get("rss_peak_bytes")))
+        for rid, g in run.gpu_regions.items():
+            n, ns = _number(g.get("samples")), _number(g.get("gpu_ns"))
+            if n and ns is not None and visits_of.get(rid) and rid not in run.throttled:
+                # sampled visits: the mean GPU time per visit, scaled to all visits of the region
+                cp = loop_callpath(rid)
+                totals[(cp, "gpu_time")] += ns / n * visits_of[rid] / 1e9
         for rec in run.comms:
             cp = _comm_callpath(names, rf, rec)
             profiled = True
@@ -188,29 +218,43 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> tuple[dict[Key, f
     out: dict[Key, float] = dict(totals)
     out.update((k, _median(v)) for k, v in samples.items() if v)
     out.update(peaks)
-    return out, profiled
+    for k in unknown:
+        out.pop(k, None)
+    return RankMetrics(out, profiled, unknown, throttled)
 
 
-def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> dict[Key, float]:
+@dataclass
+class RunMetrics:
+    values: dict[Key, float]
+    unknown: set[Key]
+    throttled: set[str]
+
+
+def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunMetrics:
     """One value per (call path, metric) for a run: its ranks' values reduced with `ranks`."""
     reduce = _REDUCE[ranks]
     per_rank = []
+    unknown: set[Key] = set()
+    throttled: set[str] = set()
     for _, files in run.ranks.items():
-        m, profiled = rank_metrics(files, names)
-        if profiled or m:
-            per_rank.append(m)
-    keys = set().union(*per_rank) if per_rank else set()
+        rm = rank_metrics(files, names)
+        unknown |= rm.unknown
+        throttled |= rm.throttled
+        if rm.profiled or rm.values:
+            per_rank.append(rm.values)
+    keys = (set().union(*per_rank) if per_rank else set()) - unknown
     out: dict[Key, float] = {}
     for key in keys:
         additive = METRICS[key[1]].additive
         vals = [m.get(key, 0.0) for m in per_rank] if additive else [m[key] for m in per_rank if key in m]
         if vals:
             out[key] = reduce(vals)
-        if key[1] == "time":
+        # imbalance needs every rank: with rank selection, one recorded rank of many says nothing
+        if key[1] == "time" and (len(per_rank) > 1 or run.world_size == 1):
             mean = sum(vals) / len(vals)
             if mean > 0:
                 out[(key[0], "imbalance")] = max(vals) / mean
-    return out
+    return RunMetrics(out, unknown, throttled)
 
 
 def _derived(
@@ -256,8 +300,14 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
     names = RegionNames(runs)
     params = runset.parameters
     measured: dict[tuple[float, ...], list[dict[Key, float]]] = defaultdict(list)
+    unknown: dict[tuple[float, ...], list[set[Key]]] = defaultdict(list)
+    throttled: dict[str, int] = defaultdict(int)  # call path -> runs in which it was throttled
     for run in runs:
-        measured[runset.point(run)].append(run_metrics(run, names, ranks))
+        rm = run_metrics(run, names, ranks)
+        measured[runset.point(run)].append(rm.values)
+        unknown[runset.point(run)].append(rm.unknown)
+        for cp in rm.throttled:
+            throttled[cp] += 1
     if not any(len(run.ranks) > 1 for run in runs):
         # max/mean over one rank is 1 by definition: a series that says nothing
         for reps in measured.values():
@@ -276,17 +326,20 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
         keys = set().union(*reps)
         for key in keys:
             additive = METRICS[key[1]].additive
-            vals = [rep.get(key, 0.0) if additive else rep.get(key) for rep in reps]
+            vals = [rep.get(key, 0.0) if additive and key not in unk else rep.get(key)
+                    for rep, unk in zip(reps, unknown[pt])]
             vals = [v for v in vals if v is not None]
             if vals:
                 by_key[key][pt] = vals
     n_points = len(measured)
     series: list[Series] = []
-    partial: dict[str, list[str]] = defaultdict(list)
+    partial: dict[str, int] = {}  # call path -> fewest points among its incomplete series
+    n_partial = 0
     for (cp, metric) in sorted(by_key, key=lambda k: (k[0], list(METRICS).index(k[1]))):
         pts = sorted(by_key[(cp, metric)])
         if len(pts) < n_points:
-            partial[metric].append(f"{cp} ({len(pts)} of {n_points})")
+            n_partial += 1
+            partial[cp] = min(partial.get(cp, n_points), len(pts))
         series.append(
             Series(
                 cp,
@@ -297,11 +350,19 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
             )
         )
     warnings = list(runset.warnings)
-    for metric, items in partial.items():
-        shown = ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+    if throttled:
+        items = [f"{cp} ({n} run{'s' if n > 1 else ''})" for cp, n in sorted(throttled.items())]
+        shown = ", ".join(items[:8]) + (f" and {len(items) - 8} more" if len(items) > 8 else "")
         warnings.append(
-            f"{len(items)} '{metric}' series were not measured at every point and are modeled on the points "
-            f"they have: {shown}"
+            f"{len(items)} call path(s) were throttled by the runtime (many very short visits): their time "
+            f"and visits are left out where that happened: {shown}"
+        )
+    if partial:
+        items = [f"{cp} ({k} of {n_points})" for cp, k in partial.items()]
+        shown = ", ".join(items[:8]) + (f" and {len(items) - 8} more" if len(items) > 8 else "")
+        warnings.append(
+            f"{len(items)} call path(s) were not measured at every point ({n_partial} series); they are "
+            f"modeled on the points they have: {shown}"
         )
     sources = sorted({str(f.path) for r in runs for f in r.files})
     return Dataset(params, series, warnings, sources)

@@ -2,8 +2,8 @@
 
 Commands live in their own modules, listed in `COMMANDS`; each exposes `configure(parser)` and
 `run(args) -> int`. Only the chosen command's module is imported, so a slow or broken command
-never slows down or breaks another; a registered module that fails to import is reported to the
-user when it is asked for (and in `modeler --help`), never skipped silently.
+never slows down or breaks another; a registered module that fails to import is an error shown
+to the user when its command is asked for, never skipped silently (and a test imports them all).
 
 `main` is the only place that turns a `ModelerError` into a message and an exit code.
 """

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .dataset import REPETITION_AGGREGATES, Dataset
+from .dataset import REPETITION_AGGREGATES, Dataset, Series
 from .errors import InputError, NotFittedError, TooFewPointsError
 from .model import Factor, FittedModel, Model, Term
 from .pmnf import default_mode, extrap_mode
@@ -67,7 +67,7 @@ class PMNFModeler:
     def _validate(self) -> str:
         if self.compat not in COMPAT_MODES:
             raise InputError(f"compat must be None or 'extrap', got {self.compat!r}")
-        aggregate = self.aggregate or ("mean" if self.compat == "extrap" else "median")
+        aggregate = self.aggregate or ("mean" if self.compat == "extrap" else "robust")
         if aggregate not in REPETITION_AGGREGATES:
             raise InputError(
                 f"aggregate must be one of {', '.join(REPETITION_AGGREGATES)}, got {self.aggregate!r}"
@@ -89,7 +89,8 @@ class PMNFModeler:
         if not dataset.series:
             raise TooFewPointsError("the dataset has no series to model")
         params = dataset.parameters
-        values = [s.values(aggregate) for s in dataset.series]
+        stats = [_point_stats(s, aggregate) for s in dataset.series]
+        values = [v for v, _ in stats]
         notes: list[list[str]] = [[] for _ in dataset.series]
         fittable: list[int] = []
         for i, s in enumerate(dataset.series):
@@ -121,7 +122,7 @@ class PMNFModeler:
             if self.compat == "extrap":
                 g = extrap_mode.fit_group(pts, Y, index, self.allow_log)
             else:
-                spread = np.array([dataset.series[i].spread() for i in index])
+                spread = np.array([stats[i][1] for i in index])
                 reps = np.array([[r.size for r in dataset.series[i].repetitions] for i in index])
                 g = default_mode.fit_group(
                     pts, Y, index, spread, reps, aggregate=aggregate, candidates=self.candidates,
@@ -148,7 +149,7 @@ class PMNFModeler:
             models.append(
                 FittedModel(
                     s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points,
-                    _interval(s.spread(), [r.size for r in s.repetitions]), tuple(notes[i]),
+                    _interval(stats[i][1], [r.size for r in s.repetitions]), tuple(notes[i]),
                 )
             )
         self.models_ = models
@@ -187,6 +188,23 @@ def _to_model(params: tuple[str, ...], g: GroupFit, row: int) -> Model:
             factors.append(Factor(params[p], e, lg))
         terms.append(Term(float(g.coef[row, 1 + j]), tuple(factors)))
     return Model(params, float(g.coef[row, 0]), tuple(terms))
+
+
+def _point_stats(s: Series, how: str) -> tuple[np.ndarray, np.ndarray]:
+    """`s.values(how)` and `s.spread()`, in one vectorized pass when every point has as many
+    repetitions (the common case; the per-point methods cost more than the fit)."""
+    sizes = {r.size for r in s.repetitions}
+    if len(sizes) != 1 or how == "robust":
+        return s.values(how), s.spread()
+    R = np.stack(s.repetitions)
+    values = {"median": np.median, "mean": np.mean, "min": np.min, "max": np.max}[how](R, axis=1)
+    if R.shape[1] < 2:
+        return values, np.zeros(len(R))
+    m = R.mean(axis=1)
+    sd = R.std(axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where(m != 0, sd / np.abs(np.where(m != 0, m, 1.0)), 0.0)
+    return values, spread
 
 
 def _interval(spread: np.ndarray, reps: list[int]) -> tuple[float, float] | None:

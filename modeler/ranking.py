@@ -2,7 +2,9 @@
 at a target point (`--at ranks=1024,batch=256`).
 
 Growth is the dominant term's total exponent and total log exponent; a dominant term with a
-negative coefficient means the value eventually falls, so it ranks below every constant.
+negative coefficient means the value eventually falls, so it ranks below every constant. For
+speedup and parallel efficiency, where more is better, the order is reversed: the fastest-falling
+model ranks first.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from .errors import InputError
 from .model import FittedModel, Model
 
 
+# metrics where more is better; for every other metric (times, bytes, imbalance) more is worse
+HIGHER_IS_BETTER = frozenset({"speedup", "parallel_efficiency"})
+
+
 @dataclass(frozen=True)
 class RankedModel:
     fitted: FittedModel
@@ -25,10 +31,12 @@ class RankedModel:
     prediction: float
     low: float | None
     high: float | None
+    unit: str = ""
 
     def to_json(self) -> dict:
         d = self.fitted.to_json()
         d.update(
+            unit=self.unit,
             growth={"exponent": self.growth[0], "log_exponent": self.growth[1]},
             prediction=_finite_or_none(self.prediction),
             prediction_interval=None if self.low is None else [_finite_or_none(self.low), _finite_or_none(self.high)],
@@ -105,8 +113,14 @@ def parse_at(text: str | None, parameters: Sequence[str], defaults: Mapping[str,
 
 
 def rank_models(
-    models: Iterable[FittedModel], parameters: Sequence[str], at: Mapping[str, float], *, warnings: Sequence[str] = ()
+    models: Iterable[FittedModel],
+    parameters: Sequence[str],
+    at: Mapping[str, float],
+    *,
+    warnings: Sequence[str] = (),
+    units: Mapping[tuple[str, str], str] | None = None,
 ) -> Ranking:
+    """The models worst-scaling first; `units` maps (call path, metric) to the unit of its values."""
     point = np.array([[float(at[p]) for p in parameters]]) if parameters else np.zeros((1, 0))
     rows = []
     for fm in models:
@@ -116,11 +130,14 @@ def rank_models(
         if fm.interval is not None and math.isfinite(pred):
             a, b = pred * fm.interval[0], pred * fm.interval[1]
             low, high = min(a, b), max(a, b)
-        rows.append(RankedModel(fm, growth(fm.model), pred, low, high))
+        unit = (units or {}).get((fm.callpath, fm.metric), "")
+        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit))
 
     def key(r: RankedModel) -> tuple:
-        pred = r.prediction if math.isfinite(r.prediction) else -math.inf
-        return (-r.growth[0], -r.growth[1], -pred, r.fitted.callpath, r.fitted.metric)
+        # for speedup and efficiency a falling model is the bad one: rank it as a growing time
+        sign = -1.0 if r.fitted.metric in HIGHER_IS_BETTER else 1.0
+        pred = sign * r.prediction if math.isfinite(r.prediction) else -math.inf
+        return (-sign * r.growth[0], -sign * r.growth[1], -pred, r.fitted.callpath, r.fitted.metric)
 
     rows.sort(key=key)
     return Ranking(tuple(parameters), dict(at), tuple(rows), tuple(warnings))

@@ -146,9 +146,9 @@ def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
         h = f.run.header
         pid = i + 1  # Perfetto draws processes by pid; keep ranks in order and workers next to them
         label = f"rank {f.rank}" + (" worker" if f.worker else "")
-        events.append({"ph": "M", "pid": pid, "name": "process_name",
+        events.append({"ph": "M", "pid": pid, "tid": 0, "name": "process_name",
                        "args": {"name": f"{label} ({h.get('host', '?')}, pid {h.get('pid', '?')})"}})
-        events.append({"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}})
+        events.append({"ph": "M", "pid": pid, "tid": 0, "name": "process_sort_index", "args": {"sort_index": pid}})
         names = {rid: reg.name for rid, reg in f.run.regions.items()}
         kinds = {rid: reg.kind for rid, reg in f.run.regions.items()}
         for tid, kind, recs in ((TID_EPOCHS, "epoch", f.run.epochs), (TID_STEPS, "step", f.run.steps)):
@@ -186,9 +186,12 @@ def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
             "the run has no timed steps, epochs or region events to draw: record it with SCALEPROBE_TRACE=1 "
             "for region events, or instrument a program with a training loop"
         )
+    # parents before children where they start together: some importers nest by order
+    events.sort(key=lambda e: (e["ph"] != "M", e["pid"], e.get("tid", 0), e.get("ts", 0.0), -e.get("dur", 0.0)))
+    dropped = sum(int((f.run.end or {}).get("trace_dropped") or 0) for f in files)
     head = files[0].run.header
     meta = {"run_id": head.get("run_id"), "experiment": head.get("experiment"), "params": head.get("params"),
-            "world_size": head.get("world_size"), "region_events": traced,
+            "world_size": head.get("world_size"), "region_events": traced, "events_dropped": dropped,
             "origin_unix": origin if math.isfinite(origin) else None}
     return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": meta}
 
@@ -207,7 +210,11 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e
     n = sum(1 for e in trace["traceEvents"] if e["ph"] == "X")
-    note = "" if trace["otherData"]["region_events"] else " (steps and epochs only: record with SCALEPROBE_TRACE=1 for every region visit)"
+    meta = trace["otherData"]
+    note = "" if meta["region_events"] else " (steps and epochs only: record with SCALEPROBE_TRACE=1 for every region visit)"
+    if meta["events_dropped"]:
+        note += (f" ({meta['events_dropped']} region events were dropped while recording: raise "
+                 f"SCALEPROBE_TRACE_MAX or trace a shorter run)")
     print(f"timeline of run {trace['otherData']['run_id']}: {n} slices written to {out.resolve()}{note}; "
           f"open it in https://ui.perfetto.dev or chrome://tracing", file=sys.stderr)
     return 0

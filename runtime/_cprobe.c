@@ -196,11 +196,14 @@ static void close_top(ThreadState *s, int64_t t) {
 static PyObject *p_exit(PyObject *self, PyObject *arg) {
     int64_t t = now_ns();
     Py_ssize_t rid;
-    if (!read_rid(arg, &rid) || off[rid]) Py_RETURN_NONE;
+    if (!read_rid(arg, &rid)) Py_RETURN_NONE;
     ThreadState *s = tls;
     if (!s) Py_RETURN_NONE;
     Frame *top = &s->stack[s->depth - 1];
     if (top->rid != (int32_t)rid) {
+        /* An untimed region's enter pushed nothing. A visit that began before its region was
+         * throttled is on top and closes normally, so it never stays behind as a stale parent. */
+        if (off[rid]) Py_RETURN_NONE;
         /* Frames above rid were left open (probes switched off mid-visit): drop them. */
         int32_t i;
         for (i = s->depth - 1; i > 0; i--)

@@ -66,15 +66,16 @@ def enter(rid: int, _perf=perf_counter_ns, _local=_local, _off=_off) -> None:
 
 def exit(rid: int, _perf=perf_counter_ns, _local=_local, _off=_off) -> None:
     t = _perf()
-    if _off[rid]:
-        return
     try:
         stack = _local.stack
     except AttributeError:
         return
     f = stack[-1]
     if f[1] != rid:
-        _exit_slow(stack, rid, t)
+        # An untimed region's enter pushed nothing. A visit that began before its region was
+        # throttled is on top and closes normally, so it never stays behind as a stale parent.
+        if not _off[rid]:
+            _exit_slow(stack, rid, t)
         return
     if f[3]:
         f[3] -= 1
@@ -144,19 +145,18 @@ def take_deltas() -> list[tuple]:
                 cur = child[:_NSTATS]
                 snap = child[_SNAP]
                 if snap is None:
-                    if cur[0] or cur[6]:
-                        out.append((p, cur[0] + cur[6], cur[1], cur[2], cur[3], cur[4], cur[5], cur[6]))
-                        child[_SNAP] = cur
-                elif cur[0] != snap[0] or cur[6] != snap[6]:
+                    snap = (0, 0, 0, 0, 0, 0, 0)
+                if cur[0] != snap[0] or cur[6] != snap[6]:
+                    # sumsq as a float: squared nanoseconds overflow 64 bits after a few seconds.
                     out.append(
                         (
                             p,
                             cur[0] - snap[0] + cur[6] - snap[6],
                             cur[1] - snap[1],
                             cur[2] - snap[2],
-                            cur[3],
+                            cur[3] if cur[0] else 0,
                             cur[4],
-                            cur[5] - snap[5],
+                            float(cur[5] - snap[5]),
                             cur[6] - snap[6],
                         )
                     )

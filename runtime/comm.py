@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 from time import perf_counter_ns
 from typing import Any, Callable
 
@@ -28,51 +29,76 @@ _PAYLOAD = ("tensor", "input_tensor", "input", "input_tensor_list", "input_list"
 
 _patched = [False]
 _watching = [False]
+# Set while a DDP comm hook runs: the collectives it issues are part of `ddp_allreduce` and must
+# not be counted a second time as plain all_reduce calls.
+_in_hook = threading.local()
 
 
 class _TorchImportWatch:
-    """A meta-path finder that lets `import torch` run unchanged and patches right after it, so
-    that even a DDP model built before the first probe call gets its comm hook. It removes itself
-    once torch is found; every other import costs one string comparison meanwhile."""
+    """A meta-path finder that lets an import of torch or torch._dynamo run unchanged and acts
+    right after it: torch -> patch torch.distributed (so that even a DDP model built before the
+    first probe call gets its comm hook); torch._dynamo -> hide the probes from torch.compile.
+    It removes itself when both are seen; every other import costs a tuple lookup meanwhile."""
 
     def __init__(self, rec: "_recorder.Recorder") -> None:
         self.rec = rec
+        self.names = {"torch", "torch._dynamo"} - set(sys.modules)
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "torch":
+        if name not in self.names:
             return None
-        if self in sys.meta_path:
+        self.names.discard(name)
+        if not self.names and self in sys.meta_path:
             sys.meta_path.remove(self)
         for finder in sys.meta_path:
+            if finder is self:
+                continue
             find = getattr(finder, "find_spec", None)
             spec = find(name, path, target) if find is not None else None
             if spec is not None:
                 break
         else:
             return None
-        loader = spec.loader
-        exec_module = getattr(loader, "exec_module", None)
+        exec_module = getattr(spec.loader, "exec_module", None)
         if exec_module is None:
             return spec
         rec = self.rec
 
-        def exec_then_patch(module: Any) -> None:
+        def exec_then_hook(module: Any) -> None:
             exec_module(module)
             try:
-                patch_if_loaded(rec)
-            except Exception as e:  # never break the user's `import torch`
-                print(f"scaleprobe: torch.distributed not instrumented: {e!r}", file=sys.stderr)
+                _after_import(name, rec)
+            except Exception as e:  # never break the user's import
+                print(f"scaleprobe: after importing {name}: {e!r}", file=sys.stderr)
 
-        loader.exec_module = exec_then_patch
+        spec.loader.exec_module = exec_then_hook
         return spec
 
 
+def _after_import(name: str, rec: "_recorder.Recorder") -> None:
+    if name == "torch":
+        patch_if_loaded(rec)
+    else:
+        from . import dynamo
+
+        dynamo.hide_probes()
+
+
 def watch(rec: "_recorder.Recorder") -> None:
-    """Patch torch.distributed now if loaded, else as soon as the program imports torch."""
-    if patch_if_loaded(rec) or _watching[0] or "torch" in sys.modules:
+    """Patch torch.distributed and hide probes from dynamo now for what is loaded, and as soon as
+    the program imports the rest."""
+    if _watching[0]:
         return
     _watching[0] = True
-    sys.meta_path.insert(0, _TorchImportWatch(rec))
+    if "torch" in sys.modules:
+        patch_if_loaded(rec)
+    if "torch._dynamo" in sys.modules:
+        from . import dynamo
+
+        dynamo.hide_probes()
+    w = _TorchImportWatch(rec)
+    if w.names:
+        sys.meta_path.insert(0, w)
 
 
 def patch_if_loaded(rec: "_recorder.Recorder") -> bool:
@@ -80,7 +106,7 @@ def patch_if_loaded(rec: "_recorder.Recorder") -> bool:
     if _patched[0]:
         return True
     dist = sys.modules.get("torch.distributed")
-    if dist is None or not rec.enabled:
+    if dist is None or not rec.enabled or not rec.cfg.comm:
         return False
     _patched[0] = True
     import inspect
@@ -130,7 +156,7 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not rec.on:
+        if not rec.on or getattr(_in_hook, "on", False):
             return fn(*args, **kwargs)
         if payload is None:
             nbytes = 0
@@ -214,10 +240,14 @@ def _ddp_hook(state: _HookState, bucket: Any) -> Any:
         nbytes = int(buf.numel()) * int(buf.element_size())
     except Exception:
         nbytes = 0
-    if state.user_hook is not None:
-        fut = state.user_hook(state.user_state, bucket)
-    else:
-        fut = default_hooks.allreduce_hook(state.process_group, bucket)
+    _in_hook.on = True
+    try:
+        if state.user_hook is not None:
+            fut = state.user_hook(state.user_state, bucket)
+        else:
+            fut = default_hooks.allreduce_hook(state.process_group, bucket)
+    finally:
+        _in_hook.on = False
     rec = state.rec
     if not rec.on:
         return fut

@@ -61,6 +61,8 @@ class Config:
     throttle_calls: int = 100_000
     throttle_ns: int = 10_000
     gpu: str = "auto"
+    gpu_budget: int = 4
+    trace_max: int = 1_000_000
     ddp_hook: bool = True
     comm: bool = True
 
@@ -199,6 +201,8 @@ def from_env(env: Mapping[str, str] | None = None) -> Config:
         throttle_calls=_number(e, "SCALEPROBE_THROTTLE_CALLS", 100_000),
         throttle_ns=_number(e, "SCALEPROBE_THROTTLE_NS", 10_000),
         gpu=gpu,
+        gpu_budget=_number(e, "SCALEPROBE_GPU_BUDGET", 4),
+        trace_max=_number(e, "SCALEPROBE_TRACE_MAX", 1_000_000),
         ddp_hook=_flag(e, "SCALEPROBE_DDP_HOOK", True),
         comm=_flag(e, "SCALEPROBE_COMM", True),
     )

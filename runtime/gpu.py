@@ -151,3 +151,86 @@ class GpuTimer:
             return self.backend.peak_memory()
         except Exception:  # memory statistics are a bonus; never fail a step for them
             return None
+
+
+class Rotation:
+    """GPU time for ordinary regions, one region at a time: during each step only the current
+    target region is timed with events, at most `budget` visits, and the target moves on to the
+    next visited region at every step boundary. Over a run every hot region gets GPU samples at
+    a bounded cost per step (HugeCTR timed one kernel per iteration).
+
+    It works by swapping each instrumented module's `__sp_enter__`/`__sp_exit__` for wrappers,
+    so programs without a GPU keep the bare probes.
+    """
+
+    SKIP_KINDS = ("epoch", "step", "comm")
+
+    def __init__(self, timer: GpuTimer, rec: Any, budget: int = 4) -> None:
+        self.timer = timer
+        self.rec = rec
+        self.budget = budget
+        self.left = [0]
+        self.target = [-1]
+        self.open: list[Event] = []
+        self.samples: dict[int, list[int]] = {}  # rid -> [samples, gpu_ns] since the last flush
+        self._order: list[int] = []
+        self._pos = 0
+        self._pending: list[dict] = []
+
+    def install(self, g: dict) -> None:
+        enter, exit = g.get("__sp_enter__"), g.get("__sp_exit__")
+        if enter is None or exit is None or getattr(enter, "__sp_gpu__", False):
+            return
+        target, left, timer, opened, pending = self.target, self.left, self.timer, self.open, self._pending
+
+        def gpu_enter(rid: int) -> None:
+            enter(rid)
+            if rid == target[0] and left[0] > 0:
+                left[0] -= 1
+                opened.append(timer.start())
+
+        def gpu_exit(rid: int) -> None:
+            if rid == target[0] and opened:
+                d = {"gpu_ns": None, "rid": rid}
+                timer.stop(opened.pop(), d)
+                pending.append(d)
+            exit(rid)
+
+        gpu_enter.__sp_gpu__ = True  # type: ignore[attr-defined]
+        from .dynamo import hide
+
+        hide(gpu_enter, gpu_exit)
+        g["__sp_enter__"], g["__sp_exit__"] = gpu_enter, gpu_exit
+
+    def next_step(self) -> None:
+        """Called at every step boundary: pick the next region to time."""
+        self.timer.free.extend(self.open)  # a visit still open at a step boundary is no clean sample
+        self.open.clear()
+        if not self._order or self._pos >= len(self._order):
+            regions = self.rec.regions
+            # Regions known to be visited (after a flush) first; before that, every defined one.
+            known = self.rec.region_totals or regions
+            throttled = self.rec.throttled
+            self._order = sorted(r for r in known if regions.get(r, ("step",))[0] not in self.SKIP_KINDS and r not in throttled)
+            self._pos = 0
+        if self._order:
+            self.target[0] = self._order[self._pos]
+            self._pos += 1
+            self.left[0] = self.budget
+        else:
+            self.target[0] = -1
+
+    def take(self) -> list[dict]:
+        """Per-region GPU samples resolved since the previous call, as run-file records."""
+        done, waiting = [], []
+        for d in self._pending:
+            (waiting if d["gpu_ns"] is None else done).append(d)
+        self._pending[:] = waiting
+        for d in done:
+            s = self.samples.setdefault(d["rid"], [0, 0])
+            s[0] += 1
+            s[1] += d["gpu_ns"]
+        out = [{"type": "gpu", "region": rid, "samples": n, "gpu_ns": ns} for rid, (n, ns) in sorted(self.samples.items())]
+        # (the recorder adds the flush number)
+        self.samples = {}
+        return out

@@ -35,8 +35,13 @@ def job_run_id(env: os._Environ | dict[str, str]) -> str | None:
         return "pbs-" + env["PBS_JOBID"].split(".")[0]
     if env.get("LSB_JOBID"):
         return "lsf-" + env["LSB_JOBID"]
-    if env.get("TORCHELASTIC_RUN_ID") not in (None, "", "none"):
-        return "torchrun-" + env["TORCHELASTIC_RUN_ID"]
+    if "TORCHELASTIC_RUN_ID" in env:
+        if env["TORCHELASTIC_RUN_ID"] not in ("", "none"):
+            return "torchrun-" + env["TORCHELASTIC_RUN_ID"]
+        if env.get("LOCAL_WORLD_SIZE") == env.get("WORLD_SIZE"):
+            # torchrun's default rendezvous id is "none"; on one node, the workers' shared parent
+            # is the torchrun agent itself.
+            return f"torchrun-{os.uname().nodename}-{os.getppid()}"
     if env.get("PMIX_NAMESPACE"):
         return "pmix-" + env["PMIX_NAMESPACE"]
     return None

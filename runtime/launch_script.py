@@ -81,7 +81,15 @@ def run_script(path: Path, args: list[str],
         raise LaunchError(f"script {path} does not exist or is not a file")
     # Since Python 3.9 a script's __file__ and traceback file names are absolute; argv[0] is not.
     absolute = Path(os.path.abspath(path))
-    code = code_for(absolute)
+    try:
+        code = code_for(absolute)
+    except SyntaxError as exc:
+        # As the interpreter shows it: where, and no traceback through the compiler's caller.
+        formatted = "".join(traceback.format_exception_only(type(exc), exc))
+        if on_error is not None:
+            on_error(exc, formatted)
+        print(formatted, end="", file=sys.stderr)
+        return 1
     main = types.ModuleType("__main__")
     main.__dict__.update({"__file__": str(absolute), "__builtins__": __builtins__, "__spec__": None,
                           "__loader__": None, "__package__": None, "__cached__": None})

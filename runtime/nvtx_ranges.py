@@ -44,6 +44,9 @@ def install(rec: Any, module_globals: dict) -> None:
         exit(rid)
         pop()
 
+    from .dynamo import hide
+
+    hide(nvtx_enter, nvtx_exit)
     if "__sp_enter__" in module_globals:
         module_globals["__sp_enter__"] = nvtx_enter
     if "__sp_exit__" in module_globals:

@@ -44,10 +44,13 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
         from . import nvtx_ranges
 
         nvtx_ranges.install(rec, module_globals)
-    if rec.cfg.comm:
-        from . import comm
+    if rec.tracer is not None:
+        rec.tracer.install(module_globals)
+    if rec.gpu_rotation is not None:
+        rec.gpu_rotation.install(module_globals)
+    from . import comm
 
-        comm.watch(rec)
+    comm.watch(rec)
     return rec.on
 
 

@@ -60,6 +60,12 @@ class Recorder:
         self.start_ns = time.perf_counter_ns()
         self.default_dir = False
         self.gpu = None  # runtime.gpu.GpuTimer once the program uses CUDA
+        self.gpu_rotation = None  # runtime.gpu.Rotation: GPU samples of ordinary regions
+        self.tracer = None  # runtime.trace.Tracer with SCALEPROBE_TRACE=1
+        if cfg.trace:
+            from .trace import Tracer
+
+            self.tracer = Tracer(self, cfg.trace_max)
         self.rank = 0
         self._include = cfg.include
         self._exclude = cfg.exclude
@@ -102,8 +108,12 @@ class Recorder:
 
     def _open_file(self, out: str) -> None:
         self.path = os.path.join(out, run_file_name(self.rank, self.pid))
-        self.writer = RunWriter(self.path)
-        self.writer.write_header(self.header)
+        try:
+            self.writer = RunWriter(self.path)
+            self.writer.write_header(self.header)
+        except OSError as e:
+            where = "SCALEPROBE_OUT" if self.cfg.out_dir else "the default directory"
+            raise ConfigError(f"cannot write the run file {self.path} ({where}): {e.strerror or e}") from None
 
     # ----- regions -----------------------------------------------------------------------------
 
@@ -199,6 +209,10 @@ class Recorder:
                 recs.append({"type": "iterations", "flush": n, "region": rid, "count": count})
             if self.gpu is not None:
                 self.gpu.resolve(wait=final_records is not None)
+                if self.gpu_rotation is not None:
+                    for r in self.gpu_rotation.take():
+                        r["flush"] = n
+                        recs.append(r)
             waiting = self.series_wait
             while self.series:
                 waiting.append(self.series.popleft())
@@ -216,6 +230,8 @@ class Recorder:
                 recs.append({"type": "comm", "flush": n, "op": op, "bytes": nbytes, "group_size": group, "calls": calls,
                              "time_ns": t_ns, "gpu_ns": gpu_ns if gpu_calls else None, "callpath": list(path)})
             recs.extend(self._throttle())
+            if self.tracer is not None:
+                recs.extend(self.tracer.take(n))
             if final_records:
                 recs.extend(final_records)
             self.writer.write_records(recs, sync=sync)
@@ -255,6 +271,7 @@ class Recorder:
                 "signal": signal if signal is not None else self.signal,
                 "exception": self.exc_type,
                 "throttled": len(self.throttled), "dropped": impl.dropped(),
+                "trace_dropped": self.tracer.dropped if self.tracer is not None else 0,
                 "flushes": self.flushes + 1,
                 "duration_ns": time.perf_counter_ns() - self.start_ns,
                 "torch": _torch_version(), "cuda": _cuda_version(),
@@ -288,6 +305,13 @@ class Recorder:
         self.flushes = 0
         self.start_ns = time.perf_counter_ns()
         self.gpu = None  # CUDA does not survive fork
+        if self.gpu_rotation is not None:
+            # The modules keep its wrappers: make sure they never touch CUDA in the child.
+            self.gpu_rotation.target[0] = -1
+            self.gpu_rotation.left[0] = 0
+        self.gpu_rotation = None
+        if self.tracer is not None:
+            self.tracer.reset_after_fork()
         if not self.enabled or self.finished or self.writer is None:
             self.writer = None
             return
@@ -353,6 +377,17 @@ def _install_hooks(rec: Recorder) -> None:
         prev_hook(tp, value, tb)
 
     sys.excepthook = excepthook
+    real_exit = sys.exit
+
+    def exit(status: object = None) -> None:
+        # atexit cannot see the exit code; sys.exit is how nearly every program sets one.
+        r = _rec
+        if r is not None and r.exit_code is None:
+            r.exit_code = 0 if status is None else status if isinstance(status, int) else 1
+        real_exit(status)
+
+    exit.__doc__ = real_exit.__doc__
+    sys.exit = exit
     if threading.current_thread() is threading.main_thread():
         import signal as _signal
 

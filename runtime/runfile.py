@@ -87,6 +87,8 @@ class Run:
     steps: list[dict[str, Any]] = field(default_factory=list)
     comms: list[dict[str, Any]] = field(default_factory=list)
     throttled: dict[int, dict[str, Any]] = field(default_factory=dict)
+    gpu_regions: dict[int, dict[str, int]] = field(default_factory=dict)  # rid -> {samples, gpu_ns}
+    events: list[tuple[int, int, int, int]] = field(default_factory=list)  # SCALEPROBE_TRACE: (rid, start_ns, end_ns, tid)
     end: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
 
@@ -184,6 +186,7 @@ def read_run(path: str | os.PathLike[str]) -> Run:
         raise RunFileError(f"{p}: cannot read run file: {e.strerror or e}") from e
     loads = _loads()
     run = Run(path=p)
+    seen_header = False
     lines = raw.split(b"\n")
     complete = raw.endswith(b"\n")
     for lineno, line in enumerate(lines, 1):
@@ -200,7 +203,7 @@ def read_run(path: str | os.PathLike[str]) -> Run:
         if not isinstance(rec, dict) or "type" not in rec:
             run.problems.append(f"{p}:{lineno}: not a record object with a 'type'")
             continue
-        if lineno == 1 or not run.header:
+        if not seen_header:
             if rec["type"] != "header" or rec.get("format") != FORMAT_NAME:
                 raise RunFileError(f"{p}:{lineno}: not a scaleprobe run file (first record is not a header)")
             if rec.get("version") != FORMAT_VERSION:
@@ -208,12 +211,13 @@ def read_run(path: str | os.PathLike[str]) -> Run:
                     f"{p}: run file format version {rec.get('version')!r}, this scaleprobe reads version {FORMAT_VERSION}"
                 )
             run.header = {k: v for k, v in rec.items() if k not in ("type", "format", "version")}
+            seen_header = True
             continue
         try:
             _apply(run, rec)
         except (KeyError, TypeError, ValueError) as e:
             run.problems.append(f"{p}:{lineno}: bad {rec.get('type')!r} record: {e!r}")
-    if not run.header:
+    if not seen_header:
         raise RunFileError(f"{p}: empty run file (no header)")
     if run.end is None:
         run.problems.append(f"{p}: no end record (process still running or killed)")
@@ -238,6 +242,12 @@ def _apply(run: Run, rec: dict[str, Any]) -> None:
         run.steps.append(_series(rec))
     elif t == "comm":
         run.comms.append({k: v for k, v in rec.items() if k != "type"})
+    elif t == "events":
+        run.events.extend((int(e[0]), int(e[1]), int(e[2]), int(e[3])) for e in rec["events"])
+    elif t == "gpu":
+        g = run.gpu_regions.setdefault(int(rec["region"]), {"samples": 0, "gpu_ns": 0})
+        g["samples"] += int(rec["samples"])
+        g["gpu_ns"] += int(rec["gpu_ns"])
     elif t == "throttled":
         run.throttled[int(rec["region"])] = {k: v for k, v in rec.items() if k not in ("type", "region")}
     elif t == "end":

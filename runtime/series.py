@@ -48,6 +48,8 @@ class SeriesIter:
         self._comm0 = rec.comm_ns[0]
         gpu = rec.gpu
         self._gpu0 = gpu.start() if gpu is not None else None
+        if self._kind == "step" and rec.gpu_rotation is not None:
+            rec.gpu_rotation.next_step()
         return item
 
     def _close(self, t: int) -> None:
@@ -111,6 +113,7 @@ def _maybe_start_gpu(rec: "_recorder.Recorder") -> None:
         from .gpu import FakeBackend, GpuTimer
 
         rec.gpu = GpuTimer(FakeBackend())
+        _start_rotation(rec)
         return
     torch = sys.modules.get("torch")
     if torch is None:
@@ -123,6 +126,19 @@ def _maybe_start_gpu(rec: "_recorder.Recorder") -> None:
         from .gpu import CudaBackend, GpuTimer
 
         rec.gpu = GpuTimer(CudaBackend(torch))
+        _start_rotation(rec)
+
+
+def _start_rotation(rec: "_recorder.Recorder") -> None:
+    if rec.cfg.gpu_budget <= 0:
+        return
+    from .gpu import Rotation
+
+    rot = Rotation(rec.gpu, rec, budget=rec.cfg.gpu_budget)
+    with rec.lock:
+        rec.gpu_rotation = rot
+        for g in rec.modules:
+            rot.install(g)
 
 
 _clear_refs_ok = [True]

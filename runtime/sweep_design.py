@@ -148,7 +148,10 @@ def load_toml(path: Path) -> Design:
     [params]                       # optional fixed parameters
     model = "resnet50"
     """
-    import tomllib
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the same parser, as the tomli package (a dependency there)
+        import tomli as tomllib
 
     try:
         with open(path, "rb") as handle:

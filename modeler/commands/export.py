@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..export import write_extrap_jsonl
-from .inputs import add_input_options, load_from_args, select, warn
+from .inputs import add_input_options, describe_files, load_from_args, select, warn
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,5 +25,5 @@ def run(args: argparse.Namespace) -> int:
     summary = write_extrap_jsonl(data, args.extrap)
     warn([*data.warnings, *summary.notes()], args)
     if not args.quiet:
-        print(f"modeler: {summary.describe()}", file=sys.stderr)
+        print(f"modeler: {describe_files(loaded)}; {summary.describe()}", file=sys.stderr)
     return EXIT_PARTIAL if loaded.skipped else EXIT_OK

@@ -6,17 +6,17 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from typing import Sequence
 
-from ..dataset import Dataset
+from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
 from ..outputs import FORMATS, render
 from ..ranking import Ranking, measured_maximum, parse_at, rank_models
-from .inputs import add_input_options, load_from_args, select, warn, write_output
+from .inputs import add_input_options, describe_files, load_from_args, select, warn, write_output
 
 DEFAULT_MIN_POINTS = 3
-REPETITION_AGGREGATES = ("median", "mean", "min")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +26,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="target point for predictions and the ranking, e.g. ranks=1024,batch=256 "
                              "(parameters not named: their largest measured value)")
     parser.add_argument("--repetitions", choices=REPETITION_AGGREGATES,
-                        help="how repetitions are combined before fitting (default: median; mean with --compat extrap, as Extra-P)")
+                        help="how repetitions are combined before fitting (default: the engine's choice, "
+                             "see docs/modeling.md; mean with --compat extrap, as Extra-P)")
     parser.add_argument("--compat", choices=("extrap",), help="reproduce Extra-P 4.2.5's default modeler")
     parser.add_argument("--min-points", type=int, default=DEFAULT_MIN_POINTS, metavar="N",
                         help=f"leave out (with a warning) series measured at fewer than N points (default: {DEFAULT_MIN_POINTS})")
@@ -68,7 +69,8 @@ def fit_dataset(
     est = PMNFModeler(compat=compat, aggregate=repetitions).fit(data)
     model_warnings = Counter(w for fm in est.models_ for w in fm.warnings)
     notes = [f"{w} ({n} model{'s' if n > 1 else ''})" for w, n in model_warnings.items()]
-    return rank_models(est.models_, data.parameters, target, warnings=[*data.warnings, *warnings, *notes])
+    units = {(s.callpath, s.metric): s.unit for s in data.series}
+    return rank_models(est.models_, data.parameters, target, warnings=[*data.warnings, *warnings, *notes], units=units)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         ranking = Ranking(ranking.parameters, ranking.at, ranking.rows[: args.top], ranking.warnings)
     write_output(render(ranking, args.format), args.output)
     warn(ranking.warnings, args)
+    if not args.quiet:
+        print(f"modeler: {describe_files(loaded)}; {len(ranking.rows)} model(s)", file=sys.stderr)
     return EXIT_PARTIAL if loaded.skipped else EXIT_OK
 
 

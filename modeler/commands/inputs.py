@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from fnmatch import fnmatchcase
 from typing import Sequence
 
@@ -31,6 +32,20 @@ def add_input_options(parser: argparse.ArgumentParser, *, metric_default: str = 
 def load_from_args(args: argparse.Namespace) -> Loaded:
     options = ReadOptions(ranks=args.ranks, include_incomplete=args.include_incomplete)
     return read_inputs(args.paths, options, format=args.input_format)
+
+
+def describe_files(loaded: Loaded) -> str:
+    """`read 24 files (2 left out: their runs failed; 1 skipped: unreadable)`."""
+    counts = Counter(f.status for f in loaded.files)
+    extra = []
+    if counts["left out"]:
+        extra.append(f"{counts['left out']} left out: their runs failed or did not finish")
+    if counts["skipped"]:
+        extra.append(f"{counts['skipped']} skipped: unreadable")
+    if counts["ignored"]:
+        extra.append(f"{counts['ignored']} ignored: not measurements")
+    total = sum(counts.values())
+    return f"read {counts['read']} of {total} input files" + (f" ({'; '.join(extra)})" if extra else "")
 
 
 def parse_metrics(text: str | None, available: Sequence[str]) -> list[str] | None:

@@ -19,18 +19,19 @@ def number(v: float | None, digits: int = 4) -> str:
 
 
 def growth_text(g: tuple[float, float]) -> str:
-    """`p^1.5 log^1`-style summary of the dominant term; "const" for none, a minus when it falls."""
+    """The dominant term's total degree and log power: `deg 1.5, log^1`, `const`, or `falling (...)`."""
     e, l = g
     if e == 0 and l == 0:
         return "const"
-    sign = "-" if (e < 0 or l < 0) else ""
+    falling = e < 0 or l < 0
     e, l = abs(e), abs(l)
     parts = []
     if e:
-        parts.append(f"x^{number(e, 3)}")
+        parts.append(f"deg {number(e, 3)}")
     if l:
         parts.append(f"log^{number(l, 3)}")
-    return sign + " ".join(parts)
+    text = ", ".join(parts)
+    return f"falling ({text})" if falling else text
 
 
 def target_text(ranking: Ranking) -> str:
@@ -45,7 +46,7 @@ def cells(i: int, row: RankedModel) -> tuple[str, ...]:
         fm.callpath,
         fm.metric,
         growth_text(row.growth),
-        number(row.prediction),
+        number(row.prediction) + (f" {row.unit}" if row.unit and math.isfinite(row.prediction) else ""),
         interval,
         number(fm.smape, 3),
         number(fm.ar2, 4),

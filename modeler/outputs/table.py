@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ranking import Ranking
 from .columns import HEADERS, cells, target_text
 
-MAX_CALLPATH = 48
+MAX_CALLPATH = 60
 _RIGHT = {"#", "at target", "SMAPE%", "adj.R2", "CV SMAPE%", "RSS", "points"}
 
 

@@ -36,6 +36,11 @@ def fit_group(points: np.ndarray, Y: np.ndarray, index: list[int], allow_log: bo
     hyp = np.empty((S, P), dtype=int)
     sp_coef = np.empty((S, P, 2))
     for p, line in enumerate(extrap_lines(points)):
+        if line.x.size < 3:
+            # Extra-P would fit two coefficients to two points here; we call the parameter constant
+            # (the estimator warns about it), as the default mode does
+            hyp[:, p] = -1
+            continue
         fit = extrap_single(line.x, Y @ line.weights.T, allow_log)
         hyp[:, p] = fit.hypothesis
         sp_coef[:, p] = fit.coef

@@ -37,30 +37,35 @@ class WLSResult:
 
 
 def wls(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> WLSResult:
-    """Weighted least squares min sum w_i (y_i - X_i c)^2 for a stack of problems.
+    """Weighted least squares min sum w_i (y_i - X_i c)^2 for a stack of (n, k) designs X."""
+    return wls_columns(np.swapaxes(X, -1, -2), y, w)
+
+
+def wls_columns(C: np.ndarray, y: np.ndarray, w: np.ndarray) -> WLSResult:
+    """`wls` with the design given as columns, C of shape (..., k, n): the layout the engine builds.
 
     Columns that are all zero (padding, so that problems with fewer terms stack with the others)
     get coefficient 0. Columns are scaled to unit norm before the normal equations are formed,
     which keeps them well conditioned for the small, strongly scaled designs of PMNF models.
     """
-    sw = np.sqrt(w)
-    Xw = X * sw[..., :, None]
-    yw = y * sw
-    norms = np.sqrt(np.einsum("...nk,...nk->...k", Xw, Xw))
+    k = C.shape[-2]
+    sw = np.sqrt(w)[..., None, :]
+    Cw = C * sw
+    norms = np.sqrt(np.einsum("...kn,...kn->...k", Cw, Cw))
     unused = norms == 0
     norms = np.where(unused, 1.0, norms)
-    Xs = Xw / norms[..., None, :]
-    k = X.shape[-1]
-    G = np.einsum("...nk,...nl->...kl", Xs, Xs) + unused[..., :, None] * np.eye(k)
+    Cs = Cw / norms[..., :, None]
+    G = Cs @ np.swapaxes(Cs, -1, -2) + unused[..., :, None] * np.eye(k)
     with np.errstate(all="ignore"):
         try:
             Ginv = np.linalg.inv(G)
         except np.linalg.LinAlgError:
             Ginv = np.linalg.pinv(G)
-        beta = np.einsum("...kl,...nl,...n->...k", Ginv, Xs, yw)
+        yw = (y * np.sqrt(w))[..., None]  # (..., n, 1)
+        beta = (Ginv @ (Cs @ yw))[..., 0]
         coef = beta / norms
-        fitted = np.einsum("...nk,...k->...n", X, coef)
-        h = np.einsum("...nk,...kl,...nl->...n", Xs, Ginv, Xs)
+        fitted = np.einsum("...kn,...k->...n", C, coef)
+        h = np.einsum("...kn,...kn->...n", Ginv @ Cs, Cs)
         resid = y - fitted
         denom = 1.0 - h
         loo = np.where(denom > 1e-10, resid / np.where(denom > 1e-10, denom, 1.0), np.inf)

@@ -40,7 +40,21 @@ class ReaderSpec:
 
 
 class Sniffer(Protocol):
+    """Says which format a file is in (a key of READERS), or None when it is not one of its own."""
+
     def __call__(self, path: Path) -> str | None: ...
+
+
+class FileReader(Protocol):
+    """Reads one file into a Dataset; raises InputError (naming the file) when it cannot."""
+
+    def __call__(self, path: Path) -> Dataset: ...
+
+
+class BatchReader(Protocol):
+    """Reads all files of its format together; reports each file's fate in the FileResults."""
+
+    def __call__(self, paths: list[Path], options: "ReadOptions") -> tuple[Dataset, list["FileResult"]]: ...
 
 
 # Order matters: our run files are the common case and their sniffer is cheapest.
@@ -223,12 +237,9 @@ def read_inputs(
         spec = READERS[fmt]
         reader = _import(spec.module, spec.function)
         if spec.batch:
-            try:
-                ds, results = reader(fpaths, options)
-            except InputError as exc:
-                # a batch reader fails as a whole only for reasons that concern every file
-                files.extend(FileResult(str(p), fmt, "skipped", str(exc)) for p in fpaths)
-                continue
+            # a batch reader fails as a whole only for reasons that concern every file (runs that
+            # cannot be put together): that error stops the command
+            ds, results = reader(fpaths, options)
             files.extend(results)
             if ds.series or ds.parameters:
                 datasets.append(ds)

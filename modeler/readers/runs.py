@@ -68,11 +68,17 @@ class RankFile:
 
     @property
     def status(self) -> str:
-        """`ok`, `failed` (the end record says so) or `incomplete` (no end record)."""
+        """`ok`, `failed` (the end record says so) or `incomplete` (no end record).
+
+        A non-zero exit code fails the run even when the status says ok: `sys.exit(2)` from an
+        argument check ends the program cleanly as far as the recorder is concerned."""
         end = self.run.end
         if end is None:
             return "incomplete"
-        return "ok" if end.get("status", "ok") == "ok" else "failed"
+        code = end.get("exit_code")
+        if end.get("status", "ok") != "ok" or (isinstance(code, int) and code != 0):
+            return "failed"
+        return "ok"
 
     def failure(self) -> str:
         end = self.run.end
@@ -203,7 +209,8 @@ def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, 
         names.extend(p for p in r.params if p not in names)
     varying, constants = [], {}
     for p in names:
-        vals = {repr(r.params[p]) for r in ok}
+        # 4 and 4.0 are the same value (JSON writers differ); other values compare by their repr
+        vals = {float(v) if _is_number(v) else repr(v) for v in (r.params[p] for r in ok)}
         if len(vals) == 1:
             constants[p] = ok[0].params[p]
             continue
@@ -239,6 +246,16 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
     for r in runs:
         _judge(r, options.include_incomplete)
     parameters, constants = _parameters(runs, warnings)
+    experiments = sorted({str(r.experiment) for r in runs if r.status == "ok" and r.experiment})
+    if len(experiments) > 1:
+        warnings.append(f"runs of {len(experiments)} experiments are modeled together: {', '.join(experiments)}")
+    partial = [r for r in runs if r.status == "ok" and len(r.ranks) < r.world_size]
+    if partial:
+        r = partial[0]
+        warnings.append(
+            f"{len(partial)} run(s) have files of fewer ranks than their world size (e.g. run {r.run_id}: "
+            f"{len(r.ranks)} of {r.world_size}; rank selection?): their values come from the recorded ranks"
+        )
     for r in runs:
         if r.status == "ok":
             files.extend(FileResult(str(f.path), "runs", "read") for f in r.files)

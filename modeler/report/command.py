@@ -15,7 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="where to write the report (default: report.html, or stdout for --format markdown)")
     parser.add_argument("--format", choices=("html", "markdown"), default="html", help="html (default) or markdown")
-    parser.add_argument("--metric", default="time", help="metric to model and rank (default: time)")
+    parser.add_argument("--metric", help="metric to model and rank (default: time, or the inputs' only metric)")
     parser.add_argument("--at", metavar="NAME=VALUE,...",
                         help="target point for predictions, e.g. ranks=1024,batch=256 (default: the largest measured values)")
     parser.add_argument("--hold", metavar="NAME=VALUE,...",
@@ -31,6 +31,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--title", default="scaleprobe report", help="page title")
 
 
+def _choose_metric(asked: str | None, metrics: list[str]) -> str:
+    if asked is not None:
+        if asked not in metrics:
+            raise InputError(f"--metric: no metric {asked!r} in the inputs; they have {', '.join(metrics)}")
+        return asked
+    if "time" in metrics or not metrics:
+        return "time"
+    if len(metrics) == 1:
+        return metrics[0]
+    raise InputError(f"--metric: the inputs have no 'time'; choose one of {', '.join(metrics)}")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..estimator import PMNFModeler
     from ..ranking import measured_maximum, parse_at
@@ -42,15 +54,13 @@ def run(args: argparse.Namespace) -> int:
     read_opts = ReadOptions(ranks=args.rank_aggregate)
     loaded = read_inputs(args.inputs, read_opts)
     dataset = loaded.dataset
-    metrics = dataset.metrics()
-    if args.metric not in metrics:
-        raise InputError(f"--metric: no metric {args.metric!r} in the inputs; they have {', '.join(metrics)}")
-    selected = dataset.select(metrics=[args.metric])
+    metric = _choose_metric(args.metric, dataset.metrics())
+    selected = dataset.select(metrics=[metric])
     target = parse_at(args.at, selected.parameters, measured_maximum(selected))
     hold = parse_assignments(args.hold, "--hold")
     run_files = [f.path for f in loaded.files if f.format == "runs"]
     groups = groups_from_runset(load_runs(run_files, read_opts)) if run_files else []
-    options = ReportOptions(metric=args.metric, target=target, hold=hold, run_id=args.run, rank=args.rank,
+    options = ReportOptions(metric=metric, target=target, hold=hold, run_id=args.run, rank=args.rank,
                             top=args.top, title=args.title)
     # every option is checked before the fit, which is the slow part
     check_options(groups, selected.parameters, options)

@@ -28,8 +28,9 @@ def _environment() -> jinja2.Environment:
     )
     env.filters.update(
         secs=svg.format_seconds,
-        num=svg._fmt,
+        num=svg.short_number,
         leaf=lambda p: str(p).rsplit("->", 1)[-1],
+        parent=lambda p: str(p).rpartition("->")[0] + "->" if "->" in str(p) else "",
         finite=lambda v: v if v is not None and math.isfinite(v) else -1e300,
         md=_md,
     )

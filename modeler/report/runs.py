@@ -16,7 +16,7 @@ from typing import Any, Sequence
 PER_RUN_KEYS = frozenset(
     {"run_id", "params", "rank", "local_rank", "world_size", "pid", "repetition", "start", "start_ns",
      "started", "start_time", "time", "out", "path", "type", "kind", "experiment", "ppid",
-     "start_unix", "forked_from"}
+     "start_unix", "forked_from", "argv"}
 )
 RANK_PARAMETER_NAMES = ("ranks", "nproc", "nprocs", "world_size", "np", "processes", "gpus", "p")
 

@@ -23,7 +23,7 @@ def _esc(text: object) -> str:
     return escape(str(text), quote=True)
 
 
-def _fmt(v: float) -> str:
+def short_number(v: float) -> str:
     """Short tick / label text: 1.5k, 20, 0.25, 3e-05."""
     if v == 0:
         return "0"
@@ -121,7 +121,7 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
     return ticks or [lo, hi]
 
 
-def _domain(values: list[float], log: bool, pad: float = 0.05) -> tuple[float, float]:
+def _domain(values: list[float], log: bool, pad: float = 0.05, zero: bool = False) -> tuple[float, float]:
     vals = [v for v in values if math.isfinite(v) and (v > 0 or not log)]
     if not vals:
         return (1.0, 10.0) if log else (0.0, 1.0)
@@ -133,9 +133,11 @@ def _domain(values: list[float], log: bool, pad: float = 0.05) -> tuple[float, f
         return lo / math.exp(r), hi * math.exp(r)
     if lo == hi:
         return (lo - 1, hi + 1) if lo == 0 else (min(0.0, lo), hi * 1.1 if hi > 0 else 0.0)
+    if zero and lo >= 0:
+        # Durations start at zero: a cropped axis makes a 10% change look like a cliff.
+        return 0.0, hi * (1 + pad)
     span = hi - lo
-    # Durations start at zero: a cropped axis makes a 10% change look like a cliff.
-    return (0.0 if lo >= 0 else lo - span * pad), hi + span * pad
+    return lo - span * pad, hi + span * pad
 
 
 def xy_chart(
@@ -148,7 +150,7 @@ def xy_chart(
     width: int = 460,
     height: int = 280,
     title: str = "",
-    y_format=_fmt,
+    y_format=short_number,
     vline: float | None = None,
     vline_label: str = "",
     x_ticks: Sequence[float] | None = None,
@@ -169,7 +171,7 @@ def xy_chart(
     x_log = x_log and all(x > 0 for x in xs_all)
     y_log = y_log and all(y > 0 for y in ys_all if math.isfinite(y))
     xd = _domain(xs_all, x_log, 0.04)
-    yd = _domain(ys_all, y_log)
+    yd = _domain(ys_all, y_log, zero=True)
     ticks = None
     if x_ticks is not None:
         ticks = sorted({float(t) for t in x_ticks if xd[0] <= float(t) <= xd[1]})
@@ -199,12 +201,12 @@ def xy_chart(
 
 
 def _axes(sx, sy, width, height, ml, mr, mt, mb, x_label, y_label, y_format) -> str:
-    parts = [f'<g class="axes">']
+    parts = ['<g class="axes">']
     for t in sx.ticks():
         px = sx(t)
         parts.append(
             f'<line class="grid" x1="{px:.1f}" x2="{px:.1f}" y1="{mt}" y2="{height - mb}"/>'
-            f'<text x="{px:.1f}" y="{height - mb + 14}" text-anchor="middle">{_esc(_fmt(t))}</text>'
+            f'<text x="{px:.1f}" y="{height - mb + 14}" text-anchor="middle">{_esc(short_number(t))}</text>'
         )
     for t in sy.ticks():
         py = sy(t)
@@ -237,7 +239,7 @@ def _draw_series(s: PlotSeries, sx, sy, y_format) -> str:
             lo, hi = float(s.lo[i]), float(s.hi[i])
             if hi > lo:
                 parts.append(f'<line class="errbar" x1="{px:.1f}" x2="{px:.1f}" y1="{sy(lo):.1f}" y2="{sy(hi):.1f}"/>')
-        tip = s.tips[i] if s.tips is not None else f"{s.name}: x={_fmt(x)}, y={y_format(y)}"
+        tip = s.tips[i] if s.tips is not None else f"{s.name}: x={short_number(x)}, y={y_format(y)}"
         parts.append(f'<circle class="marker" cx="{px:.1f}" cy="{py:.1f}" r="3.5"><title>{_esc(tip)}</title></circle>')
     parts.append("</g>")
     return "".join(parts)
@@ -310,8 +312,10 @@ def heat_map(
 
     Cells with `color` keep it; the rest are coloured by `value` on viridis (log scale if `log`).
     """
-    ml, mt, mb = 92, 26 if title else 8, 40
-    width = ml + cell_w * len(cols) + 10
+    ml = max(60, int(6.8 * max((len(r) for r in rows), default=0)) + 12)
+    mt, mb = 26 if title else 8, 40
+    # wide enough for the title: an SVG clips what falls outside its box
+    width = max(ml + cell_w * len(cols) + 10, ml + int(7.6 * len(title)) + 10)
     height = mt + cell_h * len(rows) + mb
     vals = [c.value for r in cells for c in r if c.color is None and math.isfinite(c.value) and (c.value > 0 or not log)]
     lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
@@ -372,7 +376,7 @@ def stacked_bars(
     width: int = 460,
     height: int = 280,
     title: str = "",
-    y_format=_fmt,
+    y_format=short_number,
 ) -> Markup:
     """Vertical stacked bars, one per configuration; an optional tick per bar for an overlapping value."""
     ml, mr, mt, mb = 62, 120, 26 if title else 12, 44

@@ -14,18 +14,28 @@ from config import ConfigError, TrainConfig
 
 _SPLITS = {"train": 1, "eval": 2}
 _SIZE_OPTION = {"train": "--num-samples", "eval": "--eval-samples"}
+# Seed domains, so that class patterns, samples and flips never share a random stream.
+_PATTERNS, _FLIPS = 0, 3
 # Coarse class patterns are upsampled so that neighbouring pixels correlate, as in real images.
 _PATTERN_SIZE = 4
 _NOISE = 1.0
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
 
 
 def _mix(*values: int) -> int:
-    """Combine integers into one generator seed; distinct inputs give unrelated streams."""
-    h = 0x243F6A8885A308D3
+    """Combine integers into one 63-bit seed; distinct inputs give unrelated streams and every bit
+    of the result depends on every input (a plain multiply-xor left the low bit tied to the last one)."""
+    h = 0
     for v in values:
-        h = ((h ^ (v & 0xFFFFFFFFFFFFFFFF)) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-        h ^= h >> 29
-    return h & 0x7FFFFFFFFFFFFFFF
+        h = _splitmix64(h ^ (v & _MASK64))
+    return h >> 1
 
 
 class SyntheticImages(Dataset):
@@ -44,7 +54,7 @@ class SyntheticImages(Dataset):
         self.num_classes = num_classes
         self.augment = split == "train"
         self.epoch = 0
-        g = torch.Generator().manual_seed(_mix(seed, 0))
+        g = torch.Generator().manual_seed(_mix(seed, _PATTERNS))
         coarse = torch.randn(num_classes, 3, _PATTERN_SIZE, _PATTERN_SIZE, generator=g)
         self.patterns = F.interpolate(coarse, size=(image_size, image_size), mode="bilinear", align_corners=False)
 
@@ -62,31 +72,36 @@ class SyntheticImages(Dataset):
         label = int(torch.randint(self.num_classes, (1,), generator=g))
         size = self.image_size
         image = self.patterns[label] + _NOISE * torch.randn(3, size, size, generator=g)
-        if self.augment and _mix(self.seed, self.epoch, index) & 1:
+        if self.augment and _mix(self.seed, _FLIPS, self.epoch, index) & 1:
             image = image.flip(-1)
         return image, label
 
 
-def build_loader(
-    dataset: SyntheticImages, cfg: TrainConfig, *, rank: int, world_size: int, shuffle: bool
-) -> DataLoader:
-    """Each rank reads its own 1/world_size of the data set; the shard shrinks as ranks are added."""
+def build_loader(dataset: SyntheticImages, cfg: TrainConfig, *, rank: int, world_size: int) -> DataLoader:
+    """Each rank reads its own 1/world_size of the data set; the shard shrinks as ranks are added.
+
+    Training shuffles and drops incomplete batches, so every step has the same shape; evaluation
+    keeps the last, smaller batch, so that a sweep to many ranks never runs out of evaluation data.
+    """
+    train = dataset.split == "train"
     per_rank = len(dataset) // world_size
-    if per_rank < cfg.batch_size:
+    needed = cfg.batch_size if train else 1
+    if per_rank < needed:
         raise ConfigError(
             f"{_SIZE_OPTION[dataset.split]} {len(dataset)} gives {per_rank} samples per rank on "
-            f"{world_size} rank(s), fewer than --batch-size {cfg.batch_size}"
+            f"{world_size} rank(s), fewer than " + (f"--batch-size {cfg.batch_size}" if train else "one")
         )
     # Explicit replicas and rank: the sampler must not need a process group at world size 1.
+    # drop_last here only evens the shards out; no rank sees a sample twice.
     sampler = DistributedSampler(
-        dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=cfg.seed, drop_last=True
+        dataset, num_replicas=world_size, rank=rank, shuffle=train, seed=cfg.seed, drop_last=True
     )
     return DataLoader(
         dataset,
         batch_size=cfg.batch_size,
         sampler=sampler,
         num_workers=cfg.workers,
-        drop_last=True,
+        drop_last=train,
         pin_memory=cfg.device == "cuda",
         # Keeps the loader's draws off the global RNG, so they cannot shift model initialisation.
         generator=torch.Generator().manual_seed(cfg.seed),
@@ -98,8 +113,8 @@ def build_loaders(cfg: TrainConfig, *, rank: int, world_size: int) -> tuple[Data
     train_set = SyntheticImages(cfg.num_samples, split="train", **common)
     eval_set = SyntheticImages(cfg.eval_samples, split="eval", **common)
     return (
-        build_loader(train_set, cfg, rank=rank, world_size=world_size, shuffle=True),
-        build_loader(eval_set, cfg, rank=rank, world_size=world_size, shuffle=False),
+        build_loader(train_set, cfg, rank=rank, world_size=world_size),
+        build_loader(eval_set, cfg, rank=rank, world_size=world_size),
     )
 
 

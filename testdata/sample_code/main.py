@@ -87,7 +87,8 @@ def make_deterministic(cfg: TrainConfig) -> None:
         # Some CUDA backward kernels (adaptive pooling) have no deterministic version: warn, don't fail.
         torch.use_deterministic_algorithms(True, warn_only=True)
     else:
-        # Ranks share the cores: one thread each avoids oversubscription.
+        # Ranks share the cores: one thread each avoids oversubscription. Results are reproducible
+        # for a given --threads; another thread count sums in another order.
         torch.set_num_threads(cfg.threads)
         torch.use_deterministic_algorithms(True)
     torch.manual_seed(cfg.seed)

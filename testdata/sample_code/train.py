@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import dataclass
 
 import torch
@@ -35,6 +36,7 @@ class TrainResult:
     steps_done: int  # optimizer steps of this rank in this invocation
     global_step: int  # optimizer steps since the start, resumed runs included
     world_size: int
+    train_s: float  # this rank's wall time in training epochs (no evaluation, no set-up)
 
 
 class Trainer:
@@ -93,10 +95,11 @@ class Trainer:
 
     def train_epoch(self, epoch: int) -> tuple[float, int]:
         self.model.train()
-        set_epoch(self.train_loader, epoch)
+        loader = self.train_loader
+        set_epoch(loader, epoch)
         meter = AverageMeter()
         steps = 0
-        for batch in self.train_loader:
+        for batch in loader:
             images, targets = (t.to(self.ctx.device, non_blocking=True) for t in batch)
             loss = self.train_step(images, targets)
             meter.update(loss.item(), targets.size(0))
@@ -137,9 +140,12 @@ class Trainer:
     def fit(self) -> TrainResult:
         steps_done = 0
         train_losses: list[float] = []
+        train_s = 0.0
         eval_loss = accuracy = math.nan
         for epoch in range(self.start_epoch, self.cfg.epochs):
+            started = time.perf_counter()
             self.last_train_loss, steps = self.train_epoch(epoch)
+            train_s += time.perf_counter() - started
             steps_done += steps
             train_losses.append(self.last_train_loss)
             eval_loss, accuracy = self.evaluate()
@@ -162,4 +168,5 @@ class Trainer:
             steps_done=steps_done,
             global_step=self.global_step,
             world_size=self.ctx.world_size,
+            train_s=train_s,
         )

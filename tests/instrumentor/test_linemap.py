@@ -40,6 +40,8 @@ def test_each_original_line_is_found_at_its_mapped_position():
     # all original lines are reached, in order
     assert sorted(set(result.linemap)) == list(range(1, len(original) + 1))
     assert result.linemap == sorted(result.linemap)
+    # the one-line def became a block: its body line still maps to the def's line
+    assert result.linemap[out.index("        return 1")] == 12
 
 
 def test_users_try_finally_next_to_probe_lines_is_kept_apart():

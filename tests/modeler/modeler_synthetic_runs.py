@@ -39,6 +39,7 @@ def write_rank_file(
     steps: Iterable[Mapping] = (),
     epochs: Iterable[Mapping] = (),
     comms: Iterable[Mapping] = (),
+    records: Iterable[Mapping] = (),
     end: Mapping | None = OK_END,
     header: Mapping | None = None,
     tail: bytes = b"",
@@ -64,6 +65,7 @@ def write_rank_file(
         recs.append({"type": "epoch", "index": i, **e})
     for c in comms:
         recs.append({"type": "comm", **c})
+    recs.extend(dict(r) for r in records)  # other record types, given whole
     if end is not None:
         recs.append({"type": "end", **end})
     with RunWriter(path) as w:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,3 +86,19 @@ def test_export_reads_back_identically(tmp_path):
         assert np.array_equal(s.points, o.points)
         for a, b in zip(s.repetitions, o.repetitions):
             assert sorted(a.tolist()) == pytest.approx(sorted(b.tolist()))
+
+
+EXTRAP = Path(__file__).resolve().parents[2] / ".venv-extrap" / "bin" / "extrap"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not EXTRAP.exists(), reason="Extra-P is not installed (make extrap-venv creates .venv-extrap)")
+def test_extrap_accepts_the_export(tmp_path):
+    write_sweep(tmp_path / "runs", {"ranks": [1, 2, 3, 4, 5], "batch": [8, 16, 32, 64, 128]}, ranks_of=lambda p: 1,
+                time_s=lambda p, r, rep: 0.002 * p["ranks"] ** 2 + 0.01 * p["batch"])
+    out = tmp_path / "e.jsonl"
+    write_extrap_jsonl(read_runs([tmp_path / "runs"]).select(metrics=["time", "visits"]), out)
+    done = subprocess.run([str(EXTRAP), "--json", str(out), "--print", "callpaths"], capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert "main->train->train_epoch->Model.forward" in done.stdout

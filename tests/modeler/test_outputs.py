@@ -26,7 +26,8 @@ def ranking(warnings=()):
                     interval=(0.9, 1.1), warnings=("fewer than 5 values of parameter batch",)),
         FittedModel("main->nan", "visits", Model(PARAMS, float("nan")), smape=0.0, rss=0.0, ar2=1.0, cv_smape=0.0, points=3),
     ]
-    return rank_models(models, PARAMS, {"ranks": 4.0, "batch": 8.0}, warnings=warnings)
+    units = {("main->train->step", "time"): "s", ("main->nan", "visits"): ""}
+    return rank_models(models, PARAMS, {"ranks": 4.0, "batch": 8.0}, warnings=warnings, units=units)
 
 
 def test_json_is_one_object_with_the_documented_fields():
@@ -44,6 +45,7 @@ def test_json_is_one_object_with_the_documented_fields():
     assert first["prediction"] == pytest.approx(0.5 + 0.25 * 4**1.5 * 2 * 8)
     assert first["prediction_interval"] == pytest.approx([0.9 * first["prediction"], 1.1 * first["prediction"]])
     assert first["warnings"] == ["fewer than 5 values of parameter batch"]
+    assert first["unit"] == "s" and doc["models"][1]["unit"] == ""
     # NaN is not JSON: it comes out as null
     nan = [m for m in doc["models"] if m["callpath"] == "main->nan"][0]
     assert nan["constant"] is None and nan["prediction"] is None
@@ -56,6 +58,7 @@ def test_csv_round_trips_numbers():
     assert float(rows[0]["growth_exponent"]) == 2.5
     assert rows[1]["cv_smape"] == "" and rows[2]["prediction"] == ""
     assert float(rows[1]["constant"]) == 2.0
+    assert [r["unit"] for r in rows] == ["s", "", ""]
 
 
 def test_markdown_table_escapes_pipes():
@@ -77,7 +80,7 @@ def test_table_rows_in_ranking_order_and_aligned():
     # the model column starts at the same offset on every line
     offsets = {l.index("0.5 + 0.25") for l in body[:1]} | {lines[1].index("model")}
     assert len(offsets) == 1
-    assert "[" in body[0] and "x^2.5 log^1" in body[0]
+    assert "[" in body[0] and "deg 2.5, log^1" in body[0] and "32.5 s" in body[0]
 
 
 def test_long_callpaths_keep_their_innermost_regions():
@@ -97,3 +100,11 @@ def test_empty_ranking_renders():
 def test_unknown_format_names_option():
     with pytest.raises(InputError, match="--format"):
         render(ranking(), "yaml")
+
+
+@pytest.mark.parametrize("g, text", [((0.0, 0.0), "const"), ((2.0, 0.0), "deg 2"), ((1.5, 1.0), "deg 1.5, log^1"),
+                                     ((0.0, 2.0), "log^2"), ((-0.0, -1.0), "falling (log^1)")])
+def test_growth_text(g, text):
+    from modeler.outputs.columns import growth_text
+
+    assert growth_text(g) == text

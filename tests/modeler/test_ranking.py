@@ -91,3 +91,13 @@ def test_measured_maximum():
     s1 = Series("a", "time", np.array([[1, 10], [4, 20]]), (np.array([1.0]), np.array([2.0])))
     s2 = Series("b", "time", np.array([[8, 5]]), (np.array([1.0]),))
     assert measured_maximum(Dataset(PARAMS, [s1, s2])) == {"p": 8.0, "n": 20.0}
+
+
+def test_efficiency_that_falls_fastest_ranks_first():
+    def eff(name: str, coef: float, exp: float) -> FittedModel:
+        m = Model(PARAMS, 1.0, (Term(coef, (Factor("p", exp),)),) if coef else ())
+        return FittedModel(name, "parallel_efficiency", m, 1, 1, 1, None, 5)
+
+    models = [eff("flat", 0.0, 0.0), eff("slow_fall", -0.01, 0.5), eff("fast_fall", -0.001, 1.0), eff("rises", 0.01, 0.5)]
+    r = rank_models(models, PARAMS, {"p": 64.0, "n": 1.0})
+    assert [row.fitted.callpath for row in r.rows] == ["fast_fall", "slow_fall", "flat", "rises"]

@@ -269,3 +269,79 @@ def test_write_sweep_fixture_reads_back_as_written(tmp_path):
     assert rs.values() == {"ranks": [1.0, 2.0, 4.0], "batch": [8.0, 16.0]}
     t = series(read_runs([tmp_path]), "main->train", "time")
     assert np.allclose(t.values(), 0.001 * t.points[:, 1] / t.points[:, 0])
+
+
+def test_non_zero_exit_code_fails_the_run_even_with_status_ok(tmp_path):
+    # seen in real runs: sys.exit(2) from the program's argument check ends with status "ok"
+    simple_run(tmp_path, "a", 2)
+    simple_run(tmp_path, "b", 4)
+    simple_run(tmp_path, "exit2", 8, end={"status": "ok", "exit_code": 2})
+    rs = load_runs([tmp_path])
+    (bad,) = rs.failed()
+    assert bad.run_id == "exit2" and "exit_code=2" in bad.reason
+    assert series(read_runs([tmp_path]), "main", "time").n_points == 2
+
+
+def test_rank_selection_recorded_one_rank_of_four(tmp_path):
+    for p in (2, 4):
+        write_rank_file(tmp_path / f"r{p}", run_id=f"r{p}", params={"p": p}, rank=0, world_size=4,
+                        profile={(0,): (1, p * MS, MS)})
+    rs = load_runs([tmp_path])
+    assert any("1 of 4" in w and "rank selection" in w for w in rs.warnings)
+    ds = read_runs([tmp_path])
+    assert series(ds, "main", "time").values().tolist() == pytest.approx([0.002, 0.004])
+    assert "imbalance" not in ds.metrics()
+
+
+def test_int_and_float_spellings_are_one_value(tmp_path):
+    write_rank_file(tmp_path / "a", run_id="a", params={"p": 2, "batch": 64}, profile={(0,): (1, MS, MS)})
+    write_rank_file(tmp_path / "b", run_id="b", params={"p": 4, "batch": 64.0}, profile={(0,): (1, MS, MS)})
+    rs = load_runs([tmp_path])
+    assert rs.parameters == ("p",) and rs.constants == {"batch": 64}
+
+
+def test_mixed_experiments_warned(tmp_path):
+    for p, exp in ((2, "resnet"), (4, "resnet"), (8, "vit")):
+        write_rank_file(tmp_path / f"r{p}", run_id=f"r{p}", params={"p": p}, header={"experiment": exp},
+                        profile={(0,): (1, MS, MS)})
+    assert any("2 experiments" in w and "resnet, vit" in w for w in load_runs([tmp_path]).warnings)
+
+
+def test_throttled_region_time_left_out_where_throttled(tmp_path):
+    # load_batch throttled at p=4 (its recorded time is a part of unknown size), timed fully elsewhere
+    for p in (2, 4, 8):
+        for rep in range(2):
+            throttled = p == 4 and rep == 0
+            write_rank_file(tmp_path / f"r{p}-{rep}", run_id=f"r{p}-{rep}", params={"p": p}, repetition=rep,
+                            profile={(0,): (1, 50 * MS, MS), (0, 4): (100001 if throttled else 40, p * MS, p * MS)},
+                            records=[{"type": "throttled", "region": 4, "visits": 100001, "mean_ns": 900.0}] if throttled else [])
+    ds = read_runs([tmp_path])
+    s = series(ds, "main->load_batch", "time")
+    # p=4 keeps only its unthrottled repetition, never a 0 for the throttled one
+    assert [r.tolist() for r in s.repetitions] == [[0.002, 0.002], [0.004], [0.008, 0.008]]
+    assert [r.tolist() for r in series(ds, "main->load_batch", "visits").repetitions][1] == [40.0]
+    assert series(ds, "main", "time").repetitions[1].tolist() == [0.05, 0.05]
+    assert any("throttled" in w and "main->load_batch (1 run)" in w for w in ds.warnings)
+
+
+def test_sampled_gpu_time_scaled_to_all_visits(tmp_path):
+    for p in (2, 4):
+        write_rank_file(tmp_path / f"r{p}", run_id=f"r{p}", params={"p": p},
+                        profile={(0,): (1, 50 * MS, MS), (0, 3): (10 * p, 40 * MS, 40 * MS)},
+                        records=[{"type": "gpu", "region": 3, "samples": 2, "gpu_ns": 4 * MS},
+                                 {"type": "gpu", "region": 3, "samples": 2, "gpu_ns": 4 * MS}])
+    g = series(read_runs([tmp_path]), "main->Model.forward", "gpu_time")
+    assert g.values().tolist() == pytest.approx([0.002 * 20, 0.002 * 40])
+
+
+def test_comm_callpath_ending_in_its_comm_region_is_kept(tmp_path):
+    regions = REGIONS + ((65536, "comm", "torch.distributed.all_reduce", "", 0),)
+    for p in (2, 4):
+        write_rank_file(tmp_path / f"r{p}", run_id=f"r{p}", params={"p": p}, regions=regions,
+                        profile={(0,): (1, 9 * MS, MS), (0, 65536): (3, 2 * MS, 2 * MS)},
+                        comms=[{"op": "all_reduce", "bytes": 512 * p, "group_size": 1, "calls": 3, "time_ns": 2 * MS,
+                                "gpu_ns": None, "callpath": [0, 65536]}])
+    ds = read_runs([tmp_path])
+    cp = "main->torch.distributed.all_reduce"
+    assert series(ds, cp, "comm_bytes").values().tolist() == [1024, 2048]
+    assert series(ds, cp, "time").values().tolist() == pytest.approx([0.002, 0.002])

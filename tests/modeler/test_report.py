@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import pytest
 
@@ -42,6 +41,13 @@ def test_ranking_puts_the_worst_growth_first(report):
     assert wait.predicted == pytest.approx(STEPS * (0.0005 + 1e-5 * 64 * 128))
     # x growth: prediction at the target over the prediction at the largest measured point (6, 128)
     assert wait.factor == pytest.approx((0.0005 + 1e-5 * 64 * 128) / (0.0005 + 1e-5 * 6 * 128))
+
+
+def test_predicted_run_time_and_cost_at_the_target(report):
+    main = next(r for r in report.ranking if r.callpath == "main")
+    assert report.predicted_total == pytest.approx(main.predicted)  # `main` is the only top-level region
+    assert report.predicted_cost == pytest.approx(main.predicted * 64)
+    assert "a cost of **" in render_markdown(report)
 
 
 def test_design_counts_completed_and_failed_runs(report):
@@ -102,6 +108,10 @@ def test_call_tree_nests_and_keeps_exclusive_time(report):
     assert epoch.excl_s + sum(c.incl_s for c in epoch.children) == pytest.approx(epoch.incl_s, rel=1e-6)
     assert report.tree_lines()[0].startswith("main  ")
     assert report.tree_lines()[3].startswith("      Model.forward")
+    rows = report.tree_rows()
+    assert [r["node"].name for r in rows][:4] == ["main", "train", "train_epoch", "Model.forward"]
+    assert rows[3]["depth"] == 3 and rows[3]["ancestors"] == "0 1 2" and not rows[3]["children"]
+    assert rows[2]["children"]
 
 
 def test_html_is_one_self_contained_file(report):
@@ -189,6 +199,28 @@ def test_runs_without_steps_or_ranks_still_render(tmp_path):
     r = build_report([], ds, [fm])
     html = render_html(r)
     assert "No step or epoch records" in html and "No completed run" in html
+    assert dict(r.design) == {"parameter n": "1, 2, 4, 8, 16", "call paths measured": "1"}
     assert r.ranking[0].growth == "n^(1)"
     md = render_markdown(r)
     assert "No step or epoch records" in md
+
+
+def test_a_warning_every_model_has_is_said_once(sweep):
+    from dataclasses import replace
+
+    groups, dataset, models = sweep
+    noisy = [replace(m, warnings=("only 2 values of ranks",) + (("cut off",) if i == 0 else ()))
+             for i, m in enumerate(models)]
+    r = build_report(groups, dataset, noisy)
+    assert "every model: only 2 values of ranks" in r.warnings
+    assert sorted(w for row in r.ranking for w in row.warnings) == ["cut off"]
+    html = render_html(r)
+    assert html.count("only 2 values of ranks") == 1
+
+
+def test_a_held_value_that_was_not_measured_falls_back_to_a_measured_line(sweep):
+    groups, dataset, models = sweep
+    r = build_report(groups, dataset, models, ReportOptions(hold={"batch": 33.0, "ranks": 4.0}, top=1))
+    charts = [str(c) for c in r.regions[0].charts]
+    assert "against ranks (batch=128)" in charts[0]  # batch=33 was never run: the longest line instead
+    assert "against batch (ranks=4)" in charts[1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from html import unescape
 import subprocess
 import sys
 from pathlib import Path
@@ -33,7 +34,9 @@ def test_report_writes_one_html_file_and_says_where(runs, tmp_path):
     assert p.returncode == 0, p.stderr
     assert str(out.resolve()) in p.stderr
     html = out.read_text(encoding="utf-8")
-    rows = re.findall(r'<a class="region-link" href="#region-\d+">([^<]+)</a>', html.split('id="ranking-table"')[1])
+    table = html.split('id="ranking-table"')[1].split("</table>")[0]
+    rows = [unescape(re.sub(r"<[^>]+>", "", cell)).split()[0]
+            for cell in re.findall(r'<td class="callpath">(.*?)</td>', table, re.S)]
     # the p*n data wait is the worst-scaling region, and the estimator must find it
     assert rows[0].endswith("load_batch")
     assert html.count('<article class="region"') == 3
@@ -69,3 +72,20 @@ def test_bad_options_exit_1_with_a_message(runs, tmp_path, capsys, args, message
 def test_missing_input_is_named(tmp_path):
     p = modeler("report", str(tmp_path / "nothing"), "-o", str(tmp_path / "r.html"))
     assert p.returncode == 1 and "nothing" in p.stderr
+
+
+def test_extrap_input_with_its_only_metric(tmp_path, capsys):
+    """Extra-P JSON Lines have no runs: the report models their one metric and says the run views are empty."""
+    from modeler.cli import main
+
+    lines = [f'{{"params": {{"p": {p}}}, "callpath": "main->solve", "metric": "flops", "value": [{3.0 * p * p}, {3.1 * p * p}]}}'
+             for p in (2, 4, 8, 16, 32)]
+    src = tmp_path / "m.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    assert main(["report", str(src), "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "Metric **flops**" in out and "| parameter p | 2, 4, 8, 16, 32 |" in out
+    assert "p^(2)" in out and "No completed run" in out
+    (tmp_path / "n.jsonl").write_text(lines[0].replace("flops", "bytes") + "\n" + "\n".join(lines) + "\n")
+    assert main(["report", str(tmp_path / "n.jsonl"), "-o", str(tmp_path / "r.html")]) == 1
+    assert "--metric: the inputs have no 'time'; choose one of bytes, flops" in capsys.readouterr().err

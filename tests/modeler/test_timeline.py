@@ -80,7 +80,7 @@ def test_region_events_become_nested_slices_per_thread():
     regions = {1: Region(1, "function", "main", "m.py", 1), 2: Region(2, "method", "Model.forward", "m.py", 9)}
     run = SimpleNamespace(
         header={"run_id": "t", "rank": 0, "world_size": 1, "start_unix": 50.0, "start_ns": 0},
-        regions=regions, steps=[], epochs=[],
+        regions=regions, steps=[], epochs=[], end={"status": "ok", "trace_dropped": 3},
         events=[{"region": 1, "tid": 7, "start_ns": 0, "end_ns": 9_000}, (2, 1_000, 4_000, 7), (2, 500, 800, 8)],
     )
     trace = build_trace([run])
@@ -90,6 +90,10 @@ def test_region_events_become_nested_slices_per_thread():
     assert fwd[1]["tid"] == main["tid"] and main["ts"] <= fwd[1]["ts"] and fwd[1]["ts"] + fwd[1]["dur"] <= 9.0
     assert fwd[0]["tid"] != main["tid"]  # another thread, another track
     assert trace["otherData"]["region_events"] is True
+    assert trace["otherData"]["events_dropped"] == 3
+    # slices come parent first on each track: sorted by start, longer first at the same start
+    track = [(e["ts"], -e["dur"]) for e in slices(trace) if e["tid"] == main["tid"]]
+    assert track == sorted(track)
 
 
 def test_workers_are_processes_next_to_their_rank(tmp_path):
@@ -117,7 +121,7 @@ def test_rank_filter_and_run_choice(tmp_path):
 
 def test_a_run_with_nothing_timed_is_an_error_that_says_what_to_do():
     untimed = SimpleNamespace(header={"rank": 0}, regions={}, steps=[{"region": 2, "index": 0, "duration_ns": 5}],
-                              epochs=[])
+                              epochs=[], end=None)
     with pytest.raises(InputError, match="SCALEPROBE_TRACE=1"):
         build_trace([untimed])
 

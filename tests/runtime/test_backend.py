@@ -129,3 +129,39 @@ def test_ensure_capacity_makes_new_ids_valid(b):
     b.enter(4999); b.exit(4999); b.mark(4999)
     assert (4999,) in _by_path(b.take_deltas())
     assert dict(b.take_iterations()) == {4999: 1}
+
+
+def test_long_visit_sumsq_fits_the_run_file(tmp_path):
+    """Regression: squared ns of a 4 s visit exceed 64 bits; orjson refused the int at exit."""
+    from runtime import _pyprobe as b
+    from runtime.runfile import RunWriter, read_run
+
+    b.reset_after_fork()
+    b.ensure_capacity(8)
+    b.enter(2)
+    b._local.stack[-1][4] -= 4_000_000_000  # the visit began 4 s ago
+    b.exit(2)
+    [(path, visits, incl, excl, mn, mx, sq, rec)] = b.take_deltas()
+    assert incl >= 4_000_000_000 and sq >= 1.6e19
+    with RunWriter(tmp_path / "r.jsonl") as w:
+        w.write_header({})
+        w.write_records([{"type": "profile", "path": list(path), "visits": visits, "incl_ns": incl, "excl_ns": excl,
+                          "min_ns": mn, "max_ns": mx, "sumsq_ns": sq, "recursive": rec}])
+    assert read_run(tmp_path / "r.jsonl").profile[(2,)].sumsq_ns == pytest.approx(sq)
+    b.reset_after_fork()
+
+
+def test_visit_open_when_its_region_is_throttled_still_closes(b):
+    """Regression: exit() of a region switched off mid-visit left its frame on the stack, and
+    every later region of the caller was recorded under it."""
+    b.enter(1)
+    b.enter(2)
+    b.set_off(2, True)  # throttled while the visit is open
+    b.exit(2)
+    b.enter(3)
+    b.exit(3)
+    b.exit(1)
+    d = _by_path(b.take_deltas())
+    assert (1, 3) in d and (1, 2, 3) not in d
+    assert d[(1, 2)][1] == 1
+    assert b.dropped() == 0

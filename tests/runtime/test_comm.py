@@ -19,6 +19,7 @@ def test_collectives_and_ddp_are_recorded(tmp_path):
     p = subprocess.run([sys.executable, str(APP), str(tmp_path / "store")], env=env, capture_output=True,
                        text=True, timeout=300, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
+    assert "user hook calls: ['my-state']" in p.stdout  # a hook registered after ours still runs
     [f] = find_run_files(tmp_path / "out")
     run = read_run(f)
     ops: dict[str, dict] = {}

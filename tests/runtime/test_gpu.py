@@ -65,3 +65,17 @@ def test_gpu_check_script_fake_mode_passes():
                        env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "all GPU checks passed" in p.stdout and "FAILED" not in p.stdout
+
+
+def test_rotation_gives_ordinary_regions_gpu_samples_within_budget(tmp_path):
+    p = run_app(tmp_path, env={"SCALEPROBE_GPU": "fake", "SCALEPROBE_GPU_BUDGET": "2", "APP_EPOCHS": "4",
+                               "SCALEPROBE_FLUSH_INTERVAL": "0"})
+    assert p.returncode == 0, p.stderr
+    run = only_run(tmp_path)
+    assert run.gpu_regions, "no region got GPU samples"
+    names = {run.regions[r].name for r in run.gpu_regions}
+    assert names <= {"fib", "main.inner", "tiny", "main", "worker"}
+    assert "main.step" not in names and "main.epoch" not in names
+    # At most `budget` samples per step, and only steps after the first flush know the regions.
+    assert sum(g["samples"] for g in run.gpu_regions.values()) <= 2 * len(run.steps)
+    assert all(g["gpu_ns"] > 0 for g in run.gpu_regions.values())

@@ -98,6 +98,20 @@ def test_under_slurm_each_process_is_its_rank(tmp_path):
     assert (launch_record["status"], launch_record["run_id"]) == ("ok", "slurm-4242.0")
 
 
+def test_under_single_node_torchrun_the_agent_names_the_run(tmp_path):
+    write(tmp_path / "show.py", SHOW)
+    torchrun = [{"RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
+                 "TORCHELASTIC_RUN_ID": "none", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29999"} for r in (0, 1)]
+    done = ranks(["show.py"], tmp_path, torchrun)
+    assert [d.returncode for d in done] == [0, 0], [d.stderr for d in done]
+    (run_dir,) = (tmp_path / "runs" / "show").iterdir()
+    # Both workers share their parent (here: this test, there: the torchrun agent), hence one run.
+    assert run_dir.name == f"ranks-2_rep-0_torchrun-{os.uname().nodename}-{os.getpid()}"
+    headers = [read_run(p).header for p in run_dir.glob("rank*.jsonl")]
+    assert sorted(h["rank"] for h in headers) == [0, 1]
+    assert {h["launcher"] for h in headers} == {"torchrun"}
+
+
 def test_dry_run_under_slurm_runs_nothing(tmp_path):
     write(tmp_path / "show.py", SHOW)
     (done,) = ranks(["--dry-run", "show.py"], tmp_path, [slurm(1, 2)])

@@ -72,8 +72,8 @@ SLEEPER = '''
 import os, sys, time
 out = os.environ["SCALEPROBE_OUT"]
 rank = os.environ["RANK"]
-open(os.path.join(out, "started" + rank), "w").close()
 try:
+    open(os.path.join(out, "started" + rank), "w").close()
     if os.environ.get("SLEEP", "1") == "1":
         time.sleep(120)
 except BaseException as exc:
@@ -82,12 +82,18 @@ except BaseException as exc:
     raise
 '''
 
+# Rank 1 fails once rank 0 is inside its `try`, so that the SIGTERM rank 0 then gets must unwind it.
 CRASH = '''
 import os, time
 out = os.environ["SCALEPROBE_OUT"]
+ready = os.path.join(out, "ready0")
 if os.environ["RANK"] == "1":
+    deadline = time.monotonic() + 60
+    while not os.path.exists(ready) and time.monotonic() < deadline:
+        time.sleep(0.02)
     raise ValueError("rank one is broken")
 try:
+    open(ready, "w").close()
     time.sleep(120)
 except SystemExit as exc:
     with open(os.path.join(out, "stopped0"), "w") as f:
@@ -151,6 +157,11 @@ def test_exit_codes_and_traceback_pass_through(tmp_path):
     failed = record(tmp_path / "runs" / "bad" / "ranks-1_rep-0")
     assert (failed["status"], failed["error"]) == ("failed", "KeyError: 'nope'")
     assert launch(["pick.py"], tmp_path).returncode == 0
+    script(tmp_path, "syntax.py", "x = 1\ndef (:\n")
+    syntax = launch(["syntax.py"], tmp_path)
+    assert syntax.returncode == 1
+    assert syntax.stderr.startswith(f'  File "{tmp_path / "syntax.py"}", line 2')
+    assert "SyntaxError" in syntax.stderr and "Traceback" not in syntax.stderr
 
 
 def test_nproc_two_ranks_get_torch_environment(tmp_path):
@@ -234,7 +245,7 @@ def test_sweep_goes_on_after_failure_and_timeout(tmp_path):
         if x == 3:
             time.sleep(120)
     ''')
-    done = launch(["--sweep", "x=1,2,3,4", "--timeout", "3", "--grace", "1", "mixed.py", "{x}"], tmp_path)
+    done = launch(["--sweep", "x=1,2,3,4", "--timeout", "5", "--grace", "1", "mixed.py", "{x}"], tmp_path)
     assert done.returncode == 1
     root = tmp_path / "runs" / "mixed"
     statuses = {x: record(root / f"ranks-1_x-{x}_rep-0")["status"] for x in (1, 2, 3, 4)}
@@ -248,12 +259,13 @@ def test_sigterm_during_sweep_then_resume(tmp_path):
     script(tmp_path, "step.py", '''
         import os, sys, time
         out = os.environ["SCALEPROBE_OUT"]
-        with open(os.path.join(out, "starts.log"), "a") as f:
-            f.write("x")
-        if sys.argv[1] == "2" and os.environ.get("SLEEP") == "1":
-            try:
+        try:
+            with open(os.path.join(out, "starts.log"), "a") as f:
+                f.write("x")
+            if sys.argv[1] == "2" and os.environ.get("SLEEP") == "1":
                 time.sleep(120)
-            finally:
+        finally:
+            if sys.argv[1] == "2" and os.environ.get("SLEEP") == "1":
                 open(os.path.join(out, "flushed"), "w").close()
     ''')
     args = ["--sweep", "x=1,2,3", "step.py", "{x}"]

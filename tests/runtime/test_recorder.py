@@ -73,6 +73,13 @@ def test_uncaught_exception_is_recorded(tmp_path):
     assert (end["status"], end["exit_code"], end["exception"]) == ("exception", 1, "builtins.ValueError")
 
 
+def test_sys_exit_code_is_recorded(tmp_path):
+    p = run_app(tmp_path, "exit3")
+    assert p.returncode == 3, p.stderr
+    end = only_run(tmp_path).end
+    assert (end["status"], end["exit_code"]) == ("ok", 3)
+
+
 def test_sigterm_flushes_then_dies_by_the_signal(tmp_path):
     p = run_app(tmp_path, "sigterm")
     assert p.returncode == -signal.SIGTERM
@@ -178,3 +185,33 @@ def test_import_is_cheap():
     p = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(REPO)),
                        capture_output=True, text=True, timeout=60)
     assert p.stdout.strip() == "[]", p.stderr
+
+
+def test_trace_keeps_every_visit_as_an_event(tmp_path):
+    p = run_app(tmp_path, env={"SCALEPROBE_TRACE": "1", "APP_EPOCHS": "1"})
+    assert p.returncode == 0, p.stderr
+    run = only_run(tmp_path)
+    by_rid = {}
+    for rid, start, end, tid in run.events:
+        assert end >= start and tid > 0
+        by_rid[rid] = by_rid.get(rid, 0) + 1
+    assert by_rid[0] == 3 * 67  # every fib call, recursive ones included
+    assert by_rid[5] == 15 and by_rid[1] == 1
+    assert run.end["trace_dropped"] == 0
+
+
+def test_trace_limit_drops_and_counts(tmp_path):
+    p = run_app(tmp_path, env={"SCALEPROBE_TRACE": "1", "SCALEPROBE_TRACE_MAX": "10", "APP_EPOCHS": "1",
+                               "SCALEPROBE_FLUSH_INTERVAL": "0"})
+    assert p.returncode == 0, p.stderr
+    run = only_run(tmp_path)
+    assert len(run.events) <= 10 * run.end["flushes"]
+    assert run.end["trace_dropped"] > 0
+
+
+def test_unwritable_output_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    p = run_app(tmp_path, out=False, env={"SCALEPROBE_OUT": str(blocker / "sub")})
+    assert p.returncode != 0
+    assert "cannot write the run file" in p.stderr and "SCALEPROBE_OUT" in p.stderr

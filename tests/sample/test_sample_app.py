@@ -86,6 +86,7 @@ def test_single_process_reports_its_run(baseline: AppRun) -> None:
     assert len(result["train_losses"]) == 2 and result["train_losses"][-1] == result["final_loss"]
     assert 0.0 <= result["accuracy"] <= 1.0
     assert math.isfinite(result["eval_loss"])
+    assert result["train_s"] > 0 and result["wall_s"] >= result["train_s"]
     assert result["config"]["model"] == "cnn" and result["config"]["width"] == 4
     assert baseline.stdout.count("final_loss=") == 1
 
@@ -125,34 +126,6 @@ def test_checkpoint_resume_matches_uninterrupted_run(baseline: AppRun, tmp_path:
     assert resumed.result["start_epoch"] == 1
     assert resumed.result["steps_done"] == 2 and resumed.result["global_step"] == 4
     assert resumed.final_loss == baseline.final_loss
-
-    mismatch = run_app(tmp_path / "mlp", *TINY, "--model", "mlp", "--checkpoint-dir", str(ckpt), "--resume",
-                       expect_ok=False)
-    assert mismatch.returncode == 2
-    assert str(ckpt / "last.pt") in mismatch.stderr and "model='cnn'" in mismatch.stderr
-    assert "Traceback" not in mismatch.stderr
-
-
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        (["--epochs", "0"], "argument --epochs: must be at least 1"),
-        (["--num-samples", "4"], "--num-samples 4 gives 4 samples per rank on 1 rank(s), fewer than --batch-size 8"),
-        (["--resume"], "--resume needs --checkpoint-dir"),
-    ],
-)
-def test_bad_options_are_named(tmp_path: Path, args: list[str], message: str) -> None:
-    run = run_app(tmp_path, *TINY, *args, expect_ok=False)
-    assert run.returncode == 2
-    assert message in run.stderr
-    assert "Traceback" not in run.stderr
-    assert run.result is None
-
-
-def test_partial_launcher_environment_is_refused(tmp_path: Path) -> None:
-    run = run_app(tmp_path, *TINY, env=clean_env(RANK="0", WORLD_SIZE="2"), expect_ok=False)
-    assert run.returncode == 2
-    assert "MASTER_ADDR, MASTER_PORT missing" in run.stderr
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@
   var views = Array.prototype.slice.call(document.querySelectorAll("section.view"));
   var links = Array.prototype.slice.call(document.querySelectorAll("nav a[data-view]"));
   function show(id) {
-    var found = views.some(function (v) { return v.id === id; });
+    var found = id === "all" || views.some(function (v) { return v.id === id; });
     if (!found) { id = views.length ? views[0].id : ""; }
     views.forEach(function (v) { v.hidden = id !== "all" && v.id !== id; });
     links.forEach(function (a) { a.classList.toggle("active", a.getAttribute("data-view") === id); });
@@ -27,7 +27,7 @@
     if (target) { target.scrollIntoView(); }
   });
   var start = (location.hash || "").slice(1);
-  show(start === "all" ? "all" : (document.getElementById(start) && start) || (views[0] && views[0].id));
+  show(start);
 
   function cellValue(td) {
     var v = td.getAttribute("data-sort");
@@ -68,5 +68,27 @@
       if (count) { count.textContent = String(shown); }
     });
   });
+  // Call tree: a fold button hides every row that lists its row among its ancestors.
+  var tree = document.getElementById("call-tree");
+  if (tree) {
+    tree.addEventListener("click", function (e) {
+      var button = e.target.closest ? e.target.closest("button.fold") : null;
+      if (!button) { return; }
+      var id = button.closest("tr").getAttribute("data-id");
+      var open = button.getAttribute("aria-expanded") !== "true";
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+      button.textContent = open ? "\u25be" : "\u25b8";
+      Array.prototype.forEach.call(tree.tBodies[0].rows, function (r) {
+        var anc = (r.getAttribute("data-anc") || "").split(" ");
+        if (anc.indexOf(id) < 0) { return; }
+        if (!open) { r.hidden = true; return; }
+        // unfolding shows a row only when no other ancestor of it is folded
+        r.hidden = anc.some(function (a) {
+          var b = tree.querySelector('tr[data-id="' + a + '"] button.fold');
+          return b && b.getAttribute("aria-expanded") !== "true";
+        });
+      });
+    });
+  }
   document.documentElement.setAttribute("data-ready", "1");
 })();

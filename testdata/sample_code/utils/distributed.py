@@ -86,7 +86,12 @@ def all_reduce_sum(values: Sequence[float], device: torch.device) -> list[float]
 
 
 def barrier() -> None:
-    if dist.is_available() and dist.is_initialized():
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    if dist.get_backend() == "nccl":
+        # Without device_ids NCCL has to guess each rank's GPU and warns that it may hang.
+        dist.barrier(device_ids=[torch.cuda.current_device()])
+    else:
         dist.barrier()
 
 

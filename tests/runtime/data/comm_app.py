@@ -23,4 +23,19 @@ model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(16, 4))
 for s in __sp_iterate__(1, range(2)):
     sync(torch.ones(256))  # 1 KiB
     model(torch.randn(8, 16)).sum().backward()
+
+calls = []
+
+
+def user_hook(state, bucket):
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    calls.append(state)
+    return default_hooks.allreduce_hook(None, bucket)
+
+
+m2 = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
+m2.register_comm_hook("my-state", user_hook)  # DDP takes one hook: ours must hand over to it
+m2(torch.randn(2, 4)).sum().backward()
+print("user hook calls:", calls)
 dist.destroy_process_group()

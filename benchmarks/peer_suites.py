@@ -1,0 +1,155 @@
+"""Real code nobody here wrote: instrument click, more-itertools and attrs, run their own test suites.
+
+    .venv/bin/python benchmarks/peer_suites.py [--work DIR] [--only click,attrs] [--timeout 900]
+
+For each package: `pip download` its sdist and `pip install` it into a venv made for the purpose
+(with pytest and the suite's test dependencies; the suites read the installed metadata), copy its
+import packages to a staging folder, `instrument --all` them, and run the package's own tests twice:
+once as installed, once with the instrumented copy (and this repository, for `runtime`) first on
+PYTHONPATH, where it shadows the installed files (the report prints which file was imported).
+The passing tests must be the same, except the failures listed in EXPECTED with the reason.
+Not part of the default test run: it downloads and takes minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Peer:
+    name: str
+    version: str
+    packages: list[str]  # import packages, relative to the sdist root
+    module: str  # imported to check which copy is used
+    test_deps: list[str] = field(default_factory=list)
+    expected: dict[str, str] = field(default_factory=dict)  # test id substring -> why it may differ
+
+
+PEERS = [
+    Peer(
+        "click", "8.5.1", ["src/click"], "click",
+        expected={
+            "test_light_imports": "checks the exact set of modules `import click` loads; "
+            "the instrumented copy also imports runtime.probe and its recorder",
+        },
+    ),
+    Peer("more-itertools", "11.2.1", ["more_itertools"], "more_itertools"),
+    Peer("attrs", "26.1.0", ["src/attr", "src/attrs"], "attr", test_deps=["hypothesis", "pympler", "cloudpickle"]),
+]
+
+
+def sh(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    print("+", " ".join(map(str, cmd)), flush=True)
+    return subprocess.run(cmd, text=True, capture_output=True, **kwargs)
+
+
+def fetch(peer: Peer, work: Path) -> Path:
+    root = work / f"{peer.name}-{peer.version}"
+    if root.exists():
+        return root
+    dl = work / "sdists"
+    got = sh([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+              f"{peer.name}=={peer.version}", "-d", str(dl)], timeout=600)
+    if got.returncode != 0:
+        raise SystemExit(f"pip download {peer.name}=={peer.version} failed:\n{got.stderr[-2000:]}")
+    stem = peer.name.replace("-", "_")
+    archive = next(p for p in dl.iterdir() if p.name.lower().startswith((peer.name.lower(), stem.lower())) and peer.version in p.name)
+    with tarfile.open(archive) as tar:
+        tar.extractall(work, filter="data")
+    extracted = next(p for p in work.iterdir() if p.is_dir() and p.name.lower().replace("_", "-") == f"{peer.name}-{peer.version}".lower())
+    if extracted != root:
+        extracted.rename(root)
+    return root
+
+
+def venv(work: Path, deps: list[str]) -> Path:
+    python = work / "venv/bin/python"
+    if not python.exists():
+        made = sh([sys.executable, "-m", "venv", str(work / "venv")])
+        if made.returncode != 0:
+            raise SystemExit(made.stderr)
+    got = sh([str(python), "-m", "pip", "install", "-q", "pytest", *deps], timeout=900)
+    if got.returncode != 0:
+        raise SystemExit(f"pip install failed:\n{got.stderr[-2000:]}")
+    return python
+
+
+def run_suite(python: Path, root: Path, path: str, module: str, junit: Path, timeout: int) -> tuple[dict[str, str], str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SCALEPROBE_", "PYTHON"))}
+    if path:
+        env["PYTHONPATH"] = path
+    env["SCALEPROBE_OUT"] = str(junit.parent / f"runs-{junit.stem}")
+    where = sh([str(python), "-c", f"import {module}; print({module}.__file__)"], cwd=root, env=env)
+    proc = sh([str(python), "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider",
+               f"--junitxml={junit}", "-o", "addopts="], cwd=root, env=env, timeout=timeout)
+    outcomes: dict[str, str] = {}
+    if junit.exists():
+        for case in ET.parse(junit).getroot().iter("testcase"):
+            test_id = f"{case.get('classname')}::{case.get('name')}"  # collection errors count too
+            state = "passed"
+            for child in case:
+                if child.tag in ("failure", "error"):
+                    state = "failed"
+                elif child.tag == "skipped":
+                    state = "skipped"
+            outcomes[test_id] = state
+    tail = proc.stdout.strip().splitlines()[-1:] if proc.stdout.strip() else [proc.stderr[-500:]]
+    return outcomes, f"{where.stdout.strip()} | {tail[0]}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "scaleprobe-peers")
+    parser.add_argument("--only", default="", help="comma-separated package names")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per test-suite run")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    peers = [p for p in PEERS if not args.only or p.name in args.only.split(",")]
+    python = venv(args.work, sorted({d for p in peers for d in p.test_deps}))
+    report, ok = [], True
+    for peer in peers:
+        root = fetch(peer, args.work)
+        installed = sh([str(python), "-m", "pip", "install", "-q", "--no-deps", str(root)], timeout=900)
+        if installed.returncode != 0:
+            raise SystemExit(f"pip install {root} failed:\n{installed.stderr[-2000:]}")
+        stage, inst = args.work / "stage" / peer.name, args.work / "inst" / peer.name
+        shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(inst, ignore_errors=True)
+        for package in peer.packages:
+            shutil.copytree(root / package, stage / Path(package).name)
+        built = sh([sys.executable, "-m", "instrumentor.cli", str(stage), "-o", str(inst), "--all"], cwd=REPO)
+        print(built.stdout, built.stderr, sep="", flush=True)
+        before, where0 = run_suite(python, root, "", peer.module, args.work / f"{peer.name}-orig.xml", args.timeout)
+        after, where1 = run_suite(python, root, f"{inst}{os.pathsep}{REPO}", peer.module, args.work / f"{peer.name}-inst.xml", args.timeout)
+        passed0 = {t for t, s in before.items() if s == "passed"}
+        passed1 = {t for t, s in after.items() if s == "passed"}
+        lost, gained = sorted(passed0 - passed1), sorted(passed1 - passed0)
+        unexplained = [t for t in lost if not any(k in t for k in peer.expected)]
+        ok &= not unexplained and not gained and bool(passed0)
+        report.append(f"{peer.name} {peer.version}: original {len(passed0)} passed of {len(before)}, "
+                      f"instrumented {len(passed1)} passed of {len(after)}")
+        report.append(f"  original:     {where0}")
+        report.append(f"  instrumented: {where1}")
+        for test in lost:
+            why = next((r for k, r in peer.expected.items() if k in test), "NOT EXPLAINED")
+            report.append(f"  lost: {test}: {why}")
+        for test in gained:
+            report.append(f"  gained (unexpected): {test}")
+    print("\n".join(report))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

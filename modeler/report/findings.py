@@ -1,0 +1,179 @@
+"""The report's findings: plain values that both output formats render, and how values print.
+
+`build_report` (in `assemble`) fills a `Report`; the HTML and markdown templates only lay it out,
+so the page and the text never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from markupsafe import Markup
+
+from ..errors import InputError
+from . import svg
+
+NS = 1e-9
+
+
+@dataclass
+class ReportOptions:
+    """What the user chose on the command line; validated in `build_report`."""
+
+    metric: str = "time"
+    target: Mapping[str, float] | None = None
+    hold: Mapping[str, float] | None = None
+    run_id: str | None = None
+    rank: int | None = None
+    top: int = 12
+    title: str = "scaleprobe report"
+
+
+@dataclass
+class RankingRow:
+    callpath: str
+    formula: str
+    growth: str
+    growth_key: tuple[float, float]
+    smape: float
+    cv_smape: float | None
+    ar2: float
+    points: int
+    measured_max: float
+    predicted: float
+    low: float | None
+    high: float | None
+    factor: float
+    warnings: tuple[str, ...]
+    anchor: str
+
+
+@dataclass
+class RegionView:
+    row: RankingRow
+    charts: list[Markup]
+    heat: Markup | None
+    spread: float
+
+
+@dataclass
+class TreeNode:
+    name: str
+    incl_s: float
+    excl_s: float
+    visits: int
+    share: float
+    children: list["TreeNode"] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    title: str
+    parameters: tuple[str, ...]
+    metric: str
+    unit_format: Callable[[float], str]
+    design: list[tuple[str, str]]
+    environment: list[tuple[str, str]]
+    failed: list[tuple[str, str]]
+    problems: list[str]
+    warnings: list[str]
+    target: dict[str, float]
+    hold: dict[str, float]
+    ranking: list[RankingRow]
+    regions: list[RegionView]
+    training_charts: list[Markup]
+    training_table: list[dict]
+    split_charts: list[Markup]
+    scaling_axis: str | None
+    scaling_held: dict[str, float]
+    predicted_total: float | None  # the program (its top-level regions) at the target
+    predicted_cost: float | None  # predicted_total x ranks at the target, when ranks is a parameter
+    scaling_table: list[dict]
+    scaling_charts: list[Markup]
+    imbalance_run: str | None
+    imbalance: list[dict]
+    imbalance_chart: Markup | None
+    slowest_ranks: list[tuple[int, int]]
+    tree_run: str | None
+    tree_rank: int | None
+    tree: list[TreeNode]
+
+    def target_text(self) -> str:
+        return ", ".join(f"{k}={svg.short_number(v)}" for k, v in self.target.items())
+
+    def headline(self) -> RankingRow | None:
+        """The region to name first: among those with the worst growth the deepest, since its
+        callers inherit its growth and say less about where to look."""
+        if not self.ranking or self.ranking[0].growth_key <= (0.0, 0.0):
+            return None
+        top = self.ranking[0].growth_key
+        return max((r for r in self.ranking if r.growth_key == top), key=lambda r: r.callpath.count("->"))
+
+    def tree_rows(self) -> list[dict]:
+        """The call tree in display order, each row with its depth and the ids of its ancestors
+        (the page's script folds a subtree by hiding the rows that list its id)."""
+        rows: list[dict] = []
+
+        def walk(n: TreeNode, depth: int, ancestors: tuple[int, ...]) -> None:
+            rid = len(rows)
+            rows.append({"id": rid, "node": n, "depth": depth, "ancestors": " ".join(map(str, ancestors)),
+                         "children": bool(n.children)})
+            for c in n.children:
+                walk(c, depth + 1, ancestors + (rid,))
+
+        for n in self.tree:
+            walk(n, 0, ())
+        return rows
+
+    def tree_lines(self) -> list[str]:
+        """The call tree as indented text: name, inclusive / exclusive time, visits, share."""
+        lines: list[str] = []
+
+        def walk(n: TreeNode, depth: int) -> None:
+            lines.append(
+                f"{'  ' * depth}{n.name}  {svg.format_seconds(n.incl_s)} / {svg.format_seconds(n.excl_s)}"
+                f"  x{n.visits}  ({n.share * 100:.1f}%)"
+            )
+            for c in n.children:
+                walk(c, depth + 1)
+
+        for n in self.tree:
+            walk(n, 0)
+        return lines
+
+    def hold_text(self) -> str:
+        return ", ".join(f"{k}={svg.short_number(v)}" for k, v in self.hold.items())
+
+
+def value_formatter(metric: str, unit: str) -> Callable[[float], str]:
+    """How to print a metric's values: durations as time, everything else as plain numbers."""
+    u = unit.lower()
+    if u in ("ns", "nanoseconds"):
+        return lambda v: svg.format_seconds(v * NS)
+    if u in ("us", "µs", "microseconds"):
+        return lambda v: svg.format_seconds(v * 1e-6)
+    if u in ("ms", "milliseconds"):
+        return lambda v: svg.format_seconds(v * 1e-3)
+    if u in ("s", "sec", "seconds") or (not u and metric.startswith("time")):
+        return svg.format_seconds
+    return lambda v: svg.short_number(v) + (f" {unit}" if unit else "")
+
+
+def parse_assignments(text: str | None, option: str) -> dict[str, float]:
+    """`ranks=1024,batch=64` -> {"ranks": 1024.0, "batch": 64.0}; errors name the option."""
+    out: dict[str, float] = {}
+    if not text:
+        return out
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, eq, value = part.partition("=")
+        try:
+            if not eq or not name.strip():
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise InputError(f"{option}: expected NAME=NUMBER[,NAME=NUMBER...], got {part!r}") from None
+    return out

@@ -1,0 +1,108 @@
+"""One run up close: rank imbalance per region and the call tree of one rank."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from . import svg
+from .findings import NS, Report, TreeNode
+from .runs import RankData, RunGroup
+
+def choose_run(groups: Sequence[RunGroup], run_id: str | None) -> RunGroup | None:
+    if run_id is not None:
+        for g in groups:
+            if g.run_id == run_id:
+                return g
+        raise InputError(f"--run: no run {run_id!r}; the runs are {', '.join(g.run_id for g in groups[:10])}")
+    if not groups:
+        return None
+    return max(groups, key=lambda g: (g.world_size, sorted(g.params.values()), -g.repetition))
+
+
+def imbalance_view(report: Report, g: RunGroup) -> None:
+    report.imbalance_run = g.run_id
+    if len(g.ranks) < 2:
+        return
+    per_rank = {r.rank: r.incl_by_callpath() for r in g.ranks}
+    paths = sorted({p for d in per_rank.values() for p in d})
+    ranks = sorted(per_rank)
+    rows = []
+    for path in paths:
+        times = np.array([per_rank[r].get(path, 0) for r in ranks], dtype=float) * NS
+        mean = float(times.mean())
+        if mean <= 0:
+            continue
+        slow = int(np.argmax(times))
+        rows.append({
+            "callpath": path, "mean": mean, "max": float(times.max()), "min": float(times.min()),
+            # max - mean is never negative; clamp the rounding error so it does not print as -1e-08
+            "imbalance": max(0.0, float(times.max()) / mean - 1), "lost": max(0.0, float(times.max()) - mean),
+            "slowest": ranks[slow], "times": times,
+        })
+    rows.sort(key=lambda r: r["lost"], reverse=True)
+    report.imbalance = rows
+    counts = Counter(r["slowest"] for r in rows if r["imbalance"] > 0.05)
+    report.slowest_ranks = counts.most_common(5)
+    shown = rows[:15]
+    if not shown:
+        return
+    cols = ranks[:64]
+    cells = []
+    for r in reversed(shown):
+        row = []
+        for j, rk in enumerate(cols):
+            t = float(r["times"][j])
+            rel = t / r["mean"] - 1
+            row.append(svg.HeatCell(
+                t, f"{rel * 100:+.0f}%",
+                f"{r['callpath']} on rank {rk}: {svg.format_seconds(t)} ({rel * 100:+.1f}% vs the mean)",
+                color=svg.diverging(rel / 0.25),
+            ))
+        cells.append(row)
+    report.imbalance_chart = svg.heat_map(
+        [_short(r["callpath"]) for r in reversed(shown)], [str(c) for c in cols], cells,
+        row_label="", col_label="rank", title="time per rank relative to the mean over ranks (red: slower)",
+        cell_w=44, log=False,
+    )
+
+
+def _short(callpath: str, n: int = 14) -> str:
+    leaf = callpath.rsplit("->", 1)[-1]
+    return leaf if len(leaf) <= n else leaf[: n - 1] + "…"
+
+
+def call_tree_view(report: Report, g: RunGroup, rank: int | None) -> None:
+    chosen: RankData | None = None
+    if rank is not None:
+        chosen = next((r for r in g.ranks if r.rank == rank), None)
+        if chosen is None:
+            raise InputError(f"--rank: run {g.run_id} has no rank {rank}; it has {', '.join(str(r.rank) for r in g.ranks)}")
+    else:
+        chosen = g.ranks[0] if g.ranks else None
+    if chosen is None:
+        return
+    report.tree_run, report.tree_rank = g.run_id, chosen.rank
+    total = chosen.total_ns() * NS or 1.0
+    nodes: dict[tuple[int, ...], TreeNode] = {}
+    roots: list[TreeNode] = []
+    for path in sorted(chosen.profile, key=len):
+        st = chosen.profile[path]
+        node = TreeNode(
+            chosen.names.get(path[-1], f"region{path[-1]}"), int(st.incl_ns) * NS, int(st.excl_ns) * NS,
+            int(st.visits), int(st.incl_ns) * NS / total,
+        )
+        nodes[path] = node
+        parent = nodes.get(path[:-1])
+        (parent.children if parent is not None else roots).append(node)
+
+    def order(ns: list[TreeNode]) -> None:
+        ns.sort(key=lambda n: n.incl_s, reverse=True)
+        for n in ns:
+            order(n.children)
+
+    order(roots)
+    report.tree = roots

@@ -1,0 +1,183 @@
+"""The scaling ranking and the per-region views: measured points, model curves, heat maps."""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+from markupsafe import Markup
+
+from ..dataset import Series
+from ..model import FittedModel
+from ..ranking import rank_models
+from . import svg
+from .findings import RankingRow, RegionView
+
+
+def rank_regions(
+    series: Sequence[Series], models: Sequence[FittedModel], parameters: Sequence[str],
+    target: Mapping[str, float], largest: Mapping[str, float],
+) -> tuple[list[RankingRow], set[str]]:
+    """Rows worst-scaling first (as `modeler fit` ranks them), and the warnings every model has,
+    which are taken off the rows to be said once."""
+    by_key = {(m.callpath, m.metric): m for m in models}
+    ranked = rank_models([by_key[(s.callpath, s.metric)] for s in series if (s.callpath, s.metric) in by_key],
+                         parameters, target)
+    largest_pt = np.array([[largest.get(p, 0.0) for p in parameters]])
+    region_series = {s.callpath: s for s in series}
+    ranking: list[RankingRow] = []
+    for i, rm in enumerate(ranked.rows):
+        fm, s = rm.fitted, region_series[rm.fitted.callpath]
+        base = float(fm.predict(largest_pt)[0])
+        ranking.append(
+            RankingRow(
+                callpath=fm.callpath,
+                formula=fm.model.formula(4),
+                growth=_growth_label(fm),
+                growth_key=rm.growth,
+                smape=float(fm.smape),
+                cv_smape=None if fm.cv_smape is None else float(fm.cv_smape),
+                ar2=float(fm.ar2),
+                points=int(fm.points),
+                measured_max=float(max(np.max(r) for r in s.repetitions)),
+                predicted=rm.prediction,
+                low=rm.low,
+                high=rm.high,
+                factor=rm.prediction / base if base > 0 else math.nan,
+                warnings=tuple(fm.warnings),
+                anchor=_anchor(i),
+            )
+        )
+    # a warning every model carries ("only 2 values of ranks") is said once, not on every row
+    common = set(ranking[0].warnings) if ranking else set()
+    for row in ranking[1:]:
+        common &= set(row.warnings)
+    if len(ranking) > 1:
+        for row in ranking:
+            row.warnings = tuple(w for w in row.warnings if w not in common)
+    return ranking, common
+
+
+def _growth_label(fm: FittedModel) -> str:
+    """The fastest-growing term without its coefficient, e.g. `p^(3/2) * log2(p)`; `constant` if none."""
+    best, best_key = None, (0.0, 0.0)
+    for t in fm.model.terms:
+        key = (sum(f.exponent for f in t.factors), float(sum(f.log_exponent for f in t.factors)))
+        if best is None or key > best_key:
+            best, best_key = t, key
+    if best is None or best_key == (0.0, 0.0):
+        return "constant"
+    return " * ".join(f.formula() for f in best.factors if f.formula())
+
+
+def _anchor(i: int) -> str:
+    return f"region-{i}"
+
+
+def _line(series: Series, axis: int, hold: Mapping[str, float], parameters: Sequence[str]) -> tuple[np.ndarray, dict]:
+    """Indices of the points along parameter `axis` with the others at `hold`, else the longest such line."""
+    others = [i for i in range(len(parameters)) if i != axis]
+    groups: dict[tuple, list[int]] = {}
+    for k, pt in enumerate(series.points):
+        groups.setdefault(tuple(pt[i] for i in others), []).append(k)
+    want = tuple(hold.get(parameters[i], math.nan) for i in others)
+    idx = groups.get(want)
+    if idx is None or len(idx) < 2:
+        key = max(groups, key=lambda g: (len(groups[g]), g))
+        idx, want = groups[key], key
+    idx = sorted(idx, key=lambda k: series.points[k][axis])
+    return np.array(idx, dtype=int), {parameters[i]: want[j] for j, i in enumerate(others)}
+
+
+def _curve_x(lo: float, hi: float, log: bool, n: int = 40) -> np.ndarray:
+    if log and lo > 0:
+        return np.geomspace(lo, hi, n)
+    return np.linspace(lo, hi, n)
+
+
+def region_view(row: RankingRow, s: Series, fm: FittedModel, params, hold, target, fmt) -> RegionView:
+    charts = []
+    med = s.values("median")
+    for axis, p in enumerate(params):
+        idx, held = _line(s, axis, hold, params)
+        xs = s.points[idx, axis]
+        lo = [float(np.min(s.repetitions[k])) for k in idx]
+        hi = [float(np.max(s.repetitions[k])) for k in idx]
+        log = bool(np.all(xs > 0)) and xs.max() / max(xs.min(), 1e-300) >= 4
+        x_end = max(2 * float(xs.max()), target.get(p, 0.0))
+        inside = _curve_x(float(xs.min()), float(xs.max()), log)
+        beyond = _curve_x(float(xs.max()), x_end, log, 20)
+
+        def predict(x: np.ndarray) -> np.ndarray:
+            cols = {q: np.full(len(x), held[q]) for q in held}
+            cols[p] = x
+            return fm.predict(cols)
+
+        tips = [
+            f"{p}={svg.short_number(float(s.points[k, axis]))}: median {fmt(float(med[k]))}, "
+            f"{len(s.repetitions[k])} repetition(s) from {fmt(lo[j])} to {fmt(hi[j])}"
+            for j, k in enumerate(idx)
+        ]
+        series = [
+            svg.PlotSeries("measured", xs, med[idx], "points", svg.PALETTE[0], lo, hi, tips),
+            svg.PlotSeries("model", inside, predict(inside), "line", svg.PALETTE[3]),
+        ]
+        if x_end > float(xs.max()):
+            series.append(svg.PlotSeries("extrapolation", beyond, predict(beyond), "dashed", svg.PALETTE[3]))
+        held_text = ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
+        charts.append(
+            svg.xy_chart(
+                series,
+                x_label=p,
+                y_label=f"{s.metric}",
+                x_log=log,
+                x_ticks=[float(v) for v in xs] + [x_end],
+                y_log=False,
+                title=f"against {p}" + (f" ({held_text})" if held_text else ""),
+                y_format=fmt,
+                vline=target.get(p) if target.get(p, 0) > float(xs.max()) else None,
+                vline_label="target",
+            )
+        )
+    heat = _heat(s, fm, params, hold, target, fmt) if len(params) >= 2 else None
+    spread = float(np.max(s.spread())) if s.n_points else 0.0
+    return RegionView(row, charts, heat, spread)
+
+
+def _heat(s: Series, fm: FittedModel, params, hold, target, fmt) -> Markup:
+    """Model values over the first two parameters (measured values plus the target), others held."""
+    p0, p1 = params[0], params[1]
+    c0 = sorted({float(v) for v in s.points[:, 0]} | {target[p0]})
+    c1 = sorted({float(v) for v in s.points[:, 1]} | {target[p1]})
+    measured: dict[tuple[float, float], float] = {}
+    med = s.values("median")
+    others_ok = [
+        all(abs(pt[i] - hold.get(params[i], pt[i])) < 1e-12 for i in range(2, len(params))) for pt in s.points
+    ]
+    for k, pt in enumerate(s.points):
+        if others_ok[k]:
+            measured[(float(pt[0]), float(pt[1]))] = float(med[k])
+    rows = []
+    for y in c1:
+        row = []
+        for x in c0:
+            cols = {q: np.array([hold[q]]) for q in params[2:]}
+            cols[p0], cols[p1] = np.array([x]), np.array([y])
+            v = float(fm.predict(cols)[0])
+            m = measured.get((x, y))
+            if m is not None:
+                err = (v - m) / m * 100 if m else math.nan
+                tip = f"{p0}={svg.short_number(x)}, {p1}={svg.short_number(y)}: measured {fmt(m)}, model {fmt(v)} ({err:+.1f}%)"
+            else:
+                tip = f"{p0}={svg.short_number(x)}, {p1}={svg.short_number(y)}: model {fmt(v)} (not measured)"
+            row.append(svg.HeatCell(v, fmt(v), tip, outline=m is not None))
+        rows.append(row)
+    return svg.heat_map(
+        [svg.short_number(v) for v in c1],
+        [svg.short_number(v) for v in c0],
+        rows,
+        row_label=p1,
+        col_label=p0,
+        title=f"model over {p0} x {p1} (outlined: measured)",
+    )

@@ -1,0 +1,173 @@
+"""The training view: time per step and epoch, the split of a step, scaling with ranks."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from . import svg
+from .findings import NS, Report
+from .runs import RunGroup, coordinate, rank_axis
+
+STEP_COLORS = {"compute": "#0072B2", "communication": "#D55E00", "data wait": "#E69F00"}
+
+
+def _points_by_config(groups: Sequence[RunGroup], axes: Sequence[str], value: Callable[[RunGroup], float | None]):
+    """Repetition values per configuration: {coords: [values]} over `axes`."""
+    out: dict[tuple, list[float]] = {}
+    for g in groups:
+        coords = tuple(coordinate(g, a) for a in axes)
+        if any(c is None for c in coords):
+            continue
+        v = value(g)
+        if v is not None and math.isfinite(v):
+            out.setdefault(coords, []).append(v)
+    return out
+
+
+def _along(data: dict[tuple, list[float]], axis: int, axes: Sequence[str], hold: Mapping[str, float]):
+    """Configurations along `axis` with the other axes at `hold` (else the longest line): sorted keys."""
+    lines: dict[tuple, list[tuple]] = {}
+    for c in data:
+        lines.setdefault(tuple(v for i, v in enumerate(c) if i != axis), []).append(c)
+    if not lines:
+        return [], {}
+    want = tuple(hold.get(a, math.nan) for i, a in enumerate(axes) if i != axis)
+    keys = lines.get(want)
+    if keys is None or len(keys) < 2:
+        want = max(lines, key=lambda k: (len(lines[k]), k))
+        keys = lines[want]
+    others = [a for i, a in enumerate(axes) if i != axis]
+    return sorted(keys, key=lambda c: c[axis]), dict(zip(others, want))
+
+
+def _logish(xs: Sequence[float]) -> bool:
+    return all(x > 0 for x in xs) and max(xs) / min(xs) >= 4
+
+
+def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[str], hold: Mapping[str, float]) -> None:
+    axes = list(params)
+    if not axes:
+        return
+    for kind, label in (("steps", "step"), ("epochs", "epoch")):
+        data = _points_by_config(groups, axes, lambda g: (g.step_stats(kind) or {}).get("duration", math.nan) * NS)
+        if not data:
+            continue
+        for axis, p in enumerate(axes):
+            keys, held = _along(data, axis, axes, hold)
+            if len(keys) < 2:
+                continue
+            xs = [k[axis] for k in keys]
+            meds = [float(np.median(data[k])) for k in keys]
+            series = [
+                svg.PlotSeries(
+                    f"time per {label}", xs, meds, "points", svg.PALETTE[0 if kind == "steps" else 2],
+                    [min(data[k]) for k in keys], [max(data[k]) for k in keys],
+                ),
+                svg.PlotSeries("", xs, meds, "line", svg.PALETTE[0 if kind == "steps" else 2]),
+            ]
+            held_text = ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
+            report.training_charts.append(
+                svg.xy_chart(
+                    series, x_label=p, y_label=f"time per {label}", x_log=_logish(xs), x_ticks=xs,
+                    title=f"time per {label} against {p}" + (f" ({held_text})" if held_text else ""),
+                    y_format=svg.format_seconds,
+                )
+            )
+    # The split of a step, one bar per configuration along each parameter.
+    stats = {}
+    for g in groups:
+        st = g.step_stats("steps")
+        if st is None:
+            continue
+        coords = tuple(coordinate(g, a) for a in axes)
+        stats.setdefault(coords, []).append(st)
+    for coords, sts in sorted(stats.items()):
+        mean = {k: float(np.mean([s[k] for s in sts])) * NS for k in ("duration", "data_wait", "comm", "gpu")}
+        row = {a: c for a, c in zip(axes, coords)}
+        row.update(
+            step=mean["duration"], data_wait=mean["data_wait"], comm=mean["comm"], gpu=mean["gpu"],
+            compute=max(0.0, mean["duration"] - mean["data_wait"] - mean["comm"]),
+            steps=float(np.mean([s["count"] for s in sts])), runs=len(sts),
+        )
+        report.training_table.append(row)
+    if not report.training_table:
+        return
+    has_gpu = any(r["gpu"] > 0 for r in report.training_table)
+    rows_by = {tuple(r[a] for a in axes): r for r in report.training_table}
+    for axis, p in enumerate(axes):
+        keys, held = _along({k: [0.0] for k in rows_by}, axis, axes, hold)
+        if len(keys) < 2:
+            continue
+        bars = [
+            svg.BarStack(
+                svg.short_number(k[axis]),
+                [("compute", rows_by[k]["compute"]), ("communication", rows_by[k]["comm"]),
+                 ("data wait", rows_by[k]["data_wait"])],
+                rows_by[k]["gpu"] if has_gpu else None,
+            )
+            for k in keys
+        ]
+        held_text = ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
+        report.split_charts.append(
+            svg.stacked_bars(
+                bars, x_label=p, y_label="time per step", colors=STEP_COLORS,
+                marker_name="GPU time" if has_gpu else "",
+                title=f"split of a step against {p}" + (f" ({held_text})" if held_text else ""),
+                y_format=svg.format_seconds,
+            )
+        )
+
+
+def scaling_view(report: Report, groups: Sequence[RunGroup], params: Sequence[str], hold: Mapping[str, float]) -> None:
+    axis_name = rank_axis(params, groups)
+    report.scaling_axis = axis_name
+    if axis_name is None:
+        return
+    axes = list(params) if axis_name in params else list(params) + [axis_name]
+    data = _points_by_config(groups, axes, lambda g: g.time_ns() * NS)
+    keys, held = _along(data, axes.index(axis_name), axes, hold)
+    if len(keys) < 2:
+        return
+    i = axes.index(axis_name)
+    p0 = keys[0][i]
+    t0 = float(np.median(data[keys[0]]))
+    rows = []
+    for k in keys:
+        p, t = k[i], float(np.median(data[k]))
+        speedup = t0 / t if t > 0 else math.nan
+        rows.append({
+            "ranks": p, "time": t, "speedup": speedup,
+            "strong_eff": speedup * p0 / p, "weak_eff": speedup, "cost": t * p, "runs": len(data[k]),
+        })
+    report.scaling_table = rows
+    report.scaling_held = held
+    xs = [r["ranks"] for r in rows]
+    held_text = ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
+    suffix = f" ({held_text})" if held_text else ""
+    ideal = [x / p0 for x in xs]
+    report.scaling_charts = [
+        svg.xy_chart(
+            [svg.PlotSeries("measured", xs, [r["speedup"] for r in rows], "points", svg.PALETTE[0]),
+             svg.PlotSeries("", xs, [r["speedup"] for r in rows], "line", svg.PALETTE[0]),
+             svg.PlotSeries("ideal strong scaling", xs, ideal, "dashed", "#777")],
+            x_label=axis_name, y_label=f"speedup over {svg.short_number(p0)} rank(s)", x_log=_logish(xs), x_ticks=xs,
+            title="speedup" + suffix,
+        ),
+        svg.xy_chart(
+            [svg.PlotSeries("strong scaling", xs, [r["strong_eff"] * 100 for r in rows], "points", svg.PALETTE[0]),
+             svg.PlotSeries("", xs, [r["strong_eff"] * 100 for r in rows], "line", svg.PALETTE[0]),
+             svg.PlotSeries("weak scaling", xs, [r["weak_eff"] * 100 for r in rows], "points", svg.PALETTE[1]),
+             svg.PlotSeries("", xs, [r["weak_eff"] * 100 for r in rows], "line", svg.PALETTE[1])],
+            x_label=axis_name, y_label="parallel efficiency (%)", x_log=_logish(xs), x_ticks=xs,
+            title="parallel efficiency" + suffix, y_format=lambda v: f"{v:.0f}%",
+        ),
+        svg.xy_chart(
+            [svg.PlotSeries("rank-seconds", xs, [r["cost"] for r in rows], "points", svg.PALETTE[3]),
+             svg.PlotSeries("", xs, [r["cost"] for r in rows], "line", svg.PALETTE[3])],
+            x_label=axis_name, y_label="cost (ranks x time)", x_log=_logish(xs), x_ticks=xs,
+            title="cost" + suffix, y_format=svg.format_seconds,
+        ),
+    ]

@@ -29,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="runtime",
                         help="runtime (default: needs the runtime package) or nvtx (needs only nvtx)")
     parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    parser.add_argument("--file-timeout", type=int, default=120, metavar="S",
+                        help="give up on a file after S seconds in its worker (default 120; 0: never)")
     parser.add_argument("--diff", action="store_true", help="print the rewrite as a unified diff; write nothing")
     parser.add_argument("--graph", action="store_true", help="print the import graph; write nothing")
     parser.add_argument("--keep-going", action="store_true", help="exit 0 even when some files failed")
@@ -73,9 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.jobs < 1:
             raise InstrumentError(f"--jobs {args.jobs}: must be at least 1")
+        if args.file_timeout < 0:
+            raise InstrumentError(f"--file-timeout {args.file_timeout}: must not be negative")
         if not (args.graph or args.diff) and args.out is None:
             raise InstrumentError("-o OUT is required (or --diff / --graph)")
-        project = Project(Options(args.src, args.out, args.main, args.all, args.backend, args.jobs))
+        project = Project(Options(args.src, args.out, args.main, args.all, args.backend, args.jobs, args.file_timeout))
         if args.graph:
             print(format_graph(project.graph()))
             return EXIT_OK

@@ -14,6 +14,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import sys
 import tokenize
 from collections import Counter
@@ -45,6 +46,7 @@ class Options:
     all: bool = False
     backend: str = "runtime"
     jobs: int = 1
+    file_timeout: int = 120  # seconds per file in a worker; 0: none
 
 
 @dataclass
@@ -92,7 +94,21 @@ def decode(data: bytes) -> tuple[str, str]:
 
 
 def _work(job: tuple) -> FileResult:
-    relpath, path, pool, prior, backend = job
+    relpath, path, pool, prior, backend, timeout = job
+    # libcst's native parser takes minutes on some inputs (a chain of 4000 `+` took 60 s, growing
+    # faster than quadratically) and cannot be interrupted from Python: SIGALRM's default action
+    # ends this worker, and run_jobs reports the file as failed.
+    if timeout:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(timeout)
+    try:
+        return _instrument_file(relpath, path, pool, prior, backend)
+    finally:
+        if timeout:
+            signal.alarm(0)
+
+
+def _instrument_file(relpath: str, path: str, pool: tuple, prior: dict, backend: str) -> FileResult:
     # libcst recurses once per nesting level (long `a + b + ...` chains); deeper still, the native
     # parser may overflow the C stack and kill this worker, which run_jobs reports for this file.
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
@@ -125,7 +141,8 @@ def run_jobs(jobs: list[tuple], workers: int, work=_work) -> dict[str, FileResul
                         except BrokenProcessPool:
                             if isolate:
                                 results[job[0]] = FileResult(
-                                    job[0], "failed", error=f"{job[0]}:1: the parser's worker process died on this file"
+                                    job[0], "failed",
+                                    error=f"{job[0]}:1: the parser's worker process died or ran past --file-timeout on this file",
                                 )
                             else:
                                 broken.append(job)
@@ -224,7 +241,7 @@ class Project:
                 block = [next_id, next_id + max(bound, 1)]
                 next_id = block[1]
                 # the outgrown block stays this file's, so its known regions keep their ids
-            jobs.append((rel, str(self.src / rel), tuple(block), prior, self.opts.backend))
+            jobs.append((rel, str(self.src / rel), tuple(block), prior, self.opts.backend, self.opts.file_timeout))
             files_state[rel] = {"hash": digest, "fingerprint": self.fingerprint, "block": block, "regions": [], "status": "?", "out_size": -1}
         self.state["next_id"] = next_id
         results.update(run_jobs(jobs, max(1, self.opts.jobs)))

@@ -36,10 +36,11 @@ class PMNFModeler:
 
     Options (all keyword-only, checked by `fit`):
     - `compat`: None (the improved default) or "extrap" (Extra-P 4.2.5's default modeler).
-    - `aggregate`: how repetitions become one value per point: "median", "mean", "min", "max".
-      None: "median", or "mean" with compat="extrap" (what Extra-P uses).
+    - `aggregate`: how repetitions become one value per point: "robust" (the mean of the
+      repetitions that are not outliers), "median", "mean", "min", "max". None: "robust", or
+      "mean" with compat="extrap" (what Extra-P uses).
     - `candidates`: default mode: how many best single-parameter terms per parameter go on to the
-      multi-parameter search (None: 3 for up to 2 parameters, 2 for 3, 1 beyond).
+      multi-parameter search (None: 3 for up to 3 parameters, 1 beyond).
     - `allow_log`: allow log2 factors (they are dropped anyway for a parameter with a value < 1).
     - `noise_test`: default mode: keep a constant model when its deviations are within the noise
       measured by the repetitions.

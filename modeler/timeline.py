@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,15 +26,15 @@ class _File:
     run: Any
     rank: int
     worker: bool
+    offset_ns: int = 0  # added to this process's clock: ns since the earliest file's start
 
-    @property
-    def offset_s(self) -> float:
-        """Wall-clock seconds of perf_counter_ns 0 in this process, or None without a header clock."""
+    def wall(self) -> float | None:
+        """Wall-clock seconds at which this process's clock read 0, or None without a header clock."""
         h = self.run.header
         start_unix, start_ns = h.get("start_unix"), h.get("start_ns")
         if isinstance(start_unix, (int, float)) and isinstance(start_ns, (int, float)):
             return float(start_unix) - float(start_ns) * 1e-9
-        return 0.0
+        return None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -128,17 +127,28 @@ def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
         raise InputError("--ranks: none of the selected ranks is in the run")
     files.sort(key=lambda f: (f.rank, f.worker, int(f.run.header.get("pid") or 0)))
 
+    # A unix time in float seconds resolves only ~0.2 us: align the files once, then stay in
+    # integer ns so that a slice ending where the next one starts never overlaps it.
+    walls = [w for w in (f.wall() for f in files) if w is not None]
+    ref = min(walls) if walls else 0.0
+    for f in files:
+        w = f.wall()
+        f.offset_ns = 0 if w is None else int(round((w - ref) * 1e9))
     starts = []
     for f in files:
         for rec in list(f.run.steps) + list(f.run.epochs):
             if isinstance(rec.get("start_ns"), (int, float)):
-                starts.append(f.offset_s + rec["start_ns"] * 1e-9)
+                starts.append(int(rec["start_ns"]) + f.offset_ns)
         for _rid, _tid, start, _end in _events_of(f.run):
-            starts.append(f.offset_s + start * 1e-9)
-    origin = min(starts) if starts else 0.0
+            starts.append(start + f.offset_ns)
+    origin = min(starts) if starts else 0
 
     def us(f: _File, t_ns: float) -> float:
-        return round((f.offset_s + t_ns * 1e-9 - origin) * 1e6, 3)
+        return round((int(t_ns) + f.offset_ns - origin) / 1e3, 3)
+
+    def span(f: _File, start_ns: float, dur_ns: float) -> dict:
+        ts = us(f, start_ns)
+        return {"ts": ts, "dur": round(us(f, int(start_ns) + int(dur_ns)) - ts, 3)}
 
     events: list[dict] = []
     traced = False
@@ -164,19 +174,19 @@ def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
                 events.append({
                     "ph": "X", "pid": pid, "tid": tid, "cat": kind,
                     "name": f"{kind} {r.get('index', '')} ({names.get(r.get('region'), r.get('region'))})",
-                    "ts": us(f, r["start_ns"]), "dur": round(dur / 1e3, 3), "args": args,
+                    **span(f, r["start_ns"], dur), "args": args,
                 })
                 wait = r.get("data_wait_ns")
                 if kind == "step" and isinstance(wait, (int, float)) and 0 < wait <= dur:
                     events.append({"ph": "X", "pid": pid, "tid": tid, "cat": "data_wait", "name": "data wait",
-                                   "ts": us(f, r["start_ns"]), "dur": round(wait / 1e3, 3)})
+                                   **span(f, r["start_ns"], wait)})
         threads: dict[int, int] = {}
         for rid, thread, start, end in _events_of(f.run):
             traced = True
             tid = threads.setdefault(thread, TID_REGIONS + len(threads))
             events.append({
                 "ph": "X", "pid": pid, "tid": tid, "cat": kinds.get(rid, "region"),
-                "name": names.get(rid, f"region {rid}"), "ts": us(f, start), "dur": round((end - start) / 1e3, 3),
+                "name": names.get(rid, f"region {rid}"), **span(f, start, end - start),
             })
         for thread, tid in threads.items():
             name = "main thread" if len(threads) == 1 else f"thread {thread}"
@@ -192,7 +202,7 @@ def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
     head = files[0].run.header
     meta = {"run_id": head.get("run_id"), "experiment": head.get("experiment"), "params": head.get("params"),
             "world_size": head.get("world_size"), "region_events": traced, "events_dropped": dropped,
-            "origin_unix": origin if math.isfinite(origin) else None}
+            "origin_unix": ref + origin * 1e-9 if walls else None}
     return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": meta}
 
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 
 typedef struct {
     int64_t visits, incl, excl, min, max, rec;
@@ -38,6 +39,7 @@ typedef struct ThreadState {
     Slot *slots;
     uint32_t hmask, hused;
     struct ThreadState *next;
+    volatile int dead; /* set by the thread-exit destructor; freed at the next take_deltas */
 } ThreadState;
 
 static _Thread_local ThreadState *tls = NULL;
@@ -46,6 +48,18 @@ static uint8_t *off = NULL;
 static int64_t *iters = NULL, *iters_snap = NULL;
 static Py_ssize_t cap = 0;
 static int64_t dropped = 0;
+static pthread_key_t exit_key;
+
+/* Runs at thread exit, without the GIL: only flag the state; the flusher frees it (with the GIL)
+ * once its last deltas are taken, so programs that start many threads do not grow without end. */
+static void thread_gone(void *p) { ((ThreadState *)p)->dead = 1; }
+
+static void free_state(ThreadState *s) {
+    free(s->nodes);
+    free(s->stack);
+    free(s->slots);
+    free(s);
+}
 
 static inline int64_t now_ns(void) {
     struct timespec ts;
@@ -138,6 +152,7 @@ static ThreadState *new_state(void) {
     s->next = all_states;
     all_states = s;
     tls = s;
+    pthread_setspecific(exit_key, s);
     return s;
 }
 
@@ -283,7 +298,10 @@ static PyObject *path_of(ThreadState *s, int32_t idx) {
 static PyObject *p_take_deltas(PyObject *self, PyObject *unused) {
     PyObject *out = PyList_New(0);
     if (!out) return NULL;
-    for (ThreadState *s = all_states; s; s = s->next) {
+    ThreadState **link = &all_states;
+    while (*link) {
+        ThreadState *s = *link;
+        int dead = s->dead; /* read first: a state seen dead gets no more updates */
         for (int32_t i = 1; i < s->nnodes; i++) {
             Node *n = &s->nodes[i];
             if (n->visits == n->s_visits && n->rec == n->s_rec) continue;
@@ -305,6 +323,12 @@ static PyObject *p_take_deltas(PyObject *self, PyObject *unused) {
             n->s_excl = n->excl;
             n->s_rec = n->rec;
             n->s_sumsq = n->sumsq;
+        }
+        if (dead && s != tls) {
+            *link = s->next;
+            free_state(s);
+        } else {
+            link = &s->next;
         }
     }
     return out;
@@ -344,14 +368,12 @@ static PyObject *p_reset_after_fork(PyObject *self, PyObject *unused) {
     ThreadState *s = all_states;
     while (s) {
         ThreadState *next = s->next;
-        free(s->nodes);
-        free(s->stack);
-        free(s->slots);
-        free(s);
+        free_state(s);
         s = next;
     }
     all_states = NULL;
     tls = NULL;
+    pthread_setspecific(exit_key, NULL);
     if (cap) {
         memset(iters, 0, sizeof(int64_t) * (size_t)cap);
         memset(iters_snap, 0, sizeof(int64_t) * (size_t)cap);
@@ -380,5 +402,9 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_cprobe", "scaleprob
 
 PyMODINIT_FUNC PyInit__cprobe(void) {
     if (grow(1024) < 0) return PyErr_NoMemory();
+    if (pthread_key_create(&exit_key, thread_gone) != 0) {
+        PyErr_SetString(PyExc_OSError, "pthread_key_create failed");
+        return NULL;
+    }
     return PyModule_Create(&moddef);
 }

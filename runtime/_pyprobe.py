@@ -15,6 +15,7 @@ in `recursive` but adds no time, so inclusive time is never counted twice.
 from __future__ import annotations
 
 import threading
+import weakref
 from time import perf_counter_ns
 
 _V, _INCL, _EXCL, _MIN, _MAX, _SQ, _REC, _KIDS, _RID, _PARENT, _SNAP = range(11)
@@ -22,7 +23,9 @@ _NSTATS = 7
 _BIG = 1 << 62
 
 _local = threading.local()
-_roots: list[list] = []
+# (root node, weak reference to a marker that lives in the thread's local storage): when the
+# thread ends its locals go, the reference dies, and the tree is dropped after its last deltas.
+_roots: list[tuple[list, weakref.ref]] = []
 _roots_lock = threading.Lock()
 # Per region id: 1 = not timed (throttled or filtered out). Extended in place, never rebound,
 # because the hot-path functions hold it as a default argument.
@@ -40,9 +43,14 @@ def _new_thread() -> list:
     root = _new_node(-1, None)
     stack = [[root, -1, 0, 0, 0]]
     _local.stack = stack
+    marker = _local.marker = _Marker()
     with _roots_lock:
-        _roots.append(root)
+        _roots.append((root, weakref.ref(marker)))
     return stack
+
+
+class _Marker:
+    __slots__ = ("__weakref__",)
 
 
 def enter(rid: int, _perf=perf_counter_ns, _local=_local, _off=_off) -> None:
@@ -136,7 +144,7 @@ def take_deltas() -> list[tuple]:
     with _roots_lock:
         roots = list(_roots)
     out: list[tuple] = []
-    for root in roots:
+    for root, alive in roots:
         todo = [((), root)]
         while todo:
             path, node = todo.pop()
@@ -162,6 +170,9 @@ def take_deltas() -> list[tuple]:
                     )
                     child[_SNAP] = cur
                 todo.append((p, child))
+        if alive() is None:  # the thread has ended and everything it measured is in `out`
+            with _roots_lock:  # by identity: nodes are cyclic lists, == would recurse
+                _roots[:] = [r for r in _roots if r[0] is not root]
     return out
 
 

@@ -104,6 +104,9 @@ class Recorder:
             "schedule": None if self.cfg.schedule is None else vars(self.cfg.schedule),
             "throttle": {"calls": self.cfg.throttle_calls, "ns": self.cfg.throttle_ns},
         }
+        parent = _mp_parent_pid()
+        if parent is not None:  # a spawned multiprocessing child (e.g. a DataLoader worker), not a rank
+            self.header["child_of"] = parent
         self._open_file(out)
 
     def _open_file(self, out: str) -> None:
@@ -318,8 +321,8 @@ class Recorder:
         os.close(self.writer._fd)  # the parent's descriptor; the parent keeps writing through its own
         self.writer._fd = -1
         self.pending_regions = sorted(self.regions)
-        self.header = dict(self.header, pid=self.pid, ppid=parent, forked_from=parent, start_ns=self.start_ns,
-                           start_unix=time.time())
+        self.header = dict(self.header, pid=self.pid, ppid=parent, forked_from=parent, child_of=parent,
+                           start_ns=self.start_ns, start_unix=time.time())
         self._open_file(os.path.dirname(self.path or "."))
         self.start_thread()
 
@@ -476,6 +479,23 @@ def _identity() -> dict[str, Any]:
         env = os.environ
         return {"rank": int(env.get("RANK", 0)), "local_rank": int(env.get("LOCAL_RANK", 0)),
                 "world_size": int(env.get("WORLD_SIZE", 1)), "host": os.uname().nodename, "launcher": None}
+
+
+def _mp_parent_pid() -> int | None:
+    mp = sys.modules.get("multiprocessing")
+    if mp is None:
+        return None
+    try:
+        parent = mp.parent_process()
+        if parent is not None:
+            return parent.pid
+        # A spawned child imports the main module (and so starts recording) before
+        # parent_process() is set, but after it got its process name.
+        if mp.current_process().name != "MainProcess":
+            return os.getppid()
+    except Exception:  # an unusual multiprocessing context: treat as a top-level process
+        return None
+    return None
 
 
 def _torch_version() -> str | None:

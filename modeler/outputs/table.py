@@ -19,7 +19,12 @@ def shorten_callpath(cp: str, width: int = MAX_CALLPATH) -> str:
 def render_table(ranking: Ranking) -> str:
     rows = [cells(i, r) for i, r in enumerate(ranking.rows, 1)]
     cp = HEADERS.index("callpath")
-    rows = [r[:cp] + (shorten_callpath(r[cp]),) + r[cp + 1 :] for r in rows]
+    short = {r[cp]: shorten_callpath(r[cp]) for r in rows}
+    # two call paths that differ only in the part cut off would look the same: show them whole
+    owners: dict[str, set[str]] = {}
+    for full, s in short.items():
+        owners.setdefault(s, set()).add(full)
+    rows = [r[:cp] + ((short[r[cp]] if len(owners[short[r[cp]]]) == 1 else r[cp]),) + r[cp + 1 :] for r in rows]
     widths = [max([len(h)] + [len(r[j]) for r in rows]) for j, h in enumerate(HEADERS)]
 
     def line(cols: tuple[str, ...]) -> str:

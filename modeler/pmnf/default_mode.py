@@ -38,7 +38,7 @@ _CHUNK = 400_000
 
 
 def default_candidates(n_parameters: int) -> int:
-    return 3 if n_parameters <= 2 else 2 if n_parameters == 3 else 1
+    return 3 if n_parameters <= 3 else 1
 
 
 def _hypotheses(n_options: list[int]) -> list[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]]:

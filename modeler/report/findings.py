@@ -69,35 +69,37 @@ class TreeNode:
 
 @dataclass
 class Report:
+    """Everything the page shows. The views (`training`, `ranks`) fill their part in place."""
+
     title: str
     parameters: tuple[str, ...]
     metric: str
     unit_format: Callable[[float], str]
-    design: list[tuple[str, str]]
-    environment: list[tuple[str, str]]
-    failed: list[tuple[str, str]]
-    problems: list[str]
-    warnings: list[str]
     target: dict[str, float]
     hold: dict[str, float]
     ranking: list[RankingRow]
     regions: list[RegionView]
-    training_charts: list[Markup]
-    training_table: list[dict]
-    split_charts: list[Markup]
-    scaling_axis: str | None
-    scaling_held: dict[str, float]
-    predicted_total: float | None  # the program (its top-level regions) at the target
-    predicted_cost: float | None  # predicted_total x ranks at the target, when ranks is a parameter
-    scaling_table: list[dict]
-    scaling_charts: list[Markup]
-    imbalance_run: str | None
-    imbalance: list[dict]
-    imbalance_chart: Markup | None
-    slowest_ranks: list[tuple[int, int]]
-    tree_run: str | None
-    tree_rank: int | None
-    tree: list[TreeNode]
+    warnings: list[str] = field(default_factory=list)
+    design: list[tuple[str, str]] = field(default_factory=list)
+    environment: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    training_charts: list[Markup] = field(default_factory=list)
+    training_table: list[dict] = field(default_factory=list)
+    split_charts: list[Markup] = field(default_factory=list)
+    scaling_axis: str | None = None
+    scaling_held: dict[str, float] = field(default_factory=dict)
+    scaling_table: list[dict] = field(default_factory=list)
+    scaling_charts: list[Markup] = field(default_factory=list)
+    predicted_total: float | None = None  # the program (its top-level regions) at the target
+    predicted_cost: float | None = None  # predicted_total x ranks at the target, when ranks is a parameter
+    imbalance_run: str | None = None
+    imbalance: list[dict] = field(default_factory=list)
+    imbalance_chart: Markup | None = None
+    slowest_ranks: list[tuple[int, int]] = field(default_factory=list)
+    tree_run: str | None = None
+    tree_rank: int | None = None
+    tree: list[TreeNode] = field(default_factory=list)
 
     def target_text(self) -> str:
         return ", ".join(f"{k}={svg.short_number(v)}" for k, v in self.target.items())

@@ -37,7 +37,7 @@ class TrainConfig:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "TrainConfig":
-        return cls(**{name: getattr(args, name) for name in (f.name for f in fields(cls))})
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
 
     def architecture(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.ARCHITECTURE_FIELDS}

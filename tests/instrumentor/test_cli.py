@@ -135,10 +135,29 @@ def _die_on_bad(job):
 
 
 def test_a_file_that_kills_its_worker_fails_alone():
-    jobs = [(name, "", (0, 1), {}, "runtime") for name in ("a.py", "bad.py", "b.py")]
+    jobs = [(name, "", (0, 1), {}, "runtime", 0) for name in ("a.py", "bad.py", "b.py")]
     results = run_jobs(jobs, 2, work=_die_on_bad)
     assert {k: v.status for k, v in results.items()} == {"a.py": "unchanged", "bad.py": "failed", "b.py": "unchanged"}
     assert "worker process died" in results["bad.py"].error
+
+
+def test_a_file_past_the_timeout_fails_and_the_rest_is_instrumented(src, tmp_path, capsys):
+    # libcst's native parser needs far more than a second for a chain of 6000 `+`
+    (src / "helper.py").write_text("def work(i):\n    return " + "+".join(["i"] * 6000) + "\n")
+    (src / "main.py").write_text(MAIN.replace("import helper", "import helper, other"))
+    (src / "other.py").write_text("def g():\n    return 1\n")
+    out = tmp_path / "out"
+    assert main([str(src), "-o", str(out), "--file-timeout", "1", "--jobs", "2"]) == 1
+    printed = capsys.readouterr().out
+    assert "helper.py:1: the parser's worker process died or ran past --file-timeout" in printed
+    assert (out / "helper.py").read_bytes() == (src / "helper.py").read_bytes()
+    assert "__sp_on__" in (out / "other.py").read_text() and "__sp_on__" in (out / "main.py").read_text()
+
+
+def test_deeply_nested_expression_fails_cleanly(src, tmp_path, capsys):
+    (src / "helper.py").write_text("def work(i):\n    return " + "+".join(["i"] * 40000) + "\n")
+    assert main([str(src), "-o", str(tmp_path / "out")]) == 1
+    assert "helper.py:1: cannot parse: RecursionError" in capsys.readouterr().out
 
 
 def test_version_and_usage_errors(src, capsys):

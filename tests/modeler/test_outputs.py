@@ -108,3 +108,11 @@ def test_growth_text(g, text):
     from modeler.outputs.columns import growth_text
 
     assert growth_text(g) == text
+
+
+def test_callpaths_that_would_shorten_alike_are_shown_whole():
+    tail = "->".join(f"r{i}" for i in range(30))
+    a, b = f"main->evaluate->{tail}", f"main->train->{tail}"
+    models = [FittedModel(cp, "time", Model(PARAMS, 1.0), 1, 1, 1, None, 5) for cp in (a, b, "main->short")]
+    text = render(rank_models(models, PARAMS, {"ranks": 1.0, "batch": 1.0}), "table")
+    assert a in text and b in text and "main->short" in text

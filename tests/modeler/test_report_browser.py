@@ -197,8 +197,20 @@ def test_report_opens_in_chromium_without_errors_and_draws_its_charts(report, tm
         filtered = devtools.call("Runtime.evaluate", {"returnByValue": True, "expression": """
             (function () { var i = document.querySelector("input.filter"); i.value = "train_step";
               i.dispatchEvent(new Event("input"));
-              return Array.from(document.querySelectorAll("#ranking-table tbody tr")).filter(function (r) {
-                return !r.hidden; }).map(function (r) { return r.cells[1].textContent; }); })()"""},
+              var shown = Array.from(document.querySelectorAll("#ranking-table tbody tr")).filter(function (r) {
+                return !r.hidden; }).map(function (r) { return r.cells[1].textContent; });
+              i.value = ""; i.dispatchEvent(new Event("input"));  // the screenshot shows the whole table
+              return shown; })()"""},
+            session=session)["result"]["value"]
+        # a click on a header sorts by that column, descending first, a second click ascending
+        sorted_cols = devtools.call("Runtime.evaluate", {"returnByValue": True, "expression": """
+            (function () { var t = document.getElementById("ranking-table");
+              var col = Array.from(t.tHead.rows[0].cells).findIndex(function (c) {
+                return c.textContent.indexOf("largest measured") === 0; });
+              var values = function () { return Array.from(t.tBodies[0].rows).map(function (r) {
+                return parseFloat(r.cells[col].getAttribute("data-sort")); }); };
+              t.tHead.rows[0].cells[col].click(); var first = values();
+              t.tHead.rows[0].cells[col].click(); return [first, values()]; })()"""},
             session=session)["result"]["value"]
         # folding the call tree's root hides every other row of it; unfolding shows them again
         folded = devtools.call("Runtime.evaluate", {"returnByValue": True, "expression": """
@@ -242,6 +254,8 @@ def test_report_opens_in_chromium_without_errors_and_draws_its_charts(report, tm
     for width, height, shapes in stats["charts"]:
         assert width > 100 and height > 100 and shapes > 0
     assert filtered and all("train_step" in t for t in filtered)
+    descending, ascending = sorted_cols
+    assert descending == sorted(descending, reverse=True) and ascending == sorted(ascending)
     total, after_fold, after_unfold = folded
     assert total > 5 and after_fold < total and after_unfold == total
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 50_000

@@ -140,3 +140,12 @@ def test_command_writes_a_trace_file(tmp_path):
     # every complete event has what chrome://tracing and Perfetto require
     for e in slices(trace):
         assert {"name", "ph", "ts", "dur", "pid", "tid"} <= set(e) and e["dur"] >= 0
+
+
+def test_back_to_back_steps_never_overlap_at_real_clock_values(tmp_path):
+    # a unix time near 1.8e9 s resolves only ~0.2 us in a float: the timeline must not add it to
+    # every timestamp, or a step ending where the next starts overlaps it (Perfetto then mis-nests)
+    run = read_run(write_rank(tmp_path, 0, start_unix=1_795_294_305.469836, start_ns=123_456_789_012_345))
+    steps = slices(build_trace([run]), cat="step")
+    for a, b in zip(steps, steps[1:]):
+        assert a["ts"] + a["dur"] == b["ts"]

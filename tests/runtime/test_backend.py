@@ -165,3 +165,19 @@ def test_visit_open_when_its_region_is_throttled_still_closes(b):
     assert (1, 3) in d and (1, 2, 3) not in d
     assert d[(1, 2)][1] == 1
     assert b.dropped() == 0
+
+
+def test_trees_of_ended_threads_are_freed_after_their_last_deltas(b):
+    def work():
+        b.enter(8)
+        b.exit(8)
+
+    for _ in range(20):
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    first = b.take_deltas()
+    assert sum(d[1] for d in first if d[0] == (8,)) == 20  # nothing lost when a thread ends
+    assert b.take_deltas() == []  # and nothing is left over to report twice
+    b.enter(1); b.exit(1)  # the current thread keeps recording
+    assert [d[0] for d in b.take_deltas()] == [(1,)]

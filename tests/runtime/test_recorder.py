@@ -215,3 +215,17 @@ def test_unwritable_output_is_a_clear_error(tmp_path):
     p = run_app(tmp_path, out=False, env={"SCALEPROBE_OUT": str(blocker / "sub")})
     assert p.returncode != 0
     assert "cannot write the run file" in p.stderr and "SCALEPROBE_OUT" in p.stderr
+
+
+@pytest.mark.slow
+def test_multiprocessing_spawn_workers_record_as_children(tmp_path):
+    p = run_app(tmp_path, "mp", "spawn", env={"APP_EPOCHS": "1"})
+    assert p.returncode == 0, p.stderr
+    runs = [read_run(f) for f in find_run_files(tmp_path / "out")]
+    parent = [r for r in runs if "child_of" not in r.header]
+    workers = [r for r in runs if "child_of" in r.header]
+    assert len(parent) == 1 and len(workers) == 2
+    assert all(r.header["child_of"] == parent[0].header["pid"] and "forked_from" not in r.header for r in workers)
+    assert all(r.end is not None and r.end["status"] == "ok" for r in workers)
+    total = sum(s.visits for r in workers for p, s in r.profile.items() if r.callpath_name(p) == "worker")
+    assert total == 4

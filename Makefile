@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test install clean extrap-venv
+.PHONY: demo test install clean extrap-venv bench-modeler
 
 install: $(STAMP)
 
@@ -27,6 +27,10 @@ extrap-venv: .venv-extrap/bin/extrap
 .venv-extrap/bin/extrap:
 	$(PYTHON) -m venv .venv-extrap
 	.venv-extrap/bin/pip install -q 'extrap==4.2.5' 'numpy<2'
+
+# Side-by-side accuracy and speed of our modeler against Extra-P (several minutes).
+bench-modeler: $(STAMP) extrap-venv
+	$(PY) benchmarks/modeler_vs_extrap.py
 
 clean:
 	rm -rf $(VENV) .venv-extrap demo build *.egg-info

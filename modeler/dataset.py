@@ -17,11 +17,12 @@ from .errors import InputError
 def robust_values(repetitions: Sequence[np.ndarray]) -> np.ndarray:
     """Per point, the mean of the repetitions that are not outliers.
 
-    A repetition is an outlier when it is further from its point's median than 4 robust standard
-    deviations, the scale being pooled over all points of the series (1.4826 times the median
-    nonzero relative deviation): with five repetitions a per-point scale is too unstable. Without
-    outliers this is the mean, which varies less than the median (1.6 times less in variance for
-    normal noise, 3 times for uniform); with one it is as robust as the median."""
+    A repetition is an outlier when its point has at least 3 repetitions and it is further from
+    the point's median than 4 robust standard deviations, the scale being pooled over all points
+    of the series (1.4826 times the median nonzero relative deviation): with five repetitions a
+    per-point scale is too unstable. Without outliers this is the mean, which varies less than
+    the median (1.6 times less in variance for normal noise, 3 times for uniform); with one it is
+    as robust as the median."""
     reps = [np.asarray(r, dtype=float).reshape(-1) for r in repetitions]
     if len({r.size for r in reps}) == 1:  # the common case, in one pass
         R = np.stack(reps)
@@ -31,7 +32,11 @@ def robust_values(repetitions: Sequence[np.ndarray]) -> np.ndarray:
         nonzero = rel[rel > 0]  # each point's median itself deviates by 0 and says nothing on the scale
         scale = 1.4826 * float(np.median(nonzero)) if nonzero.size else 0.0
         keep = rel <= 4.0 * scale if scale > 0 else np.ones(R.shape, dtype=bool)
-        return (R * keep).sum(axis=1) / keep.sum(axis=1)
+        if R.shape[1] < 3:  # two values deviate equally from their median: no way to tell which is wrong
+            keep[:] = True
+        n_kept = keep.sum(axis=1)
+        kept_mean = (R * keep).sum(axis=1) / np.maximum(n_kept, 1)
+        return np.where(n_kept > 0, kept_mean, med[:, 0])
     meds = np.array([np.median(r) for r in reps])
     rel = [np.abs(r - m) / abs(m) if m != 0 else np.zeros_like(r) for r, m in zip(reps, meds)]
     pooled = np.concatenate(rel)
@@ -39,8 +44,8 @@ def robust_values(repetitions: Sequence[np.ndarray]) -> np.ndarray:
     scale = 1.4826 * float(np.median(pooled)) if pooled.size else 0.0
     out = np.empty(len(reps))
     for i, (r, d) in enumerate(zip(reps, rel)):
-        keep = d <= 4.0 * scale if scale > 0 else np.ones(d.shape, dtype=bool)
-        out[i] = float(np.mean(r[keep]))
+        keep = d <= 4.0 * scale if scale > 0 and r.size >= 3 else np.ones(d.shape, dtype=bool)
+        out[i] = float(np.mean(r[keep])) if keep.any() else meds[i]
     return out
 
 

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .dataset import REPETITION_AGGREGATES, Dataset, Series
+from .dataset import REPETITION_AGGREGATES, Dataset, Series, robust_values
 from .errors import InputError, NotFittedError, TooFewPointsError
 from .model import Factor, FittedModel, Model, Term
 from .pmnf import default_mode, extrap_mode
@@ -89,37 +89,59 @@ class PMNFModeler:
             raise InputError(f"fit expects a modeler.dataset.Dataset, got {type(dataset).__name__}")
         if not dataset.series:
             raise TooFewPointsError("the dataset has no series to model")
-        params = dataset.parameters
         stats = [_point_stats(s, aggregate) for s in dataset.series]
-        values = [v for v, _ in stats]
-        notes: list[list[str]] = [[] for _ in dataset.series]
-        fittable: list[int] = []
+        notes = [self._screen(s, dataset.parameters) for s in dataset.series]
+        fittable = [i for i, s in enumerate(dataset.series) if s.n_points >= MIN_POINTS]
+        fits = self._fit_groups(dataset, fittable, stats, aggregate)
+        models = []
         for i, s in enumerate(dataset.series):
-            if s.n_points < MIN_POINTS:
-                msg = (
-                    f"{s.callpath}/{s.metric}: {s.n_points} point(s), at least {MIN_POINTS} are needed "
-                    "for a model with a term"
-                )
-                if self.on_too_few == "raise":
-                    raise TooFewPointsError(msg)
-                notes[i].append(msg + "; constant model (mean)")
-                continue
-            for p, k in zip(params, distinct_values(s.points)):
-                if k < MIN_POINTS:
-                    notes[i].append(
-                        f"only {k} value(s) of parameter {p}: modeled as constant in {p} "
-                        f"(at least {MIN_POINTS} are needed)"
-                    )
-                elif k < RECOMMENDED_VALUES:
-                    notes[i].append(f"fewer than {RECOMMENDED_VALUES} values of parameter {p} ({k})")
-            fittable.append(i)
+            values, spread = stats[i]
+            if i in fits:
+                g, row, q = fits[i]
+                model = _to_model(dataset.parameters, g, row)
+                smape, rss, ar2, cv = (float(v[row]) for v in (q.smape, q.rss, q.ar2, q.cv_smape))
+                cv_smape = cv if np.isfinite(cv) else None
+            else:
+                model, smape, rss = _mean_model(dataset.parameters, values)
+                ar2, cv_smape = 0.0, None
+            interval = _interval(spread, [r.size for r in s.repetitions])
+            models.append(
+                FittedModel(s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points, interval, notes[i])
+            )
+        self.models_ = models
+        self.parameters_ = dataset.parameters
+        self.aggregate_ = aggregate
+        return self
 
-        fits: dict[int, tuple[GroupFit, int, dict]] = {}
-        groups = group_by_points([dataset.series[i].points for i in fittable])
-        for members in groups.values():
+    def _screen(self, s: Series, params: tuple[str, ...]) -> tuple[str, ...]:
+        """The warnings a series gets for too few points or parameter values (or the error)."""
+        if s.n_points < MIN_POINTS:
+            msg = (
+                f"{s.callpath}/{s.metric}: {s.n_points} point(s), "
+                f"at least {MIN_POINTS} are needed for a model with a term"
+            )
+            if self.on_too_few == "raise":
+                raise TooFewPointsError(msg)
+            return (msg + "; constant model (mean)",)
+        notes = []
+        for p, k in zip(params, distinct_values(s.points)):
+            if k < MIN_POINTS:
+                notes.append(
+                    f"only {k} value(s) of parameter {p}: modeled as constant in {p} "
+                    f"(at least {MIN_POINTS} are needed)"
+                )
+            elif k < RECOMMENDED_VALUES:
+                notes.append(f"fewer than {RECOMMENDED_VALUES} values of parameter {p} ({k})")
+        return tuple(notes)
+
+    def _fit_groups(self, dataset: Dataset, fittable: list[int], stats: list, aggregate: str) -> dict:
+        """Series index -> (its group's fit, its row there, the group's quality); one engine call
+        per set of series measured at the same points."""
+        fits = {}
+        for members in group_by_points([dataset.series[i].points for i in fittable]).values():
             index = [fittable[m] for m in members]
             pts = dataset.series[index[0]].points
-            Y = np.array([values[i] for i in index])
+            Y = np.array([stats[i][0] for i in index])
             if self.compat == "extrap":
                 g = extrap_mode.fit_group(pts, Y, index, self.allow_log)
             else:
@@ -131,32 +153,8 @@ class PMNFModeler:
                 )
             q = quality(g)
             for row, i in enumerate(index):
-                fits[i] = (g, row, {"smape": q.smape[row], "rss": q.rss[row], "ar2": q.ar2[row], "cv": q.cv_smape[row]})
-
-        models: list[FittedModel] = []
-        for i, s in enumerate(dataset.series):
-            if i in fits:
-                g, row, qd = fits[i]
-                model = _to_model(params, g, row)
-                smape, rss, ar2, cv = (float(qd[k]) for k in ("smape", "rss", "ar2", "cv"))
-                cv_smape = None if not np.isfinite(cv) else cv
-            else:
-                y = values[i]
-                model = Model(params, float(np.mean(y)), ())
-                resid = y - np.mean(y)
-                rss = float(resid @ resid)
-                smape = float(np.mean(2 * np.abs(resid) / np.maximum(np.abs(y) + abs(np.mean(y)), 1e-300)) * 100)
-                ar2, cv_smape = 0.0, None
-            models.append(
-                FittedModel(
-                    s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points,
-                    _interval(stats[i][1], [r.size for r in s.repetitions]), tuple(notes[i]),
-                )
-            )
-        self.models_ = models
-        self.parameters_ = params
-        self.aggregate_ = aggregate
-        return self
+                fits[i] = (g, row, q)
+        return fits
 
     def predict(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
         """Predictions of every fitted model at `points`: shape (n_series, n_points).
@@ -191,14 +189,27 @@ def _to_model(params: tuple[str, ...], g: GroupFit, row: int) -> Model:
     return Model(params, float(g.coef[row, 0]), tuple(terms))
 
 
+def _mean_model(params: tuple[str, ...], y: np.ndarray) -> tuple[Model, float, float]:
+    """The fallback for a series with too few points: its mean, with SMAPE and RSS."""
+    mean = float(np.mean(y))
+    resid = y - mean
+    abssum = np.abs(y) + abs(mean)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        smape = float(np.mean(np.where(abssum > 0, 2 * np.abs(resid) / abssum, 0.0)) * 100)
+    return Model(params, mean, ()), smape, float(resid @ resid)
+
+
 def _point_stats(s: Series, how: str) -> tuple[np.ndarray, np.ndarray]:
     """`s.values(how)` and `s.spread()`, in one vectorized pass when every point has as many
     repetitions (the common case; the per-point methods cost more than the fit)."""
     sizes = {r.size for r in s.repetitions}
-    if len(sizes) != 1 or how == "robust":
+    if len(sizes) != 1:
         return s.values(how), s.spread()
     R = np.stack(s.repetitions)
-    values = {"median": np.median, "mean": np.mean, "min": np.min, "max": np.max}[how](R, axis=1)
+    if how == "robust":
+        values = robust_values(s.repetitions)
+    else:
+        values = {"median": np.median, "mean": np.mean, "min": np.min, "max": np.max}[how](R, axis=1)
     if R.shape[1] < 2:
         return values, np.zeros(len(R))
     m = R.mean(axis=1)

@@ -384,6 +384,12 @@ static PyObject *p_reset_after_fork(PyObject *self, PyObject *unused) {
 
 static PyObject *p_dropped(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(dropped); }
 
+static PyObject *p_threads(PyObject *self, PyObject *unused) {
+    long n = 0;
+    for (ThreadState *s = all_states; s; s = s->next) n++;
+    return PyLong_FromLong(n);
+}
+
 static PyMethodDef methods[] = {
     {"enter", p_enter, METH_O, "enter(rid): a visit of region rid begins on this thread."},
     {"exit", p_exit, METH_O, "exit(rid): the innermost visit of region rid ends."},
@@ -395,6 +401,7 @@ static PyMethodDef methods[] = {
     {"current_path", p_current_path, METH_NOARGS, "Region ids on this thread's stack, outermost first."},
     {"reset_after_fork", p_reset_after_fork, METH_NOARGS, "Forget everything (in a forked child)."},
     {"dropped", p_dropped, METH_NOARGS, "Visits dropped (left open, unknown ids, out of memory)."},
+    {"threads", p_threads, METH_NOARGS, "Call trees kept (ended threads go at the next take_deltas)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -154,8 +154,9 @@ class Recorder:
         return base
 
     def new_region(self, kind: str, name: str, file: str = "", line: int = 0) -> int:
-        rid = self.reserve(1)
-        self.add_regions("", file, [(rid, kind, name, line)])
+        with self.lock:  # a flush swaps pending_regions under this lock
+            rid = self.reserve(1)
+            self.add_regions("", file, [(rid, kind, name, line)])
         return rid
 
     def set_on(self, on: bool) -> None:

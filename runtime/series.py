@@ -79,7 +79,10 @@ class SeriesIter:
             r["memory"] = dict(r["memory"] or {}, **_rss_peak_and_reset())
         rec.series.append(r)
         if self._kind == "epoch":
-            rec.wake.set()  # flush at every epoch end, in the background thread
+            if rec.thread is not None:
+                rec.wake.set()  # flush at every epoch end, in the background thread
+            else:
+                rec.flush()  # SCALEPROBE_FLUSH_INTERVAL=0: no thread, flush here
 
     def __del__(self) -> None:
         if self._t0 is not None:

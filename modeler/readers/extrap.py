@@ -15,6 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
+try:  # several times faster on large files; the standard library does the same job without it
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - orjson is optional
+    _loads = json.loads
+
 from ..dataset import Dataset, Series
 from ..errors import InputError
 
@@ -45,8 +50,11 @@ def sniff_extrap(path: str | Path) -> str | None:
     return None
 
 
-def _finite_number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+_NUMBER_TYPES = (int, float)  # exact types: a JSON true/false is not a measurement
+
+
+def _finite_numbers(values: list) -> bool:
+    return all(type(v) in _NUMBER_TYPES for v in values) and all(map(math.isfinite, values))
 
 
 def _to_dataset(
@@ -94,9 +102,10 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
                 continue
             where = f"{path}:{ln}"
             try:
-                obj = json.loads(line)
+                obj = _loads(line)
             except ValueError as exc:
-                warnings.append(f"{where}: not valid JSON ({exc.msg}); line skipped")
+                why = getattr(exc, "msg", None) or str(exc).split(":")[0]
+                warnings.append(f"{where}: not valid JSON ({why}); line skipped")
                 continue
             if not isinstance(obj, dict) or not isinstance(obj.get("params"), dict) or "value" not in obj:
                 warnings.append(f"{where}: needs an object with \"params\" and \"value\"; line skipped")
@@ -109,13 +118,13 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
                     f"{where}: parameters {sorted(params)} differ from the file's {sorted(parameters)}; line skipped"
                 )
                 continue
-            coord = tuple(params[p] for p in parameters)
-            if not all(_finite_number(c) for c in coord):
+            coord = [params[p] for p in parameters]
+            if not _finite_numbers(coord):
                 warnings.append(f"{where}: parameter values must be finite numbers; line skipped")
                 continue
             value = obj["value"]
             values = value if isinstance(value, list) else [value]
-            if not values or not all(_finite_number(v) for v in values):
+            if not values or not _finite_numbers(values):
                 warnings.append(f"{where}: \"value\" must be a finite number or a list of them; line skipped")
                 continue
             callpath = obj.get("callpath", _DEFAULT_CALLPATH)
@@ -124,7 +133,7 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
                 warnings.append(f"{where}: \"callpath\" and \"metric\" must be strings; line skipped")
                 continue
             key = (callpath, metric)
-            data.setdefault(key, {}).setdefault(tuple(float(c) for c in coord), []).extend(float(v) for v in values)
+            data.setdefault(key, {}).setdefault(tuple(map(float, coord)), []).extend(map(float, values))
     return _to_dataset(path, parameters or [], data, warnings)
 
 

@@ -25,9 +25,12 @@ def choose_run(groups: Sequence[RunGroup], run_id: str | None) -> RunGroup | Non
 
 def imbalance_view(report: Report, g: RunGroup) -> None:
     report.imbalance_run = g.run_id
-    if len(g.ranks) < 2:
+    # a rank left out by rank selection (SCALEPROBE_RANKS) has an empty profile: it was not
+    # measured, and counting it as 0 would make every region look imbalanced
+    profiled = [r for r in g.ranks if r.profile]
+    if len(profiled) < 2:
         return
-    per_rank = {r.rank: r.incl_by_callpath() for r in g.ranks}
+    per_rank = {r.rank: r.incl_by_callpath() for r in profiled}
     paths = sorted({p for d in per_rank.values() for p in d})
     ranks = sorted(per_rank)
     rows = []
@@ -50,7 +53,9 @@ def imbalance_view(report: Report, g: RunGroup) -> None:
     shown = rows[:15]
     if not shown:
         return
-    cols = ranks[:64]
+    # up to 256 ranks fit a page by narrowing the cells; narrow cells keep their numbers in the tooltip
+    cols = ranks[:256]
+    cell_w = max(6, min(44, 1100 // len(cols)))
     cells = []
     for r in reversed(shown):
         row = []
@@ -58,16 +63,21 @@ def imbalance_view(report: Report, g: RunGroup) -> None:
             t = float(r["times"][j])
             rel = t / r["mean"] - 1
             row.append(svg.HeatCell(
-                t, f"{rel * 100:+.0f}%",
+                t, _percent(rel) if cell_w >= 36 else "",
                 f"{r['callpath']} on rank {rk}: {svg.format_seconds(t)} ({rel * 100:+.1f}% vs the mean)",
                 color=svg.diverging(rel / 0.25),
             ))
         cells.append(row)
     report.imbalance_chart = svg.heat_map(
         [_short(r["callpath"]) for r in reversed(shown)], [str(c) for c in cols], cells,
-        row_label="", col_label="rank", title="time per rank relative to the mean over ranks (red: slower)",
-        cell_w=44, log=False,
+        row_label="", col_label="rank" if len(cols) == len(ranks) else f"rank (the first {len(cols)} of {len(ranks)})",
+        title="time per rank relative to the mean over ranks (red: slower)", cell_w=cell_w, log=False,
     )
+
+
+def _percent(rel: float) -> str:
+    """+24%, -5%, and 0% rather than -0% for a rounding error."""
+    return "0%" if abs(rel) < 0.005 else f"{rel * 100:+.0f}%"
 
 
 def _short(callpath: str, n: int = 14) -> str:
@@ -82,7 +92,7 @@ def call_tree_view(report: Report, g: RunGroup, rank: int | None) -> None:
         if chosen is None:
             raise InputError(f"--rank: run {g.run_id} has no rank {rank}; it has {', '.join(str(r.rank) for r in g.ranks)}")
     else:
-        chosen = g.ranks[0] if g.ranks else None
+        chosen = next((r for r in g.ranks if r.profile), g.ranks[0] if g.ranks else None)
     if chosen is None:
         return
     report.tree_run, report.tree_rank = g.run_id, chosen.rank

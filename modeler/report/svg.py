@@ -312,7 +312,7 @@ def heat_map(
 
     Cells with `color` keep it; the rest are coloured by `value` on viridis (log scale if `log`).
     """
-    ml = max(60, int(6.8 * max((len(r) for r in rows), default=0)) + 12)
+    ml = max(60, int(7.4 * max((len(r) for r in rows), default=0)) + 12)
     mt, mb = 26 if title else 8, 40
     # wide enough for the title: an SVG clips what falls outside its box
     width = max(ml + cell_w * len(cols) + 10, ml + int(7.6 * len(title)) + 10)
@@ -348,7 +348,11 @@ def heat_map(
                 f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 4:.1f}" text-anchor="middle" class="{ink}">'
                 f"{_esc(c.text)}</text><title>{_esc(c.tip or c.text)}</title></g>"
             )
+    # column labels must not overlap: label every k-th column when the cells are narrow
+    every = max(1, -(-28 // cell_w))
     for ci, col in enumerate(cols):
+        if ci % every:
+            continue
         out.append(
             f'<text x="{ml + ci * cell_w + cell_w / 2:.1f}" y="{mt + n * cell_h + 14}" text-anchor="middle">{_esc(col)}</text>'
         )

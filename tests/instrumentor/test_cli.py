@@ -142,8 +142,8 @@ def test_a_file_that_kills_its_worker_fails_alone():
 
 
 def test_a_file_past_the_timeout_fails_and_the_rest_is_instrumented(src, tmp_path, capsys):
-    # libcst's native parser needs far more than a second for a chain of 6000 `+`
-    (src / "helper.py").write_text("def work(i):\n    return " + "+".join(["i"] * 6000) + "\n")
+    # libcst's native parser needs far more than a second for a chain of 6000 `+` (one per line)
+    (src / "helper.py").write_text("def work(i):\n    return (i\n" + "".join(["    + i\n"] * 6000) + ")\n")
     (src / "main.py").write_text(MAIN.replace("import helper", "import helper, other"))
     (src / "other.py").write_text("def g():\n    return 1\n")
     out = tmp_path / "out"
@@ -154,10 +154,14 @@ def test_a_file_past_the_timeout_fails_and_the_rest_is_instrumented(src, tmp_pat
     assert "__sp_on__" in (out / "other.py").read_text() and "__sp_on__" in (out / "main.py").read_text()
 
 
-def test_deeply_nested_expression_fails_cleanly(src, tmp_path, capsys):
-    (src / "helper.py").write_text("def work(i):\n    return " + "+".join(["i"] * 40000) + "\n")
-    assert main([str(src), "-o", str(tmp_path / "out")]) == 1
-    assert "helper.py:1: cannot parse: RecursionError" in capsys.readouterr().out
+@pytest.mark.parametrize("terms, message", [
+    (3000, "helper.py:2: expression nested 3000 deep: libcst would take minutes"),
+    (200000, "helper.py:1: cannot parse: RecursionError"),
+])
+def test_deeply_nested_expression_fails_quickly(src, tmp_path, capsys, terms, message):
+    (src / "helper.py").write_text("def work(i):\n    return " + "+".join(["i"] * terms) + "\n")
+    assert main([str(src), "-o", str(tmp_path / "out"), "--file-timeout", "60"]) == 1
+    assert message in capsys.readouterr().out
 
 
 def test_version_and_usage_errors(src, capsys):

@@ -27,7 +27,8 @@ def random_functions(n, seed):
         terms = []
         for term in st:
             params = [active[i] for i in term]
-            top = np.prod([max(VALUES[p]) ** float(hyp[p][0]) * np.log2(max(VALUES[p])) ** hyp[p][1] for p in params])
+            top = np.prod([max(VALUES[p]) ** float(hyp[p][0]) * np.log2(max(VALUES[p])) ** hyp[p][1]
+                           for p in params])
             terms.append((c0 * 10 ** rng.uniform(-0.3, 1.3) / top, params))
 
         def f(pts, terms=terms, c0=c0, hyp=hyp):
@@ -50,7 +51,10 @@ def fit_all(funcs, noise, seed, compat):
         reps = y[:, None] * (1 + rng.uniform(-noise, noise, size=(len(y), 5)))
         series.append(Series(f"f{i}", "time", pts, tuple(reps)))
     est = PMNFModeler(compat=compat).fit(Dataset(("p", "n"), series))
-    shapes = [sorted(tuple(sorted((x.parameter, x.exponent, x.log_exponent) for x in t.factors)) for t in m.model.terms) for m in est.models_]
+    shapes = [
+        sorted(tuple(sorted((x.parameter, x.exponent, x.log_exponent) for x in t.factors)) for t in m.model.terms)
+        for m in est.models_
+    ]
     at = np.array([[128.0, 100.0]])
     truth = np.array([f(at)[0] for f, _ in funcs])
     err = np.abs(est.predict(at)[:, 0] - truth) / truth

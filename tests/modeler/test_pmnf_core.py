@@ -120,3 +120,12 @@ def test_robust_values_drop_outliers_with_any_repetition_counts():
     unequal = [np.array([10.0, 10.1, 9.9]), np.array([20.0, 20.2, 19.8, 20.1, 100.0])]
     np.testing.assert_allclose(robust_values(unequal), [10.0, 20.025])
     np.testing.assert_allclose(robust_values([np.array([3.0, 3.0]), np.array([4.0])]), [3.0, 4.0])
+
+
+def test_robust_values_with_two_repetitions_far_apart_is_their_mean():
+    # bug: both repetitions of the odd point were outliers, leaving 0/0 = nan and a crashed fit
+    from modeler.dataset import robust_values
+
+    reps = [np.array([1.0, 1.01]), np.array([2.0, 2.02]), np.array([3.0, 24.0]), np.array([4.0, 4.04])]
+    np.testing.assert_allclose(robust_values(reps), [1.005, 2.01, 13.5, 4.02])
+    np.testing.assert_allclose(robust_values(reps[:3] + [np.array([4.0, 4.04, 4.02])]), [1.005, 2.01, 13.5, 4.02])

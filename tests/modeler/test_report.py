@@ -224,3 +224,18 @@ def test_a_held_value_that_was_not_measured_falls_back_to_a_measured_line(sweep)
     charts = [str(c) for c in r.regions[0].charts]
     assert "against ranks (batch=128)" in charts[0]  # batch=33 was never run: the longest line instead
     assert "against batch (ranks=4)" in charts[1]
+
+
+def test_ranks_left_out_by_rank_selection_do_not_count(sweep):
+    """With SCALEPROBE_RANKS=1-3 rank 0 writes a file with an empty profile: not slow, not fast, absent."""
+    from dataclasses import replace
+
+    groups, dataset, models = sweep
+    g = next(g for g in groups if g.run_id == "p4-n32-r0")
+    unprofiled = replace(g, ranks=[replace(g.ranks[0], profile={})] + g.ranks[1:])
+    others = [x for x in groups if x.run_id != g.run_id]
+    r = build_report(others + [unprofiled], dataset, models, ReportOptions(run_id="p4-n32-r0"))
+    forward = next(row for row in r.imbalance if leaf(row["callpath"]) == "Model.forward")
+    assert len(forward["times"]) == 3 and forward["slowest"] == 3
+    assert forward["imbalance"] == pytest.approx(1.3 / ((1 + 1 + 1.3) / 3) - 1, rel=1e-3)
+    assert r.tree_rank == 1  # the first rank that was profiled

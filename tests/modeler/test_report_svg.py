@@ -90,3 +90,12 @@ def test_ticks_are_round_numbers_inside_the_range():
     ticks = svg._linear_ticks(0.0, 9.3)
     assert ticks[0] == 0 and ticks[-1] <= 9.3 and all(re.fullmatch(r"\d+(\.0)?", str(t)) for t in ticks)
     assert svg._log_ticks(1, 64) == [1, 4, 16, 64] or svg._log_ticks(1, 64) == [1, 2, 4, 8, 16, 32, 64]
+
+
+def test_narrow_heat_map_labels_every_kth_column():
+    cols = [str(i) for i in range(64)]
+    cells = [[svg.HeatCell(float(i + 1)) for i in range(64)]]
+    root = parse(svg.heat_map(["r"], cols, cells, row_label="", col_label="rank", cell_w=10))
+    labels = [t.text for t in root.iter(NS + "text") if t.text and t.text.isdigit()]
+    assert labels[:3] == ["0", "3", "6"] and len(labels) == 22
+    assert len(list(root.iter(NS + "rect"))) == 64

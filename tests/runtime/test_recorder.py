@@ -43,7 +43,13 @@ def test_plain_run_records_profile_series_and_end(tmp_path, pure):
     assert run.problems == []
     h = run.header
     assert (h["run_id"], h["experiment"], h["params"], h["rank"], h["world_size"], h["pid"] > 0) == ("r7", "exp", {"ranks": 1}, 0, 1, True)
-    assert h["backend"] == ("python" if pure == "1" else h["backend"])
+    try:
+        import runtime._cprobe  # noqa: F401
+
+        built = "c"
+    except ImportError:
+        built = "python"
+    assert h["backend"] == ("python" if pure == "1" else built)
     by_name = {names(run, p): s for p, s in run.profile.items()}
     assert by_name["main"].visits == 1
     step_fib = by_name["main->main.epoch->main.step->fib"]
@@ -229,3 +235,10 @@ def test_multiprocessing_spawn_workers_record_as_children(tmp_path):
     assert all(r.end is not None and r.end["status"] == "ok" for r in workers)
     total = sum(s.visits for r in workers for p, s in r.profile.items() if r.callpath_name(p) == "worker")
     assert total == 4
+
+
+def test_without_flush_thread_epoch_ends_still_flush(tmp_path):
+    p = run_app(tmp_path, env={"SCALEPROBE_FLUSH_INTERVAL": "0", "APP_EPOCHS": "3"})
+    assert p.returncode == 0, p.stderr
+    run = only_run(tmp_path)
+    assert run.end["flushes"] == 4  # one per epoch, then the final one

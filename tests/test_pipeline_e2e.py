@@ -1,0 +1,123 @@
+"""The whole chain on the sample application, each command in its own subprocess, as a user runs it:
+instrument -> launch a sweep (ranks x batch, with repetitions) -> modeler fit -> modeler report.
+
+The pipeline runs once per module (about 12 runs, 18 rank processes: most of the cost is importing
+torch in each). Timings are noisy on a shared machine, so the assertions rest on what is
+deterministic: which runs, files, parameters, regions and visits exist, and that times are positive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "testdata" / "sample_code"
+
+RANKS = (1, 2)
+BATCHES = (4, 8, 16)
+REPEAT = 2
+EPOCHS, STEPS = 1, 2
+PROGRAM_ARGS = [
+    "--model", "mlp", "--width", "2", "--batch-size", "{batch}", "--epochs", str(EPOCHS),
+    "--steps-per-epoch", str(STEPS), "--num-samples", "64", "--eval-samples", "16", "--threads", "1",
+]
+
+pytestmark = pytest.mark.slow
+
+
+def _run(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # The runtime reads SCALEPROBE_* (and torch.distributed RANK/WORLD_SIZE): a test run under a
+    # launcher must not leak them into the runs it starts.
+    for k in [k for k in env if k.startswith("SCALEPROBE_") or k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")]:
+        del env[k]
+    proc = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{' '.join(args[:3])} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    work = tmp_path_factory.mktemp("pipeline")
+    build, runs = work / "build", work / "runs"
+    _run(["-m", "instrumentor.cli", str(SAMPLE), "-o", str(build)], cwd=work, timeout=120)
+    sweep = ["--sweep", "ranks=" + ",".join(map(str, RANKS)), "--sweep", "batch=" + ",".join(map(str, BATCHES))]
+    launch = _run(
+        ["-m", "runtime.launch", *sweep, "--repeat", str(REPEAT), "--timeout", "120", "--grace", "3",
+         "--out", str(runs), "--experiment", "e2e", "--", str(build / "main.py"), *PROGRAM_ARGS],
+        cwd=work, timeout=900,
+    )
+    fit = _run(["-m", "modeler", "fit", str(runs / "e2e"), "--format", "json", "-o", str(work / "fit.json")], cwd=work, timeout=120)
+    report = _run(["-m", "modeler", "report", str(runs / "e2e"), "-o", str(work / "report.html")], cwd=work, timeout=120)
+    return {
+        "work": work, "build": build, "runs": runs / "e2e", "launch": launch, "fit": fit, "report": report,
+        "models": json.loads((work / "fit.json").read_text()),
+    }
+
+
+def test_instrumented_build_has_the_sample_regions(pipeline):
+    manifest = json.loads((pipeline["build"] / ".scaleprobe" / "manifest.json").read_text())
+    kinds = {r["name"]: r["kind"] for r in manifest["regions"]}
+    assert kinds["Trainer.train_step"] == "method"
+    assert "step" in kinds.values() and "epoch" in kinds.values()
+    assert "__sp_enter__" in (pipeline["build"] / "train.py").read_text()
+    assert "__sp_" not in (SAMPLE / "train.py").read_text()  # the source tree is never written
+
+
+def test_every_point_of_the_sweep_ran_with_its_ranks(pipeline):
+    from runtime.runfile import find_run_files, read_run
+
+    dirs = sorted(d for d in pipeline["runs"].iterdir() if d.is_dir())
+    assert len(dirs) == len(RANKS) * len(BATCHES) * REPEAT
+    seen = set()
+    for d in dirs:
+        record = json.loads((d / "launch.json").read_text())
+        assert record["status"] == "ok", record
+        files = find_run_files(d)
+        ranks = record["params"]["ranks"]
+        assert len(files) == ranks, f"{d}: {files}"
+        for f in files:
+            run = read_run(f)
+            assert run.problems == [], run.problems
+            assert run.end is not None and run.end["status"] == "ok"
+            assert run.header["params"] == record["params"] and run.header["world_size"] == ranks
+            # every rank ran every step of every epoch, each with a positive duration
+            assert len(run.steps) == EPOCHS * STEPS and len(run.epochs) == EPOCHS
+            assert all(s["duration_ns"] > 0 for s in run.steps)
+        seen.add((ranks, record["params"]["batch"], record["repetition"]))
+    assert seen == {(r, b, k) for r in RANKS for b in BATCHES for k in range(REPEAT)}
+    assert "0 failed" in pipeline["launch"].stderr
+
+
+def test_fit_models_the_real_regions_over_the_swept_parameters(pipeline):
+    out = pipeline["models"]
+    assert sorted(out["parameters"]) == ["batch", "ranks"]
+    by_path = {m["callpath"]: m for m in out["models"] if m["metric"] == "time"}
+    leaves = {p.rsplit("->", 1)[-1] for p in by_path}
+    for region in ("main", "Trainer.fit", "Trainer.train_epoch", "Trainer.train_step", "MLP.forward"):
+        assert region in leaves, f"no model for {region}; have {sorted(leaves)}"
+    step = next(m for p, m in by_path.items() if p.endswith("->Trainer.train_step"))
+    main = by_path["main"]
+    for m in (step, main):
+        assert m["points"] == len(RANKS) * len(BATCHES)
+        assert m["prediction"] > 0 and m["prediction_interval"][1] >= m["prediction"]
+        for t in m["terms"]:
+            assert {f["parameter"] for f in t["factors"]} <= {"batch", "ranks"}
+    assert step["prediction"] < main["prediction"]  # a step is a part of the whole program
+
+
+def test_report_is_one_self_contained_page_naming_the_regions(pipeline):
+    path = pipeline["work"] / "report.html"
+    html = path.read_text()
+    assert html.lstrip().lower().startswith("<!doctype html")
+    assert "Trainer.train_step" in html
+    # no external resource: the page works offline and when mailed around
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", html, re.I)
+    assert str(path) in pipeline["report"].stderr + pipeline["report"].stdout

@@ -82,7 +82,15 @@ def model_from_json(params: tuple[str, ...], d: dict) -> Model:
     return Model(params, d["constant"], terms)
 
 
-def run_extrap(path: Path, params: tuple[str, ...], timeout: float) -> tuple[dict[str, Model], float] | None:
+def run_extrap(
+    path: Path, params: tuple[str, ...], timeout: float, cache: Path | None = None, key: str = ""
+) -> tuple[dict[str, Model], float] | None:
+    """Extra-P's models of the file and its wall time; with `cache`, both are reused from (or saved
+    to) `cache/key.json`, so that exploring our side does not pay Extra-P's minutes every time."""
+    cached = cache / f"{key}.json" if cache is not None else None
+    if cached is not None and cached.exists():
+        d = json.loads(cached.read_text())
+        return {m["callpath"]: model_from_json(params, m) for m in d["out"]["models"]}, d["wall"]
     if not EXTRAP_PYTHON.exists():
         return None
     t0 = time.perf_counter()
@@ -93,6 +101,9 @@ def run_extrap(path: Path, params: tuple[str, ...], timeout: float) -> tuple[dic
     if proc.returncode != 0:
         raise RuntimeError(f"Extra-P failed on {path}:\n{proc.stderr[-2000:]}")
     out = json.loads(proc.stdout)
+    if cached is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps({"out": out, "wall": wall}))
     return {m["callpath"]: model_from_json(params, m) for m in out["models"]}, wall
 
 
@@ -116,7 +127,9 @@ def fmt_pct(v: float | None) -> str:
     return "   n/a" if v is None else f"{100 * v:6.2f}"
 
 
-def setting(n_params: int, noise: float, n_paths: int, seed: int, tmp: Path, timeout: float) -> dict:
+def setting(
+    n_params: int, noise: float, n_paths: int, seed: int, tmp: Path, timeout: float, cache: Path | None = None
+) -> dict:
     funcs, pts, values = make_case(seed, n_params, n_paths, noise)
     path = tmp / f"synthetic_{n_params}p_{int(noise * 100)}pct.jsonl"
     write_jsonl(path, n_params, pts, values)
@@ -137,7 +150,7 @@ def setting(n_params: int, noise: float, n_paths: int, seed: int, tmp: Path, tim
         "oracle_err": rel_errors(orc, truth, at),
         "extrap_rec": None, "extrap_err": None, "extrap_s": None,
     }
-    ex = run_extrap(path, params, timeout)
+    ex = run_extrap(path, params, timeout, cache, f"{n_params}p_{noise:g}_{n_paths}_{seed}")
     if ex is not None:
         ex_models = [ex[0][f"main->f{i}"] for i in range(n_paths)]
         row["extrap_rec"] = sum(m.shape() == t.shape() for m, t in zip(ex_models, truth))
@@ -189,14 +202,14 @@ def check_targets(rows: list[dict]) -> None:
         print(msg)
 
 
-def timing(n_paths: int, seed: int, tmp: Path, timeout: float) -> None:
+def timing(n_paths: int, seed: int, tmp: Path, timeout: float, cache: Path | None = None) -> None:
     funcs, pts, values = make_case(seed + 99, 2, n_paths, 0.02)
     path = tmp / f"timing_{n_paths}.jsonl"
     write_jsonl(path, 2, pts, values)
     ours = run_ours(path, funcs[0].model.parameters, timeout)[1]
     print(f"\nend to end, {n_paths} call paths, 2 parameters, 2% noise (fresh process: start, read, model, print JSON):")
     print(f"  ours:    {ours:7.2f} s")
-    ex = run_extrap(path, funcs[0].model.parameters, timeout)
+    ex = run_extrap(path, funcs[0].model.parameters, timeout, cache, f"timing_{n_paths}_{seed}")
     if ex is None:
         print("  Extra-P: not installed (make extrap-venv)")
     else:
@@ -212,6 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per tool run")
     ap.add_argument("--keep", type=Path, help="write the generated files here instead of a temporary directory")
+    ap.add_argument(
+        "--extrap-cache", type=Path, metavar="DIR",
+        help="reuse Extra-P's models and wall times saved in DIR for the same setting, size and seed "
+        "(saved there on the first run); for exploring, the final table should run Extra-P afresh",
+    )
     args = ap.parse_args(argv)
     if not EXTRAP_PYTHON.exists():
         print(f"note: {EXTRAP_PYTHON} not found, run `make extrap-venv`; only our columns are filled")
@@ -221,12 +239,14 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for n_params in [int(v) for v in args.params.split(",")]:
             for noise in [float(v) for v in args.noise.split(",")]:
-                rows.append(setting(n_params, noise, args.paths, args.seed + n_params, tmp, args.timeout))
+                rows.append(
+                    setting(n_params, noise, args.paths, args.seed + n_params, tmp, args.timeout, args.extrap_cache)
+                )
                 print(f"done: {n_params} parameter(s), noise {noise:.0%}", file=sys.stderr, flush=True)
         print_table(rows)
         check_targets(rows)
         if args.timing_paths:
-            timing(args.timing_paths, args.seed, tmp, args.timeout)
+            timing(args.timing_paths, args.seed, tmp, args.timeout, args.extrap_cache)
     return 0
 
 

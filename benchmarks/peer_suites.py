@@ -38,6 +38,8 @@ class Peer:
 
 
 PEERS = [
+    Peer("more-itertools", "11.2.1", ["more_itertools"], "more_itertools"),
+    Peer("attrs", "26.1.0", ["src/attr", "src/attrs"], "attr", test_deps=["hypothesis", "pympler", "cloudpickle"]),
     Peer(
         "click", "8.5.1", ["src/click"], "click",
         expected={
@@ -45,14 +47,12 @@ PEERS = [
             "the instrumented copy also imports runtime.probe and its recorder",
         },
     ),
-    Peer("more-itertools", "11.2.1", ["more_itertools"], "more_itertools"),
-    Peer("attrs", "26.1.0", ["src/attr", "src/attrs"], "attr", test_deps=["hypothesis", "pympler", "cloudpickle"]),
 ]
 
 
 def sh(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
     print("+", " ".join(map(str, cmd)), flush=True)
-    return subprocess.run(cmd, text=True, capture_output=True, **kwargs)
+    return subprocess.run(cmd, text=True, capture_output=True, stdin=subprocess.DEVNULL, **kwargs)
 
 
 def fetch(peer: Peer, work: Path) -> Path:
@@ -80,7 +80,7 @@ def venv(work: Path, deps: list[str]) -> Path:
         made = sh([sys.executable, "-m", "venv", str(work / "venv")])
         if made.returncode != 0:
             raise SystemExit(made.stderr)
-    got = sh([str(python), "-m", "pip", "install", "-q", "pytest", *deps], timeout=900)
+    got = sh([str(python), "-m", "pip", "install", "-q", "pytest", "pytest-timeout", *deps], timeout=900)
     if got.returncode != 0:
         raise SystemExit(f"pip install failed:\n{got.stderr[-2000:]}")
     return python
@@ -92,7 +92,7 @@ def run_suite(python: Path, root: Path, path: str, module: str, junit: Path, tim
         env["PYTHONPATH"] = path
     env["SCALEPROBE_OUT"] = str(junit.parent / f"runs-{junit.stem}")
     where = sh([str(python), "-c", f"import {module}; print({module}.__file__)"], cwd=root, env=env)
-    proc = sh([str(python), "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider",
+    proc = sh([str(python), "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", "--timeout=120",
                f"--junitxml={junit}", "-o", "addopts="], cwd=root, env=env, timeout=timeout)
     outcomes: dict[str, str] = {}
     if junit.exists():

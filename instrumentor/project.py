@@ -163,6 +163,11 @@ class Project:
         if self.out is not None and (self.out == self.src or self.src in self.out.parents):
             raise InstrumentError(f"-o {opts.out}: the output must not be the source directory or inside it")
         self.files, self.own = list_files(self.src)
+        if opts.backend == "runtime" and ({"runtime.py", "runtime/__init__.py"} & set(self.files)):
+            raise InstrumentError(
+                f"{opts.src}: the project has its own top-level module 'runtime', which would shadow "
+                "scaleprobe's runtime package that the instrumented code imports; use --backend nvtx"
+            )
         self.state = self._load_state()
         self.fingerprint = f"{__version__}:{opts.backend}"
 

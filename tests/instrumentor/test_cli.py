@@ -186,3 +186,10 @@ def test_encodings_and_newlines_survive(tmp_path):
     data = (out / "main.py").read_bytes()
     assert b"\xe9t\xe9" in data and b"\r\n    if __sp_on__: __sp_enter__(" in data
     assert b"\n" not in data.replace(b"\r\n", b"")
+
+
+def test_a_project_module_named_runtime_is_refused_for_the_runtime_backend(src, tmp_path, capsys):
+    (src / "runtime.py").write_text("X = 1\n")
+    assert main([str(src), "-o", str(tmp_path / "out")]) == 2
+    assert "its own top-level module 'runtime'" in capsys.readouterr().err
+    assert main([str(src), "-o", str(tmp_path / "out"), "--backend", "nvtx", "-q"]) == 0

@@ -22,6 +22,7 @@ from .fit import GroupFit, TermSpec
 from .hypotheses import allowed, basis
 from .lstsq import wls, wls_columns
 from .points import extrap_lines
+from .selection import extrapolation_points, min_risk, noise_variance
 from .single import ranked_single, relative_weights
 from .structures import extrap_structures
 
@@ -34,6 +35,9 @@ NOISE_Z = 2.3263478740408408
 #: the median of k values varies about pi/2 times more (in variance) than their mean
 _MEDIAN_EFFICIENCY = np.pi / 2
 _CHUNK = 400_000
+#: "risk": minimum expected extrapolation error (modeler.pmnf.selection); "se": the simplest
+#: hypothesis within one standard error of the best leave-one-out score
+SELECTION = "risk"
 
 
 
@@ -67,7 +71,13 @@ def fit_group(
     S, n = Y.shape
     P = points.shape[1]
     w = relative_weights(Y)
-    bases = [basis(points[:, p]) for p in range(P)]
+    ext = extrapolation_points(points)
+    E = len(ext)
+    # the extrapolation points ride along with zero weight: their fitted values are the predictions
+    allpts = np.concatenate([points, ext])
+    bases = [basis(allpts[:, p]) for p in range(P)]
+    Yx = np.concatenate([Y, np.ones((S, E))], axis=1)
+    wx = np.concatenate([w, np.zeros((S, E))], axis=1)
 
     # candidate hypothesis indexes per series and parameter: (S, K_p)
     cands: list[np.ndarray] = []
@@ -101,29 +111,39 @@ def fit_group(
 
     score = np.empty((S, M))
     se = np.empty((S, M))
-    for lo in range(0, S, max(1, _CHUNK // (M * n * kmax))):
-        rows = slice(lo, min(S, lo + max(1, _CHUNK // (M * n * kmax))))
-        C = _design(bases, cands, slot, rows, n, M, J)
-        res = wls_columns(C, Y[rows, None, :], w[rows, None, :])
-        err = w[rows, None, :] * res.loo**2  # squared relative LOO errors
+    rss = np.empty((S, M))
+    pred = np.empty((S, M, E))
+    step = max(1, _CHUNK // (M * (n + E) * kmax))
+    for lo in range(0, S, step):
+        rows = slice(lo, min(S, lo + step))
+        C = _design(bases, cands, slot, rows, n + E, M, J)
+        res = wls_columns(C, Yx[rows, None, :], wx[rows, None, :])
+        err = w[rows, None, :] * res.loo[..., :n] ** 2  # squared relative LOO errors
         score[rows] = err.mean(-1)
         se[rows] = err.std(-1, ddof=1) / np.sqrt(n) if n > 1 else 0.0
+        rss[rows] = (w[rows, None, :] * (Y[rows, None, :] - res.fitted[..., :n]) ** 2).sum(-1)
+        pred[rows] = res.fitted[..., n:]
     score = np.where(np.isfinite(score), score, np.inf)
 
-    best = np.argmin(score, axis=1)
-    r = np.arange(S)
-    threshold = score[r, best] + SE_RULE * se[r, best] + EXACT
-    eligible = score <= threshold[:, None]
-    # simplest eligible, then lowest score
-    key = np.where(eligible, complexity[None, :] + np.argsort(np.argsort(score, axis=1), axis=1) / (M + 1.0), np.inf)
-    chosen = np.argmin(key, axis=1)
+    if SELECTION == "risk":
+        n_coef = np.array([1 + len(t) for _, t in hyps])
+        noise = noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max") else np.full(S, np.nan)
+        chosen = min_risk(np.where(np.isfinite(score), rss, np.inf), n_coef, n, noise, pred, complexity)
+    else:
+        best = np.argmin(score, axis=1)
+        r = np.arange(S)
+        threshold = score[r, best] + SE_RULE * se[r, best] + EXACT
+        eligible = score <= threshold[:, None]
+        # simplest eligible, then lowest score
+        key = np.where(eligible, complexity[None, :] + np.argsort(np.argsort(score, axis=1), axis=1) / (M + 1.0), np.inf)
+        chosen = np.argmin(key, axis=1)
 
     if noise_test:
         const = next(m for m, (_, t) in enumerate(hyps) if not t)
         chosen = np.where(_within_noise(Y, w, spread, reps, aggregate), const, chosen)
 
     # final fits of the chosen hypotheses
-    X = np.swapaxes(_chosen_design(bases, cands, slot, chosen, n, J), -1, -2)
+    X = np.swapaxes(_chosen_design([b[:, :n] for b in bases], cands, slot, chosen, n, J), -1, -2)
     res = wls(X, Y, w)
     terms: list[list[TermSpec]] = []
     for s in range(S):

@@ -54,7 +54,8 @@ def format_graph(graph: ImportGraph) -> str:
 def format_summary(summary: Summary) -> str:
     regions = ", ".join(f"{kind} {n}" for kind, n in sorted(summary.regions.items())) or "none"
     lines = [
-        f"modules instrumented: {len(summary.instrumented)} ({len(summary.reused)} unchanged since the last run)",
+        f"modules instrumented: {len(summary.instrumented)} ({len(set(summary.reused) & set(summary.instrumented))} "
+        "unchanged since the last run)",
         f"files copied unchanged: {summary.copied}",
         f"regions: {sum(summary.regions.values())} ({regions})",
     ]

@@ -55,7 +55,7 @@ def compute_linemap(source: str, code: str) -> list[int]:
     out = split_lines(code)
     flags = inserted_lines(out)
     if len(out) - sum(flags) == len(orig):
-        result, current, pending = [], 0, 0
+        result, current = [], 0
         for flag in flags:
             if not flag:
                 current += 1

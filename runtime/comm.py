@@ -66,6 +66,8 @@ class _TorchImportWatch:
 
         def exec_then_hook(module: Any) -> None:
             exec_module(module)
+            if getattr(module, "__name__", None) != name:
+                return  # a loader shared by several modules: act only for the one we watch
             try:
                 _after_import(name, rec)
             except Exception as e:  # never break the user's import

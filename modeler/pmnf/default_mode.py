@@ -22,7 +22,7 @@ from .fit import GroupFit, TermSpec
 from .hypotheses import allowed, basis
 from .lstsq import wls, wls_columns
 from .points import extrap_lines
-from .selection import extrapolation_points, min_risk, noise_variance
+from .selection import class_prior, extrapolation_points, min_risk, noise_variance
 from .single import ranked_single, relative_weights
 from .structures import extrap_structures
 
@@ -128,7 +128,14 @@ def fit_group(
     if SELECTION == "risk":
         n_coef = np.array([1 + len(t) for _, t in hyps])
         noise = noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max") else np.full(S, np.nan)
-        chosen = min_risk(np.where(np.isfinite(score), rss, np.inf), n_coef, n, noise, pred, complexity)
+        active = [tuple(p for p, a in enumerate(assign) if a >= 0) for assign, _ in hyps]
+        keys = [(len(a), a, t) for a, (_, t) in zip(active, hyps)]
+        prior = class_prior(keys)
+        ids = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+        classes = np.array([ids[k] for k in keys])
+        chosen = min_risk(
+            np.where(np.isfinite(score), rss, np.inf), n_coef, n, noise, pred, complexity, prior, classes
+        )
     else:
         best = np.argmin(score, axis=1)
         r = np.arange(S)

@@ -22,6 +22,7 @@ NOISE_FLOOR = 1e-18
 PENALTY = 1.0
 #: hypotheses with the highest weights that take part in the decision (keeps it M x M small)
 TOP = 48
+DECISION = "risk"
 
 
 def extrapolation_points(points: np.ndarray) -> np.ndarray:
@@ -49,8 +50,37 @@ def noise_variance(spread: np.ndarray, reps: np.ndarray, aggregate: str) -> np.n
     return np.where(n_ok > 0, np.maximum(pooled, NOISE_FLOOR), np.nan)
 
 
+def class_prior(classes: list[tuple]) -> np.ndarray:
+    """Log prior per hypothesis from its class path, e.g. (number of parameters with a term,
+    which ones, which structure): each level splits its mass equally among the branches below
+    it, and a class's hypotheses share its mass. Without it, the many variants of a richer
+    structure (3 x 3 exponent pairs per structure with two parameters, 23 structures with
+    three) outvote the few simple hypotheses just by their number, and spurious terms win."""
+    children: dict[tuple, set] = {}
+    for c in classes:
+        for d in range(len(c)):
+            children.setdefault(c[:d], set()).add(c[d])
+    size: dict[tuple, int] = {}
+    for c in classes:
+        size[c] = size.get(c, 0) + 1
+    out = []
+    for c in classes:
+        lp = -np.log(size[c])
+        for d in range(len(c)):
+            lp -= np.log(len(children[c[:d]]))
+        out.append(lp)
+    return np.array(out)
+
+
 def min_risk(
-    rss: np.ndarray, n_coef: np.ndarray, n: int, noise: np.ndarray, pred: np.ndarray, complexity: np.ndarray
+    rss: np.ndarray,
+    n_coef: np.ndarray,
+    n: int,
+    noise: np.ndarray,
+    pred: np.ndarray,
+    complexity: np.ndarray,
+    log_prior: np.ndarray | None = None,
+    classes: np.ndarray | None = None,
 ) -> np.ndarray:
     """Index of the chosen hypothesis per series.
 
@@ -67,8 +97,20 @@ def min_risk(
     s2 = np.where(np.isnan(noise), fallback, noise)
     s2 = np.maximum(np.where(np.isfinite(s2), s2, NOISE_FLOOR), NOISE_FLOOR)
     logw = -0.5 * rss / s2[:, None] - PENALTY * 0.5 * np.log(n) * n_coef[None, :]
+    if log_prior is not None:
+        logw = logw + log_prior[None, :]
     # a tiny tie-break so that exact ties (nested models fitting equally) go to the simplest
     logw = logw - 1e-9 * complexity[None, :]
+    if DECISION == "map":
+        return np.argmax(logw, axis=1)
+    if DECISION == "class" and classes is not None:
+        # the class (structure) with the most posterior mass, then exponents by risk inside it
+        ncls = int(classes.max()) + 1
+        m = logw.max(axis=1, keepdims=True)
+        mass = np.zeros((S, ncls))
+        np.add.at(mass.T, classes, np.exp(logw - m).T)
+        best_cls = np.argmax(mass, axis=1)
+        logw = np.where(classes[None, :] == best_cls[:, None], logw, -np.inf)
     k = min(TOP, M)
     top = np.argsort(-logw, axis=1, kind="stable")[:, :k]  # (S, k)
     lw = np.take_along_axis(logw, top, axis=1)

@@ -1,5 +1,4 @@
 """The static import graph: what is reached from the entry file, never by running user code."""
-import sys
 from pathlib import Path
 
 import pytest

@@ -1,7 +1,7 @@
 """GPU timing with the fake event backend: lazy resolution, pooling, step records."""
 from runtime.gpu import FakeBackend, GpuTimer
 
-from test_recorder import only_run, run_app
+from .test_recorder import only_run, run_app
 
 
 def test_events_resolve_lazily_in_order_without_synchronize():

@@ -242,3 +242,19 @@ def test_without_flush_thread_epoch_ends_still_flush(tmp_path):
     assert p.returncode == 0, p.stderr
     run = only_run(tmp_path)
     assert run.end["flushes"] == 4  # one per epoch, then the final one
+
+
+def test_sigint_keyboard_interrupt_is_recorded_as_signal(tmp_path):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    e.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"))
+    proc = subprocess.Popen([sys.executable, str(APP), "hang"], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=tmp_path)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert "KeyboardInterrupt" in err  # the program died exactly as it would have without us
+    end = only_run(tmp_path).end
+    assert (end["status"], end["signal"], end["exception"]) == ("signal", signal.SIGINT, "builtins.KeyboardInterrupt")

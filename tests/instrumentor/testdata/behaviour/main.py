@@ -4,7 +4,6 @@ import inspect
 import json
 import multiprocessing
 import pickle
-import sys
 import weakref
 
 from pkg import cases as c
@@ -79,7 +78,6 @@ def main():
         pass
 
     def lifetime():
-        gen = c.gen(2)
         item = Item()
         ref = weakref.ref(item)
         gen_items = iter([item])

@@ -7,7 +7,6 @@ import asyncio
 import enum
 import functools
 import inspect
-import sys
 from typing import TYPE_CHECKING, overload
 
 if TYPE_CHECKING:

@@ -20,6 +20,7 @@ demo: $(STAMP)
 	bash scripts/demo.sh $(PY)
 
 test: $(STAMP)
+	bash scripts/ensure_chromium.sh
 	$(PY) -m pytest -q
 
 # Extra-P 4.2.5 for the side-by-side benchmark: its own venv, never the project's (it needs numpy < 2).

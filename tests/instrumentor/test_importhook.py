@@ -2,7 +2,7 @@
 import ast
 from pathlib import Path
 
-from .instr_helpers import code_of
+from instr_helpers import code_of
 from instrumentor.importhook import Instrumenter, shift_ids
 
 SOURCE = "def train(loader, opt):\n    for b in loader:\n        opt.step()\n    while False:\n        pass\n"

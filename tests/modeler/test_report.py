@@ -10,7 +10,7 @@ import pytest
 from modeler.errors import InputError
 from modeler.report.assemble import ReportOptions, build_report, parse_assignments
 from modeler.report.render import render_html, render_markdown
-from test_report_synth import ODD_NAME, STEPS, hand_models, load_sweep, write_sweep
+from .test_report_synth import ODD_NAME, STEPS, hand_models, load_sweep, write_sweep
 
 
 @pytest.fixture(scope="module")

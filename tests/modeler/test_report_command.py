@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from test_report_synth import write_sweep
+from .test_report_synth import write_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,0 +1,216 @@
+"""The default (improved) modeler.
+
+What it changes against Extra-P, each for a measured reason (see docs/modeling.md):
+- relative errors: least squares weighted by 1/y^2, because run-time noise is multiplicative;
+- cross-validation everywhere: the single-parameter step keeps the `candidates` best terms per
+  parameter (not only the best one), and every combination of them in every structure is scored
+  by its exact leave-one-out relative error on all points (Extra-P uses in-sample SMAPE there,
+  which favours extra terms);
+- parsimony: the simplest hypothesis whose leave-one-out error is within one standard error of
+  the best is chosen (fewer terms first, then fewer factors);
+- noise-aware constant test: when the repetitions show that the deviations from a constant are
+  within the measurement noise (chi-square test at 1%), the model stays constant.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .fit import GroupFit, TermSpec
+from .hypotheses import allowed, basis
+from .lstsq import wls, wls_columns
+from .points import extrap_lines
+from .selection import class_prior, extrapolation_points, min_risk, noise_variance
+from .single import ranked_single, relative_weights
+from .structures import extrap_structures
+
+#: how many standard errors of the best leave-one-out score a simpler model may be worse by
+SE_RULE = 1.0
+#: below this mean squared relative error two models are equally exact (rounding noise)
+EXACT = 1e-20
+#: the noise test on the constant model works at 1%: z is the standard normal 99% quantile
+NOISE_Z = 2.3263478740408408
+#: the median of k values varies about pi/2 times more (in variance) than their mean
+_MEDIAN_EFFICIENCY = np.pi / 2
+_CHUNK = 400_000
+#: "risk": minimum expected extrapolation error (modeler.pmnf.selection); "se": the simplest
+#: hypothesis within one standard error of the best leave-one-out score
+SELECTION = "risk"
+
+
+
+def default_candidates(n_parameters: int) -> int:
+    return 3 if n_parameters <= 3 else 1
+
+
+def _hypotheses(n_options: list[int]) -> list[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]]:
+    """(option per parameter (-1: none), terms as tuples of parameters) for every combination of
+    candidate terms and every Extra-P structure over the parameters that have a term."""
+    out = []
+    for assign in itertools.product(*[range(-1, k) for k in n_options]):
+        active = [p for p, a in enumerate(assign) if a >= 0]
+        for st in extrap_structures(len(active)):
+            out.append((assign, tuple(tuple(active[i] for i in term) for term in st)))
+    return out
+
+
+def fit_group(
+    points: np.ndarray,
+    Y: np.ndarray,
+    index: list[int],
+    spread: np.ndarray,
+    reps: np.ndarray,
+    *,
+    aggregate: str = "median",
+    candidates: int | None = None,
+    allow_log: bool = True,
+    noise_test: bool = True,
+) -> GroupFit:
+    S, n = Y.shape
+    P = points.shape[1]
+    w = relative_weights(Y)
+    ext = extrapolation_points(points)
+    E = len(ext)
+    # the extrapolation points ride along with zero weight: their fitted values are the predictions
+    allpts = np.concatenate([points, ext])
+    bases = [basis(allpts[:, p]) for p in range(P)]
+    Yx = np.concatenate([Y, np.ones((S, E))], axis=1)
+    wx = np.concatenate([w, np.zeros((S, E))], axis=1)
+
+    # candidate hypothesis indexes per series and parameter: (S, K_p)
+    cands: list[np.ndarray] = []
+    if P == 1:
+        ok = allowed(points[:, 0], allow_log) if np.unique(points[:, 0]).size >= 3 else np.array([], dtype=int)
+        cands.append(np.broadcast_to(ok, (S, ok.size)))
+    else:
+        k = candidates or default_candidates(P)
+        for p, line in enumerate(extrap_lines(points)):
+            if line.x.size < 3:
+                cands.append(np.zeros((S, 0), dtype=int))
+                continue
+            cands.append(ranked_single(line.x, Y @ line.weights.T, k, allow_log).order)
+
+    hyps = _hypotheses([c.shape[1] for c in cands])
+    M = len(hyps)
+    J = max(len(t) for _, t in hyps)
+    kmax = 1 + J
+    # per parameter, which row of its table each (hypothesis, term) multiplies in: a candidate,
+    # ones (the parameter is not in the term) or zeros (padding: the hypothesis has fewer terms)
+    slot = np.zeros((P, M, J), dtype=int)
+    for p in range(P):
+        K = cands[p].shape[1]
+        for m, (assign, terms) in enumerate(hyps):
+            for j in range(J):
+                if j >= len(terms):
+                    slot[p, m, j] = K + 1 if p == 0 else K
+                else:
+                    slot[p, m, j] = assign[p] if p in terms[j] else K
+    complexity = np.array([len(t) * 100 + sum(len(x) for x in t) for _, t in hyps])
+
+    score = np.empty((S, M))
+    se = np.empty((S, M))
+    rss = np.empty((S, M))
+    pred = np.empty((S, M, E))
+    step = max(1, _CHUNK // (M * (n + E) * kmax))
+    for lo in range(0, S, step):
+        rows = slice(lo, min(S, lo + step))
+        C = _design(bases, cands, slot, rows, n + E, M, J)
+        res = wls_columns(C, Yx[rows, None, :], wx[rows, None, :])
+        err = w[rows, None, :] * res.loo[..., :n] ** 2  # squared relative LOO errors
+        score[rows] = err.mean(-1)
+        se[rows] = err.std(-1, ddof=1) / np.sqrt(n) if n > 1 else 0.0
+        rss[rows] = (w[rows, None, :] * (Y[rows, None, :] - res.fitted[..., :n]) ** 2).sum(-1)
+        pred[rows] = res.fitted[..., n:]
+    score = np.where(np.isfinite(score), score, np.inf)
+
+    if SELECTION == "risk":
+        n_coef = np.array([1 + len(t) for _, t in hyps])
+        noise = noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max") else np.full(S, np.nan)
+        active = [tuple(p for p, a in enumerate(assign) if a >= 0) for assign, _ in hyps]
+        keys = [(len(a), a, t) for a, (_, t) in zip(active, hyps)]
+        prior = class_prior(keys)
+        ids = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+        classes = np.array([ids[k] for k in keys])
+        chosen = min_risk(
+            np.where(np.isfinite(score), rss, np.inf), n_coef, n, noise, pred, complexity, prior, classes
+        )
+    else:
+        best = np.argmin(score, axis=1)
+        r = np.arange(S)
+        threshold = score[r, best] + SE_RULE * se[r, best] + EXACT
+        eligible = score <= threshold[:, None]
+        # simplest eligible, then lowest score
+        key = np.where(eligible, complexity[None, :] + np.argsort(np.argsort(score, axis=1), axis=1) / (M + 1.0), np.inf)
+        chosen = np.argmin(key, axis=1)
+
+    if noise_test:
+        const = next(m for m, (_, t) in enumerate(hyps) if not t)
+        chosen = np.where(_within_noise(Y, w, spread, reps, aggregate), const, chosen)
+
+    # final fits of the chosen hypotheses
+    X = np.swapaxes(_chosen_design([b[:, :n] for b in bases], cands, slot, chosen, n, J), -1, -2)
+    res = wls(X, Y, w)
+    terms: list[list[TermSpec]] = []
+    for s in range(S):
+        assign, st = hyps[chosen[s]]
+        terms.append([tuple((p, int(cands[p][s, assign[p]])) for p in term) for term in st])
+    return GroupFit(index, points, Y, X, res.coef, w, terms)
+
+
+def _design(bases, cands, slot, rows, n, M, J) -> np.ndarray:
+    """Design columns (R, M, 1 + J, n) of every hypothesis for the series `rows`."""
+    C = None
+    for p, b in enumerate(bases):
+        c = cands[p][rows]  # (R, K)
+        R, K = c.shape
+        table = np.empty((R, K + 2, n))
+        table[:, :K] = b[c]
+        table[:, K] = 1.0
+        table[:, K + 1] = 0.0
+        if C is None:
+            C = np.empty((R, M, 1 + J, n))
+            C[:, :, 0] = 1.0
+            C[:, :, 1:] = table[:, slot[p]]
+        else:
+            C[:, :, 1:] *= table[:, slot[p]]
+    return C
+
+
+def _chosen_design(bases, cands, slot, chosen, n, J) -> np.ndarray:
+    """Design columns (S, 1 + J, n) of the hypothesis `chosen[s]` of every series s."""
+    S = len(chosen)
+    C = np.ones((S, 1 + J, n))
+    r = np.arange(S)[:, None]
+    for p, b in enumerate(bases):
+        K = cands[p].shape[1]
+        table = np.empty((S, K + 2, n))
+        table[:, :K] = b[cands[p]]
+        table[:, K] = 1.0
+        table[:, K + 1] = 0.0
+        C[:, 1:] *= table[r, slot[p][chosen]]
+    return C
+
+
+def _within_noise(Y, w, spread, reps, aggregate: str) -> np.ndarray:
+    """True where a constant explains the values within the noise the repetitions show."""
+    S, n = Y.shape
+    has_reps = (reps >= 2).all(axis=1) & (spread > 0).all(axis=1)
+    var = spread**2 / np.maximum(reps, 1)
+    if aggregate == "median":
+        var = var * _MEDIAN_EFFICIENCY
+    elif aggregate in ("min", "max"):
+        return np.zeros(S, dtype=bool)  # extremes of the repetitions: no simple noise law
+    mean = (w * Y).sum(-1, keepdims=True) / w.sum(-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = (Y - mean) / np.abs(Y)
+        stat = (rel**2 / var).sum(-1)
+    return has_reps & (stat <= _chi2_quantile(n - 1))
+
+
+def _chi2_quantile(df: int) -> float:
+    """Chi-square 99% quantile by Wilson and Hilferty's cube-root approximation (within 1% for
+    df >= 2); importing scipy.stats for it would cost more than the whole fit."""
+    a = 2.0 / (9.0 * df)
+    return df * (1.0 - a + NOISE_Z * np.sqrt(a)) ** 3

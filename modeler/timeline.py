@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from runtime.runfile import is_helper_process
+
 from .errors import InputError
 
 TID_EPOCHS, TID_STEPS, TID_REGIONS = 1, 2, 10
@@ -122,7 +124,7 @@ def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
         rank = int(h.get("rank") or 0)
         if ranks is not None and rank not in ranks:
             continue
-        files.append(_File(r, rank, "forked_from" in h))
+        files.append(_File(r, rank, is_helper_process(h)))
     if not files:
         raise InputError("--ranks: none of the selected ranks is in the run")
     files.sort(key=lambda f: (f.rank, f.worker, int(f.run.header.get("pid") or 0)))

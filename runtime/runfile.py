@@ -76,6 +76,11 @@ class ProfileStats:
         return max(self.sumsq_ns / n - mean * mean, 0.0)
 
 
+def is_helper_process(header: dict[str, Any]) -> bool:
+    """A process started by a rank (DataLoader or multiprocessing worker, forked or spawned), not a rank."""
+    return bool(header.get("child_of") or header.get("forked_from"))
+
+
 @dataclass
 class Run:
     path: Path
@@ -91,6 +96,10 @@ class Run:
     events: list[tuple[int, int, int, int]] = field(default_factory=list)  # SCALEPROBE_TRACE: (rid, start_ns, end_ns, tid)
     end: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def is_helper_process(self) -> bool:
+        return is_helper_process(self.header)
 
     def callpath_name(self, path: tuple[int, ...], sep: str = "->") -> str:
         """Call path of region ids as names joined by `sep` (unknown ids as `#<id>`)."""

@@ -63,8 +63,8 @@ class RankFile:
 
     @property
     def is_child(self) -> bool:
-        """A process forked from a rank (a DataLoader or multiprocessing worker)."""
-        return bool(self.run.header.get("forked_from"))
+        """A process started by a rank (a DataLoader or multiprocessing worker, forked or spawned)."""
+        return self.run.is_helper_process
 
     @property
     def status(self) -> str:

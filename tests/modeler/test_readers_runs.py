@@ -181,11 +181,13 @@ def test_run_with_other_parameter_names_left_out(tmp_path):
     assert odd.run_id == "odd" and "differ" in odd.reason
 
 
-def test_worker_processes_are_summed_into_their_rank(tmp_path):
+# Forked workers carry forked_from and child_of; spawned ones (multiprocessing "spawn") only child_of.
+@pytest.mark.parametrize("worker_header", [{"forked_from": 10, "child_of": 10}, {"child_of": 10}])
+def test_worker_processes_are_summed_into_their_rank(tmp_path, worker_header):
     d = tmp_path / "w"
     write_rank_file(d, run_id="w", params={"p": 2}, pid=10, profile={(0,): (1, 10 * MS, 10 * MS)})
-    # a DataLoader worker forked from it, terminated by its parent at shutdown: no end record
-    write_rank_file(d, run_id="w", params={"p": 2}, pid=11, header={"forked_from": 10},
+    # a DataLoader worker started by it, terminated by its parent at shutdown: no end record
+    write_rank_file(d, run_id="w", params={"p": 2}, pid=11, header=worker_header,
                     profile={(4,): (8, 6 * MS, 6 * MS)}, end=None)
     write_rank_file(tmp_path / "v", run_id="v", params={"p": 4}, profile={(0,): (1, MS, MS), (4,): (8, MS, MS)})
     ds = read_runs([tmp_path])

@@ -21,13 +21,15 @@ REGIONS = [{"type": "region", "id": 1, "kind": "epoch", "name": "train", "file":
 
 
 def write_rank(d: Path, rank: int, *, run_id: str = "r1", start_unix: float = 1000.0, start_ns: int = 0,
-               steps: int = 3, worker: bool = False) -> Path:
+               steps: int = 3, worker: bool = False, spawned: bool = False) -> Path:
     """A rank whose process clock starts at `start_ns` at wall time `start_unix`; steps of 10 ms
     (2 ms of it data wait) back to back from 5 ms after the start."""
     h = {"run_id": run_id, "params": {"ranks": 2}, "rank": rank, "world_size": 2, "host": "h", "pid": 100 + rank,
          "start_unix": start_unix, "start_ns": start_ns}
-    if worker:
-        h.update(forked_from=100 + rank, pid=200 + rank)
+    if worker:  # a forked worker names its parent twice; a spawned one only in child_of
+        h.update(child_of=100 + rank, pid=200 + rank)
+        if not spawned:
+            h.update(forked_from=100 + rank)
     recs = list(REGIONS)
     t0 = start_ns + 5_000_000
     for i in range(steps):
@@ -96,8 +98,9 @@ def test_region_events_become_nested_slices_per_thread():
     assert track == sorted(track)
 
 
-def test_workers_are_processes_next_to_their_rank(tmp_path):
-    runs = [read_run(write_rank(tmp_path, r, worker=w)) for r in (1, 0) for w in (True, False)]
+@pytest.mark.parametrize("spawned", [False, True])
+def test_workers_are_processes_next_to_their_rank(tmp_path, spawned):
+    runs = [read_run(write_rank(tmp_path, r, worker=w, spawned=spawned)) for r in (1, 0) for w in (True, False)]
     trace = build_trace(runs)
     names = [e["args"]["name"] for e in sorted(trace["traceEvents"], key=lambda e: e["pid"])
              if e["name"] == "process_name"]

@@ -5,8 +5,9 @@ state in attributes ending in `_`; `predict` before `fit` raises `NotFittedError
 
 Two modes. `compat="extrap"` reproduces Extra-P 4.2.5's default modeler (see
 `modeler.pmnf.extrap_mode`). The default mode (`modeler.pmnf.default_mode`) fits relative errors,
-cross-validates the multi-parameter combination too, and prefers the simplest model that the
-data and the repetition noise cannot tell apart from the best one.
+searches several terms per parameter in every multi-parameter structure, and chooses for
+extrapolation: the structure the data and the repetition noise support most, then the exponents
+with the least expected prediction error beyond the measured range (`modeler.pmnf.selection`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class PMNFModeler:
       repetitions that are not outliers), "median", "mean", "min", "max". None: "robust", or
       "mean" with compat="extrap" (what Extra-P uses).
     - `candidates`: default mode: how many best single-parameter terms per parameter go on to the
-      multi-parameter search (None: 3 for up to 3 parameters, 1 beyond).
+      multi-parameter search (None: 5 for 2 parameters, 3 for 3, 1 beyond).
     - `allow_log`: allow log2 factors (they are dropped anyway for a parameter with a value < 1).
     - `noise_test`: default mode: keep a constant model when its deviations are within the noise
       measured by the repetitions.

@@ -49,6 +49,10 @@ static int64_t *iters = NULL, *iters_snap = NULL;
 static Py_ssize_t cap = 0;
 static int64_t dropped = 0;
 static pthread_key_t exit_key;
+/* The code of the SystemExit in flight when the main thread last left its outermost region
+ * (NULL: none was). sys.exit() patched by the recorder sets it too. How a program ended is
+ * otherwise invisible to atexit, so this is how `raise SystemExit(n)` gets its exit code. */
+static PyObject *exit_seen = NULL;
 
 /* Runs at thread exit, without the GIL: only flag the state; the flusher frees it (with the GIL)
  * once its last deltas are taken, so programs that start many threads do not grow without end. */
@@ -195,6 +199,27 @@ static PyObject *p_enter(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* Runs only when the outermost region of a thread closes. */
+static void note_outermost(void) {
+    if (!_PyOS_IsMainThread()) return; /* a thread's own SystemExit ends only that thread */
+    PyObject *exc;
+#if PY_VERSION_HEX >= 0x030B0000
+    exc = PyErr_GetHandledException();
+#else
+    PyObject *et = NULL, *etb = NULL;
+    PyErr_GetExcInfo(&et, &exc, &etb);
+    Py_XDECREF(et);
+    Py_XDECREF(etb);
+#endif
+    PyObject *code = NULL;
+    if (exc && exc != Py_None && PyObject_TypeCheck(exc, (PyTypeObject *)PyExc_SystemExit)) {
+        code = PyObject_GetAttrString(exc, "code");
+        if (!code) PyErr_Clear();
+    }
+    Py_XDECREF(exc);
+    Py_XSETREF(exit_seen, code);
+}
+
 static void close_top(ThreadState *s, int64_t t) {
     Frame *f = &s->stack[--s->depth];
     int64_t dt = t - f->t0;
@@ -206,6 +231,7 @@ static void close_top(ThreadState *s, int64_t t) {
     if (dt > n->max) n->max = dt;
     n->sumsq += (double)dt * (double)dt;
     s->stack[s->depth - 1].child_ns += dt;
+    if (s->depth == 1) note_outermost();
 }
 
 static PyObject *p_exit(PyObject *self, PyObject *arg) {
@@ -379,10 +405,22 @@ static PyObject *p_reset_after_fork(PyObject *self, PyObject *unused) {
         memset(iters_snap, 0, sizeof(int64_t) * (size_t)cap);
     }
     dropped = 0;
+    Py_CLEAR(exit_seen);
     Py_RETURN_NONE;
 }
 
 static PyObject *p_dropped(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(dropped); }
+
+static PyObject *p_exit_seen(PyObject *self, PyObject *unused) {
+    if (!exit_seen) Py_RETURN_NONE;
+    return Py_BuildValue("(O)", exit_seen);
+}
+
+static PyObject *p_set_exit_seen(PyObject *self, PyObject *code) {
+    Py_INCREF(code);
+    Py_XSETREF(exit_seen, code);
+    Py_RETURN_NONE;
+}
 
 static PyObject *p_threads(PyObject *self, PyObject *unused) {
     long n = 0;
@@ -401,6 +439,8 @@ static PyMethodDef methods[] = {
     {"current_path", p_current_path, METH_NOARGS, "Region ids on this thread's stack, outermost first."},
     {"reset_after_fork", p_reset_after_fork, METH_NOARGS, "Forget everything (in a forked child)."},
     {"dropped", p_dropped, METH_NOARGS, "Visits dropped (left open, unknown ids, out of memory)."},
+    {"exit_seen", p_exit_seen, METH_NOARGS, "(code,) of the SystemExit that last left the main thread's outermost region, or None."},
+    {"set_exit_seen", p_set_exit_seen, METH_O, "set_exit_seen(code): a SystemExit(code) is on its way (sys.exit)."},
     {"threads", p_threads, METH_NOARGS, "Call trees kept (ended threads go at the next take_deltas)."},
     {NULL, NULL, 0, NULL},
 };

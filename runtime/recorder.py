@@ -21,6 +21,8 @@ from .runfile import RunWriter, run_file_name
 
 impl = _backend.impl
 
+_UNSET = object()
+
 # Region ids the runtime hands out itself (comm, manual, reserve) start here, above any id the
 # instrumentor gives a project, so that a module imported later can never collide with them.
 RESERVED_BASE = 1 << 16
@@ -53,7 +55,10 @@ class Recorder:
         self.status: str | None = None
         self.exc_type: str | None = None
         self.signal: int | None = None
-        self.exit_code: int | None = None
+        self.exit_code: int | None = None  # decided by the excepthook
+        self.exit_frozen: Any = _UNSET  # backend's exit_seen() when interpreter shutdown began
+        self.main_code: Any = None  # code object of `__main__` (watched on Python 3.12+)
+        self.main_exit: tuple | None = None  # (code,) of the SystemExit that unwound `__main__`
         self.wake = threading.Event()
         self.thread: threading.Thread | None = None
         self.pid = os.getpid()
@@ -265,11 +270,7 @@ class Recorder:
                 return
             # Set before the final flush: a signal arriving during it must not write a second end.
             self.finishing = True
-            status = status or self.status or "ok"
-            if exit_code is None:
-                exit_code = self.exit_code
-            if exit_code is None and status == "ok":
-                exit_code = 0
+            status, exit_code = self._outcome(status, exit_code)
             end = {
                 "type": "end", "status": status, "exit_code": exit_code,
                 "signal": signal if signal is not None else self.signal,
@@ -291,6 +292,54 @@ class Recorder:
                 self.writer = None
                 if self.default_dir and not os.environ.get("SCALEPROBE_QUIET"):
                     print(f"scaleprobe: run data written to {self.path}", file=sys.stderr)
+
+    def _outcome(self, status: str | None, exit_code: int | None) -> tuple[str, int | None]:
+        """Status and exit code of the end record, from the most direct witness available: the
+        caller (launcher, signal handler), the excepthook, then the SystemExit that ended the
+        program (seen leaving `__main__` on 3.12+, else leaving the main thread's outermost
+        region or passed to sys.exit/exit()/quit())."""
+        status = status or self.status
+        if exit_code is None:
+            exit_code = self.exit_code
+        if exit_code is None and status is None:
+            seen = self.main_exit or (self.exit_frozen if self.exit_frozen is not _UNSET else impl.exit_seen())
+            if seen is not None:
+                exit_code = exit_status(seen[0])
+        if exit_code is None and status in (None, "ok"):
+            exit_code = 0
+        if status in (None, "ok"):
+            status = "ok" if exit_code == 0 else "exit"
+        return status, exit_code
+
+    def freeze_exit(self) -> None:
+        """Interpreter shutdown began: the exit code is decided. atexit handlers of the program
+        may still run instrumented code, which must not change what was seen."""
+        if self.exit_frozen is _UNSET:
+            self.exit_frozen = impl.exit_seen()
+
+    def watch_main(self, code: Any) -> None:
+        """Python 3.12+: see the SystemExit (or exception) that unwinds the `__main__` module,
+        however it was raised. Earlier versions have no hook for it that costs nothing."""
+        mon = getattr(sys, "monitoring", None)
+        if mon is None or self.main_code is not None or not self.enabled:
+            return
+        for tool in (4, 3):  # 0-2 and 5 are reserved for debuggers, coverage, profilers, optimizers
+            try:
+                mon.use_tool_id(tool, "scaleprobe")
+                break
+            except ValueError:
+                continue
+        else:
+            return
+        self.main_code = code
+
+        def on_unwind(unwound: Any, offset: int, exc: BaseException) -> Any:
+            if unwound is code and isinstance(exc, SystemExit):
+                self.main_exit = (exc.code,)
+            return None
+
+        mon.register_callback(tool, mon.events.PY_UNWIND, on_unwind)
+        mon.set_events(tool, mon.get_events(tool) | mon.events.PY_UNWIND)
 
     # ----- fork ----------------------------------------------------------------------------------
 
@@ -329,6 +378,15 @@ class Recorder:
 
 
 _PENDING = object()  # gpu_ns placeholder until the CUDA events of a step have completed
+
+
+def exit_status(code: object) -> int:
+    """The process exit status the interpreter makes of `SystemExit(code)`."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    return 1  # a message: printed, status 1
 
 _rec: Recorder | None = None
 _start_lock = threading.Lock()
@@ -384,14 +442,22 @@ def _install_hooks(rec: Recorder) -> None:
     real_exit = sys.exit
 
     def exit(status: object = None) -> None:
-        # atexit cannot see the exit code; sys.exit is how nearly every program sets one.
-        r = _rec
-        if r is not None and r.exit_code is None:
-            r.exit_code = 0 if status is None else status if isinstance(status, int) else 1
+        # atexit cannot see the exit code. Noted here for a SystemExit raised outside every
+        # instrumented region; one that leaves a region is seen there again (or, caught and
+        # followed by more instrumented code, forgotten).
+        if threading.current_thread() is threading.main_thread():  # elsewhere it ends a thread only
+            impl.set_exit_seen(status)
         real_exit(status)
 
     exit.__doc__ = real_exit.__doc__
     sys.exit = exit
+    _wrap_quitter()
+    register = getattr(threading, "_register_atexit", None)  # runs at shutdown, before atexit
+    if register is not None:
+        try:
+            register(_freeze_exit)
+        except RuntimeError:  # already shutting down
+            pass
     if threading.current_thread() is threading.main_thread():
         import signal as _signal
 
@@ -437,7 +503,30 @@ def _chain_signal(sig: int) -> None:
 def _at_exit() -> None:
     r = _rec
     if r is not None:
+        r.freeze_exit()
         r.finish()
+
+
+def _freeze_exit() -> None:
+    r = _rec
+    if r is not None and os.getpid() == r.pid:
+        r.freeze_exit()
+
+
+def _wrap_quitter() -> None:
+    """The `exit()` and `quit()` builtins raise SystemExit themselves, not through sys.exit."""
+    quitter = getattr(sys.modules.get("_sitebuiltins"), "Quitter", None)
+    call = getattr(quitter, "__call__", None)
+    if call is None or getattr(call, "_scaleprobe", False):
+        return
+
+    def __call__(self: Any, code: object = None) -> None:
+        if threading.current_thread() is threading.main_thread():
+            impl.set_exit_seen(code)
+        return call(self, code)
+
+    __call__._scaleprobe = True  # type: ignore[attr-defined]
+    quitter.__call__ = __call__
 
 
 def _after_fork() -> None:

@@ -125,7 +125,7 @@ def fit_group(
     ids = {k: i for i, k in enumerate(dict.fromkeys(keys))}
     chosen = min_risk(
         np.where(usable, rss, np.inf), n_coef, n, noise, pred, complexity,
-        class_prior(keys), np.array([ids[k] for k in keys]),
+        class_prior(keys), np.array([ids[k] for k in keys]), by_risk=P > 1,
     )
 
     if noise_test:

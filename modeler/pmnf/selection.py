@@ -8,8 +8,9 @@ coefficient (BIC's, 4 times: measured) and a prior that gives every class of hyp
 many parameters have a term, which ones, in which structure) its equal share. The structure
 with the most weight is kept; inside it, the chosen exponents are those whose predictions
 beyond the measured range have the least expected relative error against all the others under
-those weights: the Bayes decision for the error users see when they extrapolate. Noise-free
-data put all the weight on the exact fit, so nothing changes there.
+those weights: the Bayes decision for the error users see when they extrapolate (with one
+parameter the heaviest hypothesis is taken instead: the expected-error choice was level there).
+Noise-free data put all the weight on the exact fit, so nothing changes there.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ NOISE_FLOOR = 1e-18
 PENALTY = 4.0
 #: hypotheses with the highest weights that take part in the decision (keeps it k x k small)
 TOP = 48
+_CHUNK = 2_000_000
 
 
 def extrapolation_points(points: np.ndarray) -> np.ndarray:
@@ -100,6 +102,7 @@ def min_risk(
     complexity: np.ndarray,
     log_prior: np.ndarray | None = None,
     classes: np.ndarray | None = None,
+    by_risk: bool = True,
 ) -> np.ndarray:
     """Index of the chosen hypothesis per series (S,).
 
@@ -107,29 +110,38 @@ def min_risk(
     `n` points (inf: unusable); `n_coef` (M,): coefficients per hypothesis; `noise` (S,): relative
     variance of one value (nan: unknown); `pred` (S, M, E): predictions at the extrapolation
     points; `complexity` (M,): tie-break among equal weights, lower first; `log_prior` (M,);
-    `classes` (M,): class id per hypothesis (the structure is chosen first, by summed weight).
+    `classes` (M,): class id per hypothesis (the structure is chosen first, by summed weight);
+    `by_risk`: inside the class, the least expected extrapolation error (else the heaviest).
     """
     S, M = rss.shape
     # exact ties (nested models that fit equally well) go to the simplest
     logw = log_weights(rss, n_coef, n, noise, log_prior) - 1e-9 * complexity[None, :]
     if classes is not None:
         m = logw.max(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore"):
+            rel = np.where(np.isfinite(logw), np.exp(logw - np.where(np.isfinite(m), m, 0.0)), 0.0)
         mass = np.zeros((int(classes.max()) + 1, S))
-        np.add.at(mass, classes, np.exp(logw - m).T)
+        np.add.at(mass, classes, rel.T)
         best_class = np.argmax(mass, axis=0)
         logw = np.where(classes[None, :] == best_class[:, None], logw, -np.inf)
+    if not by_risk:
+        return np.argmax(logw, axis=1)
     k = min(TOP, M)
     top = np.argsort(-logw, axis=1, kind="stable")[:, :k]  # (S, k), heaviest first
     lw = np.take_along_axis(logw, top, axis=1)
-    lw = lw - lw[:, :1]
-    wt = np.where(np.isfinite(lw), np.exp(lw), 0.0)
-    wt = wt / wt.sum(-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        wt = np.where(np.isfinite(lw), np.exp(lw - np.where(np.isfinite(lw[:, :1]), lw[:, :1], 0.0)), 0.0)
+    wt = wt / np.where(wt.sum(-1, keepdims=True) > 0, wt.sum(-1, keepdims=True), 1.0)
     pr = np.take_along_axis(pred, top[:, :, None], axis=1)  # (S, k, E)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # loss[s, a, b]: relative error of predicting with a when b is true, mean over the points
-        loss = (np.abs(pr[:, :, None, :] - pr[:, None, :, :]) / np.abs(pr[:, None, :, :])).mean(-1)
-    loss = np.where(np.isfinite(loss), loss, 1e300)
-    risk = np.einsum("sab,sb->sa", loss, wt)
+    risk = np.empty((S, k))
+    step = max(1, _CHUNK // (k * k * pr.shape[-1]))  # the pairwise losses are S x k x k x E
+    for lo in range(0, S, step):
+        p = pr[lo : lo + step]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            # loss[s, a, b]: relative error of predicting with a when b is true, mean over the points
+            loss = (np.abs(p[:, :, None, :] - p[:, None, :, :]) / np.abs(p[:, None, :, :])).mean(-1)
+        loss = np.where(np.isfinite(loss), loss, 1e300)
+        risk[lo : lo + step] = np.einsum("sab,sb->sa", loss, wt[lo : lo + step])
     risk = np.where(wt > 0, risk, np.inf)
     # among equal risks (copies of one curve) the heaviest, which comes first
     best = np.argmin(risk, axis=1)

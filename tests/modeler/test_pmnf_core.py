@@ -129,3 +129,91 @@ def test_robust_values_with_two_repetitions_far_apart_is_their_mean():
     reps = [np.array([1.0, 1.01]), np.array([2.0, 2.02]), np.array([3.0, 24.0]), np.array([4.0, 4.04])]
     np.testing.assert_allclose(robust_values(reps), [1.005, 2.01, 13.5, 4.02])
     np.testing.assert_allclose(robust_values(reps[:3] + [np.array([4.0, 4.04, 4.02])]), [1.005, 2.01, 13.5, 4.02])
+
+
+def test_extrapolation_points_lie_beyond_the_measured_range():
+    from modeler.pmnf.selection import extrapolation_points
+
+    pts = np.array([(x, y) for x in (2, 4, 8) for y in (10, 20, 30)], dtype=float)
+    np.testing.assert_array_equal(extrapolation_points(pts), [[16, 60], [32, 120], [32, 30], [8, 120]])
+    np.testing.assert_array_equal(extrapolation_points(np.array([[1.0], [3.0], [5.0]])), [[10], [20]])
+
+
+def test_class_prior_splits_mass_equally_at_every_level():
+    from modeler.pmnf.selection import class_prior
+
+    classes = [(0,), (1, "p", "a"), (1, "p", "a"), (1, "n", "a"), (2, "pn", "a*b"), (2, "pn", "a*b"), (2, "pn", "a+b")]
+    prior = np.exp(class_prior(classes))
+    np.testing.assert_allclose(prior, [1 / 3, 1 / 12, 1 / 12, 1 / 6, 1 / 12, 1 / 12, 1 / 6])
+    assert prior.sum() == pytest.approx(1.0)
+
+
+def test_noise_variance_pools_the_repetitions_and_is_unknown_without_them():
+    from modeler.pmnf.selection import noise_variance
+
+    spread = np.array([[0.1, 0.2, 0.1], [0.1, 0.2, 0.3], [0.0, 0.0, 0.0]])
+    reps = np.array([[4, 4, 1], [1, 1, 1], [5, 5, 5]])
+    v = noise_variance(spread, reps, "robust")
+    assert v[0] == pytest.approx((0.01 / 4 + 0.04 / 4) / 2)  # the point with one repetition is left out
+    assert np.isnan(v[1]) and np.isnan(v[2])  # no repetitions; identical repetitions
+    assert noise_variance(spread, reps, "median")[0] == pytest.approx(v[0] * np.pi / 2)
+
+
+def test_min_risk_noise_free_takes_the_simplest_exact_fit():
+    from modeler.pmnf.selection import min_risk
+
+    # hypotheses: constant, two one-term fits (the second exact), the exact one with a useless extra term
+    rss = np.array([[1e-2, 1e-3, 1e-30, 1e-31]])
+    n_coef = np.array([1, 2, 2, 3])
+    pred = np.array([[[1.0, 1.0], [2.0, 3.0], [2.5, 4.0], [2.5, 4.0]]])
+    complexity = np.array([0, 101, 101, 202])
+    for by_risk in (True, False):
+        chosen = min_risk(rss, n_coef, 25, np.array([np.nan]), pred, complexity, None, np.arange(4), by_risk)
+        assert list(chosen) == [2]
+
+
+def test_min_risk_picks_the_prediction_with_the_least_expected_error():
+    from modeler.pmnf.selection import min_risk
+
+    # three equally likely exponents of one structure predict 1.0, 1.1 and 1.5 beyond the range:
+    # the middle one has the least expected relative error; the heaviest-first rule takes the first
+    rss = np.full((1, 3), 25e-4)
+    n_coef = np.full(3, 2)
+    pred = np.array([[[1.0], [1.1], [1.5]]])
+    classes = np.zeros(3, dtype=int)
+    noise = np.array([1e-4])
+    assert list(min_risk(rss, n_coef, 25, noise, pred, np.zeros(3), None, classes)) == [1]
+    assert list(min_risk(rss, n_coef, 25, noise, pred, np.zeros(3), None, classes, by_risk=False)) == [0]
+    # a structure is chosen by its summed weight: two near-equal hypotheses of class 1 outweigh
+    # a slightly better single one of class 0
+    rss = np.array([[24e-4, 25e-4, 25e-4]])
+    chosen = min_risk(rss, n_coef, 25, noise, pred, np.zeros(3), None, np.array([0, 1, 1]))
+    assert chosen[0] in (1, 2)
+
+
+def test_log_weights_without_repetitions_use_the_best_fits_residuals():
+    from modeler.pmnf.selection import PENALTY, log_weights
+
+    rss = np.array([[2.3e-3, 4.6e-3]])
+    n_coef = np.array([2, 2])
+    lw = log_weights(rss, n_coef, 25, np.array([np.nan]))
+    s2 = 2.3e-3 / 23
+    np.testing.assert_allclose(lw[0, 1] - lw[0, 0], -0.5 * 2.3e-3 / s2)
+    # repetitions showing less noise than the best fit leaves: the fit's residual scale wins
+    np.testing.assert_allclose(log_weights(rss, n_coef, 25, np.array([1e-9])), lw)
+    assert lw[0, 0] == pytest.approx(-0.5 * 23 - PENALTY * 0.5 * np.log(25) * 2)
+
+
+def test_min_risk_in_chunks_equals_one_pass(monkeypatch):
+    import modeler.pmnf.selection as selection
+
+    rng = np.random.default_rng(5)
+    S, M, E = 7, 12, 3
+    rss = rng.uniform(0.5, 2.0, size=(S, M)) * 1e-3
+    rss[2, 4] = np.inf  # an unusable hypothesis
+    pred = rng.uniform(1.0, 3.0, size=(S, M, E))
+    args = (rss, np.full(M, 2), 25, np.full(S, 1e-4), pred, np.zeros(M), None, rng.integers(0, 3, size=M))
+    whole = selection.min_risk(*args)
+    monkeypatch.setattr(selection, "_CHUNK", 1)
+    np.testing.assert_array_equal(selection.min_risk(*args), whole)
+    assert 4 not in selection.min_risk(*args)[2:3]

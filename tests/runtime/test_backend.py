@@ -139,7 +139,9 @@ def test_long_visit_sumsq_fits_the_run_file(tmp_path):
     b.reset_after_fork()
     b.ensure_capacity(8)
     b.enter(2)
-    b._local.stack[-1][4] -= 4_000_000_000  # the visit began 4 s ago
+    frame = b._local.stack[-1]  # [node, rid, t0, t0 + child time], float seconds
+    frame[2] -= 4.0  # the visit began 4 s ago
+    frame[3] -= 4.0
     b.exit(2)
     [(path, visits, incl, excl, mn, mx, sq, rec)] = b.take_deltas()
     assert incl >= 4_000_000_000 and sq >= 1.6e19
@@ -187,3 +189,95 @@ def test_trees_of_ended_threads_are_freed_after_their_last_deltas(b):
         time.sleep(0.01)
         b.take_deltas()
     assert b.threads() == 1
+
+
+def _scenario(b):
+    """Every hot-path case in one sequence: nesting, folded recursion, left-open frames, a region
+    throttled mid-visit, untimed regions, indirect recursion, invalid ids. Returns what a
+    backend-independent observer can see."""
+    seen = []
+    b.enter(1)
+    b.enter(2); b.enter(2); seen.append(b.current_path()); b.exit(2); b.exit(2)  # folded
+    b.enter(3); b.enter(4); b.exit(3)  # 4 left open: dropped
+    b.enter(5); b.set_off(5, True); b.exit(5)  # throttled mid-visit: still closes
+    b.enter(5); seen.append(b.current_path()); b.exit(5)  # untimed: nothing pushed
+    b.set_off(5, False)
+    b.enter(6); b.enter(7); b.enter(6); seen.append(b.current_path()); b.exit(6); b.exit(7); b.exit(6)
+    b.enter(8); b.enter(8); b.enter(9); b.exit(8); seen.append(b.current_path()); b.exit(8)  # 9 dropped, fold kept
+    for bad in (10**9, "x"):  # never defined: ignored and counted, never raised into the program
+        b.enter(bad); b.exit(bad); b.mark(bad)
+    b.enter(-3); b.exit(-3)
+    b.mark(3); b.mark(3)
+    b.exit(1)
+    seen.append(b.current_path())
+    deltas = b.take_deltas()
+    for path, visits, incl, excl, mn, mx, sq, rec in deltas:
+        assert all(type(v) is int for v in (visits, incl, excl, mn, mx, rec)), path
+        assert 0 <= excl <= incl and mn <= mx <= incl and isinstance(sq, float), path
+    return {
+        "paths": sorted((d[0], d[1], d[7]) for d in deltas),
+        "seen": seen,
+        "dropped": b.dropped(),
+        "iterations": dict(b.take_iterations()),
+    }
+
+
+@pytest.mark.skipif(len(BACKENDS) < 2, reason="C backend not built (python setup.py build_ext --inplace)")
+def test_both_backends_see_the_same_profile():
+    results = []
+    for name in BACKENDS:
+        mod = importlib.import_module(name)
+        mod.reset_after_fork()
+        mod.ensure_capacity(64)
+        for rid in range(64):
+            mod.set_off(rid, False)
+        try:
+            results.append(_scenario(mod))
+        finally:
+            mod.reset_after_fork()
+    assert results[0] == results[1]
+
+
+def test_scenario_profile(b):
+    r = _scenario(b)
+    paths = {p: (v, rec) for p, v, rec in r["paths"]}
+    assert paths == {
+        (1,): (1, 0), (1, 2): (2, 1), (1, 3): (1, 0), (1, 5): (1, 0), (1, 6): (1, 0), (1, 6, 7): (1, 0),
+        (1, 6, 7, 6): (1, 0), (1, 8): (2, 1),
+    }
+    assert r["seen"] == [(1, 2), (1,), (1, 6, 7, 6), (1, 8), ()]
+    assert r["dropped"] == 2 + 6 + 2  # two frames left open, three probes each for two invalid ids, -3 twice
+    assert r["iterations"] == {3: 2}
+
+
+def test_invalid_ids_never_raise(b):
+    for bad in (10**9, "x", None, 2.5):
+        b.enter(bad)
+        b.exit(bad)
+        b.mark(bad)
+    b.enter(-1)
+    b.exit(-1)  # mark(-1) is not checked by the pure backend: negative ids are never emitted
+    assert b.current_path() == ()
+    assert b.take_deltas() == [] and b.take_iterations() == []
+    assert b.dropped() == 14
+    with pytest.raises(ValueError, match="negative"):
+        b.set_off(-1, True)
+
+
+def test_sums_of_deltas_are_the_rounded_totals(b):
+    """Deltas are taken while a visit is open and across many flushes; their sums must equal
+    one take of everything, to the nanosecond (no rounding drift per flush)."""
+    total_incl = total_excl = visits = 0
+    b.enter(1)
+    for _ in range(50):
+        b.enter(2); b.enter(3); b.exit(3); b.exit(2)
+        for path, v, incl, excl, *_ in b.take_deltas():
+            if path == (1, 2):
+                visits += v
+                total_incl += incl
+                total_excl += excl
+    b.exit(1)
+    last = _by_path(b.take_deltas())
+    assert visits == 50 and (1, 2) not in last
+    assert total_incl > total_excl > 0
+    assert last[(1,)][2] >= total_incl

@@ -5,8 +5,13 @@ then the training-step overhead on the instrumented sample application.
     .venv/bin/python benchmarks/probe_overhead.py [--calls N] [--repeat R] [--no-app]
 
 Micro numbers are the best per-call time over interleaved repeats minus the baseline's; on a
-noisy machine look at the ratios, not the absolute nanoseconds. Targets (issue 4): <= +120 ns per function
-region, <= +40 ns per loop iteration, <= +10 ns with probes off, < 3% per training step.
+noisy machine look at the ratios, not the absolute nanoseconds. Samples are short (2000 calls,
+a fraction of a scheduler time slice) and many (200 rounds): on a shared, loaded machine a long
+sample is nearly always preempted, so its minimum measures the load, not the probe.
+A function region is measured nested in an open region (the common case) and as the outermost
+region of the thread (where the probes also check for a SystemExit leaving the program).
+Targets (issue 4): <= +120 ns per function region, <= +40 ns per loop iteration, <= +10 ns with
+probes off, < 3% per training step.
 """
 from __future__ import annotations
 
@@ -66,16 +71,28 @@ def run(n):
         f()
     return perf_counter_ns() - t0
 """
+# The same, inside an open region: every visit of f is nested (depth 2), as most regions are.
+DRIVER_NESTED = """
+def run(n):
+    if __sp_on__: __sp_enter__(3)
+    try:
+        t0 = perf_counter_ns()
+        for _ in range(n):
+            f()
+        return perf_counter_ns() - t0
+    finally:
+        if __sp_on__: __sp_exit__(3)
+"""
 
 
-def compile_fn(src: str, env: dict, name: str):
+def compile_fn(src: str, env: dict, name: str, nested: bool = False):
     g = dict(env)
     from time import perf_counter_ns
 
     g["perf_counter_ns"] = perf_counter_ns
     exec(src, g)
     if name == "f":
-        exec(DRIVER, g)
+        exec(DRIVER_NESTED if nested else DRIVER, g)
         return g["run"]
     fn = g[name]
 
@@ -99,7 +116,8 @@ def measure(runners: dict, calls: int, repeat: int) -> dict[str, float]:
 
 def backend_env(mod, on: bool) -> dict:
     mod.ensure_capacity(8)
-    mod.set_off(1, False)
+    for rid in (1, 2, 3):
+        mod.set_off(rid, False)
     return {"__sp_on__": on, "__sp_enter__": mod.enter, "__sp_exit__": mod.exit, "__sp_mark__": mod.mark}
 
 
@@ -115,7 +133,8 @@ def micro(calls: int, repeat: int) -> list[tuple[str, float, float | None]]:
         print("note: C backend not built (python setup.py build_ext --inplace); pure Python only")
     runners = {"base": compile_fn(FUNC_BASE, {}, "f")}
     for name, mod in backends.items():
-        runners[f"probe {name}"] = compile_fn(FUNC_PROBED, backend_env(mod, True), "f")
+        runners[f"probe {name}"] = compile_fn(FUNC_PROBED, backend_env(mod, True), "f", nested=True)
+        runners[f"probe {name}, outermost"] = compile_fn(FUNC_PROBED, backend_env(mod, True), "f")
         runners[f"probe {name} off"] = compile_fn(FUNC_PROBED, backend_env(mod, False), "f")
     try:
         import nvtx
@@ -145,7 +164,8 @@ def micro(calls: int, repeat: int) -> list[tuple[str, float, float | None]]:
     for mod in backends.values():  # the measured visits are not a profile anyone wants
         mod.reset_after_fork()
     rows = []
-    targets = {"probe C": 120, "probe python": 120, "probe C off": 10, "probe python off": 10}
+    targets = {"probe C": 120, "probe python": 120, "probe C, outermost": 120, "probe python, outermost": 120,
+               "probe C off": 10, "probe python off": 10}
     for k, v in res.items():
         if k != "base":
             rows.append((f"function region: {k}", v - res["base"], targets.get(k)))
@@ -229,8 +249,8 @@ print(json.dumps({"median_step_ns": statistics.median(wall), "median_step_cpu_ns
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--calls", type=int, default=50_000)
-    ap.add_argument("--repeat", type=int, default=21)
+    ap.add_argument("--calls", type=int, default=2000, help="calls per sample (default 2000)")
+    ap.add_argument("--repeat", type=int, default=200, help="interleaved samples per variant (default 200)")
     ap.add_argument("--no-app", action="store_true", help="skip the sample-application step overhead")
     ap.add_argument("--app-steps", type=int, default=30)
     ap.add_argument("--app-reps", type=int, default=5)

@@ -13,6 +13,7 @@ or json.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterable, Iterator, Sequence
 
 from . import _backend
@@ -48,6 +49,8 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
         rec.tracer.install(module_globals)
     if rec.gpu_rotation is not None:
         rec.gpu_rotation.install(module_globals)
+    if module_name == "__main__":
+        rec.watch_main(sys._getframe(1).f_code)  # the module's own code: how it ends is the exit code
     from . import comm
 
     comm.watch(rec)

@@ -351,6 +351,8 @@ class Recorder:
         impl.reset_after_fork()
         parent = self.pid
         self.pid = os.getpid()
+        self.exit_frozen = _UNSET
+        self.main_exit = None
         self.series = deque()
         self.series_wait = []
         self.comm = {}

@@ -4,13 +4,13 @@
 #   bash scripts/demo.sh .venv/bin/python
 # Re-running it resumes: finished runs are kept and only missing or failed ones run again.
 #   bash scripts/demo.sh PYTHON --fresh    start over (removes demo/)
-# Environment: DEMO_REPEAT (repetitions, default 3), DEMO_BATCH / DEMO_WIDTH (comma-separated
+# Environment: DEMO_REPEAT (repetitions, default 2; more give steadier models on a busy machine), DEMO_BATCH / DEMO_WIDTH (comma-separated
 # values, default five each), DEMO_TIMEOUT (seconds per run, default 300).
 set -euo pipefail
 
 PY=${1:-.venv/bin/python}
 FRESH=${2:-}
-REPEAT=${DEMO_REPEAT:-3}
+REPEAT=${DEMO_REPEAT:-2}
 BATCH=${DEMO_BATCH:-4,8,16,32,64}
 WIDTH=${DEMO_WIDTH:-4,8,12,16,24}
 RUN_TIMEOUT=${DEMO_TIMEOUT:-300}
@@ -38,17 +38,35 @@ RUNS=demo/runs/sample
 say "1/4 instrument testdata/sample_code -> demo/build"
 "$PY" -m instrumentor.cli testdata/sample_code -o demo/build
 
+# The CNN's cost grows with batch x width^2; startup (importing torch) dominates each run, so a few
+# steps per epoch suffice. --threads 1: every run uses one core, the same in every run.
+PROGRAM=(demo/build/main.py --model cnn --batch-size '{batch}' --width '{width}' --epochs 2
+         --steps-per-epoch 3 --num-samples 512 --eval-samples 64 --threads 1)
+# The launcher resumes by parameters alone: runs made with other program arguments must not be reused.
+STAMP=demo/.program-args
+if [ -d "$RUNS" ] && [ "$(cat "$STAMP" 2>/dev/null)" != "${PROGRAM[*]}" ]; then
+    echo "demo: the runs in $RUNS were made with other program arguments; starting the sweep over" >&2
+    rm -rf "$RUNS"
+fi
+mkdir -p "$RUNS"
+printf '%s' "${PROGRAM[*]}" >"$STAMP"
+
 npoints=$(( $(tr ',' '\n' <<<"$BATCH" | wc -l) * $(tr ',' '\n' <<<"$WIDTH" | wc -l) ))
 say "2/4 sweep batch=$BATCH x width=$WIDTH, $REPEAT repetitions: $(( npoints * REPEAT )) runs -> $RUNS"
 echo "(runs finished before are skipped; Ctrl-C stops, re-running this script resumes)" >&2
-# The CNN's cost grows with batch x width^2; startup (importing torch) dominates each run, so a few
-# steps per epoch suffice. --threads 1: every run uses one core, the same in every run.
-if ! "$PY" -m runtime.launch --sweep "batch=$BATCH" --sweep "width=$WIDTH" --repeat "$REPEAT" \
-        --timeout "$RUN_TIMEOUT" --out demo/runs --experiment sample \
-        -- demo/build/main.py --model cnn --batch-size '{batch}' --width '{width}' \
-        --epochs 2 --steps-per-epoch 3 --num-samples 512 --eval-samples 64 --threads 1 >/dev/null; then
-    die "some runs of the sweep did not complete (see the summary above); run the same command again to retry only those"
-fi
+# The sample's own per-run log lines ("12:00:00 [rank 0] ...") and its stdout are dropped: the
+# launcher's progress lines and any error stay.
+set +e
+"$PY" -m runtime.launch --sweep "batch=$BATCH" --sweep "width=$WIDTH" --repeat "$REPEAT" \
+    --timeout "$RUN_TIMEOUT" --out demo/runs --experiment sample -- "${PROGRAM[@]}" \
+    2>&1 >/dev/null | { grep --line-buffered -Ev '^[0-9:]+ \[rank [0-9]+\] ' || true; } >&2
+status=${PIPESTATUS[0]}
+set -e
+case "$status" in
+    0) ;;
+    130|143) echo "demo: interrupted; run the same command again to resume the sweep" >&2; exit "$status" ;;
+    *) die "some runs of the sweep did not complete (see the summary above); run the same command again to retry only those" ;;
+esac
 
 say "3/4 fit performance models: the 20 regions that scale worst"
 "$PY" -m modeler fit "$RUNS" --top 20

@@ -83,7 +83,7 @@ def test_sys_exit_code_is_recorded(tmp_path):
     p = run_app(tmp_path, "exit3")
     assert p.returncode == 3, p.stderr
     end = only_run(tmp_path).end
-    assert (end["status"], end["exit_code"]) == ("ok", 3)
+    assert (end["status"], end["exit_code"]) == ("exit", 3)
 
 
 def test_sigterm_flushes_then_dies_by_the_signal(tmp_path):

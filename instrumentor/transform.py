@@ -139,6 +139,7 @@ class _SuspendRewriter(cst.CSTTransformer):
 class _Rewriter:
     def __init__(self, source: str, relpath: str, facts: ModuleFacts, ids: IdAllocator, backend: emit.Backend) -> None:
         self.lines = source.splitlines()
+        self.any_yield = "yield" in source
         self.relpath = relpath
         self.facts = facts.facts
         self.index = 0
@@ -292,7 +293,7 @@ class _Rewriter:
         key = self.unique_key(qualname)
         rid = self.ids.take(key)
         is_async = node.asynchronous is not None
-        scan = is_async or "yield" in self.text_of(fact)
+        scan = is_async or (self.any_yield and "yield" in self.text_of(fact))
         func = _Func(rid, scan, is_async)
         position = len(self.regions)
         inner = _Scope(prefix=qualname + ".<locals>.", owner=qualname, func=func)

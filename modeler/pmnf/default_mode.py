@@ -24,7 +24,7 @@ from .fit import GroupFit, TermSpec
 from .hypotheses import allowed, basis
 from .lstsq import wls, wls_columns
 from .points import extrap_lines
-from .selection import class_prior, extrapolation_points, min_risk, noise_variance
+from .selection import class_prior, extrapolation_points, min_risk, noise_variance, outlier_weights
 from .single import ranked_single, relative_weights
 from .structures import extrap_structures
 
@@ -67,6 +67,8 @@ def fit_group(
     S, n = Y.shape
     P = points.shape[1]
     w = relative_weights(Y)
+    if aggregate not in ("min", "max"):
+        w = w * outlier_weights(spread, reps, aggregate)
     ext = extrapolation_points(points)
     E = len(ext)
     # the extrapolation points ride along with zero weight: their fitted values are the predictions

@@ -50,8 +50,34 @@ def noise_variance(spread: np.ndarray, reps: np.ndarray, aggregate: str) -> np.n
         var = var * (np.pi / 2)
     ok = reps >= 2
     n_ok = ok.sum(-1)
-    pooled = np.where(ok, var, 0.0).sum(-1) / np.maximum(n_ok, 1)
+    # Pooled by the median, not the mean: one point whose few repetitions disagree wildly (a
+    # straggler, a cold cache) must not make a clearly growing series look like pure noise. Each
+    # per-point estimate is a scaled chi-square with k = reps - 1 degrees of freedom, whose median
+    # is k * (1 - 2/(9k))^3 (Wilson-Hilferty): divide by it so that homogeneous noise stays unbiased.
+    with np.errstate(all="ignore"):
+        pooled = np.nanmedian(np.where(ok, var, np.nan), axis=-1)
+        k = np.maximum(np.nanmedian(np.where(ok, reps, np.nan), axis=-1) - 1.0, 1.0)
+        pooled = pooled / (1.0 - 2.0 / (9.0 * k)) ** 3
     return np.where((n_ok > 0) & (pooled > 0), pooled, np.nan)
+
+
+#: a point whose repetitions vary this many times more than the series' typical point is an outlier
+OUTLIER_RATIO = 10.0
+
+
+def outlier_weights(spread: np.ndarray, reps: np.ndarray, aggregate: str) -> np.ndarray:
+    """Per point (S, n), a factor <= 1 on its fit weight: 1 for ordinary points, less for a point whose
+    repetitions disagree far more than the series' typical point (a straggler run), so that one bad
+    measurement cannot bend the model or pass a growing series off as noise. The threshold is well
+    beyond what sampling alone gives (chi-square, even with 2 repetitions: ~3% of points)."""
+    var = spread**2 / np.maximum(reps, 1)
+    if aggregate == "median":
+        var = var * (np.pi / 2)
+    typical = noise_variance(spread, reps, aggregate)
+    limit = OUTLIER_RATIO * np.where(np.isnan(typical), np.inf, typical)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where((reps >= 2) & (var > limit), limit / var, 1.0)
+    return np.where(np.isfinite(factor), factor, 1.0)
 
 
 def class_prior(classes: list[tuple]) -> np.ndarray:

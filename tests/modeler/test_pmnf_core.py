@@ -154,9 +154,24 @@ def test_noise_variance_pools_the_repetitions_and_is_unknown_without_them():
     spread = np.array([[0.1, 0.2, 0.1], [0.1, 0.2, 0.3], [0.0, 0.0, 0.0]])
     reps = np.array([[4, 4, 1], [1, 1, 1], [5, 5, 5]])
     v = noise_variance(spread, reps, "robust")
-    assert v[0] == pytest.approx((0.01 / 4 + 0.04 / 4) / 2)  # the point with one repetition is left out
+    # the median of the points' variances (the point with one repetition is left out), unbiased for
+    # chi-square sampling with 3 degrees of freedom
+    assert v[0] == pytest.approx((0.01 / 4 + 0.04 / 4) / 2 / (1 - 2 / 27) ** 3)
     assert np.isnan(v[1]) and np.isnan(v[2])  # no repetitions; identical repetitions
     assert noise_variance(spread, reps, "median")[0] == pytest.approx(v[0] * np.pi / 2)
+
+
+def test_one_straggler_point_neither_sets_the_noise_nor_keeps_its_full_weight():
+    from modeler.pmnf.selection import noise_variance, outlier_weights
+
+    spread = np.array([[0.02, 0.02, 0.02, 0.02, 1.2]])  # the last point's repetitions disagree wildly
+    reps = np.full((1, 5), 2)
+    v = noise_variance(spread, reps, "robust")[0]
+    # the points agree on 0.02**2 / 2 per value (2e-4, 4.3e-4 after the 1-dof correction); a mean over
+    # the points would give ~0.14, from the straggler (1.2**2 / 2 = 0.72) alone
+    assert v < 0.02**2 * 1.1
+    w = outlier_weights(spread, reps, "robust")[0]
+    assert np.all(w[:4] == 1.0) and 0 < w[4] < 0.01
 
 
 def test_min_risk_noise_free_takes_the_simplest_exact_fit():

@@ -12,12 +12,14 @@ The hot path is bytecode-bound, so every choice below saves bytecodes or allocat
   multi-digit path on every operation. Deltas are converted to integer nanoseconds at flush
   time; the float keeps sub-nanosecond resolution for ~50 days of uptime, a few ns after that.
 - A call-tree node is a list (index access is the cheapest field access in CPython):
-  [visits, incl, excl, min, max, sumsq, recursive, kids, rid, parent, snapshot].
-- A stack frame is a list [node, rid, t0, x]. `x` starts at t0 and every closed child adds its
-  inclusive time to it, so the exclusive time of the visit is simply `t - x`.
-- Direct recursion (a region entering itself) pushes the same frame object again instead of a
-  new one: exit recognises it by identity (`stack[-1] is frame`), counts nothing and adds no
-  time, so inclusive time is never counted twice and no fold counter is checked on every exit.
+  [visits, incl, excl, min, max, sumsq, recursive, kids, rid, parent, snapshot, t0, x].
+- The node is its own stack frame: a node is one call path of one thread, so at most one of its
+  visits is open at a time, and `t0`/`x` of that visit live in the node. Entering a region
+  allocates nothing. `x` starts at t0 and every closed child adds its inclusive time to it, so
+  the exclusive time of the visit is simply `t - x`.
+- Direct recursion (a region entering itself) pushes the same node again: exit recognises it by
+  identity (`stack[-1] is node`), counts nothing and adds no time, so inclusive time is never
+  counted twice and no fold counter is checked on every exit.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import threading
 import weakref
 from time import perf_counter
 
-_V, _INCL, _EXCL, _MIN, _MAX, _SQ, _REC, _KIDS, _RID, _PARENT, _SNAP = range(11)
+_V, _INCL, _EXCL, _MIN, _MAX, _SQ, _REC, _KIDS, _RID, _PARENT, _SNAP, _T0, _X = range(13)
 _NSTATS = 7
 _INF = float("inf")
 _NS = 1e9
@@ -52,12 +54,12 @@ _handled = getattr(sys, "exception", None) or (lambda: sys.exc_info()[1])  # sys
 
 
 def _new_node(rid: int, parent: list | None) -> list:
-    return [0, 0.0, 0.0, _INF, 0.0, 0.0, 0, {}, rid, parent, None]
+    return [0, 0.0, 0.0, _INF, 0.0, 0.0, 0, {}, rid, parent, None, 0.0, 0.0]
 
 
 def _new_thread() -> list:
     root = _new_node(_ROOT_RID, None)
-    stack = [[root, _ROOT_RID, 0.0, 0.0]]
+    stack = [root]
     _local.stack = stack
     marker = _local.marker = _Marker()
     with _roots_lock:
@@ -89,75 +91,67 @@ def enter(rid: int, _perf=perf_counter, _local=_local, _off=_off) -> None:
         _dropped[0] += 1
         return
     top = stack[-1]
-    if top[1] == rid:
+    if top[8] == rid:
         stack.append(top)
-        top[0][6] += 1
+        top[6] += 1
         return
     try:
-        node = top[0][7][rid]
+        node = top[7][rid]
     except KeyError:
-        node = _new_child(top[0], rid)
+        node = _new_child(top, rid)
         if node is None:
             return
-    t = _perf()
-    stack.append([node, rid, t, t])
+    node[11] = node[12] = _perf()
+    stack.append(node)
 
 
-def exit(rid: int, _perf=perf_counter, _local=_local, _off=_off, _root=_ROOT_RID, _exc=_handled,
-         _seen=_exit_seen) -> None:
-    try:
-        if _off[rid]:  # checked first: throttled regions are the most visited ones
-            _exit_untimed(rid)
-            return
-    except (IndexError, TypeError):  # an id never defined
-        _dropped[0] += 1
-        return
+def exit(rid: int, _perf=perf_counter, _local=_local, _root=_ROOT_RID, _exc=_handled, _seen=_exit_seen) -> None:
     t = _perf()
     try:
         stack = _local.stack
-    except AttributeError:
+    except AttributeError:  # nothing entered on this thread yet
+        if not _valid(rid):
+            _dropped[0] += 1
         return
-    f = stack.pop()
-    if f[1] != rid:
-        stack.append(f)
-        _exit_slow(stack, rid, t)
+    n = stack.pop()
+    if n[8] != rid:
+        stack.append(n)
+        _exit_other(stack, rid, t)
         return
     p = stack[-1]
-    if p is f:  # a folded direct-recursive visit
+    if p is n:  # a folded direct-recursive visit
         return
-    dt = t - f[2]
-    p[3] += dt
-    n = f[0]
+    dt = t - n[11]
+    p[12] += dt
     n[0] += 1
     n[1] += dt
-    n[2] += t - f[3]
+    n[2] += t - n[12]
     if dt < n[3]:
         n[3] = dt
     if dt > n[4]:
         n[4] = dt
     n[5] += dt * dt
-    if p[1] is _root and (_exc() is not None or _seen[0] is not None):
+    if p[8] is _root and (_exc() is not None or _seen[0] is not None):
         _note_outermost()
 
 
 def _close_top(stack: list, t: float) -> None:
-    """The hot path of exit() for the frame on top, for the rare paths."""
-    f = stack.pop()
+    """exit() of the node on top, for the rare paths."""
+    n = stack.pop()
     p = stack[-1]
-    if p is f:
+    if p is n:
         return
-    dt = t - f[2]
-    p[3] += dt
-    n = f[0]
-    n[0] += 1
-    n[1] += dt
-    n[2] += t - f[3]
-    if dt < n[3]:
-        n[3] = dt
-    if dt > n[4]:
-        n[4] = dt
-    n[5] += dt * dt
-    if p[1] is _ROOT_RID:
+    dt = t - n[_T0]
+    p[_X] += dt
+    n[_V] += 1
+    n[_INCL] += dt
+    n[_EXCL] += t - n[_X]
+    if dt < n[_MIN]:
+        n[_MIN] = dt
+    if dt > n[_MAX]:
+        n[_MAX] = dt
+    n[_SQ] += dt * dt
+    if p[_RID] is _ROOT_RID:
         _note_outermost()
 
 
@@ -179,27 +173,26 @@ def set_exit_seen(code: object) -> None:
     _exit_seen[0] = (code,)
 
 
-def _exit_untimed(rid: int) -> None:
-    """exit() of a region that is not timed: its enter pushed nothing, unless the visit began
-    before the region was throttled; that one is on top and closes normally, so it never stays
-    behind as a stale parent of everything its caller does next."""
-    stack = getattr(_local, "stack", None)
-    if stack and stack[-1][1] == rid:
-        _close_top(stack, perf_counter())
+def _valid(rid: object) -> bool:
+    return type(rid) is int and 0 <= rid < len(_off)  # noqa: E721 - what the hot path can index
 
 
-def _exit_slow(stack: list, rid: int, t: float) -> None:
-    """`rid` is timed but not on top: frames above it were left open (probes switched off
-    mid-visit). They are dropped; the visit of `rid` itself is closed."""
-    if rid < 0:
+def _exit_other(stack: list, rid: int, t: float) -> None:
+    """`rid` is not on top. Either its enter pushed nothing (region not timed, invalid id), or
+    visits above it were left open (probes switched off mid-visit): those are dropped and the
+    visit of `rid` itself is closed. (A visit that began before its region was throttled is on
+    top and closes normally, so it never stays behind as a stale parent.)"""
+    if not _valid(rid):
         _dropped[0] += 1
         return
+    if _off[rid]:
+        return
     for i in range(len(stack) - 1, 0, -1):
-        if stack[i][1] == rid:
+        if stack[i][_RID] == rid:
             break
     else:
         return
-    # Folded recursion repeats a frame object: count each dropped visit once.
+    # Folded recursion repeats a node: count each dropped visit once.
     _dropped[0] += sum(1 for j in range(i + 1, len(stack)) if stack[j] is not stack[j - 1])
     del stack[i + 1 :]
     _close_top(stack, t)
@@ -290,7 +283,7 @@ def current_path() -> tuple[int, ...]:
     stack = getattr(_local, "stack", None)
     if not stack:
         return ()
-    return tuple(stack[i][1] for i in range(1, len(stack)) if stack[i] is not stack[i - 1])
+    return tuple(stack[i][_RID] for i in range(1, len(stack)) if stack[i] is not stack[i - 1])
 
 
 def reset_after_fork() -> None:

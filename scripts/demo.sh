@@ -4,8 +4,9 @@
 #   bash scripts/demo.sh .venv/bin/python
 # Re-running it resumes: finished runs are kept and only missing or failed ones run again.
 #   bash scripts/demo.sh PYTHON --fresh    start over (removes demo/)
-# Environment: DEMO_REPEAT (repetitions, default 2; more give steadier models on a busy machine), DEMO_BATCH / DEMO_WIDTH (comma-separated
-# values, default five each), DEMO_TIMEOUT (seconds per run, default 300).
+# Environment: DEMO_REPEAT (repetitions, default 2; more give steadier models on a busy machine),
+# DEMO_BATCH / DEMO_WIDTH (comma-separated values, five each by default), DEMO_TIMEOUT (seconds
+# per run, default 300).
 set -euo pipefail
 
 PY=${1:-.venv/bin/python}
@@ -18,6 +19,10 @@ RUN_TIMEOUT=${DEMO_TIMEOUT:-300}
 say() { printf '\n== %s\n' "$*" >&2; }
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 
+# A relative interpreter path is relative to where the user stood, not to the repository root.
+case "$PY" in
+    */*) [ -e "$PY" ] && PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;;
+esac
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 case "$FRESH" in
@@ -25,8 +30,6 @@ case "$FRESH" in
     --fresh) rm -rf demo ;;
     *) die "unknown option '$FRESH' (the only one is --fresh)" ;;
 esac
-# A relative interpreter path means relative to where the user stood; `make demo` passes .venv/bin/python
-# from the repository root, which is where we are now.
 command -v "$PY" >/dev/null 2>&1 || [ -x "$PY" ] || die "python interpreter '$PY' not found; run 'make demo' or pass one"
 "$PY" -c 'import instrumentor, runtime, modeler, torch' 2>/dev/null \
     || die "'$PY' cannot import instrumentor, runtime, modeler and torch; run 'make install' first"
@@ -36,7 +39,7 @@ START=$SECONDS
 RUNS=demo/runs/sample
 
 say "1/4 instrument testdata/sample_code -> demo/build"
-"$PY" -m instrumentor.cli testdata/sample_code -o demo/build
+"$PY" -m instrumentor.cli testdata/sample_code -o demo/build || die "instrumenting testdata/sample_code failed (see above)"
 
 # The CNN's cost grows with batch x width^2; startup (importing torch) dominates each run, so a few
 # steps per epoch suffice. --threads 1: every run uses one core, the same in every run.
@@ -69,10 +72,11 @@ case "$status" in
 esac
 
 say "3/4 fit performance models: the 20 regions that scale worst"
-"$PY" -m modeler fit "$RUNS" --top 20
+"$PY" -m modeler fit "$RUNS" --top 20 || die "modeler fit failed on $RUNS (see above)"
 
 say "4/4 write the HTML report"
-"$PY" -m modeler report "$RUNS" -o demo/report.html --title "scaleprobe demo: sample CNN, batch x width"
+"$PY" -m modeler report "$RUNS" -o demo/report.html --title "scaleprobe demo: sample CNN, batch x width" \
+    || die "modeler report failed on $RUNS (see above)"
 
 elapsed=$(( SECONDS - START ))
 say "done in $(( elapsed / 60 ))m$(( elapsed % 60 ))s"

@@ -121,3 +121,15 @@ def test_report_is_one_self_contained_page_naming_the_regions(pipeline):
     # no external resource: the page works offline and when mailed around
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", html, re.I)
     assert str(path) in pipeline["report"].stderr + pipeline["report"].stdout
+
+
+def test_scaling_metrics_exist_because_ranks_was_swept(pipeline):
+    """ranks varies over the sweep, so the modeler derives speedup, efficiency and imbalance from the
+    same runs: a seam between the launcher's `ranks` parameter and the modeler's derived metrics."""
+    fit = _run(["-m", "modeler", "fit", str(pipeline["runs"]), "--metric", "all", "--callpath", "*->Trainer.train_step",
+                "--format", "json", "-q"], cwd=pipeline["work"], timeout=120)
+    models = json.loads(fit.stdout)["models"]
+    metrics = {m["metric"] for m in models}
+    assert {"time", "speedup", "parallel_efficiency", "imbalance", "visits"} <= metrics, metrics
+    visits = next(m for m in models if m["metric"] == "visits")
+    assert visits["terms"] == [] and visits["constant"] == pytest.approx(EPOCHS * STEPS)  # one call per step

@@ -139,9 +139,9 @@ def test_long_visit_sumsq_fits_the_run_file(tmp_path):
     b.reset_after_fork()
     b.ensure_capacity(8)
     b.enter(2)
-    frame = b._local.stack[-1]  # [node, rid, t0, t0 + child time], float seconds
-    frame[2] -= 4.0  # the visit began 4 s ago
-    frame[3] -= 4.0
+    node = b._local.stack[-1]  # the open visit's start and start + child time: float seconds
+    node[b._T0] -= 4.0  # the visit began 4 s ago
+    node[b._X] -= 4.0
     b.exit(2)
     [(path, visits, incl, excl, mn, mx, sq, rec)] = b.take_deltas()
     assert incl >= 4_000_000_000 and sq >= 1.6e19
@@ -281,3 +281,36 @@ def test_sums_of_deltas_are_the_rounded_totals(b):
     assert visits == 50 and (1, 2) not in last
     assert total_incl > total_excl > 0
     assert last[(1,)][2] >= total_incl
+
+
+def test_system_exit_leaving_the_outermost_region_is_seen(b):
+    def leave(rid, code):
+        b.enter(rid)
+        try:
+            raise SystemExit(code)
+        finally:
+            b.exit(rid)
+
+    assert b.exit_seen() is None
+    with pytest.raises(SystemExit):
+        leave(1, 3)
+    assert b.exit_seen() == (3,)
+    b.enter(1); b.exit(1)  # the program caught it and went on: no longer how it ends
+    assert b.exit_seen() is None
+    b.enter(2)
+    with pytest.raises(SystemExit):
+        leave(1, 4)  # nested: its region is not the outermost
+    assert b.exit_seen() is None
+    b.exit(2)
+    assert b.exit_seen() is None
+    b.set_exit_seen("bye")  # what sys.exit notes before raising
+    assert b.exit_seen() == ("bye",)
+    def work():
+        try:
+            leave(1, 5)  # would end the thread only
+        except SystemExit:
+            pass
+
+    t = threading.Thread(target=work)
+    t.start(); t.join()
+    assert b.exit_seen() == ("bye",)

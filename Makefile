@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-stamp
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml $(wildcard setup.py)
+$(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard runtime/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[torch,dev]'

@@ -35,6 +35,7 @@ class Peer:
     module: str  # imported to check which copy is used
     test_deps: list[str] = field(default_factory=list)
     expected: dict[str, str] = field(default_factory=dict)  # test id substring -> why it may differ
+    ignore: dict[str, str] = field(default_factory=dict)  # test file -> why it is not run
 
 
 PEERS = [
@@ -45,6 +46,10 @@ PEERS = [
         expected={
             "test_light_imports": "checks the exact set of modules `import click` loads; "
             "the instrumented copy also imports runtime.probe and its recorder",
+        },
+        ignore={
+            "tests/test_stream_lifecycle.py": "30 024 generated cases; the whole suite (33 459) ran past "
+            "20 minutes per run on the shared 2-core machine; the other 3 435 cases run",
         },
     ),
 ]
@@ -86,14 +91,16 @@ def venv(work: Path, deps: list[str]) -> Path:
     return python
 
 
-def run_suite(python: Path, root: Path, path: str, module: str, junit: Path, timeout: int) -> tuple[dict[str, str], str]:
+def run_suite(python: Path, root: Path, path: str, module: str, junit: Path, timeout: int,
+              ignore: dict[str, str]) -> tuple[dict[str, str], str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SCALEPROBE_", "PYTHON"))}
     if path:
         env["PYTHONPATH"] = path
     env["SCALEPROBE_OUT"] = str(junit.parent / f"runs-{junit.stem}")
     where = sh([str(python), "-c", f"import {module}; print({module}.__file__)"], cwd=root, env=env)
     proc = sh([str(python), "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", "--timeout=120",
-               f"--junitxml={junit}", "-o", "addopts="], cwd=root, env=env, timeout=timeout)
+               f"--junitxml={junit}", "-o", "addopts=", *(f"--ignore={f}" for f in ignore)],
+              cwd=root, env=env, timeout=timeout)
     outcomes: dict[str, str] = {}
     if junit.exists():
         for case in ET.parse(junit).getroot().iter("testcase"):
@@ -131,8 +138,8 @@ def main() -> int:
             shutil.copytree(root / package, stage / Path(package).name)
         built = sh([sys.executable, "-m", "instrumentor.cli", str(stage), "-o", str(inst), "--all"], cwd=REPO)
         print(built.stdout, built.stderr, sep="", flush=True)
-        before, where0 = run_suite(python, root, "", peer.module, args.work / f"{peer.name}-orig.xml", args.timeout)
-        after, where1 = run_suite(python, root, f"{inst}{os.pathsep}{REPO}", peer.module, args.work / f"{peer.name}-inst.xml", args.timeout)
+        before, where0 = run_suite(python, root, "", peer.module, args.work / f"{peer.name}-orig.xml", args.timeout, peer.ignore)
+        after, where1 = run_suite(python, root, f"{inst}{os.pathsep}{REPO}", peer.module, args.work / f"{peer.name}-inst.xml", args.timeout, peer.ignore)
         passed0 = {t for t, s in before.items() if s == "passed"}
         passed1 = {t for t, s in after.items() if s == "passed"}
         lost, gained = sorted(passed0 - passed1), sorted(passed1 - passed0)
@@ -140,6 +147,7 @@ def main() -> int:
         ok &= not unexplained and not gained and bool(passed0)
         report.append(f"{peer.name} {peer.version}: original {len(passed0)} passed of {len(before)}, "
                       f"instrumented {len(passed1)} passed of {len(after)}")
+        report.extend(f"  not run: {f}: {why}" for f, why in peer.ignore.items())
         report.append(f"  original:     {where0}")
         report.append(f"  instrumented: {where1}")
         for test in lost:

@@ -53,6 +53,7 @@ static pthread_key_t exit_key;
  * (NULL: none was). sys.exit() patched by the recorder sets it too. How a program ended is
  * otherwise invisible to atexit, so this is how `raise SystemExit(n)` gets its exit code. */
 static PyObject *exit_seen = NULL;
+static unsigned long main_ident = 0; /* threading.main_thread().ident; a fork's child: its thread */
 
 /* Runs at thread exit, without the GIL: only flag the state; the flusher frees it (with the GIL)
  * once its last deltas are taken, so programs that start many threads do not grow without end. */
@@ -201,7 +202,7 @@ static PyObject *p_enter(PyObject *self, PyObject *arg) {
 
 /* Runs only when the outermost region of a thread closes. */
 static void note_outermost(void) {
-    if (!_PyOS_IsMainThread()) return; /* a thread's own SystemExit ends only that thread */
+    if (PyThread_get_thread_ident() != main_ident) return; /* a thread's SystemExit ends only the thread */
     PyObject *exc;
 #if PY_VERSION_HEX >= 0x030B0000
     exc = PyErr_GetHandledException();
@@ -406,6 +407,7 @@ static PyObject *p_reset_after_fork(PyObject *self, PyObject *unused) {
     }
     dropped = 0;
     Py_CLEAR(exit_seen);
+    main_ident = PyThread_get_thread_ident(); /* the forking thread is the child's main thread */
     Py_RETURN_NONE;
 }
 
@@ -447,8 +449,22 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_cprobe", "scaleprobe's C probe backend.", -1, methods};
 
+static unsigned long find_main_ident(void) {
+    unsigned long ident = PyThread_get_thread_ident();
+    PyObject *threading = PyImport_ImportModule("threading");
+    PyObject *main = threading ? PyObject_CallMethod(threading, "main_thread", NULL) : NULL;
+    PyObject *id = main ? PyObject_GetAttrString(main, "ident") : NULL;
+    if (id && PyLong_Check(id)) ident = PyLong_AsUnsignedLong(id);
+    if (PyErr_Occurred()) PyErr_Clear();
+    Py_XDECREF(id);
+    Py_XDECREF(main);
+    Py_XDECREF(threading);
+    return ident;
+}
+
 PyMODINIT_FUNC PyInit__cprobe(void) {
     if (grow(1024) < 0) return PyErr_NoMemory();
+    main_ident = find_main_ident();
     if (pthread_key_create(&exit_key, thread_gone) != 0) {
         PyErr_SetString(PyExc_OSError, "pthread_key_create failed");
         return NULL;

@@ -23,6 +23,12 @@ die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 case "$PY" in
     */*) [ -e "$PY" ] && PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;;
 esac
+for list in "BATCH=$BATCH" "WIDTH=$WIDTH"; do
+    [[ "${list#*=}" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] \
+        || die "DEMO_${list%%=*} must be comma-separated positive integers, got '${list#*=}'"
+done
+[[ "$REPEAT" =~ ^[1-9][0-9]*$ ]] || die "DEMO_REPEAT must be a positive integer, got '$REPEAT'"
+[[ "$RUN_TIMEOUT" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "DEMO_TIMEOUT must be a number of seconds, got '$RUN_TIMEOUT'"
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 case "$FRESH" in
@@ -68,6 +74,7 @@ set -e
 case "$status" in
     0) ;;
     130|143) echo "demo: interrupted; run the same command again to resume the sweep" >&2; exit "$status" ;;
+    2) die "the launcher refused the sweep's options (see above; check DEMO_BATCH, DEMO_WIDTH, DEMO_REPEAT, DEMO_TIMEOUT)" ;;
     *) die "some runs of the sweep did not complete (see the summary above); run the same command again to retry only those" ;;
 esac
 

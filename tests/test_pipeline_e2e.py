@@ -3,7 +3,9 @@ instrument -> launch a sweep (ranks x batch, with repetitions) -> modeler fit ->
 
 The pipeline runs once per module (about 12 runs, 18 rank processes: most of the cost is importing
 torch in each). Timings are noisy on a shared machine, so the assertions rest on what is
-deterministic: which runs, files, parameters, regions and visits exist, and that times are positive.
+deterministic: which runs, files, parameters, regions and visits exist, that times are positive,
+and that the instrumented program computes exactly what the original does. The demo script's own
+input checks are fast tests at the end.
 """
 
 from __future__ import annotations
@@ -29,11 +31,11 @@ PROGRAM_ARGS = [
     "--steps-per-epoch", str(STEPS), "--num-samples", "64", "--eval-samples", "16", "--threads", "1",
 ]
 
-pytestmark = pytest.mark.slow
+DEMO = ROOT / "scripts" / "demo.sh"
 
 
 def _run(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
     # The runtime reads SCALEPROBE_* (and torch.distributed RANK/WORLD_SIZE): a test run under a
     # launcher must not leak them into the runs it starts.
     for k in [k for k in env if k.startswith("SCALEPROBE_") or k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")]:
@@ -47,11 +49,13 @@ def _run(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProc
 def pipeline(tmp_path_factory):
     work = tmp_path_factory.mktemp("pipeline")
     build, runs = work / "build", work / "runs"
+    results = f"{work}/results/r{{ranks}}-b{{batch}}-k{{repetition}}.json"  # rank 0 writes its final loss
     _run(["-m", "instrumentor.cli", str(SAMPLE), "-o", str(build)], cwd=work, timeout=120)
     sweep = ["--sweep", "ranks=" + ",".join(map(str, RANKS)), "--sweep", "batch=" + ",".join(map(str, BATCHES))]
     launch = _run(
         ["-m", "runtime.launch", *sweep, "--repeat", str(REPEAT), "--timeout", "120", "--grace", "3",
-         "--out", str(runs), "--experiment", "e2e", "--", str(build / "main.py"), *PROGRAM_ARGS],
+         "--out", str(runs), "--experiment", "e2e", "--", str(build / "main.py"), *PROGRAM_ARGS,
+         "--result-json", results],
         cwd=work, timeout=900,
     )
     fit = _run(["-m", "modeler", "fit", str(runs / "e2e"), "--format", "json", "-o", str(work / "fit.json")], cwd=work, timeout=120)
@@ -62,6 +66,7 @@ def pipeline(tmp_path_factory):
     }
 
 
+@pytest.mark.slow
 def test_instrumented_build_has_the_sample_regions(pipeline):
     manifest = json.loads((pipeline["build"] / ".scaleprobe" / "manifest.json").read_text())
     kinds = {r["name"]: r["kind"] for r in manifest["regions"]}
@@ -71,6 +76,7 @@ def test_instrumented_build_has_the_sample_regions(pipeline):
     assert "__sp_" not in (SAMPLE / "train.py").read_text()  # the source tree is never written
 
 
+@pytest.mark.slow
 def test_every_point_of_the_sweep_ran_with_its_ranks(pipeline):
     from runtime.runfile import find_run_files, read_run
 
@@ -96,6 +102,23 @@ def test_every_point_of_the_sweep_ran_with_its_ranks(pipeline):
     assert "0 failed" in pipeline["launch"].stderr
 
 
+@pytest.mark.slow
+def test_instrumented_runs_compute_what_the_original_program_computes(pipeline):
+    """Probes must not change the program: the original sample, run plainly, ends with the same loss
+    as the instrumented one under the launcher, and every repetition of a point agrees."""
+    results = {p.stem: json.loads(p.read_text()) for p in (pipeline["work"] / "results").glob("*.json")}
+    assert len(results) == len(RANKS) * len(BATCHES) * REPEAT
+    for r in RANKS:
+        for b in BATCHES:
+            losses = {results[f"r{r}-b{b}-k{k}"]["final_loss"] for k in range(REPEAT)}
+            assert len(losses) == 1, (r, b, losses)
+            assert results[f"r{r}-b{b}-k0"]["world_size"] == r
+    args = [a.replace("{batch}", "4") for a in PROGRAM_ARGS]
+    plain = _run([str(SAMPLE / "main.py"), *args], cwd=pipeline["work"], timeout=120)
+    assert f"final_loss={results['r1-b4-k0']['final_loss']!r}" in plain.stdout
+
+
+@pytest.mark.slow
 def test_fit_models_the_real_regions_over_the_swept_parameters(pipeline):
     out = pipeline["models"]
     assert sorted(out["parameters"]) == ["batch", "ranks"]
@@ -113,6 +136,7 @@ def test_fit_models_the_real_regions_over_the_swept_parameters(pipeline):
     assert step["prediction"] < main["prediction"]  # a step is a part of the whole program
 
 
+@pytest.mark.slow
 def test_report_is_one_self_contained_page_naming_the_regions(pipeline):
     path = pipeline["work"] / "report.html"
     html = path.read_text()
@@ -123,6 +147,7 @@ def test_report_is_one_self_contained_page_naming_the_regions(pipeline):
     assert str(path) in pipeline["report"].stderr + pipeline["report"].stdout
 
 
+@pytest.mark.slow
 def test_scaling_metrics_exist_because_ranks_was_swept(pipeline):
     """ranks varies over the sweep, so the modeler derives speedup, efficiency and imbalance from the
     same runs: a seam between the launcher's `ranks` parameter and the modeler's derived metrics."""
@@ -133,3 +158,23 @@ def test_scaling_metrics_exist_because_ranks_was_swept(pipeline):
     assert {"time", "speedup", "parallel_efficiency", "imbalance", "visits"} <= metrics, metrics
     visits = next(m for m in models if m["metric"] == "visits")
     assert visits["terms"] == [] and visits["constant"] == pytest.approx(EPOCHS * STEPS)  # one call per step
+
+
+@pytest.mark.parametrize(
+    "args, env, message",
+    [
+        (["/nonexistent/python"], {}, "python interpreter '/nonexistent/python' not found"),
+        ([sys.executable, "--bogus"], {}, "unknown option '--bogus'"),
+        ([sys.executable], {"DEMO_BATCH": "4,x"}, "DEMO_BATCH must be comma-separated positive integers, got '4,x'"),
+        ([sys.executable], {"DEMO_REPEAT": "0"}, "DEMO_REPEAT must be a positive integer"),
+        ([sys.executable], {"DEMO_TIMEOUT": "1m"}, "DEMO_TIMEOUT must be a number of seconds"),
+    ],
+)
+def test_demo_script_refuses_bad_input_before_doing_anything(tmp_path, args, env, message):
+    """`make demo`'s script checks its input before it instruments or runs anything (it never gets
+    to demo/), and says what is wrong."""
+    proc = subprocess.run(["bash", str(DEMO), *args], cwd=tmp_path, env=dict(os.environ, **env),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert message in proc.stderr and proc.stderr.startswith("demo: ")
+    assert "1/4" not in proc.stderr  # stopped before the first step

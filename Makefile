@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test install clean extrap-venv bench-modeler
+.PHONY: demo test install clean extrap-venv bench-modeler bench-instrument bench-probes peer-suites
 
 install: $(STAMP)
 
@@ -32,6 +32,18 @@ extrap-venv: .venv-extrap/bin/extrap
 # Side-by-side accuracy and speed of our modeler against Extra-P (several minutes).
 bench-modeler: $(STAMP) extrap-venv
 	$(PY) benchmarks/modeler_vs_extrap.py
+
+# Instrumentor speed against a bare libcst round trip, --jobs scaling, no-change re-run.
+bench-instrument: $(STAMP)
+	$(PY) benchmarks/instrument_speed.py --limit 120 --jobs 1,2
+
+# Probe overhead per region and loop iteration, against nvtx and torch.profiler.record_function.
+bench-probes: $(STAMP)
+	$(PY) benchmarks/probe_overhead.py
+
+# click, more-itertools and attrs: their own test suites, original vs instrumented (downloads sdists).
+peer-suites: $(STAMP)
+	$(PY) benchmarks/peer_suites.py
 
 clean:
 	rm -rf $(VENV) .venv-extrap demo build *.egg-info

@@ -53,6 +53,16 @@ def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | Non
     return tb
 
 
+def _format(exc: BaseException, tb: types.TracebackType | None) -> str:
+    # Frames of a built instrumented tree at the user's original files and lines, as shown.
+    try:
+        from runtime.linemap import format_exception
+
+        return format_exception(exc, tb) or ""
+    except Exception:  # noqa: BLE001 - a broken line map must not lose the traceback
+        return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
 def _exit_code(exc: SystemExit) -> int:
     # The interpreter's own rules for `sys.exit(x)`.
     code = exc.code
@@ -109,7 +119,7 @@ def run_script(path: Path, args: list[str],
     except BaseException as exc:  # noqa: BLE001 - we are the interpreter's top level here
         tb = _user_traceback(exc.__traceback__)
         exc.__traceback__ = tb
-        formatted = "".join(traceback.format_exception(type(exc), exc, tb))
+        formatted = _format(exc, tb)
         if on_error is not None:
             on_error(exc, formatted)
         # The user's own excepthook still decides how an uncaught exception is shown.

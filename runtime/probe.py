@@ -17,6 +17,7 @@ import sys
 from typing import Any, Iterable, Iterator, Sequence
 
 from . import _backend
+from . import linemap as _linemap
 from . import recorder as _recorder
 
 enter = _backend.impl.enter
@@ -35,6 +36,8 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
     switched in every instrumented module later (schedule, rank selection, end of the run), and
     so that NVTX can swap in its own enter/exit without touching the hot path of everyone else.
     """
+    # Before the recorder's own excepthook: that one notes the exception, then ours shows it.
+    _linemap.register(module_globals.get("__file__"), relpath)
     rec = _recorder.start()
     if not rec.enabled:
         return False

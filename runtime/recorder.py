@@ -438,7 +438,9 @@ def _install_hooks(rec: Recorder) -> None:
                 r.status = "exception"
             r.exc_type = f"{tp.__module__}.{tp.__qualname__}"
             r.exit_code = 1 if r.status == "exception" else 130
-        prev_hook(tp, value, tb)
+        from . import linemap  # shows frames of a built tree at their original files and lines
+
+        linemap.show(tp, value, tb, prev_hook)
 
     sys.excepthook = excepthook
     real_exit = sys.exit

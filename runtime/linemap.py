@@ -1,0 +1,266 @@
+"""Tracebacks of a built instrumented tree, shown at the user's original files and lines.
+
+`instrument SRC -o OUT` cannot keep line numbers (probes need lines of their own), so it writes
+`OUT/.scaleprobe/linemap.json` (`{relpath: [original line of out line 1, 2, ...]}`) and records the
+absolute SRC in `OUT/.scaleprobe/manifest.json` (`"source"`). At import, `probe.define` only calls
+`register(__file__, relpath)`: a dict entry. The map is read the first time a traceback through an
+instrumented file is shown, never on the probe path.
+
+    register(filename, relpath)        remember where an instrumented module came from
+    format_exception(exc, tb=None)     the traceback text, frames mapped to SRC/relpath:line
+    excepthook, thread_excepthook      sys.excepthook and threading.excepthook, installed by the
+                                       first register() in front of the hooks already there
+    show(tp, value, tb, next_hook)     how excepthooks of the runtime end (the recorder's too)
+
+A frame is mapped to `SRC/relpath` when that file still exists, else to `OUT/relpath` with the
+original line number (and a note under the exception saying so). Frames of other files are left
+exactly as Python shows them, and a map that no longer matches its file (edited after the build)
+is ignored rather than trusted.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from types import TracebackType
+from typing import Any, Callable
+
+STATE_DIR = ".scaleprobe"  # same as instrumentor.regions.STATE_DIR; the runtime must not import it
+
+_files: dict[str, str] = {}  # co_filename of an instrumented module -> its relpath inside OUT
+_trees: dict[str, "_Tree | None"] = {}  # OUT root -> its loaded maps (None: no usable map there)
+_lock = threading.Lock()
+_installed = False
+_next_hook: Callable[..., Any] | None = None
+_next_thread_hook: Callable[..., Any] | None = None
+
+
+class _Tree:
+    """One built OUT directory: its line maps and where its source tree was."""
+
+    def __init__(self, root: str, linemaps: dict[str, list[int]], source: str | None) -> None:
+        self.root = root
+        self.linemaps = linemaps
+        self.source = source if source and os.path.isdir(source) else None
+        self.missing_source = source if source and self.source is None else None
+        self.checked: dict[str, bool] = {}  # relpath -> map length equals the file's line count
+
+    def matches(self, relpath: str, filename: str) -> bool:
+        ok = self.checked.get(relpath)
+        if ok is None:
+            ok = _count_lines(filename) == len(self.linemaps.get(relpath, ()))
+            self.checked[relpath] = ok
+        return ok
+
+
+def _count_lines(filename: str) -> int:
+    # As the instrumentor counts them (and the tokenizer): a form feed does not end a line.
+    import re
+
+    try:
+        with open(filename, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return -1
+    return len(re.findall(rb"\r\n|\r|\n", data)) + (1 if data and not data.endswith((b"\n", b"\r")) else 0)
+
+
+def register(filename: str | None, relpath: str) -> None:
+    """Called by `probe.define` for every instrumented module; installs the excepthook once."""
+    global _installed, _next_hook, _next_thread_hook
+    if not filename:
+        return
+    _files[filename] = relpath
+    if not _installed:
+        _installed = True
+        _next_hook = sys.excepthook
+        sys.excepthook = excepthook
+        _next_thread_hook = threading.excepthook
+        threading.excepthook = thread_excepthook
+
+
+def excepthook(tp: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+    """Print the mapped traceback in place of Python's default; any other hook is called instead."""
+    show(tp, value, tb, _next_hook if _next_hook is not None else sys.__excepthook__)
+
+
+def show(tp: type[BaseException], value: BaseException, tb: TracebackType | None,
+         next_hook: Callable[..., Any]) -> None:
+    """End of an excepthook chain: `next_hook(tp, value, tb)`, mapped where it is Python's default.
+
+    The recorder's hook ends with this too, so the order in which the two were installed (the
+    recorder can start before the first instrumented module, for manual regions) does not matter.
+    """
+    if next_hook is sys.__excepthook__:
+        try:
+            text = format_exception(value, tb, _only_if_mapped=True)
+        except Exception:  # noqa: BLE001 - a broken map must never hide the user's error
+            text = None
+        if text is not None:
+            try:
+                sys.stderr.write(text)
+                sys.stderr.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+            return
+    next_hook(tp, value, tb)
+
+
+def thread_excepthook(args: Any) -> None:
+    """threading.excepthook: Python's own text for an uncaught exception in a thread, mapped."""
+    nxt = _next_thread_hook if _next_thread_hook is not None else threading.__excepthook__
+    if nxt is threading.__excepthook__ and args.exc_type is not SystemExit and args.exc_value is not None:
+        try:
+            text = format_exception(args.exc_value, args.exc_traceback, _only_if_mapped=True)
+        except Exception:  # noqa: BLE001 - a broken map must never hide the user's error
+            text = None
+        if text is not None:
+            name = args.thread.name if args.thread is not None else threading.get_ident()
+            try:
+                sys.stderr.write(f"Exception in thread {name}:\n{text}")
+                sys.stderr.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+            return
+    nxt(args)
+
+
+def format_exception(exc: BaseException, tb: TracebackType | None = None, *,
+                     _only_if_mapped: bool = False) -> str | None:
+    """`traceback.format_exception(exc)` as one string, with instrumented frames mapped back.
+
+    `tb` defaults to `exc.__traceback__`. Chained exceptions (`__cause__`, `__context__`) and
+    exception groups are mapped too.
+    """
+    import traceback
+
+    if tb is None:
+        tb = exc.__traceback__
+    te = traceback.TracebackException(type(exc), exc, tb, compact=True)
+    missing: set[str] = set()
+    mapped = _map_all(te, missing)
+    if _only_if_mapped and not mapped:
+        return None
+    if missing:
+        notes = list(getattr(te, "__notes__", None) or [])  # a copy: the exception's own list stays
+        for source in sorted(missing):
+            where = f"source tree {source} no longer exists" if source else "no source tree was recorded"
+            notes.append(f"scaleprobe: {where}; frames in the instrumented copy show their original "
+                         "line numbers but the copy's source text")
+        te.__notes__ = notes
+    return "".join(te.format())
+
+
+def _map_all(te: Any, missing: set[str]) -> int:
+    count, seen, todo = 0, set(), [te]
+    while todo:
+        cur = todo.pop()
+        if cur is None or id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        count += _map_stack(cur.stack, missing)
+        todo.extend((cur.__cause__, cur.__context__, *(getattr(cur, "exceptions", None) or ())))
+    return count
+
+
+def _map_stack(stack: list, missing: set[str]) -> int:
+    import traceback
+
+    count = 0
+    for i, frame in enumerate(stack):
+        found = _lookup(frame.filename)
+        if found is None:
+            continue
+        tree, relpath = found
+        lines = tree.linemaps[relpath]
+        if not 1 <= (frame.lineno or 0) <= len(lines):
+            continue
+        lineno = lines[frame.lineno - 1]
+        end = frame.end_lineno
+        end_lineno = lines[end - 1] if end is not None and 1 <= end <= len(lines) else lineno
+        filename, line = _original(tree, relpath, lineno, frame.filename)
+        out_line = _raw_line(frame.filename, frame.lineno)
+        colno, end_colno = _shift_columns(frame, out_line, line)
+        if end_lineno == lineno and end != frame.lineno:
+            colno = end_colno = None  # several out lines on one original line: columns mean nothing
+        if tree.source is None:
+            missing.add(tree.missing_source or "")
+        stack[i] = traceback.FrameSummary(
+            filename, lineno, frame.name, lookup_line=False, locals=frame.locals, line=line,
+            end_lineno=end_lineno, colno=colno, end_colno=end_colno,
+        )
+        count += 1
+    return count
+
+
+def _lookup(filename: str) -> tuple[_Tree, str] | None:
+    relpath = _files.get(filename)
+    if relpath is None:
+        return None
+    norm = filename.replace(os.sep, "/")
+    if not norm.endswith(relpath) or (len(norm) > len(relpath) and norm[-len(relpath) - 1] != "/"):
+        return None  # compiled under another name (the import hook uses the original file)
+    root = filename[: len(filename) - len(relpath)]
+    tree = _load(root)
+    if tree is None or relpath not in tree.linemaps or not tree.matches(relpath, filename):
+        return None
+    return tree, relpath
+
+
+def _load(root: str) -> _Tree | None:
+    with _lock:
+        if root in _trees:
+            return _trees[root]
+        import json
+
+        tree = None
+        state = os.path.join(root, STATE_DIR)
+        try:
+            with open(os.path.join(state, "linemap.json"), encoding="utf-8") as handle:
+                linemaps = json.load(handle)
+            source = None
+            try:
+                with open(os.path.join(state, "manifest.json"), encoding="utf-8") as handle:
+                    source = json.load(handle).get("source")
+            except (OSError, ValueError, AttributeError):
+                pass
+            if isinstance(linemaps, dict):
+                tree = _Tree(root, linemaps, source if isinstance(source, str) else None)
+        except (OSError, ValueError):
+            pass
+        _trees[root] = tree
+        return tree
+
+
+def _original(tree: _Tree, relpath: str, lineno: int, out_file: str) -> tuple[str, str]:
+    """(file name to show, raw original line) for original line `lineno` of `relpath`."""
+    if tree.source is not None:
+        src = os.path.join(tree.source, *relpath.split("/"))
+        if os.path.isfile(src):
+            line = _raw_line(src, lineno)
+            if line.strip():
+                return src, line
+    # The copy holds every original line, re-indented: the first out line mapped to it is it.
+    lines = tree.linemaps[relpath]
+    try:
+        out_lineno = lines.index(lineno) + 1
+    except ValueError:
+        return out_file, ""
+    return out_file, _raw_line(out_file, out_lineno)
+
+
+def _raw_line(filename: str, lineno: int) -> str:
+    import linecache
+
+    return linecache.getline(filename, lineno)  # with its newline, as FrameSummary keeps it
+
+
+def _shift_columns(frame: Any, out_line: str, line: str) -> tuple[int | None, int | None]:
+    # Columns point into the instrumented line; instrumenting may re-indent a line (a body moved
+    # into `try:`), so they hold for the original one only shifted by the change of indentation.
+    colno, end_colno = getattr(frame, "colno", None), getattr(frame, "end_colno", None)
+    if colno is None or end_colno is None or out_line.strip() != line.strip() or not line.strip():
+        return None, None
+    shift = (len(line) - len(line.lstrip())) - (len(out_line) - len(out_line.lstrip()))
+    return colno + shift, end_colno + shift

@@ -1,0 +1,238 @@
+"""Tracebacks of a built tree (`instrument SRC -o OUT`) name the user's original files and lines."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from instrumentor.cli import main as instrument
+
+REPO = Path(__file__).resolve().parents[2]
+
+MAIN = '''\
+import importlib
+import os
+import sys
+
+import helper
+
+if os.environ.get("CHAIN_HOOK"):
+    previous = sys.excepthook
+
+    def hook(tp, value, tb):
+        print("user hook saw", tp.__name__, file=sys.stderr)
+        previous(tp, value, tb)
+
+    sys.excepthook = hook
+
+
+def run(n):
+    total = 0
+    for i in range(n):
+        total += helper.compute(i)
+    return total
+
+
+if os.environ.get("USE_FORMAT"):
+    from runtime.linemap import format_exception
+
+    try:
+        run(3)
+    except KeyError as exc:
+        print(format_exception(exc), end="")
+elif os.environ.get("THREAD"):
+    import threading
+
+    worker = threading.Thread(target=run, args=(3,), name="worker")
+    worker.start()
+    worker.join()
+elif os.environ.get("PLAIN"):
+    plain = importlib.import_module("plain" + "_mod")  # a string the import graph cannot see
+    plain.check(3)
+else:
+    print(run(3))
+'''
+HELPER = '''\
+def compute(i):
+    if i == 2:
+        x = {"a": 1}
+        return x["missing"] + i
+    return i
+'''
+PLAIN = '''\
+def check(n):
+    for i in range(n):
+        if i == 1:
+            raise ValueError(f"plain module failed at {i}")
+'''
+
+
+def _run(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    full["PYTHONPATH"] = str(REPO)
+    full["SCALEPROBE_OUT"] = str(cwd / "runs")
+    full.update(env or {})
+    return subprocess.run(args, cwd=cwd, env=full, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture()
+def built(tmp_path: Path) -> tuple[Path, Path]:
+    return _build(tmp_path, HELPER)
+
+
+def _build(tmp_path: Path, helper: str) -> tuple[Path, Path]:
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    (src / "main.py").write_text(MAIN)
+    (src / "helper.py").write_text(helper)
+    (src / "plain_mod.py").write_text(PLAIN)
+    assert instrument([str(src), "-o", str(out), "-q"]) == 0
+    assert "__sp_enter__" in (out / "helper.py").read_text()
+    assert (out / "plain_mod.py").read_text() == PLAIN  # not reached: copied, not instrumented
+    return src, out
+
+
+def _traceback(stderr: str) -> str:
+    """From the first `Traceback` line on (the launcher may print its summary before)."""
+    start = stderr.find("Traceback (most recent call last):")
+    assert start >= 0, stderr
+    return stderr[start:]
+
+
+def test_manifest_records_the_absolute_source_and_a_rebuild_keeps_it(built, tmp_path):
+    src, out = built
+    assert json.loads((out / ".scaleprobe/manifest.json").read_text())["source"] == str(src.resolve())
+    again = tmp_path / "again"
+    assert instrument([str(out), "-o", str(again), "-q"]) == 0
+    # The carried-over line maps point into SRC, not into OUT.
+    assert json.loads((again / ".scaleprobe/manifest.json").read_text())["source"] == str(src.resolve())
+
+
+def test_plain_run_shows_exactly_the_traceback_of_the_original_program(built, tmp_path):
+    src, out = built
+    original = _run([sys.executable, str(src / "main.py")], tmp_path)
+    mapped = _run([sys.executable, str(out / "main.py")], tmp_path)
+    assert original.returncode == mapped.returncode == 1
+    assert 'helper.py", line 4, in compute' in original.stderr
+    assert '    return x["missing"] + i\n' in original.stderr
+    # Same files, lines, source lines and carets: only the instrumented lines are gone.
+    assert _traceback(mapped.stderr) == _traceback(original.stderr)
+    assert str(out) not in mapped.stderr
+
+
+def test_frames_of_uninstrumented_files_are_left_as_they_are(built, tmp_path):
+    src, out = built
+    original = _run([sys.executable, str(src / "main.py")], tmp_path, {"PLAIN": "1"})
+    mapped = _run([sys.executable, str(out / "main.py")], tmp_path, {"PLAIN": "1"})
+    text = _traceback(mapped.stderr)
+    # main.py is mapped back to SRC; plain_mod.py was copied and runs from OUT, at its own line.
+    assert f'File "{out / "plain_mod.py"}", line 4, in check' in text
+    assert text == _traceback(original.stderr).replace(str(src / "plain_mod.py"), str(out / "plain_mod.py"))
+
+
+def test_launcher_shows_and_records_the_mapped_traceback(built, tmp_path):
+    src, out = built
+    original = _traceback(_run([sys.executable, str(src / "main.py")], tmp_path).stderr)
+    result = _run([sys.executable, "-m", "runtime.launch", "--out", str(tmp_path / "runs"), str(out / "main.py")],
+                  tmp_path)
+    assert result.returncode != 0
+    assert _traceback(result.stderr).startswith(original), result.stderr
+    errors = list((tmp_path / "runs").rglob("rank0.error.txt"))
+    assert len(errors) == 1, result.stderr
+    assert _traceback(errors[0].read_text()) == original
+
+
+def test_without_the_source_tree_out_paths_keep_the_original_lines(built, tmp_path):
+    src, out = built
+    original = _traceback(_run([sys.executable, str(src / "main.py")], tmp_path).stderr)
+    src.rename(tmp_path / "moved")
+    result = _run([sys.executable, str(out / "main.py")], tmp_path)
+    text = _traceback(result.stderr)
+    assert f'File "{out / "helper.py"}", line 4, in compute\n    return x["missing"] + i\n' in text
+    assert f'File "{out / "main.py"}", line 20, in run\n    total += helper.compute(i)\n' in text
+    assert f"source tree {src.resolve()} no longer exists" in text
+    assert text.split("KeyError: 'missing'\n")[0] == original.replace(str(src), str(out)).split("KeyError")[0]
+
+
+def test_a_hook_installed_later_that_chains_still_gets_the_mapped_traceback(built, tmp_path):
+    src, out = built
+    original = _traceback(_run([sys.executable, str(src / "main.py")], tmp_path).stderr)
+    result = _run([sys.executable, str(out / "main.py")], tmp_path, {"CHAIN_HOOK": "1"})
+    assert result.stderr.startswith("user hook saw KeyError\n"), result.stderr
+    assert _traceback(result.stderr) == original
+
+
+def test_a_hook_installed_before_is_still_called(built, tmp_path):
+    _, out = built
+    script = ("import runpy, sys\n"
+              "def hook(tp, value, tb):\n"
+              "    print('earlier hook saw', tp.__name__, file=sys.stderr)\n"
+              "sys.excepthook = hook\n"
+              f"sys.path.insert(0, {str(out)!r})\n"
+              f"runpy.run_path({str(out / 'main.py')!r}, run_name='__main__')\n")
+    result = _run([sys.executable, "-c", script], tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith("earlier hook saw KeyError"), result.stderr
+
+
+def test_format_exception_maps_a_caught_exception(built, tmp_path):
+    src, out = built
+    result = _run([sys.executable, str(out / "main.py")], tmp_path, {"USE_FORMAT": "1"})
+    assert result.returncode == 0, result.stderr
+    assert f'File "{src / "helper.py"}", line 4, in compute\n    return x["missing"] + i\n' in result.stdout
+    assert f'File "{src / "main.py"}", line 20, in run\n' in result.stdout
+
+
+def test_a_map_that_no_longer_matches_its_file_is_not_applied(built, tmp_path):
+    _, out = built
+    helper = out / "helper.py"
+    helper.write_text("# edited after the build\n" + helper.read_text())
+    text = _traceback(_run([sys.executable, str(out / "main.py")], tmp_path).stderr)
+    # helper.py is shown as Python sees it; main.py, still matching its map, is mapped.
+    assert f'File "{helper}", line ' in text
+    assert 'helper.py", line 4, in compute' not in text
+    assert 'main.py", line 20, in run' in text
+
+
+def test_an_exception_in_a_thread_is_mapped_too(built, tmp_path):
+    src, out = built
+    original = _run([sys.executable, str(src / "main.py")], tmp_path, {"THREAD": "1"})
+    mapped = _run([sys.executable, str(out / "main.py")], tmp_path, {"THREAD": "1"})
+    assert original.stderr.startswith("Exception in thread worker:\n"), original.stderr
+    assert mapped.stderr == original.stderr
+
+
+CHAINED = '''\
+def compute(i):
+    if i == 2:
+        try:
+            return {}["missing"]
+        except KeyError as exc:
+            raise ExceptionGroup("many", [ValueError(i), RuntimeError("inner")]) from exc
+    return i
+'''
+
+
+def test_chained_exceptions_and_groups_are_mapped(tmp_path):
+    src, out = _build(tmp_path, CHAINED)
+    original = _run([sys.executable, str(src / "main.py")], tmp_path)
+    mapped = _run([sys.executable, str(out / "main.py")], tmp_path)
+    assert 'helper.py", line 4, in compute' in original.stderr
+    assert 'helper.py", line 6, in compute' in original.stderr
+    assert "Exception Group Traceback" in original.stderr
+    assert mapped.stderr == original.stderr
+
+
+def test_a_build_without_a_recorded_source_maps_lines_in_out(built, tmp_path):
+    _, out = built
+    manifest = out / ".scaleprobe/manifest.json"
+    doc = json.loads(manifest.read_text())
+    del doc["source"]  # written by an older instrumentor
+    manifest.write_text(json.dumps(doc))
+    text = _traceback(_run([sys.executable, str(out / "main.py")], tmp_path).stderr)
+    assert f'File "{out / "helper.py"}", line 4, in compute\n    return x["missing"] + i\n' in text
+    assert "scaleprobe: no source tree was recorded" in text

@@ -54,10 +54,14 @@ def noise_variance(spread: np.ndarray, reps: np.ndarray, aggregate: str) -> np.n
     # straggler, a cold cache) must not make a clearly growing series look like pure noise. Each
     # per-point estimate is a scaled chi-square with k = reps - 1 degrees of freedom, whose median
     # is k * (1 - 2/(9k))^3 (Wilson-Hilferty): divide by it so that homogeneous noise stays unbiased.
-    with np.errstate(all="ignore"):
-        pooled = np.nanmedian(np.where(ok, var, np.nan), axis=-1)
-        k = np.maximum(np.nanmedian(np.where(ok, reps, np.nan), axis=-1) - 1.0, 1.0)
-        pooled = pooled / (1.0 - 2.0 / (9.0 * k)) ** 3
+    # series without any repeated point get nan here (and no all-NaN warning: that is expected)
+    has = n_ok > 0
+    pooled = np.full(var.shape[:-1], np.nan)
+    k = np.ones(var.shape[:-1])
+    if has.any():
+        pooled[has] = np.nanmedian(np.where(ok, var, np.nan)[has], axis=-1)
+        k[has] = np.maximum(np.nanmedian(np.where(ok, reps, np.nan)[has], axis=-1) - 1.0, 1.0)
+    pooled = pooled / (1.0 - 2.0 / (9.0 * k)) ** 3
     return np.where((n_ok > 0) & (pooled > 0), pooled, np.nan)
 
 

@@ -7,6 +7,8 @@ rewritten file can be numbered without a second parse.
 - per loop iteration: `if __sp_on__: __sp_mark__(N)`;
 - around yield/await: `__sp_on__ and __sp_exit__(N); ...` (never `if`, so that a user's `try:` or
   `finally:` next to it is not taken for ours);
+- the hidden awaits of `async for`/`async with` add no line: their operand is wrapped in place
+  (`__sp_aiter__((N, M), it)`, `__sp_actx__((N,), cm)`);
 - the module header: lines starting with `from runtime.probe import enter as __sp_`,
   `import nvtx as __sp_` or `__sp_`.
 """
@@ -36,6 +38,14 @@ def _int(value: int) -> cst.Integer:
     return cst.Integer(str(value))
 
 
+def _int_tuple(values: Sequence[int]) -> cst.Tuple:
+    return cst.Tuple([cst.Element(_int(v)) for v in values])
+
+
+# Probe names whose runtime.probe function is named differently (`aiter` would shadow a builtin there).
+_ABI_NAMES = {"aiter": "async_iter", "actx": "async_ctx"}
+
+
 def _guarded(call: cst.BaseExpression) -> cst.If:
     return cst.If(test=_name(ON), body=cst.SimpleStatementSuite([cst.Expr(call)]))
 
@@ -58,6 +68,8 @@ class Backend(Protocol):
     def exit(self, rid: int) -> cst.BaseExpression: ...
     def mark(self, rid: int) -> cst.BaseExpression | None: ...
     def iterate(self, rid: int, iterable: cst.BaseExpression) -> cst.BaseExpression | None: ...
+    def async_iter(self, rids: Sequence[int], iterable: cst.BaseExpression) -> cst.BaseExpression | None: ...
+    def async_ctx(self, rids: Sequence[int], manager: cst.BaseExpression) -> cst.BaseExpression | None: ...
     def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[str]: ...
 
 
@@ -78,9 +90,15 @@ class RuntimeBackend:
     def iterate(self, rid: int, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
         return _call("__sp_iterate__", _int(rid), iterable)
 
+    def async_iter(self, rids: Sequence[int], iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+        return _call("__sp_aiter__", _int_tuple(rids), iterable)
+
+    def async_ctx(self, rids: Sequence[int], manager: cst.BaseExpression) -> cst.BaseExpression | None:
+        return _call("__sp_actx__", _int_tuple(rids), manager)
+
     def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[str]:
-        names = [n for n in ("enter", "exit", "mark", "iterate") if f"__sp_{n}__" in used] + ["define"]
-        imports = ", ".join(f"{n} as __sp_{n}__" for n in names)
+        names = [n for n in ("enter", "exit", "mark", "iterate", "aiter", "actx") if f"__sp_{n}__" in used]
+        imports = ", ".join(f"{_ABI_NAMES.get(n, n)} as __sp_{n}__" for n in [*names, "define"])
         table = ", ".join(
             f"({r.id}, {json.dumps(r.kind)}, {json.dumps(r.name)}, {r.line})" for r in regions
         )
@@ -108,6 +126,14 @@ class NvtxBackend:
         return None  # one NVTX event per iteration of every loop would swamp the trace
 
     def iterate(self, rid: int, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+        return None
+
+    # Left alone: the wrappers live in `runtime.probe`, which code of this backend must not need;
+    # NVTX ranges therefore still include time suspended in `async for`/`async with`.
+    def async_iter(self, rids: Sequence[int], iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+        return None
+
+    def async_ctx(self, rids: Sequence[int], manager: cst.BaseExpression) -> cst.BaseExpression | None:
         return None
 
     def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[str]:

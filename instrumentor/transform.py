@@ -111,14 +111,25 @@ def _suite_statements(suite: cst.BaseSuite) -> list[cst.BaseStatement]:
     return [cst.SimpleStatementLine([small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)]) for small in suite.body]
 
 
+def wrap_async(backend: emit.Backend, probe: str, rids: Sequence[int], expr: cst.BaseExpression, used: set[str]) -> cst.BaseExpression:
+    """`expr` wrapped by probe `aiter` or `actx` of the backend (noting the name in `used`), or as is."""
+    make = backend.async_iter if probe == "aiter" else backend.async_ctx
+    wrapped = make(rids, expr)
+    if wrapped is None:
+        return expr
+    used.add(f"__sp_{probe}__")
+    return wrapped
+
+
 class _SuspendRewriter(cst.CSTTransformer):
     """Brackets each yield/await inside an expression with exits before and re-entries after."""
 
-    def __init__(self, backend: emit.Backend, rids: Sequence[int], func: _Func) -> None:
+    def __init__(self, backend: emit.Backend, rids: Sequence[int], func: _Func, used: set[str]) -> None:
         super().__init__()
         self.backend = backend
         self.rids = rids
         self.func = func
+        self.used = used
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False
@@ -135,6 +146,13 @@ class _SuspendRewriter(cst.CSTTransformer):
         inner = updated.with_changes(lpar=[], rpar=[])
         return emit.bracket_expression(self.backend, self.rids, inner)
 
+    def leave_CompFor(self, original: cst.CompFor, updated: cst.CompFor) -> cst.CompFor:
+        # `[x async for x in it]` awaits `__anext__` in the function's task (generator expressions
+        # are never entered, see visit_GeneratorExp)
+        if updated.asynchronous is None or not self.func.is_async:
+            return updated
+        return updated.with_changes(iter=wrap_async(self.backend, "aiter", self.rids, updated.iter, self.used))
+
 
 class _Rewriter:
     def __init__(self, source: str, relpath: str, facts: ModuleFacts, ids: IdAllocator, backend: emit.Backend) -> None:
@@ -149,6 +167,7 @@ class _Rewriter:
         self.skipped: list[Skip] = []
         self.keys: Counter[str] = Counter()
         self.loop_ordinals: Counter[str] = Counter()
+        self.used: set[str] = set()  # optional probe names the module's code calls
 
     # -- facts, names, ids ---------------------------------------------------------------------
 
@@ -196,12 +215,19 @@ class _Rewriter:
 
     def suspender(self, scope: _Scope) -> _SuspendRewriter:
         assert scope.func is not None
-        return _SuspendRewriter(self.backend, (*reversed(scope.loops), scope.func.rid), scope.func)
+        return _SuspendRewriter(self.backend, (*reversed(scope.loops), scope.func.rid), scope.func, self.used)
 
     def header_expr(self, expr: cst.CSTNode, scope: _Scope) -> cst.CSTNode:
         if scope.func is not None and scope.func.scan:
             return expr.visit(self.suspender(scope))
         return expr
+
+    def async_operand(self, expr: cst.BaseExpression, scope: _Scope, probe: str) -> cst.BaseExpression:
+        """The iterable of `async for` / manager of `async with`, wrapped so its hidden awaits leave the regions."""
+        func = scope.func
+        if func is None or not func.is_async:
+            return expr
+        return wrap_async(self.backend, probe, (*reversed(scope.loops), func.rid), expr, self.used)
 
     def statement(self, stmt: cst.BaseStatement, scope: _Scope) -> cst.BaseStatement | list[cst.BaseStatement]:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -216,6 +242,8 @@ class _Rewriter:
             return self.if_(stmt, scope)
         if isinstance(stmt, cst.With):
             items = [item.with_changes(item=self.header_expr(item.item, scope)) for item in stmt.items]
+            if stmt.asynchronous is not None:
+                items = [item.with_changes(item=self.async_operand(item.item, scope, "actx")) for item in items]
             return stmt.with_changes(items=items, body=self.suite(stmt.body, scope))
         if isinstance(stmt, (cst.Try, cst.TryStar)):
             handlers = [h.with_changes(body=self.suite(h.body, scope)) for h in stmt.handlers]
@@ -349,6 +377,8 @@ class _Rewriter:
                 wrapped = self.backend.iterate(rid, iterable)
                 if wrapped is not None:
                     iterable, iterated = wrapped, True
+            if node.asynchronous is not None:
+                iterable = self.async_operand(iterable, inner, "aiter")
             changes["iter"] = iterable
         else:
             changes["test"] = self.header_expr(node.test, inner)
@@ -474,7 +504,7 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
 
 
 def _probe_names(rewriter: _Rewriter) -> set[str]:
-    used = {"__sp_enter__", "__sp_exit__"}
+    used = {"__sp_enter__", "__sp_exit__", *rewriter.used}
     kinds = {r.kind for r in rewriter.regions}
     if kinds & {"loop"} or any(k in ("epoch", "step") for k in kinds):
         used.add("__sp_mark__")

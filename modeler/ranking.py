@@ -83,11 +83,13 @@ def measured_maximum(dataset: Dataset) -> dict[str, float]:
     return out
 
 
-def parse_at(text: str | None, parameters: Sequence[str], defaults: Mapping[str, float]) -> dict[str, float]:
-    """`ranks=1024,batch=256` -> {"ranks": 1024.0, "batch": 256.0}; parameters not named take `defaults`."""
-    at = {p: float(defaults[p]) for p in parameters if p in defaults}
+def parse_assignments(text: str | None, option: str, parameters: Sequence[str] | None = None) -> dict[str, float]:
+    """`ranks=1024,batch=256` -> {"ranks": 1024.0, "batch": 256.0}; errors name `option`. Values are
+    parameter values, so positive (PMNF models use x^i and log2(x)); with `parameters`, names must be
+    among them."""
+    out: dict[str, float] = {}
     if not text:
-        return at
+        return out
     for item in text.split(","):
         item = item.strip()
         if not item:
@@ -95,17 +97,24 @@ def parse_at(text: str | None, parameters: Sequence[str], defaults: Mapping[str,
         name, sep, value = item.partition("=")
         name, value = name.strip(), value.strip()
         if not sep or not name or not value:
-            raise InputError(f"--at: {item!r} is not NAME=VALUE (example: --at ranks=1024,batch=256)")
-        if name not in parameters:
+            raise InputError(f"{option}: {item!r} is not NAME=VALUE (example: {option} ranks=1024,batch=256)")
+        if parameters is not None and name not in parameters:
             known = ", ".join(parameters) if parameters else "none"
-            raise InputError(f"--at: unknown parameter {name!r}; the measurements have: {known}")
+            raise InputError(f"{option}: unknown parameter {name!r}; the measurements have: {known}")
         try:
             v = float(value)
         except ValueError:
-            raise InputError(f"--at: {name}={value!r} is not a number") from None
+            raise InputError(f"{option}: {name}={value!r} is not a number") from None
         if not math.isfinite(v) or v <= 0:
-            raise InputError(f"--at: {name}={value}: values must be positive (PMNF models use x^i and log2(x))")
-        at[name] = v
+            raise InputError(f"{option}: {name}={value}: values must be positive (PMNF models use x^i and log2(x))")
+        out[name] = v
+    return out
+
+
+def parse_at(text: str | None, parameters: Sequence[str], defaults: Mapping[str, float]) -> dict[str, float]:
+    """The target point of `--at`; parameters not named take `defaults`."""
+    at = {p: float(defaults[p]) for p in parameters if p in defaults}
+    at.update(parse_assignments(text, "--at", parameters))
     missing = [p for p in parameters if p not in at]
     if missing:
         raise InputError(f"--at: no value for parameter(s) {', '.join(missing)} and no measurement to default to")

@@ -4,6 +4,8 @@
     enter(rid) / exit(rid)       a region visit on the current thread
     mark(rid)                    one iteration of loop region rid
     iterate(rid, iterable)       epoch/step loops: per-iteration records with data wait
+    async_iter(rids, aiterable)  `async for`: leave regions `rids` while awaiting each `__anext__`
+    async_ctx(rids, cm)          `async with`: the same around `__aenter__` and `__aexit__`
     reserve(n) -> int            a fresh base of n region ids (on-the-fly instrumentation)
 
 enter/exit/mark are the backend's own functions (C when built, else pure Python), so a probe
@@ -14,7 +16,7 @@ or json.
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, AsyncIterator, Iterable, Iterator, Sequence
 
 from . import _backend
 from . import linemap as _linemap
@@ -64,6 +66,99 @@ def iterate(rid: int, iterable: Iterable[Any]) -> Iterator[Any]:
     from .series import iterate as _iterate
 
     return _iterate(rid, iterable)
+
+
+def _leave(g: dict, rids: tuple[int, ...]) -> None:
+    # Read from the module's globals on every call: the flag changes at run time, and NVTX, tracing
+    # and GPU sampling swap in their own __sp_enter__/__sp_exit__ there.
+    if g.get("__sp_on__"):
+        leave = g["__sp_exit__"]
+        for rid in rids:
+            leave(rid)
+
+
+def _resume(g: dict, rids: tuple[int, ...]) -> None:
+    if g.get("__sp_on__"):
+        enter = g["__sp_enter__"]
+        for rid in reversed(rids):
+            enter(rid)
+
+
+class _AsyncIter:
+    """What `async for` sees: the inner async iterator, with the regions left while `__anext__` awaits."""
+
+    __slots__ = ("_rids", "_g", "_it", "_anext")
+
+    def __init__(self, rids: tuple[int, ...], it: Any, anext: Any, g: dict) -> None:
+        self._rids, self._it, self._anext, self._g = rids, it, anext, g
+
+    def __aiter__(self) -> "_AsyncIter":
+        return self
+
+    async def __anext__(self) -> Any:
+        g, rids = self._g, self._rids
+        _leave(g, rids)
+        try:
+            return await self._anext(self._it)  # the item is returned, never kept
+        finally:
+            _resume(g, rids)
+
+
+def async_iter(rids: tuple[int, ...], aiterable: Any) -> AsyncIterator[Any]:
+    """`async for x in it:` becomes `async for x in async_iter(rids, it):`.
+
+    `rids` are the regions open at the loop, innermost first (the loop's own, then outer loops,
+    then the function's): each `__anext__` leaves them before awaiting and re-enters them after it
+    returns or raises (StopAsyncIteration included), so suspended time is not counted as compute.
+    """
+    kind = type(aiterable)
+    if not hasattr(kind, "__aiter__"):
+        raise TypeError(f"'async for' requires an object with __aiter__ method, got {kind.__name__}")
+    it = kind.__aiter__(aiterable)
+    anext = getattr(type(it), "__anext__", None)
+    if anext is None:
+        raise TypeError(f"'async for' received an object from __aiter__ that does not implement __anext__: {type(it).__name__}")
+    return _AsyncIter(rids, it, anext, sys._getframe(1).f_globals)
+
+
+class _AsyncCtx:
+    """What `async with` sees: the inner manager, with the regions left while its methods await."""
+
+    __slots__ = ("_rids", "_g", "_cm", "_aenter", "_aexit")
+
+    def __init__(self, rids: tuple[int, ...], cm: Any, aenter: Any, aexit: Any, g: dict) -> None:
+        self._rids, self._cm, self._aenter, self._aexit, self._g = rids, cm, aenter, aexit, g
+
+    async def __aenter__(self) -> Any:
+        g, rids = self._g, self._rids
+        _leave(g, rids)
+        try:
+            return await self._aenter(self._cm)
+        finally:
+            _resume(g, rids)
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        g, rids = self._g, self._rids
+        _leave(g, rids)
+        try:
+            # returned as is: its truth value decides whether the exception is suppressed
+            return await self._aexit(self._cm, exc_type, exc, tb)
+        finally:
+            _resume(g, rids)
+
+
+def async_ctx(rids: tuple[int, ...], cm: Any) -> Any:
+    """`async with cm as v:` becomes `async with async_ctx(rids, cm) as v:` (`rids` as for async_iter)."""
+    kind = type(cm)
+    aenter = getattr(kind, "__aenter__", None)
+    if aenter is None:
+        raise TypeError(f"'{kind.__name__}' object does not support the asynchronous context manager protocol")
+    aexit = getattr(kind, "__aexit__", None)
+    if aexit is None:
+        raise TypeError(
+            f"'{kind.__name__}' object does not support the asynchronous context manager protocol (missed __aexit__ method)"
+        )
+    return _AsyncCtx(rids, cm, aenter, aexit, sys._getframe(1).f_globals)
 
 
 def reserve(n: int) -> int:

@@ -16,7 +16,8 @@ from ..dataset import Dataset
 from ..errors import InputError
 from ..model import FittedModel
 from . import svg
-from .findings import Report, ReportOptions, parse_assignments, value_formatter
+from ..ranking import parse_assignments
+from .findings import Report, ReportOptions, value_formatter
 from .ranks import call_tree_view, choose_run, imbalance_view
 from .regions import rank_regions, region_view
 from .runs import PER_RUN_KEYS, RunGroup

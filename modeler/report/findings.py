@@ -11,7 +11,6 @@ from typing import Callable, Mapping
 
 from markupsafe import Markup
 
-from ..errors import InputError
 from . import svg
 
 NS = 1e-9
@@ -160,22 +159,3 @@ def value_formatter(metric: str, unit: str) -> Callable[[float], str]:
     if u in ("s", "sec", "seconds") or (not u and metric.startswith("time")):
         return svg.format_seconds
     return lambda v: svg.short_number(v) + (f" {unit}" if unit else "")
-
-
-def parse_assignments(text: str | None, option: str) -> dict[str, float]:
-    """`ranks=1024,batch=64` -> {"ranks": 1024.0, "batch": 64.0}; errors name the option."""
-    out: dict[str, float] = {}
-    if not text:
-        return out
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        name, eq, value = part.partition("=")
-        try:
-            if not eq or not name.strip():
-                raise ValueError
-            out[name.strip()] = float(value)
-        except ValueError:
-            raise InputError(f"{option}: expected NAME=NUMBER[,NAME=NUMBER...], got {part!r}") from None
-    return out

@@ -181,7 +181,7 @@ def test_bad_options_are_named(sweep, options, fragment):
 def test_parse_assignments():
     assert parse_assignments("ranks=4, batch=64", "--hold") == {"ranks": 4.0, "batch": 64.0}
     assert parse_assignments(None, "--hold") == {}
-    with pytest.raises(InputError, match="--hold: expected NAME=NUMBER"):
+    with pytest.raises(InputError, match="--hold: 'ranks:4' is not NAME=VALUE"):
         parse_assignments("ranks:4", "--hold")
     with pytest.raises(InputError, match="--hold"):
         parse_assignments("ranks=four", "--hold")

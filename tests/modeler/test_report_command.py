@@ -55,7 +55,7 @@ def test_markdown_goes_to_stdout(runs):
     "args, message",
     [
         (["--at", "nodes=4"], "--at: unknown parameter 'nodes'"),
-        (["--hold", "batch"], "--hold: expected NAME=NUMBER"),
+        (["--hold", "batch"], "--hold: 'batch' is not NAME=VALUE"),
         (["--metric", "watts"], "--metric: no metric 'watts'"),
         (["--run", "nope"], "--run: no run 'nope'"),
     ],

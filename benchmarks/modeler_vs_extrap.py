@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _synthetic import grid, make_case, oracle, target_point, write_jsonl  # noqa: E402
+from _synthetic import make_case, oracle, target_point, write_jsonl  # noqa: E402
 
 from modeler.model import Factor, Model, Term  # noqa: E402
 

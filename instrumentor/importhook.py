@@ -29,6 +29,7 @@ from .transform import instrument_source
 _OURS = {"runtime", "instrumentor", "modeler", "nvtx"}
 _NOT_OWN = {"site-packages", "dist-packages", "__pycache__", ".git", "build", "dist", ".tox", ".nox"}
 _ID_CALLS = {"__sp_enter__", "__sp_exit__", "__sp_mark__", "__sp_iterate__"}
+_ID_TUPLE_CALLS = {"__sp_aiter__", "__sp_actx__"}  # their first argument is a tuple of region ids
 
 _lock = threading.Lock()
 _nvtx_next = 0
@@ -124,6 +125,9 @@ def shift_ids(tree: ast.AST, base: int) -> None:
             name = node.func.id
             if name in _ID_CALLS and node.args:
                 bump(node.args[0])
+            elif name in _ID_TUPLE_CALLS and node.args and isinstance(node.args[0], ast.Tuple):
+                for elt in node.args[0].elts:
+                    bump(elt)
             elif name == "__sp_define__" and len(node.args) == 4 and isinstance(node.args[3], ast.Tuple):
                 for region in node.args[3].elts:
                     if isinstance(region, ast.Tuple) and region.elts:

@@ -42,7 +42,8 @@ def test_runtime_backend_preserves_behaviour_and_records(original, tmp_path):
     assert (kinds["train_like:for@211"], kinds["train_like:for@212"]) == ("epoch", "step")
     visited = {path[-1] for path in recorded.profile}
     by_name = {r.name: rid for rid, r in recorded.regions.items()}
-    for name in ("gen", "Child.who", "coro", "train_like:for@211", "train_like:for@212"):
+    for name in ("gen", "Child.who", "coro", "train_like:for@211", "train_like:for@212", "async_for_and_with",
+                 "Countdown.__anext__", "Verdict.__aexit__"):
         assert by_name[name] in visited, name
 
 

@@ -113,4 +113,6 @@ def test_marker_comments_override_the_heuristic():
 
 def test_async_for_step_is_marked_not_iterated():
     result = rewrite("async def f(it):\n    async for b in it:  # scaleprobe: step\n        pass\n")
-    assert "async for b in it:" in result.code and "__sp_mark__(1)" in result.code
+    # the loop is wrapped only to leave its regions while awaiting __anext__, never iterated
+    assert "async for b in __sp_aiter__((1, 0), it):" in result.code and "__sp_mark__(1)" in result.code
+    assert "__sp_iterate__(" not in result.code

@@ -66,6 +66,7 @@ def main():
         return [i async for i in c.agen(3)]
 
     out["agen"] = asyncio.run(collect())
+    out["async_for_and_with"] = asyncio.run(c.async_for_and_with())
     child = c.Child()
     out["methods"] = [child.who(), c.Child.static(1), c.Child.klass(), child.prop, child.call_private()]
     out["wrapped"] = [c.wrapped(5, 2), c.wrapped.__doc__, c.wrapped.__wrapped__.__name__]

@@ -213,3 +213,83 @@ def train_like(loader, epochs):
             seen.append((epoch, batch))
             opt.step()
     return seen
+
+
+import contextlib  # noqa: E402 - down here so that the line numbers above stay as the tests expect
+
+
+class Countdown:
+    """A hand-written async iterator (what `async for` awaits: `__anext__`)."""
+
+    def __init__(self, n, fail_at=None):
+        self.n, self.fail_at = n, fail_at
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        await asyncio.sleep(0)
+        if self.n == self.fail_at:
+            raise ValueError(f"countdown failed at {self.n}")
+        if self.n == 0:
+            raise StopAsyncIteration
+        self.n -= 1
+        return self.n
+
+
+class Verdict:
+    def __init__(self, verdict):
+        self.verdict = verdict
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        return self.verdict
+
+
+@contextlib.asynccontextmanager
+async def tagged(tag):
+    await asyncio.sleep(0)
+    yield f"<{tag}>"
+
+
+async def async_for_and_with():
+    """Hidden awaits: results, else, break, exceptions from iterator/body, __aexit__ suppression."""
+    out = {}
+    seen = []
+    async for x in Countdown(3):
+        seen.append(x)
+    else:
+        seen.append("else")
+    out["countdown"] = seen
+    async for x in agen(5):
+        if x == 2:
+            break
+    out["break_at"] = x
+    try:
+        out["comprehension"] = [x async for x in Countdown(4, fail_at=2)]
+    except ValueError as exc:
+        out["iterator_error"] = str(exc)
+    try:
+        async for x in Countdown(2):
+            raise KeyError(x)
+    except KeyError as exc:
+        out["body_error"] = repr(exc)
+    for verdict in (True, 0, None, "yes"):
+        try:
+            async with Verdict(verdict):
+                raise RuntimeError("inside")
+            out[f"verdict {verdict!r}"] = "suppressed"
+        except RuntimeError:
+            out[f"verdict {verdict!r}"] = "raised"
+    lock = asyncio.Lock()
+    async with lock, tagged("t") as tag:
+        out["locked"] = [lock.locked(), tag]
+    out["unlocked"] = lock.locked()
+    try:
+        async with Countdown(1):
+            pass
+    except TypeError as exc:
+        out["not_a_manager"] = str(exc)
+    return out

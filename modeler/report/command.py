@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..dataset import REPETITION_AGGREGATES
 from ..errors import InputError
 from .assemble import ReportOptions, build_report, check_options, parse_assignments
 
@@ -24,8 +25,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rank", type=int, metavar="R", help="rank shown in the call tree (default: the lowest)")
     parser.add_argument("--top", type=int, default=12, metavar="N",
                         help="regions drawn in detail (all are in the ranking table; default 12)")
-    parser.add_argument("--aggregate", default="median", choices=("median", "mean", "min", "max"),
-                        help="how repetitions are reduced for fitting (default: median)")
+    # the same option and default as `modeler fit`, so that the report shows the models the table shows
+    parser.add_argument("--repetitions", "--aggregate", dest="repetitions", choices=REPETITION_AGGREGATES,
+                        help="how repetitions are combined before fitting (default: the engine's choice, "
+                             "as in `modeler fit`)")
     parser.add_argument("--ranks", dest="rank_aggregate", default="mean", choices=("mean", "max", "min", "sum"),
                         help="how ranks are reduced into one value per run (default: mean)")
     parser.add_argument("--title", default="scaleprobe report", help="page title")
@@ -64,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
                             top=args.top, title=args.title)
     # every option is checked before the fit, which is the slow part
     check_options(groups, selected.parameters, options)
-    est = PMNFModeler(aggregate=args.aggregate).fit(selected)
+    est = PMNFModeler(aggregate=args.repetitions).fit(selected)
     report = build_report(groups, selected, est.models_, options)
     if args.format == "markdown":
         text = render_markdown(report, top=max(args.top, 20))

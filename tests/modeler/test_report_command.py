@@ -89,3 +89,20 @@ def test_extrap_input_with_its_only_metric(tmp_path, capsys):
     (tmp_path / "n.jsonl").write_text(lines[0].replace("flops", "bytes") + "\n" + "\n".join(lines) + "\n")
     assert main(["report", str(tmp_path / "n.jsonl"), "-o", str(tmp_path / "r.html")]) == 1
     assert "--metric: the inputs have no 'time'; choose one of bytes, flops" in capsys.readouterr().err
+
+
+def test_report_combines_repetitions_like_fit():
+    # The report once reduced repetitions by median while `modeler fit` used the engine's default,
+    # so the table and the report showed different models for the same runs.
+    import argparse
+
+    from modeler.commands import fit as fit_command
+    from modeler.report import command as report_command
+
+    def repetitions_option(configure):
+        parser = argparse.ArgumentParser()
+        configure(parser)
+        (action,) = [a for a in parser._actions if "--repetitions" in a.option_strings]
+        return action.default, tuple(action.choices)
+
+    assert repetitions_option(report_command.configure) == repetitions_option(fit_command.configure)

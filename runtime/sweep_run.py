@@ -41,6 +41,10 @@ def run_environment(opts: Options, run: Run, run_id: str) -> dict[str, str]:
     return env
 
 
+def program_of(opts: Options, run: Run) -> list[str]:
+    return [str(opts.script), *run.args]
+
+
 def child_command(opts: Options, run: Run) -> list[str]:
     return [sys.executable, "-m", "runtime.launch", *child_flags(opts), "--", str(opts.script), *run.args]
 
@@ -75,7 +79,7 @@ def dry_run(opts: Options, runs: list[Run], stream=None) -> int:
     stream = stream or sys.stdout
     todo = 0
     for run in runs:
-        done = opts.sweeping and is_complete(run.directory, run.params)
+        done = opts.sweeping and is_complete(run.directory, run.params, program_of(opts, run))
         todo += not done
         print(f"{'done' if done else 'run '}  {describe(opts, run)}", file=stream)
     print(f"{todo} of {len(runs)} runs would run", file=stream)
@@ -99,7 +103,7 @@ def _execute(opts: Options, runs: list[Run], between: SignalInbox) -> int:
             name = signal.Signals(sig).name
             interrupted = Outcome("interrupted", 128 + sig, None, f"interrupted by {name}", 0.0, sig)
             break
-        if opts.sweeping and is_complete(run.directory, run.params):
+        if opts.sweeping and is_complete(run.directory, run.params, program_of(opts, run)):
             assert progress is not None
             progress.skip()
             continue
@@ -107,7 +111,7 @@ def _execute(opts: Options, runs: list[Run], between: SignalInbox) -> int:
         run_id = new_run_id()
         members = members_for(opts, run, run_id)
         record = RunRecord(experiment=opts.experiment, run_id=run_id, params=run.params,
-                           repetition=run.repetition, command=members[0].command)
+                           repetition=run.repetition, command=members[0].command, program=program_of(opts, run))
         write_record(run.directory, record)
         outcome = run_members(members, run.directory, timeout=opts.timeout, grace=opts.grace)
         record.status, record.exit_code = outcome.status, outcome.exit_code

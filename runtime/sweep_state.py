@@ -35,6 +35,9 @@ class RunRecord:
     wall_s: float | None = None
     started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     version: int = RECORD_VERSION
+    # the user's program and its arguments after substitution: a resumed sweep must not take a run
+    # made with other program arguments for a finished one (empty in records of older launchers)
+    program: list[str] = field(default_factory=list)
 
 
 def write_record(directory: Path, record: RunRecord) -> None:
@@ -63,9 +66,12 @@ def read_record(directory: Path) -> RunRecord | None:
         raise LaunchError(f"{path}: malformed launch record ({exc})") from None
 
 
-def is_complete(directory: Path, params: dict[str, Any]) -> bool:
+def is_complete(directory: Path, params: dict[str, Any], program: list[str] | None = None) -> bool:
+    """A finished run of these parameters (and, when both are known, of the same program arguments)."""
     record = read_record(directory)
-    return record is not None and record.status == "ok" and record.params == params
+    if record is None or record.status != "ok" or record.params != params:
+        return False
+    return not program or not record.program or record.program == program
 
 
 def clear_attempt(directory: Path) -> None:

@@ -150,6 +150,21 @@ def test_launch_record_round_trip_and_resume_decision(tmp_path):
     assert [p.name for p in run_dir.iterdir()] == ["launch.json"]
 
 
+def test_resume_does_not_take_a_run_of_other_program_arguments_for_done(tmp_path):
+    run_dir = tmp_path / "run"
+    program = ["main.py", "--batch-size", "16", "--epochs", "2"]
+    write_record(run_dir, RunRecord(experiment="e", run_id="a", params={"batch": 16}, repetition=0,
+                                    command=["python", "-m", "runtime.launch", "--", *program], status="ok",
+                                    program=program))
+    assert is_complete(run_dir, {"batch": 16}, program)
+    assert not is_complete(run_dir, {"batch": 16}, ["main.py", "--batch-size", "16", "--epochs", "5"])
+    # a record written before programs were recorded still counts as done for its parameters
+    old = json.loads((run_dir / "launch.json").read_text())
+    del old["program"]
+    (run_dir / "launch.json").write_text(json.dumps(old))
+    assert is_complete(run_dir, {"batch": 16}, ["main.py", "--epochs", "5"])
+
+
 def test_broken_or_foreign_record_is_an_error_naming_it(tmp_path):
     (tmp_path / "launch.json").write_text("{not json")
     with pytest.raises(LaunchError, match="launch.json: unreadable launch record"):

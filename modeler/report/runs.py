@@ -113,9 +113,14 @@ def _rank_data(rank: int, files: Sequence[Any], names: Any) -> RankData:
     run = main.run
     end = run.end
     status = "no end record" if end is None else str(end.get("status", "ok"))
+    header = dict(run.header)
+    # the header is written before the program imports torch: its versions are known only at the end
+    for key in ("torch", "cuda"):
+        if header.get(key) is None and end and end.get(key) is not None:
+            header[key] = end[key]
     return RankData(
         rank=rank,
-        header=dict(run.header),
+        header=header,
         names={int(rid): names.label(main, int(rid)) for rid in run.regions},
         profile=dict(run.profile),
         steps=list(run.steps),

@@ -76,10 +76,12 @@ def write_rank(directory: Path, *, run_id: str, p: int, n: int, rank: int, rep: 
         recs.append({"type": "epoch", "region": 1, "index": i, "duration_ns": ns(step_total / EPOCHS),
                      "data_wait_ns": None, "comm_ns": None, "gpu_ns": None, "memory": None})
     if end:
-        recs.append({"type": "end", "status": "ok", "exit_code": 0})
+        # as the runtime writes them: the header comes before the program imports torch, so its
+        # version is known only in the end record
+        recs.append({"type": "end", "status": "ok", "exit_code": 0, "torch": "2.13.0"})
     header = {"run_id": run_id, "experiment": "synthetic", "params": {"ranks": p, "batch": n}, "repetition": rep,
               "rank": rank, "local_rank": rank, "world_size": p, "host": "testhost", "pid": 1000 + rank,
-              "python": "3.11.0", "torch": "2.13.0", "launcher": "launch"}
+              "python": "3.11.0", "torch": None, "launcher": "launch"}
     path = Path(directory) / run_id / run_file_name(rank, 1000 + rank)
     with RunWriter(path) as w:
         w.write_header(header)

@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard runtime/*.c)
 	touch $@
 
 demo: $(STAMP)
-	bash scripts/demo.sh $(PY)
+	bash scripts/demo.sh $(PY) $(DEMO_ARGS)
 
 test: $(STAMP)
 	bash scripts/ensure_chromium.sh

@@ -6,7 +6,8 @@
 #   bash scripts/demo.sh PYTHON --fresh    start over (removes demo/)
 # Environment: DEMO_REPEAT (repetitions, default 2; more give steadier models on a busy machine),
 # DEMO_BATCH / DEMO_WIDTH (comma-separated values, five each by default), DEMO_TIMEOUT (seconds
-# per run, default 300).
+# per run, default 300), DEMO_AT (the point to predict, beyond the measured range; default
+# batch=256,width=64, four times the largest measured batch size, about three times the width).
 set -euo pipefail
 
 PY=${1:-.venv/bin/python}
@@ -15,6 +16,7 @@ REPEAT=${DEMO_REPEAT:-2}
 BATCH=${DEMO_BATCH:-4,8,16,32,64}
 WIDTH=${DEMO_WIDTH:-4,8,12,16,24}
 RUN_TIMEOUT=${DEMO_TIMEOUT:-300}
+AT=${DEMO_AT:-batch=256,width=64}
 
 say() { printf '\n== %s\n' "$*" >&2; }
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
@@ -79,10 +81,10 @@ case "$status" in
 esac
 
 say "3/4 fit performance models: the 20 regions that scale worst"
-"$PY" -m modeler fit "$RUNS" --top 20 || die "modeler fit failed on $RUNS (see above)"
+"$PY" -m modeler fit "$RUNS" --top 20 --at "$AT" || die "modeler fit failed on $RUNS (see above)"
 
 say "4/4 write the HTML report"
-"$PY" -m modeler report "$RUNS" -o demo/report.html --title "scaleprobe demo: sample CNN, batch x width" \
+"$PY" -m modeler report "$RUNS" -o demo/report.html --at "$AT" --title "scaleprobe demo: sample CNN, batch x width" \
     || die "modeler report failed on $RUNS (see above)"
 
 elapsed=$(( SECONDS - START ))

@@ -310,35 +310,24 @@ class Project:
         for rel in set(files_state) - set(results):
             del files_state[rel]
         self._remove_stale(written)
-        write_manifest(self.out, regions, backend=self.opts.backend)
-        self._record_source()
+        write_manifest(self.out, regions, backend=self.opts.backend, source=self._manifest_source())
         state_dir = self.out / STATE_DIR
         (state_dir / LINEMAP_NAME).write_text(json.dumps(linemaps, separators=(",", ":")) + "\n", encoding="utf-8")
         self.state["written"] = sorted(written)
         (state_dir / STATE_NAME).write_text(json.dumps(self.state, separators=(",", ":")), encoding="utf-8")
         return summary
 
-    def _record_source(self) -> None:
-        """Add the absolute SRC to OUT's manifest: tracebacks then name the user's own files.
+    def _manifest_source(self) -> str:
+        """The absolute SRC for OUT's manifest: tracebacks then name the user's own files.
 
         An instrumented SRC passes on the source recorded in its own manifest: its line maps,
         carried over, point into that tree, not into SRC.
         """
-        path = manifest_path(self.out)
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        if "source" in doc:
-            return
-        source = str(self.src)
         try:
             inherited = json.loads(manifest_path(self.src).read_text(encoding="utf-8")).get("source")
         except (OSError, ValueError, AttributeError):
             inherited = None
-        if isinstance(inherited, str):
-            source = inherited
-        doc["source"] = source
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        return inherited if isinstance(inherited, str) else str(self.src)
 
     def _source_linemaps(self) -> dict:
         path = self.src / STATE_DIR / LINEMAP_NAME

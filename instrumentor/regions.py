@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InstrumentError
@@ -56,16 +56,21 @@ def manifest_path(out: Path) -> Path:
     return out / STATE_DIR / MANIFEST_NAME
 
 
-def write_manifest(out: Path, regions: Iterable[Region], *, backend: str) -> Path:
+def write_manifest(out: Path, regions: Iterable[Region], *, backend: str, source: str | None = None) -> Path:
+    """One region a line: readable, and written by json's C encoder (`indent=` falls back to the
+    pure-Python one, which made a no-change re-run of a large tree spend most of its time here)."""
     path = manifest_path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {
-        "version": MANIFEST_VERSION,
-        "backend": backend,
-        "regions": [asdict(r) for r in sorted(regions, key=lambda r: r.id)],
-    }
+    head = {"version": MANIFEST_VERSION, "backend": backend}
+    if source is not None:
+        head["source"] = source
+    rows = ",\n  ".join(
+        json.dumps({"id": r.id, "kind": r.kind, "name": r.name, "file": r.file, "line": r.line, "key": r.key})
+        for r in sorted(regions, key=lambda r: r.id)
+    )
+    text = json.dumps(head)[:-1] + (f', "regions": [\n  {rows}\n]}}\n' if rows else ', "regions": []}\n')
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     return path
 

@@ -75,6 +75,11 @@ def _exit_code(exc: SystemExit) -> int:
 
 
 def error_summary(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        # sys.exit("message") carries its message; argparse and sys.exit(N) printed theirs on stderr
+        if isinstance(exc.code, str):
+            return f"SystemExit: {exc.code}"
+        return f"SystemExit: exited with status {_exit_code(exc)} (its own message, if any, is on its stderr)"
     lines = traceback.format_exception_only(type(exc), exc)
     return lines[-1].strip() if lines else type(exc).__name__
 
@@ -114,7 +119,7 @@ def run_script(path: Path, args: list[str],
     except SystemExit as exc:
         status = _exit_code(exc)
         if status and on_error is not None:
-            on_error(exc, f"SystemExit: {exc.code}\n")
+            on_error(exc, error_summary(exc) + "\n")
         return status
     except BaseException as exc:  # noqa: BLE001 - we are the interpreter's top level here
         tb = _user_traceback(exc.__traceback__)

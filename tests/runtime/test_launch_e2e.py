@@ -255,6 +255,23 @@ def test_sweep_goes_on_after_failure_and_timeout(tmp_path):
     assert "timeout" in done.stderr
 
 
+def test_a_run_that_exits_with_an_error_status_says_so(tmp_path):
+    script(tmp_path, "exits.py", '''
+        import argparse, sys
+        if sys.argv[1] == "msg":
+            sys.exit("bad config: lr must be positive")
+        argparse.ArgumentParser().parse_args(["--no-such-option"])
+    ''')
+    done = launch(["--sweep", "how=msg,usage", "exits.py", "{how}"], tmp_path)
+    assert done.returncode == 1
+    root = tmp_path / "runs" / "exits"
+    msg, usage = record(root / "ranks-1_how-msg_rep-0"), record(root / "ranks-1_how-usage_rep-0")
+    assert msg["status"] == usage["status"] == "failed"
+    assert "bad config: lr must be positive" in msg["error"]
+    assert "exited with status 2" in usage["error"]
+    assert "unrecognized arguments: --no-such-option" in done.stderr  # argparse's own message, passed through
+
+
 def test_sigterm_during_sweep_then_resume(tmp_path):
     script(tmp_path, "step.py", '''
         import os, sys, time

@@ -201,8 +201,9 @@ def xy_chart(
 
 
 def _axes(sx, sy, width, height, ml, mr, mt, mb, x_label, y_label, y_format) -> str:
+    """Grid, ticks, axes and labels; `sx` None for charts whose x axis is categories (bars)."""
     parts = ['<g class="axes">']
-    for t in sx.ticks():
+    for t in sx.ticks() if sx is not None else ():
         px = sx(t)
         parts.append(
             f'<line class="grid" x1="{px:.1f}" x2="{px:.1f}" y1="{mt}" y2="{height - mb}"/>'
@@ -214,10 +215,12 @@ def _axes(sx, sy, width, height, ml, mr, mt, mb, x_label, y_label, y_format) -> 
             f'<line class="grid" x1="{ml}" x2="{width - mr}" y1="{py:.1f}" y2="{py:.1f}"/>'
             f'<text x="{ml - 4}" y="{py + 4:.1f}" text-anchor="end">{_esc(y_format(t))}</text>'
         )
+    parts.append(f'<line class="axis" x1="{ml}" x2="{width - mr}" y1="{height - mb}" y2="{height - mb}"/>')
+    if sx is not None:
+        parts.append(f'<line class="axis" x1="{ml}" x2="{ml}" y1="{mt}" y2="{height - mb}"/>')
     parts.append(
-        f'<line class="axis" x1="{ml}" x2="{width - mr}" y1="{height - mb}" y2="{height - mb}"/>'
-        f'<line class="axis" x1="{ml}" x2="{ml}" y1="{mt}" y2="{height - mb}"/>'
-        f'<text class="label" x="{(ml + width - mr) / 2:.1f}" y="{height - 8}" text-anchor="middle">{_esc(x_label)}</text>'
+        f'<text class="label" x="{(ml + width - mr) / 2:.1f}" y="{height - (8 if sx is not None else 6)}" '
+        f'text-anchor="middle">{_esc(x_label)}</text>'
         f'<text class="label" transform="translate(12,{(mt + height - mb) / 2:.1f}) rotate(-90)" '
         f'text-anchor="middle">{_esc(y_label)}</text></g>'
     )
@@ -396,20 +399,7 @@ def stacked_bars(
     ]
     if title:
         out.append(f'<text class="title" x="{ml}" y="16">{_esc(title)}</text>')
-    parts = ['<g class="axes">']
-    for t in sy.ticks():
-        py = sy(t)
-        parts.append(
-            f'<line class="grid" x1="{ml}" x2="{width - mr}" y1="{py:.1f}" y2="{py:.1f}"/>'
-            f'<text x="{ml - 4}" y="{py + 4:.1f}" text-anchor="end">{_esc(y_format(t))}</text>'
-        )
-    parts.append(
-        f'<line class="axis" x1="{ml}" x2="{width - mr}" y1="{height - mb}" y2="{height - mb}"/>'
-        f'<text class="label" x="{(ml + width - mr) / 2:.1f}" y="{height - 6}" text-anchor="middle">{_esc(x_label)}</text>'
-        f'<text class="label" transform="translate(12,{(mt + height - mb) / 2:.1f}) rotate(-90)" '
-        f'text-anchor="middle">{_esc(y_label)}</text></g>'
-    )
-    out.extend(parts)
+    out.append(_axes(None, sy, width, height, ml, mr, mt, mb, x_label, y_label, y_format))
     for i, b in enumerate(bars):
         x = ml + slot * i + (slot - bw) / 2
         base = 0.0

@@ -180,12 +180,7 @@ def xy_chart(
             ticks = ticks[:-1:2] + [ticks[-1]]
     sx = _Scale(xd[0], xd[1], x_log, ml, width - mr, ticks)
     sy = _Scale(yd[0], yd[1], y_log, height - mb, mt)
-    out = [
-        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{_esc(title or y_label)}">'
-    ]
-    if title:
-        out.append(f'<text class="title" x="{ml}" y="16">{_esc(title)}</text>')
+    out = _chart_start(width, height, ml, title, y_label)
     out.append(_axes(sx, sy, width, height, ml, mr, mt, mb, x_label, y_label, y_format))
     if vline is not None:
         px = sx(vline)
@@ -198,6 +193,17 @@ def xy_chart(
     out.append(_legend(series, ml, mt - 8))
     out.append("</svg>")
     return Markup("".join(out))
+
+
+def _chart_start(width: int, height: int, ml: float, title: str, y_label: str) -> list[str]:
+    """The opening `<svg>` of a chart and its title, as the first parts of its markup."""
+    out = [
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{_esc(title or y_label)}">'
+    ]
+    if title:
+        out.append(f'<text class="title" x="{ml}" y="16">{_esc(title)}</text>')
+    return out
 
 
 def _axes(sx, sy, width, height, ml, mr, mt, mb, x_label, y_label, y_format) -> str:
@@ -393,12 +399,7 @@ def stacked_bars(
     n = max(1, len(bars))
     slot = (width - ml - mr) / n
     bw = min(40.0, slot * 0.7)
-    out = [
-        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{_esc(title or y_label)}">'
-    ]
-    if title:
-        out.append(f'<text class="title" x="{ml}" y="16">{_esc(title)}</text>')
+    out = _chart_start(width, height, ml, title, y_label)
     out.append(_axes(None, sy, width, height, ml, mr, mt, mb, x_label, y_label, y_format))
     for i, b in enumerate(bars):
         x = ml + slot * i + (slot - bw) / 2

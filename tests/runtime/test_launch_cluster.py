@@ -13,10 +13,7 @@ import pytest
 
 from runtime.runfile import read_run
 
-REPO = Path(__file__).resolve().parents[2]
-_SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-          "TORCHELASTIC_RUN_ID")
-_SCRUB_PREFIX = ("SCALEPROBE_", "SLURM_", "OMPI_", "PMI_", "PMIX_", "PALS_", "PBS_", "MPI_LOCAL")
+from .test_launch_e2e import clean_env
 
 SHOW = '''
 import json, os, sys
@@ -43,14 +40,6 @@ with open(out + ".nsys-rep", "w") as f:
     json.dump({"nsys_args": args[:first], "nvtx": os.environ.get("SCALEPROBE_NVTX")}, f)
 os.execv(args[first], args[first:])
 '''
-
-
-def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUB and not k.startswith(_SCRUB_PREFIX)}
-    env["PYTHONPATH"] = str(REPO)
-    env["SCALEPROBE_QUIET"] = "1"
-    env.update(extra or {})
-    return env
 
 
 def ranks(args: list[str], cwd: Path, envs: list[dict[str, str]]) -> list[subprocess.CompletedProcess]:

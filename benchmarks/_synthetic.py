@@ -1,6 +1,6 @@
-"""Synthetic call paths with known PMNF functions, the oracle ceiling, and scoring.
+"""Synthetic call paths with known PMNF functions, the oracle ceiling and the known-form floor.
 
-Used by benchmarks/modeler_vs_extrap.py and by the engine's recovery tests. True functions are
+Used by benchmarks/modeler_vs_extrap.py and by tests/modeler/test_pmnf_refine.py. True functions are
 drawn from the PMNF space the modelers search: each call path depends on 1..P of the parameters,
 combined in one of Extra-P's structures (products, sums and mixtures), each factor an
 `x^i * log2(x)^j` from the 42 hypotheses; every term is given a visible share of the value.
@@ -135,3 +135,14 @@ def oracle(func: TrueFunction, pts: np.ndarray, y: np.ndarray) -> Model:
         )
         terms.append(Term(float(coef[1 + j]), factors))
     return Model(names, float(coef[0]), tuple(terms))
+
+
+def known_form(func: TrueFunction, pts: np.ndarray, y: np.ndarray) -> Model:
+    """The floor: knows the exact form (terms and exponents) and fits only the coefficients, with
+    the same relative least squares. Its error at the target is what the noise alone leaves; a
+    modeler that must also find the form cannot be expected to do better on average."""
+    names = func.model.parameters
+    at = {names[j]: pts[:, j] for j in range(pts.shape[1])}
+    X = np.stack([np.ones(len(y))] + [Term(1.0, t.factors).evaluate(at) for t in func.model.terms], axis=-1)
+    coef = wls(X[None], y[None], (1.0 / y**2)[None]).coef[0]
+    return Model(names, float(coef[0]), tuple(Term(float(coef[1 + j]), t.factors) for j, t in enumerate(func.model.terms)))

@@ -10,6 +10,9 @@ What it changes against Extra-P, each for a measured reason (see docs/modeling.m
   well it explains the values given the noise the repetitions show, the structure with the most
   weight is kept, and inside it the exponents whose predictions beyond the measured range have
   the least expected relative error;
+- with three or more parameters, the chosen structure's exponents are searched again over all
+  hypotheses on all points (`modeler.pmnf.refine`): the few candidates per parameter that the
+  combined search can afford often miss the true exponent when the data are noisy;
 - noise-aware constant test: when the repetitions show that the deviations from a constant are
   within the measurement noise (chi-square test at 1%), the model stays constant.
 """
@@ -24,6 +27,7 @@ from .fit import GroupFit, TermSpec
 from .hypotheses import allowed, basis
 from .lstsq import wls, wls_columns
 from .points import extrap_lines
+from .refine import refine_exponents, structure_design
 from .selection import class_prior, extrapolation_points, min_risk, noise_variance, outlier_weights
 from .single import ranked_single, relative_weights
 from .structures import extrap_structures
@@ -33,6 +37,8 @@ NOISE_Z = 2.3263478740408408
 #: the median of k values varies about pi/2 times more (in variance) than their mean
 _MEDIAN_EFFICIENCY = np.pi / 2
 _CHUNK = 400_000
+#: from this many parameters on, the chosen structure's exponents are refined (`modeler.pmnf.refine`)
+REFINE_FROM = 3
 
 
 def default_candidates(n_parameters: int) -> int:
@@ -135,12 +141,21 @@ def fit_group(
         chosen = np.where(_within_noise(Y, w, spread, reps, aggregate), const, chosen)
 
     # final fits of the chosen hypotheses
-    X = np.swapaxes(_chosen_design([b[:, :n] for b in bases], cands, slot, chosen, n, J), -1, -2)
+    measured = [b[:, :n] for b in bases]
+    structs = [hyps[c][1] for c in chosen]
+    hyp = np.zeros((S, P), dtype=int)  # hypothesis per series and parameter (0 where unused)
+    for p in range(P):
+        a = np.array([hyps[c][0][p] for c in chosen])
+        if cands[p].shape[1]:
+            hyp[:, p] = np.where(a >= 0, cands[p][np.arange(S), np.maximum(a, 0)], 0)
+    if P >= REFINE_FROM:
+        opts = [allowed(points[:, p], allow_log) for p in range(P)]
+        hyp = refine_exponents(measured, Y, w, structs, hyp, opts)
+    X = structure_design(measured, structs, hyp, kmax)
     res = wls(X, Y, w)
-    terms: list[list[TermSpec]] = []
-    for s in range(S):
-        assign, st = hyps[chosen[s]]
-        terms.append([tuple((p, int(cands[p][s, assign[p]])) for p in term) for term in st])
+    terms: list[list[TermSpec]] = [
+        [tuple((p, int(hyp[s, p])) for p in term) for term in structs[s]] for s in range(S)
+    ]
     return GroupFit(index, points, Y, X, res.coef, w, terms)
 
 
@@ -160,21 +175,6 @@ def _design(bases, cands, slot, rows, n, M, J) -> np.ndarray:
             C[:, :, 1:] = table[:, slot[p]]
         else:
             C[:, :, 1:] *= table[:, slot[p]]
-    return C
-
-
-def _chosen_design(bases, cands, slot, chosen, n, J) -> np.ndarray:
-    """Design columns (S, 1 + J, n) of the hypothesis `chosen[s]` of every series s."""
-    S = len(chosen)
-    C = np.ones((S, 1 + J, n))
-    r = np.arange(S)[:, None]
-    for p, b in enumerate(bases):
-        K = cands[p].shape[1]
-        table = np.empty((S, K + 2, n))
-        table[:, :K] = b[cands[p]]
-        table[:, K] = 1.0
-        table[:, K + 1] = 0.0
-        C[:, 1:] *= table[r, slot[p][chosen]]
     return C
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from .dataset import Dataset
 from .errors import InputError
 from .model import FittedModel, Model
+from .parts import check_parts, parts_sums
 
 
 # metrics where more is better; for every other metric (times, bytes, imbalance) more is worse
@@ -32,6 +33,9 @@ class RankedModel:
     low: float | None
     high: float | None
     unit: str = ""
+    #: for `time`: the call path's exclusive time plus its children's times, predicted at the same
+    #: point (None without children); see `modeler.parts`
+    from_parts: float | None = None
 
     def to_json(self) -> dict:
         d = self.fitted.to_json()
@@ -40,6 +44,7 @@ class RankedModel:
             growth={"exponent": self.growth[0], "log_exponent": self.growth[1]},
             prediction=_finite_or_none(self.prediction),
             prediction_interval=None if self.low is None else [_finite_or_none(self.low), _finite_or_none(self.high)],
+            prediction_from_parts=_finite_or_none(self.from_parts),
         )
         return d
 
@@ -128,19 +133,34 @@ def rank_models(
     *,
     warnings: Sequence[str] = (),
     units: Mapping[tuple[str, str], str] | None = None,
+    companions: Sequence[FittedModel] = (),
 ) -> Ranking:
-    """The models worst-scaling first; `units` maps (call path, metric) to the unit of its values."""
+    """The models worst-scaling first; `units` maps (call path, metric) to the unit of its values.
+
+    Every `time` prediction is checked against its parts' (`modeler.parts`), using `companions` too:
+    models fitted for that check only (exclusive times that were not selected), not ranked."""
     point = np.array([[float(at[p]) for p in parameters]]) if parameters else np.zeros((1, 0))
-    rows = []
+    models = list(models)
+    preds = []
     for fm in models:
         with np.errstate(all="ignore"):
-            pred = float(fm.predict(point)[0])
+            preds.append(float(fm.predict(point)[0]))
+    by_key = {(fm.callpath, fm.metric): v for fm, v in zip(models, preds)}
+    for fm in companions:
+        with np.errstate(all="ignore"):
+            by_key.setdefault((fm.callpath, fm.metric), float(fm.predict(point)[0]))
+    sums = parts_sums(by_key)
+    at_text = ", ".join(f"{p}={float(at[p]):g}" for p in parameters)
+    warnings = [*warnings, *(c.message(at_text) for c in check_parts(by_key))]
+    rows = []
+    for fm, pred in zip(models, preds):
         low = high = None
         if fm.interval is not None and math.isfinite(pred):
             a, b = pred * fm.interval[0], pred * fm.interval[1]
             low, high = min(a, b), max(a, b)
         unit = (units or {}).get((fm.callpath, fm.metric), "")
-        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit))
+        parts = sums[fm.callpath].parts if fm.metric == "time" and fm.callpath in sums else None
+        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time

@@ -13,6 +13,7 @@ from typing import Sequence
 from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
 from ..outputs import FORMATS, render
+from ..parts import parts_series
 from ..ranking import Ranking, measured_maximum, parse_at, rank_models
 from .inputs import add_input_options, describe_files, load_from_args, select, warn, write_output
 
@@ -55,22 +56,31 @@ def fit_dataset(
     compat: str | None = None,
     repetitions: str | None = None,
     min_points: int = DEFAULT_MIN_POINTS,
+    measured: Dataset | None = None,
 ) -> Ranking:
-    """Fit every series of `dataset` and rank the models; warnings of every stage are in the Ranking."""
+    """Fit every series of `dataset` and rank the models; warnings of every stage are in the Ranking.
+
+    `measured`: everything that was read, when `dataset` is a selection of it. The `exclusive_time`
+    series that the selection left out are then fitted too, not shown, only so that every call
+    path's time can be checked against its parts (`modeler.parts`)."""
     if not dataset.parameters:
         raise InputError("no parameter varies over the measurements: nothing to model (sweep at least one parameter)")
     data, warnings = enough_points(dataset, min_points)
     if not data.series:
         raise InputError(f"no series has {min_points} or more points (--min-points)")
     target = parse_at(at, data.parameters, measured_maximum(data))
+    extra = parts_series(data, measured, min_points)
 
     from ..estimator import PMNFModeler  # the engine is heavy; `modeler export` never needs it
 
-    est = PMNFModeler(compat=compat, aggregate=repetitions).fit(data)
-    model_warnings = Counter(w for fm in est.models_ for w in fm.warnings)
+    both = Dataset(data.parameters, [*data.series, *extra], list(data.warnings), list(data.sources))
+    fitted = PMNFModeler(compat=compat, aggregate=repetitions).fit(both).models_
+    shown, companions = fitted[: len(data.series)], fitted[len(data.series):]
+    model_warnings = Counter(w for fm in shown for w in fm.warnings)
     notes = [f"{w} ({n} model{'s' if n > 1 else ''})" for w, n in model_warnings.items()]
     units = {(s.callpath, s.metric): s.unit for s in data.series}
-    return rank_models(est.models_, data.parameters, target, warnings=[*data.warnings, *warnings, *notes], units=units)
+    return rank_models(shown, data.parameters, target, warnings=[*data.warnings, *warnings, *notes], units=units,
+                       companions=companions)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--top: must be at least 1, got {args.top}")
     loaded = load_from_args(args)
     data = select(loaded.dataset, args)
-    ranking = fit_dataset(data, at=args.at, compat=args.compat, repetitions=args.repetitions, min_points=args.min_points)
+    ranking = fit_dataset(data, at=args.at, compat=args.compat, repetitions=args.repetitions, min_points=args.min_points,
+                          measured=loaded.dataset)
     if args.top is not None:
         ranking = Ranking(ranking.parameters, ranking.at, ranking.rows[: args.top], ranking.warnings)
     write_output(render(ranking, args.format), args.output)

@@ -61,8 +61,10 @@ def build_report(
     dataset: Dataset,
     models: Sequence[FittedModel],
     options: ReportOptions | None = None,
+    companions: Sequence[FittedModel] = (),
 ) -> Report:
-    """All findings of the report; `models` are fitted on `dataset` (same order as its series)."""
+    """All findings of the report; `models` are fitted on `dataset` (same order as its series);
+    `companions` are models fitted only to check each time model against its parts (`modeler.parts`)."""
     opt = options or ReportOptions()
     params = tuple(dataset.parameters)
     metrics = dataset.metrics()
@@ -85,8 +87,8 @@ def build_report(
             target[p] = measured[p][-1]
         if p not in hold and measured[p]:
             hold[p] = measured[p][-1]
-    ranking, common = rank_regions(series, models, params, target,
-                                   {p: v[-1] for p, v in measured.items() if v})
+    ranking, common, parts_notes = rank_regions(series, models, params, target,
+                                                {p: v[-1] for p, v in measured.items() if v}, companions)
     region_series = {s.callpath: s for s in series}
 
     regions = [
@@ -104,7 +106,8 @@ def build_report(
         ranking=ranking,
         regions=regions,
         warnings=[w for w in dataset.warnings if not _about_other_metric(w, metric, metrics)]
-        + [f"every model: {w}" for w in sorted(common)],
+        + [f"every model: {w}" for w in sorted(common)]
+        + parts_notes,
     )
     _design(report, groups, params, measured, len(series))
     ok_groups = [g for g in groups if g.ok]

@@ -6,8 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..dataset import REPETITION_AGGREGATES
+from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
+from ..parts import parts_series
 from .assemble import ReportOptions, build_report, check_options, parse_assignments
 
 
@@ -67,8 +68,12 @@ def run(args: argparse.Namespace) -> int:
                             top=args.top, title=args.title)
     # every option is checked before the fit, which is the slow part
     check_options(groups, selected.parameters, options)
-    est = PMNFModeler(aggregate=args.repetitions).fit(selected)
-    report = build_report(groups, selected, est.models_, options)
+    # exclusive times of the parents are fitted too, only to check each time model against its parts
+    extra = parts_series(selected, dataset)
+    both = Dataset(selected.parameters, [*selected.series, *extra], list(selected.warnings), list(selected.sources))
+    models = PMNFModeler(aggregate=args.repetitions).fit(both).models_
+    n = len(selected.series)
+    report = build_report(groups, selected, models[:n], options, companions=models[n:])
     if args.format == "markdown":
         text = render_markdown(report, top=max(args.top, 20))
         if not args.output or args.output == "-":

@@ -17,13 +17,14 @@ from .findings import RankingRow, RegionView
 
 def rank_regions(
     series: Sequence[Series], models: Sequence[FittedModel], parameters: Sequence[str],
-    target: Mapping[str, float], largest: Mapping[str, float],
-) -> tuple[list[RankingRow], set[str]]:
-    """Rows worst-scaling first (as `modeler fit` ranks them), and the warnings every model has,
-    which are taken off the rows to be said once."""
+    target: Mapping[str, float], largest: Mapping[str, float], companions: Sequence[FittedModel] = (),
+) -> tuple[list[RankingRow], set[str], list[str]]:
+    """Rows worst-scaling first (as `modeler fit` ranks them), the warnings every model has,
+    which are taken off the rows to be said once, and the call paths whose time model and parts
+    disagree at the target (`modeler.parts`)."""
     by_key = {(m.callpath, m.metric): m for m in models}
     ranked = rank_models([by_key[(s.callpath, s.metric)] for s in series if (s.callpath, s.metric) in by_key],
-                         parameters, target)
+                         parameters, target, companions=companions)
     largest_pt = np.array([[largest.get(p, 0.0) for p in parameters]])
     region_series = {s.callpath: s for s in series}
     ranking: list[RankingRow] = []
@@ -56,7 +57,7 @@ def rank_regions(
     if len(ranking) > 1:
         for row in ranking:
             row.warnings = tuple(w for w in row.warnings if w not in common)
-    return ranking, common
+    return ranking, common, list(ranked.warnings)
 
 
 def _growth_label(fm: FittedModel) -> str:

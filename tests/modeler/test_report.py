@@ -239,3 +239,25 @@ def test_ranks_left_out_by_rank_selection_do_not_count(sweep):
     assert len(forward["times"]) == 3 and forward["slowest"] == 3
     assert forward["imbalance"] == pytest.approx(1.3 / ((1 + 1 + 1.3) / 3) - 1, rel=1e-3)
     assert r.tree_rank == 1  # the first rank that was profiled
+
+
+def test_a_time_model_far_from_its_parts_is_a_report_warning():
+    """The report says when a parent's time model and its exclusive time plus children disagree."""
+    from modeler.dataset import Dataset, Series
+    from modeler.model import Factor, FittedModel, Model, Term
+    import numpy as np
+
+    x = np.array([[1.0], [2.0], [4.0], [8.0], [16.0]])
+    ds = Dataset(("n",), [Series(cp, "time", x, tuple(np.array([v]) for v in (1, 2, 4, 8, 16)), "s")
+                          for cp in ("main", "main->a")])
+
+    def fm(cp, metric, c, e):
+        return FittedModel(cp, metric, Model(("n",), 0.0, (Term(c, (Factor("n", e),)),)), 0.0, 0.0, 1.0, None, 5)
+
+    # at n=64: main predicts 64^2 / 16 = 256, its parts 0.1 * 64 + 64 = 70.4
+    models = [fm("main", "time", 1 / 16, 2.0), fm("main->a", "time", 1.0, 1.0)]
+    excl = [fm("main", "exclusive_time", 0.1, 1.0)]
+    r = build_report([], ds, models, ReportOptions(target={"n": 64}), companions=excl)
+    assert any(w.startswith("main: its time model predicts 256 at n=64") and "70.4" in w for w in r.warnings)
+    assert any("extrapolates badly" in w for w in render_markdown(r).splitlines())
+    assert not any("extrapolates badly" in w for w in build_report([], ds, models, ReportOptions(target={"n": 64})).warnings)

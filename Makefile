@@ -31,7 +31,7 @@ extrap-venv: .venv-extrap/bin/extrap
 
 # Side-by-side accuracy and speed of our modeler against Extra-P (several minutes).
 bench-modeler: $(STAMP) extrap-venv
-	$(PY) benchmarks/modeler_vs_extrap.py
+	$(PY) benchmarks/modeler_vs_extrap.py --seeds 1,11
 
 # Instrumentor speed against a bare libcst round trip, --jobs scaling, no-change re-run.
 bench-instrument: $(STAMP)

@@ -6,9 +6,10 @@ measured range they can part ways: a parent fitted with a steeper term than any 
 may predict 2.5x what its parts add up to. Neither number can be trusted then, and the user
 should know. `check_parts` compares, at the target point, every call path's `time` prediction
 with the sum of its parts' predictions (its `exclusive_time` where that metric was modeled, plus
-its direct children's `time`), and names the call paths where they differ by more than
-`RATIO` and the difference matters (over `SHARE` of the largest root). Without an exclusive time
-only a whole below its children is reported: above them may be the parent's own work.
+its direct children's `time`), and names the call paths where the whole is more than `RATIO`
+times its parts, or its parts more than `BELOW` times the whole (impossible for inclusive time,
+so the tighter bound), where the difference matters (over `SHARE` of the largest root). Without
+an exclusive time only a whole below its children is reported: above them may be its own work.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from typing import Mapping
 
 from .dataset import Dataset, Series
 
-#: a whole and its parts further apart than this factor are reported
+#: a whole above its parts by more than this factor is reported (only with an exclusive time)
 RATIO = 1.5
+#: a whole below its parts is impossible for inclusive time: reported from this factor on
+BELOW = 1.2
 #: ... when the larger of the two is at least this share of the largest root's prediction
 SHARE = 0.01
 SEPARATOR = "->"
@@ -78,7 +81,7 @@ def check_parts(predictions: Mapping[tuple[str, str], float]) -> list[PartsCheck
             continue
         # without the exclusive time, a whole above its children is expected (its own work): only a
         # whole below them is a contradiction
-        if c.ratio < 1.0 / RATIO or (c.with_exclusive and c.ratio > RATIO):
+        if c.ratio < 1.0 / BELOW or (c.with_exclusive and c.ratio > RATIO):
             out.append(c)
     return sorted(out, key=lambda c: -max(c.whole, c.parts))
 

@@ -87,3 +87,11 @@ def test_fit_checks_time_against_exclusive_time_it_does_not_show(tmp_path, capsy
     # main->train's parts: its exclusive time (1/5, fitted for the check only) and train_epoch (4/5)
     assert train["prediction_from_parts"] == pytest.approx(train["prediction"], rel=1e-3)
     assert not any("extrapolates badly" in w for w in doc["warnings"])
+
+
+def test_a_whole_below_its_parts_is_reported_from_a_smaller_gap():
+    # inclusive time cannot be below its parts: 1.25x is reported, while 1.25x above is not
+    below = {("main", "time"): 80.0, ("main", "exclusive_time"): 1.0, ("main->a", "time"): 99.0}
+    above = {("main", "time"): 125.0, ("main", "exclusive_time"): 1.0, ("main->a", "time"): 99.0}
+    assert [c.callpath for c in check_parts(below)] == ["main"]
+    assert check_parts(above) == []

@@ -64,10 +64,18 @@ print(json.dumps({"parameters": names, "models": out}))
 # Runs in a fresh process of our venv: the same job, end to end.
 OURS_DRIVER = r"""
 import json, sys
+import numpy as np
 from modeler.readers.extrap import read_extrap_jsonl
 from modeler.estimator import PMNFModeler
 est = PMNFModeler().fit(read_extrap_jsonl(sys.argv[1]))
-print(json.dumps({"parameters": list(est.parameters_), "models": [m.to_json() for m in est.models_]}))
+at = np.array([[float(v) for v in sys.argv[2].split(",")]]) if len(sys.argv) > 2 else None
+out = []
+for m in est.models_:
+    d = m.to_json()
+    r = m.prediction_range(at) if at is not None else None
+    d["range_at_target"] = None if r is None else [float(r[0][0]), float(r[1][0])]
+    out.append(d)
+print(json.dumps({"parameters": list(est.parameters_), "models": out}))
 """
 
 
@@ -107,16 +115,21 @@ def run_extrap(
     return {m["callpath"]: model_from_json(params, m) for m in out["models"]}, wall
 
 
-def run_ours(path: Path, params: tuple[str, ...], timeout: float) -> tuple[dict[str, Model], float]:
+def run_ours(
+    path: Path, params: tuple[str, ...], timeout: float, at: np.ndarray | None = None
+) -> tuple[dict[str, Model], float, dict[str, list[float] | None]]:
+    """Our models, wall time, and per call path the 80% prediction range at `at` (when given)."""
+    argv = [sys.executable, "-c", OURS_DRIVER, str(path)]
+    if at is not None:
+        argv.append(",".join(repr(float(v)) for v in at[0]))
     t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", OURS_DRIVER, str(path)], capture_output=True, text=True, timeout=timeout, cwd=ROOT
-    )
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"our modeler failed on {path}:\n{proc.stderr[-2000:]}")
     out = json.loads(proc.stdout)
-    return {m["callpath"]: model_from_json(params, m) for m in out["models"]}, wall
+    ranges = {m["callpath"]: m.get("range_at_target") for m in out["models"]}
+    return {m["callpath"]: model_from_json(params, m) for m in out["models"]}, wall, ranges
 
 
 def rel_errors(models: list[Model], truth: list[Model], at: np.ndarray) -> np.ndarray:
@@ -131,7 +144,8 @@ def setting(
     n_params: int, noise: float, n_paths: int, seeds: list[int], tmp: Path, timeout: float, cache: Path | None = None
 ) -> dict:
     """One row of the table; with several seeds, their call paths are pooled (times are summed)."""
-    row: dict = {"params": n_params, "noise": noise, "paths": 0, "ours_rec": 0, "oracle_rec": 0, "ours_s": 0.0}
+    row: dict = {"params": n_params, "noise": noise, "paths": 0, "ours_rec": 0, "oracle_rec": 0, "ours_s": 0.0,
+                 "covered": 0, "widths": []}
     errs: dict[str, list[np.ndarray]] = {"ours_err": [], "oracle_err": [], "floor_err": [], "extrap_err": []}
     extrap_rec, extrap_s = 0, 0.0
     for seed in seeds:
@@ -142,8 +156,13 @@ def setting(
         truth = [f.model for f in funcs]
         at = target_point(n_params)
 
-        ours, ours_s = run_ours(path, params, timeout)
+        ours, ours_s, ranges = run_ours(path, params, timeout, at)
         ours_models = [ours[f"main->f{i}"] for i in range(n_paths)]
+        for i, t in enumerate(truth):
+            r = ranges.get(f"main->f{i}")
+            true = float(t.evaluate(at)[0])
+            row["covered"] += r is not None and r[0] <= true <= r[1]
+            row["widths"].append(np.inf if r is None else (r[1] - r[0]) / abs(true))
         means = values.mean(axis=2)
         orc = [oracle(f, pts, means[i]) for i, f in enumerate(funcs)]
         floor = [known_form(f, pts, means[i]) for i, f in enumerate(funcs)]
@@ -201,6 +220,14 @@ def print_table(rows: list[dict]) -> None:
         )
 
 
+def print_ranges(rows: list[dict]) -> None:
+    print("\nprediction range (ours, 80%: the forms in play and their coefficients' uncertainty) at the target:")
+    print("  share of call paths whose true value lies inside it, and its median width relative to the true value")
+    for r in rows:
+        print(f"  {r['params']}p {100 * r['noise']:>3.0f}%: covers {r['covered'] / r['paths']:6.1%}, "
+              f"median width {100 * float(np.median(r['widths'])):6.2f}%")
+
+
 def _error_target(name: str, ours: float, extrap: float, oracle: float, floor: float) -> str:
     """'yes', or 'NO' with why when the target lies below what knowing the structure or the form gives."""
     if ours <= 0.5 * extrap:
@@ -235,7 +262,7 @@ def timing(n_paths: int, seed: int, tmp: Path, timeout: float, cache: Path | Non
     funcs, pts, values = make_case(seed + 99, 2, n_paths, 0.02)
     path = tmp / f"timing_{n_paths}.jsonl"
     write_jsonl(path, 2, pts, values)
-    ours = run_ours(path, funcs[0].model.parameters, timeout)[1]
+    ours = run_ours(path, funcs[0].model.parameters, timeout)[1]  # as a user runs it: no range asked
     print(f"\nend to end, {n_paths} call paths, 2 parameters, 2% noise (fresh process: start, read, model, print JSON):")
     print(f"  ours:    {ours:7.2f} s")
     ex = run_extrap(path, funcs[0].model.parameters, timeout, cache, f"timing_{n_paths}_{seed}")
@@ -280,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(setting(n_params, noise, args.paths, seeds, tmp, args.timeout, args.extrap_cache))
                 print(f"done: {n_params} parameter(s), noise {noise:.0%}", file=sys.stderr, flush=True)
         print_table(rows)
+        print_ranges(rows)
         check_targets(rows)
         if args.timing_paths:
             timing(args.timing_paths, args.seed, tmp, args.timeout, args.extrap_cache)

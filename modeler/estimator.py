@@ -18,7 +18,7 @@ import numpy as np
 
 from .dataset import REPETITION_AGGREGATES, Dataset, Series, robust_values
 from .errors import InputError, NotFittedError, TooFewPointsError
-from .model import Factor, FittedModel, Model, Term
+from .model import Alternative, Factor, FittedModel, Model, Term
 from .pmnf import default_mode, extrap_mode
 from .pmnf.fit import GroupFit
 from .pmnf.hypotheses import exponent_of
@@ -100,14 +100,17 @@ class PMNFModeler:
             if i in fits:
                 g, row, q = fits[i]
                 model = _to_model(dataset.parameters, g, row)
+                alternatives = _alternatives(dataset.parameters, g, row)
                 smape, rss, ar2, cv = (float(v[row]) for v in (q.smape, q.rss, q.ar2, q.cv_smape))
                 cv_smape = cv if np.isfinite(cv) else None
             else:
                 model, smape, rss = _mean_model(dataset.parameters, values)
-                ar2, cv_smape = 0.0, None
+                ar2, cv_smape, alternatives = 0.0, None, ()
             interval = _interval(spread, [r.size for r in s.repetitions])
             models.append(
-                FittedModel(s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points, interval, notes[i])
+                FittedModel(
+                    s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points, interval, notes[i], alternatives
+                )
             )
         self.models_ = models
         self.parameters_ = dataset.parameters
@@ -180,14 +183,24 @@ class PMNFModeler:
 
 
 def _to_model(params: tuple[str, ...], g: GroupFit, row: int) -> Model:
+    return _model_of(params, g.terms[row], g.coef[row])
+
+
+def _model_of(params: tuple[str, ...], specs: list, coef: np.ndarray) -> Model:
     terms = []
-    for j, spec in enumerate(g.terms[row]):
+    for j, spec in enumerate(specs):
         factors = []
         for p, h in spec:
             e, lg = exponent_of(h)
             factors.append(Factor(params[p], e, lg))
-        terms.append(Term(float(g.coef[row, 1 + j]), tuple(factors)))
-    return Model(params, float(g.coef[row, 0]), tuple(terms))
+        terms.append(Term(float(coef[1 + j]), tuple(factors)))
+    return Model(params, float(coef[0]), tuple(terms))
+
+
+def _alternatives(params: tuple[str, ...], g: GroupFit, row: int) -> tuple[Alternative, ...]:
+    if g.alternatives is None:
+        return ()
+    return tuple(Alternative(w, _model_of(params, specs, coef), cov) for w, specs, coef, cov in g.alternatives[row])
 
 
 def _mean_model(params: tuple[str, ...], y: np.ndarray) -> tuple[Model, float, float]:

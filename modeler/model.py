@@ -78,17 +78,24 @@ class Model:
 
     def evaluate(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
         """Values at points given as an (n, n_parameters) array or as a mapping name -> values."""
-        if isinstance(points, Mapping):
-            columns = {p: np.asarray(points[p], dtype=float) for p in self.parameters if p in points}
-            n = len(next(iter(columns.values()))) if columns else 1
-        else:
-            pts = np.atleast_2d(np.asarray(points, dtype=float))
-            columns = {p: pts[:, i] for i, p in enumerate(self.parameters)}
-            n = pts.shape[0]
+        columns, n = self._columns(points)
         out = np.full(n, float(self.constant))
         for t in self.terms:
             out = out + t.evaluate(columns)
         return out
+
+    def design(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
+        """(n, 1 + len(terms)): 1, then each term's value without its coefficient, at the points."""
+        columns, n = self._columns(points)
+        cols = [np.ones(n)] + [np.broadcast_to(Term(1.0, t.factors).evaluate(columns), (n,)) for t in self.terms]
+        return np.stack(cols, axis=-1)
+
+    def _columns(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> tuple[dict[str, np.ndarray], int]:
+        if isinstance(points, Mapping):
+            columns = {p: np.asarray(points[p], dtype=float) for p in self.parameters if p in points}
+            return columns, (len(next(iter(columns.values()))) if columns else 1)
+        pts = np.atleast_2d(np.asarray(points, dtype=float))
+        return {p: pts[:, i] for i, p in enumerate(self.parameters)}, pts.shape[0]
 
     def shape(self) -> frozenset:
         return frozenset(t.shape() for t in self.terms)
@@ -120,11 +127,25 @@ class Model:
         }
 
 
+@dataclass(frozen=True, eq=False)
+class Alternative:
+    """A form that explains a series about as well as the chosen one: its weight (the
+    alternatives of a model sum to 1), the fitted model and the covariance of its coefficients
+    (constant first, then the terms', in the model's order)."""
+
+    weight: float
+    model: Model
+    cov: np.ndarray
+
+
 @dataclass(frozen=True)
 class FittedModel:
     """A model chosen for one series, with its fit quality.
 
     `interval` is (low, high) multipliers of a prediction from the repetition spread, or None.
+    `alternatives` are the forms in play with their weights (the chosen model among them), from
+    which `prediction_range` draws; empty where the engine gives none (`compat="extrap"`, too
+    few points).
     """
 
     callpath: str
@@ -137,9 +158,20 @@ class FittedModel:
     points: int
     interval: tuple[float, float] | None = None
     warnings: tuple[str, ...] = field(default=())
+    alternatives: tuple[Alternative, ...] = field(default=(), compare=False)
 
     def predict(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
         return self.model.evaluate(points)
+
+    def prediction_range(
+        self, points: np.ndarray | Mapping[str, Sequence[float]], level: float = 0.8
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(low, high) at the points: the central `level` of the predictions of the alternative
+        forms with their coefficients' uncertainty (see `modeler.uncertainty`); None without
+        alternatives."""
+        from .uncertainty import mixture_range
+
+        return mixture_range(self.alternatives, points, level) if self.alternatives else None
 
     def to_json(self) -> dict:
         d = {"callpath": self.callpath, "metric": self.metric}
@@ -152,5 +184,6 @@ class FittedModel:
             points=int(self.points),
             interval=None if self.interval is None else [float(v) for v in self.interval],
             warnings=list(self.warnings),
+            alternatives=[{"weight": float(a.weight), "model": a.model.formula()} for a in self.alternatives],
         )
         return d

@@ -23,6 +23,8 @@ from .parts import check_parts, parts_sums
 
 # metrics where more is better; for every other metric (times, bytes, imbalance) more is worse
 HIGHER_IS_BETTER = frozenset({"speedup", "parallel_efficiency"})
+#: the share of the forms' predictions that the prediction range covers
+RANGE_LEVEL = 0.8
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class RankedModel:
     #: for `time`: the call path's exclusive time plus its children's times, predicted at the same
     #: point (None without children); see `modeler.parts`
     from_parts: float | None = None
+    #: the central 80% of the predictions of the forms in play (`modeler.uncertainty`), or None
+    range: tuple[float, float] | None = None
 
     def to_json(self) -> dict:
         d = self.fitted.to_json()
@@ -45,6 +49,7 @@ class RankedModel:
             prediction=_finite_or_none(self.prediction),
             prediction_interval=None if self.low is None else [_finite_or_none(self.low), _finite_or_none(self.high)],
             prediction_from_parts=_finite_or_none(self.from_parts),
+            prediction_range=None if self.range is None else [_finite_or_none(v) for v in self.range],
         )
         return d
 
@@ -57,6 +62,14 @@ class Ranking:
     at: dict[str, float]
     rows: tuple[RankedModel, ...]
     warnings: tuple[str, ...] = ()
+
+
+def _range(fm: FittedModel, point: np.ndarray) -> tuple[float, float] | None:
+    with np.errstate(all="ignore"):
+        r = fm.prediction_range(point, RANGE_LEVEL)
+    if r is None or not (math.isfinite(r[0][0]) and math.isfinite(r[1][0])):
+        return None
+    return float(r[0][0]), float(r[1][0])
 
 
 def _finite_or_none(v: float | None) -> float | None:
@@ -160,7 +173,7 @@ def rank_models(
             low, high = min(a, b), max(a, b)
         unit = (units or {}).get((fm.callpath, fm.metric), "")
         parts = sums[fm.callpath].parts if fm.metric == "time" and fm.callpath in sums else None
-        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts))
+        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, _range(fm, point)))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time

@@ -7,7 +7,8 @@ import math
 from ..ranking import RankedModel, Ranking
 
 # the model formula goes last: it is the only unbounded cell, so it may run past a terminal's width
-HEADERS = ("#", "callpath", "metric", "growth", "at target", "interval", "SMAPE%", "adj.R2", "CV SMAPE%", "RSS", "points", "model")
+HEADERS = ("#", "callpath", "metric", "growth", "at target", "interval", "80% range", "SMAPE%", "adj.R2", "CV SMAPE%", "RSS",
+           "points", "model")
 
 
 def number(v: float | None, digits: int = 4) -> str:
@@ -41,6 +42,7 @@ def target_text(ranking: Ranking) -> str:
 def cells(i: int, row: RankedModel) -> tuple[str, ...]:
     fm = row.fitted
     interval = "-" if row.low is None else f"[{number(row.low)}, {number(row.high)}]"
+    forms = "-" if row.range is None else f"[{number(row.range[0])}, {number(row.range[1])}]"
     return (
         str(i),
         fm.callpath,
@@ -48,6 +50,7 @@ def cells(i: int, row: RankedModel) -> tuple[str, ...]:
         growth_text(row.growth),
         number(row.prediction) + (f" {row.unit}" if row.unit and math.isfinite(row.prediction) else ""),
         interval,
+        forms,
         number(fm.smape, 3),
         number(fm.ar2, 4),
         number(fm.cv_smape, 3),

@@ -28,7 +28,10 @@ from .hypotheses import allowed, basis
 from .lstsq import wls, wls_columns
 from .points import extrap_lines
 from .refine import refine_exponents, structure_design
-from .selection import class_prior, extrapolation_points, min_risk, noise_variance, outlier_weights
+from .alternatives import normalize, stack, top_hypotheses
+from .selection import (
+    PENALTY, class_prior, extrapolation_points, log_weights, min_risk, noise_scale, noise_variance, outlier_weights,
+)
 from .single import ranked_single, relative_weights
 from .structures import extrap_structures
 
@@ -113,32 +116,39 @@ def fit_group(
                     slot[p, m, j] = assign[p] if p in terms[j] else K
     complexity = np.array([len(t) * 100 + sum(len(x) for x in t) for _, t in hyps])
 
-    usable = np.empty((S, M), dtype=bool)
-    rss = np.empty((S, M))
-    pred = np.empty((S, M, E))
-    step = max(1, _CHUNK // (M * (n + E) * kmax))
-    for lo in range(0, S, step):
-        rows = slice(lo, min(S, lo + step))
-        C = _design(bases, cands, slot, rows, n + E, M, J)
-        res = wls_columns(C, Yx[rows, None, :], wx[rows, None, :])
-        # a hypothesis whose fit hinges on a single point (leverage 1) cannot be judged
-        usable[rows] = np.isfinite(res.loo[..., :n]).all(-1)
-        rss[rows] = (w[rows, None, :] * (Y[rows, None, :] - res.fitted[..., :n]) ** 2).sum(-1)
-        pred[rows] = res.fitted[..., n:]
-
     n_coef = np.array([1 + len(t) for _, t in hyps])
     noise = noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max") else np.full(S, np.nan)
     # classes: how many parameters have a term, which ones, in which structure
     keys = [(len(a), a, t) for a, t in ((tuple(p for p, x in enumerate(assign) if x >= 0), t) for assign, t in hyps)]
     ids = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+    prior = class_prior(keys)
+
+    usable = np.empty((S, M), dtype=bool)
+    rss = np.empty((S, M))
+    pred = np.empty((S, M, E))
+    tops = []
+    step = max(1, _CHUNK // (M * (n + E) * kmax))
+    for lo in range(0, S, step):
+        rows = slice(lo, min(S, lo + step))
+        C = _design(bases, cands, slot, rows, n + E, M, J)
+        res = wls_columns(C, Yx[rows, None, :], wx[rows, None, :], cov=True)
+        # a hypothesis whose fit hinges on a single point (leverage 1) cannot be judged
+        usable[rows] = np.isfinite(res.loo[..., :n]).all(-1)
+        rss[rows] = (w[rows, None, :] * (Y[rows, None, :] - res.fitted[..., :n]) ** 2).sum(-1)
+        pred[rows] = res.fitted[..., n:]
+        lw = log_weights(np.where(usable[rows], rss[rows], np.inf), n_coef, n, noise[rows], prior)
+        tops.append(top_hypotheses(lw, res.coef, res.xtwx_inv))
+
+    rss = np.where(usable, rss, np.inf)
     chosen = min_risk(
-        np.where(usable, rss, np.inf), n_coef, n, noise, pred, complexity,
-        class_prior(keys), np.array([ids[k] for k in keys]), by_risk=P > 1,
+        rss, n_coef, n, noise, pred, complexity, prior, np.array([ids[k] for k in keys]), by_risk=P > 1,
     )
 
+    flat = np.zeros(S, dtype=bool)
     if noise_test:
         const = next(m for m, (_, t) in enumerate(hyps) if not t)
-        chosen = np.where(_within_noise(Y, w, spread, reps, aggregate), const, chosen)
+        flat = _within_noise(Y, w, spread, reps, aggregate)
+        chosen = np.where(flat, const, chosen)
 
     # final fits of the chosen hypotheses
     measured = [b[:, :n] for b in bases]
@@ -152,11 +162,30 @@ def fit_group(
         opts = [allowed(points[:, p], allow_log) for p in range(P)]
         hyp = refine_exponents(measured, Y, w, structs, hyp, opts)
     X = structure_design(measured, structs, hyp, kmax)
-    res = wls(X, Y, w)
+    res = wls(X, Y, w, cov=True)
     terms: list[list[TermSpec]] = [
         [tuple((p, int(hyp[s, p])) for p in term) for term in structs[s]] for s in range(S)
     ]
-    return GroupFit(index, points, Y, X, res.coef, w, terms)
+    # the forms in play for the prediction range: the heaviest hypotheses and the final model
+    # (refined exponents may not be among them), weighed alike; a series the noise test found
+    # flat keeps only its constant
+    s2 = noise_scale(rss, n_coef, n, noise)
+    top = stack(tops)
+    final_rss = (w * (Y - res.fitted) ** 2).sum(-1)
+    final_lw = -0.5 * final_rss / s2 - PENALTY * 0.5 * np.log(n) * n_coef[chosen] + prior[chosen]
+    alternatives = []
+    for s in range(S):
+        k = 1 + len(terms[s])
+        entries = [(final_lw[s], terms[s], res.coef[s, :k], s2[s] * res.xtwx_inv[s, :k, :k])]
+        for j, m in enumerate(top.index[s]):
+            if m < 0 or flat[s]:
+                continue
+            assign, st = hyps[m]
+            spec = [tuple((p, int(cands[p][s, assign[p]])) for p in term) for term in st]
+            k = 1 + len(st)
+            entries.append((top.logw[s, j], spec, top.coef[s, j, :k], s2[s] * top.xtwx_inv[s, j, :k, :k]))
+        alternatives.append(normalize(entries))
+    return GroupFit(index, points, Y, X, res.coef, w, terms, alternatives)
 
 
 def _design(bases, cands, slot, rows, n, M, J) -> np.ndarray:

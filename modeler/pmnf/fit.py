@@ -26,6 +26,9 @@ class GroupFit:
     coef: np.ndarray  # (S, k)
     w: np.ndarray  # (S, n)
     terms: list[list[TermSpec]]
+    #: per series, [(weight, terms, coefficients, covariance)] of the forms in play, the chosen one
+    #: among them (`modeler.pmnf.alternatives`); None where the engine gives none
+    alternatives: list[list[tuple]] | None = None
 
 
 def term_columns(bases: list[np.ndarray], hyp: np.ndarray, term: tuple[int, ...]) -> np.ndarray:

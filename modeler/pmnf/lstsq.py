@@ -34,14 +34,17 @@ class WLSResult:
     coef: np.ndarray  # (..., k)
     fitted: np.ndarray  # (..., n)
     loo: np.ndarray  # (..., n): leave-one-out residual y_i - prediction without point i (inf if undefined)
+    #: (..., k, k) inverse of the weighted normal matrix (X^T W X)^-1, when asked for: the
+    #: coefficients' covariance in units of the noise variance of a weight-1 value
+    xtwx_inv: np.ndarray | None = None
 
 
-def wls(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> WLSResult:
+def wls(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, cov: bool = False) -> WLSResult:
     """Weighted least squares min sum w_i (y_i - X_i c)^2 for a stack of (n, k) designs X."""
-    return wls_columns(np.swapaxes(X, -1, -2), y, w)
+    return wls_columns(np.swapaxes(X, -1, -2), y, w, cov=cov)
 
 
-def wls_columns(C: np.ndarray, y: np.ndarray, w: np.ndarray) -> WLSResult:
+def wls_columns(C: np.ndarray, y: np.ndarray, w: np.ndarray, *, cov: bool = False) -> WLSResult:
     """`wls` with the design given as columns, C of shape (..., k, n): the layout the engine builds.
 
     Columns that are all zero (padding, so that problems with fewer terms stack with the others)
@@ -69,4 +72,6 @@ def wls_columns(C: np.ndarray, y: np.ndarray, w: np.ndarray) -> WLSResult:
         resid = y - fitted
         denom = 1.0 - h
         loo = np.where(denom > 1e-10, resid / np.where(denom > 1e-10, denom, 1.0), np.inf)
-    return WLSResult(coef, fitted, loo)
+        # unused (all-zero) columns keep their placeholder 1 on the diagonal; their design values are 0
+        xtwx_inv = Ginv / (norms[..., :, None] * norms[..., None, :]) if cov else None
+    return WLSResult(coef, fitted, loo, xtwx_inv)

@@ -105,6 +105,16 @@ def class_prior(classes: list[tuple]) -> np.ndarray:
     return np.array(out)
 
 
+def noise_scale(rss: np.ndarray, n_coef: np.ndarray, n: int, noise: np.ndarray) -> np.ndarray:
+    """Per series (S,), the relative noise variance of one value that the weights use: the
+    repetitions' (`noise`), or the best hypothesis's residual variance where that is larger or
+    the repetitions give none; never below `NOISE_FLOOR`."""
+    dof = np.maximum(n - n_coef, 1)
+    fallback = np.min(np.where(np.isfinite(rss), rss / dof[None, :], np.inf), axis=1)
+    fallback = np.where(np.isfinite(fallback), fallback, 0.0)
+    return np.maximum(np.where(np.isnan(noise), fallback, np.maximum(noise, fallback)), NOISE_FLOOR)
+
+
 def log_weights(
     rss: np.ndarray, n_coef: np.ndarray, n: int, noise: np.ndarray, log_prior: np.ndarray | None = None
 ) -> np.ndarray:
@@ -113,10 +123,7 @@ def log_weights(
     Where the repetitions give no noise (nan), or the best hypothesis leaves more than they show
     (the function is not exactly in the family, e.g. deterministic counts), the residual variance
     of the best hypothesis is used instead: never a scale under what any model can reach."""
-    dof = np.maximum(n - n_coef, 1)
-    fallback = np.min(np.where(np.isfinite(rss), rss / dof[None, :], np.inf), axis=1)
-    fallback = np.where(np.isfinite(fallback), fallback, 0.0)
-    s2 = np.maximum(np.where(np.isnan(noise), fallback, np.maximum(noise, fallback)), NOISE_FLOOR)
+    s2 = noise_scale(rss, n_coef, n, noise)
     logw = -0.5 * rss / s2[:, None] - PENALTY * 0.5 * np.log(n) * n_coef[None, :]
     if log_prior is not None:
         logw = logw + log_prior[None, :]

@@ -46,6 +46,8 @@ class RankingRow:
     factor: float
     warnings: tuple[str, ...]
     anchor: str
+    #: the central 80% of the forms' predictions at the target (`modeler.uncertainty`), or None
+    forms: tuple[float, float] | None = None
 
 
 @dataclass

@@ -48,6 +48,7 @@ def rank_regions(
                 factor=rm.prediction / base if base > 0 else math.nan,
                 warnings=tuple(fm.warnings),
                 anchor=_anchor(i),
+                forms=rm.range,
             )
         )
     # a warning every model carries ("only 2 values of ranks") is said once, not on every row

@@ -1,0 +1,56 @@
+"""How far off can a prediction be? The range drawn from the forms still in play.
+
+Beyond the measured range a prediction is wrong mostly because another form explains the
+measurements about as well and grows differently. Every fitted model carries its alternatives
+(`FittedModel.alternatives`: the forms with their weights from the selection, the chosen one
+among them, each with the covariance of its coefficients). At a point, each alternative's
+prediction is taken as normal, centred on its value with the variance its coefficients give
+there, and the alternatives are mixed by weight; `mixture_range` returns the central `level` of
+that mixture (the 10% and 90% quantiles for 0.8). How often it holds the truth is measured by
+`benchmarks/modeler_vs_extrap.py` (docs/modeling.md): the weights come from a selection tuned
+to pick forms, so the range is a guide, not a calibrated interval.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy.special import ndtr
+
+_ITERATIONS = 60
+
+
+def mixture_range(
+    alternatives: Sequence, points: np.ndarray | Mapping[str, Sequence[float]], level: float = 0.8
+) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high), each of shape (n_points,): the (1 - level)/2 and (1 + level)/2 quantiles of the
+    weighted mixture of the alternatives' predictions at the points."""
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    mu = np.array([a.model.evaluate(points) for a in alternatives])  # (A, n)
+    var = np.array([np.einsum("nk,kl,nl->n", d, a.cov, d) for a, d in
+                    ((a, a.model.design(points)) for a in alternatives)])
+    sd = np.sqrt(np.maximum(var, 0.0))
+    w = np.array([a.weight for a in alternatives], dtype=float)[:, None]
+    w = w / w.sum()
+    tail = (1.0 - level) / 2.0
+    return _quantile(mu, sd, w, tail), _quantile(mu, sd, w, 1.0 - tail)
+
+
+def _quantile(mu: np.ndarray, sd: np.ndarray, w: np.ndarray, q: float) -> np.ndarray:
+    """The q-quantile per column of the mixture sum_a w_a N(mu_a, sd_a^2), by bisection on its CDF
+    (a component with sd 0 is a step at its mean)."""
+    lo = (mu - 10.0 * sd).min(axis=0)
+    hi = (mu + 10.0 * sd).max(axis=0)
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    lo, hi = np.where(ok, lo, 0.0), np.where(ok, hi, 0.0)
+    safe_sd = np.where(sd > 0, sd, 1.0)
+    for _ in range(_ITERATIONS):
+        mid = 0.5 * (lo + hi)
+        with np.errstate(invalid="ignore", over="ignore"):
+            cdf_parts = np.where(sd > 0, ndtr((mid[None] - mu) / safe_sd), (mid[None] >= mu).astype(float))
+        below = (w * cdf_parts).sum(axis=0) < q
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    return np.where(ok, 0.5 * (lo + hi), np.nan)

@@ -68,13 +68,13 @@ import numpy as np
 from modeler.readers.extrap import read_extrap_jsonl
 from modeler.estimator import PMNFModeler
 est = PMNFModeler().fit(read_extrap_jsonl(sys.argv[1]))
-at = np.array([[float(v) for v in sys.argv[2].split(",")]]) if len(sys.argv) > 2 else None
-out = []
-for m in est.models_:
-    d = m.to_json()
-    r = m.prediction_range(at) if at is not None else None
-    d["range_at_target"] = None if r is None else [float(r[0][0]), float(r[1][0])]
-    out.append(d)
+out = [m.to_json() for m in est.models_]
+if len(sys.argv) > 2:
+    from modeler.uncertainty import mixture_ranges
+    at = dict(zip(est.parameters_, (float(v) for v in sys.argv[2].split(","))))
+    lo, hi = mixture_ranges([m.alternatives for m in est.models_], at)
+    for d, a, b in zip(out, lo, hi):
+        d["range_at_target"] = None if np.isnan(a) else [float(a), float(b)]
 print(json.dumps({"parameters": list(est.parameters_), "models": out}))
 """
 

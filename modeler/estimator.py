@@ -12,6 +12,7 @@ with the least expected prediction error beyond the measured range (`modeler.pmn
 
 from __future__ import annotations
 
+import functools
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -187,14 +188,14 @@ def _to_model(params: tuple[str, ...], g: GroupFit, row: int) -> Model:
 
 
 def _model_of(params: tuple[str, ...], specs: list, coef: np.ndarray) -> Model:
-    terms = []
-    for j, spec in enumerate(specs):
-        factors = []
-        for p, h in spec:
-            e, lg = exponent_of(h)
-            factors.append(Factor(params[p], e, lg))
-        terms.append(Term(float(coef[1 + j]), tuple(factors)))
-    return Model(params, float(coef[0]), tuple(terms))
+    terms = tuple(Term(float(coef[1 + j]), tuple(_factor(params[p], h) for p, h in spec)) for j, spec in enumerate(specs))
+    return Model(params, float(coef[0]), terms)
+
+
+@functools.lru_cache(maxsize=4096)
+def _factor(parameter: str, hypothesis: int) -> Factor:
+    e, lg = exponent_of(hypothesis)
+    return Factor(parameter, e, lg)
 
 
 def _alternatives(params: tuple[str, ...], g: GroupFit, row: int) -> tuple[Alternative, ...]:

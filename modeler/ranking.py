@@ -19,6 +19,7 @@ from .dataset import Dataset
 from .errors import InputError
 from .model import FittedModel, Model
 from .parts import check_parts, parts_sums
+from .uncertainty import mixture_ranges
 
 
 # metrics where more is better; for every other metric (times, bytes, imbalance) more is worse
@@ -64,12 +65,11 @@ class Ranking:
     warnings: tuple[str, ...] = ()
 
 
-def _range(fm: FittedModel, point: np.ndarray) -> tuple[float, float] | None:
+def _ranges(models: Sequence[FittedModel], at: Mapping[str, float]) -> list[tuple[float, float] | None]:
+    """Each model's prediction range at `at` (None without alternatives or where it cannot be had)."""
     with np.errstate(all="ignore"):
-        r = fm.prediction_range(point, RANGE_LEVEL)
-    if r is None or not (math.isfinite(r[0][0]) and math.isfinite(r[1][0])):
-        return None
-    return float(r[0][0]), float(r[1][0])
+        lo, hi = mixture_ranges([fm.alternatives for fm in models], at, RANGE_LEVEL)
+    return [(float(a), float(b)) if math.isfinite(a) and math.isfinite(b) else None for a, b in zip(lo, hi)]
 
 
 def _finite_or_none(v: float | None) -> float | None:
@@ -165,15 +165,16 @@ def rank_models(
     sums = parts_sums(by_key)
     at_text = ", ".join(f"{p}={float(at[p]):g}" for p in parameters)
     warnings = [*warnings, *(c.message(at_text) for c in check_parts(by_key))]
+    ranges = _ranges(models, {p: float(at[p]) for p in parameters})
     rows = []
-    for fm, pred in zip(models, preds):
+    for fm, pred, rng in zip(models, preds, ranges):
         low = high = None
         if fm.interval is not None and math.isfinite(pred):
             a, b = pred * fm.interval[0], pred * fm.interval[1]
             low, high = min(a, b), max(a, b)
         unit = (units or {}).get((fm.callpath, fm.metric), "")
         parts = sums[fm.callpath].parts if fm.metric == "time" and fm.callpath in sums else None
-        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, _range(fm, point)))
+        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time

@@ -140,3 +140,15 @@ def test_top_hypotheses_keep_the_heaviest_and_drop_negligible_ones():
     # "a" twice: the first entry's fit, the larger weight; heaviest first
     assert [a[1] for a in alts] == [["a"], ["b"]] and alts[0][2][0] == 0.0
     assert alts[0][0] == pytest.approx(np.exp(0.5) / (np.exp(0.5) + 1.0))
+
+
+def test_many_models_at_once_match_one_at_a_time():
+    from modeler.uncertainty import mixture_ranges
+
+    est, _ = _fit(2, 0.05, 13, paths=25)
+    at = {"p": 128.0, "n": 100.0}
+    lo, hi = mixture_ranges([fm.alternatives for fm in est.models_] + [()], at)
+    for j, fm in enumerate(est.models_):
+        one = fm.prediction_range(np.array([[128.0, 100.0]]))
+        assert (lo[j], hi[j]) == pytest.approx((one[0][0], one[1][0]), rel=1e-9)
+    assert np.isnan(lo[-1]) and np.isnan(hi[-1])  # no alternatives: no range

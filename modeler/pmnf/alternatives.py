@@ -11,6 +11,7 @@ from the mixture later (`modeler.uncertainty`). The chosen model is always among
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -84,3 +85,30 @@ def normalize(entries: list[tuple[float, list, np.ndarray, np.ndarray]]) -> list
     w = np.array([np.exp(e[0] - top) for e in kept])
     w = w / w.sum()
     return [(float(wi), e[1], e[2], e[3]) for wi, e in zip(w, kept)]
+
+
+def collect(
+    top: TopHypotheses,
+    terms_of: Callable[[int, int], list],
+    s2: np.ndarray,
+    final: tuple[np.ndarray, list, np.ndarray, np.ndarray],
+    flat: np.ndarray,
+) -> list[list[Alternative]]:
+    """Per series, its alternatives: the final model first (`final`: log weights (S,), terms per
+    series, coefficients (S, k) and (X^T W X)^-1 (S, k, k)), then the `top` hypotheses, whose
+    terms `terms_of(series, hypothesis)` gives; covariances scaled by the noise `s2` (S,). A
+    series that is `flat` (kept constant by the noise test) keeps only its final model."""
+    final_lw, final_terms, final_coef, final_inv = final
+    out = []
+    for s in range(len(final_terms)):
+        k = 1 + len(final_terms[s])
+        entries = [(final_lw[s], final_terms[s], final_coef[s, :k], s2[s] * final_inv[s, :k, :k])]
+        if not flat[s]:
+            for j, m in enumerate(top.index[s]):
+                if m < 0:
+                    continue
+                spec = terms_of(s, int(m))
+                k = 1 + len(spec)
+                entries.append((top.logw[s, j], spec, top.coef[s, j, :k], s2[s] * top.xtwx_inv[s, j, :k, :k]))
+        out.append(normalize(entries))
+    return out

@@ -14,7 +14,9 @@ What it changes against Extra-P, each for a measured reason (see docs/modeling.m
   hypotheses on all points (`modeler.pmnf.refine`): the few candidates per parameter that the
   combined search can afford often miss the true exponent when the data are noisy;
 - noise-aware constant test: when the repetitions show that the deviations from a constant are
-  within the measurement noise (chi-square test at 1%), the model stays constant.
+  within the measurement noise (chi-square test at 1%), the model stays constant;
+- the forms in play, with their weights and coefficient covariances, are kept with each model
+  (`modeler.pmnf.alternatives`) for the prediction range (`modeler.uncertainty`).
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ import itertools
 
 import numpy as np
 
+from .alternatives import collect, stack, top_hypotheses
 from .fit import GroupFit, TermSpec
 from .hypotheses import allowed, basis
 from .lstsq import wls, wls_columns
 from .points import extrap_lines
 from .refine import refine_exponents, structure_design
-from .alternatives import normalize, stack, top_hypotheses
 from .selection import (
     PENALTY, class_prior, extrapolation_points, log_weights, min_risk, noise_scale, noise_variance, outlier_weights,
 )
@@ -170,22 +172,18 @@ def fit_group(
     # (refined exponents may not be among them), weighed alike; a series the noise test found
     # flat keeps only its constant
     s2 = noise_scale(rss, n_coef, n, noise)
-    top = stack(tops)
     final_rss = (w * (Y - res.fitted) ** 2).sum(-1)
     final_lw = -0.5 * final_rss / s2 - PENALTY * 0.5 * np.log(n) * n_coef[chosen] + prior[chosen]
-    alternatives = []
-    for s in range(S):
-        k = 1 + len(terms[s])
-        entries = [(final_lw[s], terms[s], res.coef[s, :k], s2[s] * res.xtwx_inv[s, :k, :k])]
-        for j, m in enumerate(top.index[s]):
-            if m < 0 or flat[s]:
-                continue
-            assign, st = hyps[m]
-            spec = [tuple((p, int(cands[p][s, assign[p]])) for p in term) for term in st]
-            k = 1 + len(st)
-            entries.append((top.logw[s, j], spec, top.coef[s, j, :k], s2[s] * top.xtwx_inv[s, j, :k, :k]))
-        alternatives.append(normalize(entries))
+    alternatives = collect(
+        stack(tops), lambda s, m: _terms_of(hyps[m], cands, s), s2, (final_lw, terms, res.coef, res.xtwx_inv), flat
+    )
     return GroupFit(index, points, Y, X, res.coef, w, terms, alternatives)
+
+
+def _terms_of(hypothesis: tuple, cands: list[np.ndarray], s: int) -> list[TermSpec]:
+    """Series s's terms under one (assignment, structure) hypothesis of the combined search."""
+    assign, st = hypothesis
+    return [tuple((p, int(cands[p][s, assign[p]])) for p in term) for term in st]
 
 
 def _design(bases, cands, slot, rows, n, M, J) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Synthetic call paths with known PMNF functions, the oracle ceiling and the known-form floor.
 
-Used by benchmarks/modeler_vs_extrap.py and by tests/modeler/test_pmnf_refine.py. True functions are
+Used by benchmarks/modeler_vs_extrap.py and by the engine tests in tests/modeler/. True functions are
 drawn from the PMNF space the modelers search: each call path depends on 1..P of the parameters,
 combined in one of Extra-P's structures (products, sums and mixtures), each factor an
 `x^i * log2(x)^j` from the 42 hypotheses; every term is given a visible share of the value.

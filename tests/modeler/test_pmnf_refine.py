@@ -1,8 +1,5 @@
 """The exponent refinement of a chosen structure (modeler.pmnf.refine), alone and in the engine."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -13,8 +10,7 @@ from modeler.pmnf.hypotheses import EXPONENTS, N_HYPOTHESES, basis
 from modeler.pmnf.lstsq import wls
 from modeler.pmnf.refine import refine_exponents, structure_design
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from _synthetic import make_case, target_point  # noqa: E402
+from _synthetic import make_case, target_point
 
 GRID = np.array([(p, n, m) for p in (2, 4, 8, 16, 32) for n in (5, 10, 15, 20, 25) for m in (10, 20, 30, 40, 50)], float)
 BASES = [basis(GRID[:, p]) for p in range(3)]

@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +17,7 @@ from modeler.outputs import render
 from modeler.ranking import rank_models
 from modeler.uncertainty import mixture_range
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from _synthetic import make_case, target_point  # noqa: E402
+from _synthetic import make_case, target_point
 
 PARAMS = ("p",)
 
@@ -152,3 +150,21 @@ def test_many_models_at_once_match_one_at_a_time():
         one = fm.prediction_range(np.array([[128.0, 100.0]]))
         assert (lo[j], hi[j]) == pytest.approx((one[0][0], one[1][0]), rel=1e-9)
     assert np.isnan(lo[-1]) and np.isnan(hi[-1])  # no alternatives: no range
+
+
+def test_normal_cdf_matches_erfc_to_the_stated_accuracy():
+    import math
+
+    from modeler.uncertainty import normal_cdf
+
+    x = np.linspace(-12.0, 12.0, 4001)
+    ref = np.array([0.5 * math.erfc(-v / math.sqrt(2.0)) for v in x])
+    assert np.all(np.abs(normal_cdf(x) - ref) <= 1.2e-7 * ref + 1e-300)
+
+
+def test_ranking_does_not_import_scipy():
+    import subprocess
+
+    code = "import sys, modeler.ranking, modeler.uncertainty; print('scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -333,13 +333,14 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
                 by_key[key][pt] = vals
     n_points = len(measured)
     series: list[Series] = []
-    partial: dict[str, int] = {}  # call path -> fewest points among its incomplete series
+    partial: dict[str, int] = {}  # call path -> most points among its incomplete series (derived
+    # metrics such as speedup can have fewer: they need a baseline run)
     n_partial = 0
     for (cp, metric) in sorted(by_key, key=lambda k: (k[0], list(METRICS).index(k[1]))):
         pts = sorted(by_key[(cp, metric)])
         if len(pts) < n_points:
             n_partial += 1
-            partial[cp] = min(partial.get(cp, n_points), len(pts))
+            partial[cp] = max(partial.get(cp, 0), len(pts))
         series.append(
             Series(
                 cp,
@@ -362,7 +363,7 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
         shown = ", ".join(items[:8]) + (f" and {len(items) - 8} more" if len(items) > 8 else "")
         warnings.append(
             f"{len(items)} call path(s) were not measured at every point ({n_partial} series); they are "
-            f"modeled on the points they have: {shown}"
+            f"modeled on the points they have, where those are enough: {shown}"
         )
     sources = sorted({str(f.path) for r in runs for f in r.files})
     return Dataset(params, series, warnings, sources)

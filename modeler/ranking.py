@@ -125,6 +125,8 @@ def parse_assignments(text: str | None, option: str, parameters: Sequence[str] |
             raise InputError(f"{option}: {name}={value!r} is not a number") from None
         if not math.isfinite(v) or v <= 0:
             raise InputError(f"{option}: {name}={value}: values must be positive (PMNF models use x^i and log2(x))")
+        if name in out and out[name] != v:
+            raise InputError(f"{option}: {name} is given twice ({name}={out[name]:g} and {name}={v:g})")
         out[name] = v
     return out
 

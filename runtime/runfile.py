@@ -224,9 +224,13 @@ def read_run(path: str | os.PathLike[str]) -> Run:
             continue
         try:
             _apply(run, rec)
-        except (KeyError, TypeError, ValueError) as e:
-            run.problems.append(f"{p}:{lineno}: bad {rec.get('type')!r} record: {e!r}")
+        except KeyError as e:
+            run.problems.append(f"{p}:{lineno}: bad {rec.get('type')!r} record: missing field {e.args[0]!r}")
+        except (TypeError, ValueError) as e:
+            run.problems.append(f"{p}:{lineno}: bad {rec.get('type')!r} record: {type(e).__name__}: {e}")
     if not seen_header:
+        if run.problems:
+            raise RunFileError(f"{run.problems[0]}; no complete header")
         raise RunFileError(f"{p}: empty run file (no header)")
     if run.end is None:
         run.problems.append(f"{p}: no end record (process still running or killed)")

@@ -217,7 +217,14 @@ def _within_noise(Y, w, spread, reps, aggregate: str) -> np.ndarray:
     mean = (w * Y).sum(-1, keepdims=True) / w.sum(-1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = (Y - mean) / np.abs(Y)
-        stat = (rel**2 / var).sum(-1)
+        # multiplicative noise is additive in log space; the relative deviation above is bounded by
+        # 1 for values above the mean, so under large noise a clear growth could pass for flat.
+        # Positive series use log deviations from their (weighted) log mean instead.
+        positive = (Y > 0).all(-1, keepdims=True)
+        logy = np.log(np.where(positive, Y, 1.0))
+        lw = w * np.where(positive, Y, 1.0) ** 2  # relative weights (1/y^2) become uniform in log space
+        logdev = logy - (lw * logy).sum(-1, keepdims=True) / lw.sum(-1, keepdims=True)
+        stat = (np.where(positive, logdev, rel) ** 2 / var).sum(-1)
     return has_reps & (stat <= _chi2_quantile(n - 1))
 
 

@@ -30,7 +30,8 @@ def fit_group(points: np.ndarray, Y: np.ndarray, index: list[int], allow_log: bo
         X = np.stack([np.ones((S, n)), col], axis=-1)
         coef = np.where(has[:, None], sp.coef, np.stack([sp.coef[:, 0], np.zeros(S)], axis=1))
         terms = [[((0, int(h)),)] if h >= 0 else [] for h in hyp]
-        return GroupFit(index, points, Y, X, coef, np.ones((S, n)), terms)
+        # Extra-P prints the leave-one-out RSS and SMAPE of a chosen term (in-sample for a constant)
+        return GroupFit(index, points, Y, X, coef, np.ones((S, n)), terms, reported=(sp.cv_smape, sp.cv_rss))
 
     # single-parameter step along lines; -1 where the parameter's model is constant
     hyp = np.empty((S, P), dtype=int)

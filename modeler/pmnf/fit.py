@@ -29,6 +29,9 @@ class GroupFit:
     #: per series, [(weight, terms, coefficients, covariance)] of the forms in play, the chosen one
     #: among them (`modeler.pmnf.alternatives`); None where the engine gives none
     alternatives: list[list[tuple]] | None = None
+    #: (SMAPE, RSS) per series as the engine reports them where they are not the in-sample values
+    #: (Extra-P's single-parameter modeler reports its leave-one-out costs); None: in-sample
+    reported: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def term_columns(bases: list[np.ndarray], hyp: np.ndarray, term: tuple[int, ...]) -> np.ndarray:

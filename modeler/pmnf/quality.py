@@ -26,6 +26,8 @@ def quality(g: GroupFit) -> Quality:
     resid = y - fitted
     rss = (resid**2).sum(-1)
     smape = smape_terms(fitted, y).sum(-1) / n
+    if g.reported is not None:
+        smape, rss = (np.asarray(v, dtype=float) for v in g.reported)
     tss = ((y - y.mean(-1, keepdims=True)) ** 2).sum(-1)
     n_terms = np.array([len(t) for t in g.terms])
     with np.errstate(divide="ignore", invalid="ignore"):

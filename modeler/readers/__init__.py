@@ -183,8 +183,7 @@ def merge(datasets: Sequence[Dataset]) -> Dataset:
     params = datasets[0].parameters
     for d in datasets[1:]:
         if set(d.parameters) != set(params):
-            a = ", ".join(datasets[0].sources) or "the first input"
-            b = ", ".join(d.sources) or "another input"
+            a, b = _sources(datasets[0].sources, "the first input"), _sources(d.sources, "another input")
             raise InputError(
                 f"inputs disagree on the parameters: {a} has ({', '.join(params)}), "
                 f"{b} has ({', '.join(d.parameters)}); model them separately"
@@ -224,6 +223,10 @@ def read_inputs(
     files: list[FileResult] = []
     by_format: dict[str, list[Path]] = {}
     for path, explicit in expand(paths):
+        if _is_empty(path):
+            # an empty file among measurements is most likely a process that died before writing
+            files.append(FileResult(str(path), format, "skipped", "empty file"))
+            continue
         fmt = format or sniff(path)
         if fmt is None:
             # inside a directory, other files (logs, notes) are expected; a file named explicitly is not
@@ -261,8 +264,29 @@ def read_inputs(
             why = why[:2000] + " ..."
         raise InputError("no usable measurements" + (f" ({why})" if why else ""))
     dataset = merge(datasets)
-    dataset.warnings.extend(f"{f.path}: skipped: {f.reason}" for f in files if f.status == "skipped")
+    dataset.warnings.extend(_skipped(f) for f in files if f.status == "skipped")
     return Loaded(dataset, files)
+
+
+def _sources(sources: Sequence[str], fallback: str) -> str:
+    if not sources:
+        return fallback
+    more = f" and {len(sources) - 3} more file(s)" if len(sources) > 3 else ""
+    return ", ".join(sources[:3]) + more
+
+
+def _skipped(f: FileResult) -> str:
+    """The warning for a skipped file, naming it once (most readers' reasons start with it)."""
+    if f.reason.startswith(f.path):
+        return f"{f.reason}; file skipped"
+    return f"{f.path}: skipped: {f.reason}"
+
+
+def _is_empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False  # the reader reports why it cannot be read
 
 
 def load(paths: Sequence[str | os.PathLike[str]], options: ReadOptions | None = None, *, format: str | None = None) -> Dataset:

@@ -57,28 +57,41 @@ def _finite_numbers(values: list) -> bool:
     return all(type(v) in _NUMBER_TYPES for v in values) and all(map(math.isfinite, values))
 
 
+#: missing points named in a warning, at most
+_SHOWN = 5
+
+
+def _point_text(coord: tuple[float, ...]) -> str:
+    return "(" + ", ".join(f"{v:g}" for v in coord) + ")"
+
+
 def _to_dataset(
     path: Path,
     parameters: list[str],
     data: dict[tuple[str, str], dict[tuple[float, ...], list[float]]],
     warnings: list[str],
+    declared: list[tuple[float, ...]] = (),
 ) -> Dataset:
+    """`declared`: the points a text file's POINTS lines list; a series without DATA for some of
+    them (a file cut off, say) is modeled on the points it has, and the warning names the others."""
     if not parameters:
         raise InputError(f"{path}: no parameters found")
     if not data:
         raise InputError(f"{path}: no measurements found")
     ds = Dataset(tuple(parameters), [], warnings, [str(path)])
-    all_points = {c for by_point in data.values() for c in by_point}
+    all_points = set(declared) | {c for by_point in data.values() for c in by_point}
     for (callpath, metric), by_point in data.items():
         by_point = {c: v for c, v in by_point.items() if v}
         if not by_point:
             warnings.append(f"{path}: {callpath}/{metric} has no values; left out")
             continue
-        missing = len(all_points) - len(by_point)
+        missing = [c for c in (declared or sorted(all_points)) if c not in by_point]
         if missing:
+            shown = ", ".join(_point_text(c) for c in missing[:_SHOWN])
+            more = f" and {len(missing) - _SHOWN} more" if len(missing) > _SHOWN else ""
             warnings.append(
-                f"{path}: {callpath}/{metric} has no value at {missing} of {len(all_points)} points; "
-                "modeled on the points it has"
+                f"{path}: {callpath}/{metric} has no value at {len(missing)} of {len(all_points)} points "
+                f"({shown}{more}); modeled on the points it has"
             )
         points = np.array(list(by_point), dtype=float).reshape(len(by_point), len(parameters))
         ds.add(Series(callpath, metric, points, tuple(np.array(v, dtype=float) for v in by_point.values())))
@@ -207,4 +220,4 @@ def read_extrap_text(path: str | Path) -> Dataset:
             continue
         else:
             raise InputError(f"{where}: unknown field {field!r} (expected one of {', '.join(_TEXT_FIELDS)})")
-    return _to_dataset(path, parameters, data, warnings)
+    return _to_dataset(path, parameters, data, warnings, declared=points)

@@ -23,6 +23,9 @@ from ..errors import InputError
 from . import FileResult, ReadOptions, expand
 
 _NO_END = "no end record"
+#: how the runtime's writer starts every run file (compact JSON, the record type first)
+_HEADER_OPENING = b'{"type":"header"'
+
 
 
 def sniff_runs(path: Path) -> str | None:
@@ -33,6 +36,8 @@ def sniff_runs(path: Path) -> str | None:
             first = f.readline(1 << 16)
     except OSError:
         return None
+    if not first.endswith(b"\n") and (first.startswith(_HEADER_OPENING) or _HEADER_OPENING.startswith(first)) and first:
+        return "runs"  # cut off inside its header: the reader says so, with the file's name
     # a cheap byte test first, so that large Extra-P files are not parsed here
     if b'"header"' not in first or FORMAT_NAME.encode() not in first:
         return None

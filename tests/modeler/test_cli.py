@@ -15,7 +15,9 @@ import pytest
 
 import modeler
 from modeler import cli
-from modeler_synthetic_runs import write_sweep
+from modeler_synthetic_runs import write_rank_file, write_sweep
+
+MS = 10**6
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -124,6 +126,50 @@ def test_fit_two_repetitions_with_one_noisy_point(tmp_path, capsys):
     assert cli.main(["fit", str(tmp_path / "runs"), "--format", "json", "-q"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert all(m["constant"] is not None for m in doc["models"])
+
+
+def test_fit_repetitions_option_chooses_the_value_per_point(tmp_path, capsys):
+    # repetition r takes (1 + r/10) times the base time: min follows rep 0, max rep 2, median rep 1
+    write_sweep(tmp_path / "runs", {"n": [4, 8, 12, 16, 20]}, repetitions=3,
+                time_s=lambda p, rank, rep: 0.01 * p["n"] * (1 + rep / 10))
+    got = {}
+    for how in ("min", "median", "max"):
+        assert cli.main(["fit", str(tmp_path / "runs"), "--format", "json", "--repetitions", how, "--at", "n=40",
+                         "--callpath", "main->train", "--metric", "time", "-q"]) == 0
+        (m,) = json.loads(capsys.readouterr().out)["models"]
+        got[how] = m["prediction"]
+    assert got["min"] == pytest.approx(0.40, rel=1e-3)
+    assert got["median"] == pytest.approx(0.44, rel=1e-3)
+    assert got["max"] == pytest.approx(0.48, rel=1e-3)
+    assert cli.main(["fit", str(tmp_path / "runs"), "--repetitions", "mode"]) == 2
+    assert "--repetitions" in capsys.readouterr().err
+
+
+def test_fit_input_format_forces_the_reader(tmp_path, capsys):
+    runs = quadratic_sweep(tmp_path / "runs")
+    extrap = tmp_path / "e.jsonl"
+    extrap.write_text("".join(json.dumps({"params": {"ranks": r}, "callpath": "k", "metric": "time", "value": 2.0 * r}) + "\n"
+                              for r in (1, 2, 4, 8, 16)))
+    # forced to read our run files as Extra-P JSON Lines: every one is skipped, named, nothing fitted
+    assert cli.main(["fit", str(runs), "--input-format", "extrap-jsonl"]) == cli.EXIT_ERROR
+    assert "no usable measurements" in capsys.readouterr().err
+    assert cli.main(["fit", str(extrap), "--input-format", "extrap-jsonl", "--format", "json", "-q"]) == 0
+    assert [m["callpath"] for m in json.loads(capsys.readouterr().out)["models"]] == ["k"]
+    assert cli.main(["fit", str(extrap), "--input-format", "runs"]) == cli.EXIT_ERROR
+    assert str(extrap) in capsys.readouterr().err
+
+
+def test_fit_warns_about_series_below_min_points_and_fits_the_rest(tmp_path, capsys):
+    # main->load_batch was measured at 2 of the 5 points: below --min-points 3, left out by name
+    for n in (4, 8, 12, 16, 20):
+        prof = {(0,): (1, n * MS, MS)}
+        if n in (4, 8):
+            prof[(0, 4)] = (1, MS, MS)
+        write_rank_file(tmp_path / "runs" / f"r{n}", run_id=f"r{n}", params={"n": n}, profile=prof)
+    assert cli.main(["fit", str(tmp_path / "runs"), "--metric", "time", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert [m["callpath"] for m in json.loads(captured.out)["models"]] == ["main"]
+    assert "1 series left out: measured at fewer than 3 points (--min-points): main->load_batch [time] (2)" in captured.err
 
 
 @pytest.mark.parametrize(

@@ -186,6 +186,16 @@ def test_negative_and_zero_values_do_not_break_the_fit():
     assert np.isfinite(models[1].predict(pts)).all()
 
 
+def test_growth_far_beyond_large_repetition_noise_is_not_called_flat():
+    # 256x growth over five points, every point's repetitions spread 0.1x..1.9x around it. Relative
+    # deviations from the mean are capped at 1 above it, so they once summed to a chi-square that
+    # passed the series off as noise; in log space the growth counts in full.
+    x = np.array([[2.0], [4.0], [8.0], [16.0], [32.0]])
+    reps = tuple(4.0 ** i * np.array([0.1, 1.0, 1.9]) for i in range(5))
+    fitted = PMNFModeler(aggregate="mean").fit(Dataset(("x",), [Series("g", "time", x, reps)])).models_[0]
+    assert fitted.model.terms, f"constant model {fitted.model} for a series that grows 256x"
+
+
 def test_one_point_with_wildly_disagreeing_repetitions_does_not_flatten_a_growing_series():
     # Measured on a real sweep: two repetitions at n=4 differ 14x (a straggler), the series grows 25x
     # from n=8 to n=20. Pooling the noise by its mean made the whole series look like noise and the

@@ -103,6 +103,15 @@ def test_text_one_parameter_points_without_parentheses(tmp_path):
     assert ds.warnings and ds.warnings[0].startswith(f"{path}:6:")
 
 
+def test_text_cut_off_names_the_points_without_data(tmp_path):
+    # every region of a file that ends early lacks the last POINTS: no value there, not fewer points
+    path = tmp_path / "cut.txt"
+    path.write_text("PARAMETER x\nPOINTS 1 2 3 4 5\nREGION r\nDATA 1\nDATA 2\nDATA 3\n")
+    ds = read_extrap_text(path)
+    assert ds.series[0].n_points == 3
+    assert ds.warnings == [f"{path}: r/<default> has no value at 2 of 5 points ((4), (5)); modeled on the points it has"]
+
+
 @pytest.mark.parametrize(
     "body, message",
     [

@@ -75,6 +75,12 @@ def test_compat_reproduces_extrap(name):
         assert model.constant == pytest.approx(constant, rel=1e-6, abs=1e-9)
 
 
+def test_compat_prints_extraps_rss_for_one_parameter():
+    # the reference lists "RSS 3.43E+01, Adj R² 1.00" for this file: Extra-P's leave-one-out RSS
+    (m,) = PMNFModeler(compat="extrap").fit(_read("text__one_parameter_1.txt")).models_
+    assert f"{m.rss:.2E}" == "3.43E+01" and f"{m.ar2:.2f}" == "1.00"
+
+
 def test_one_parameter_6_constant_and_quadratic_terms():
     est = PMNFModeler(compat="extrap").fit(_read("text__one_parameter_6.txt"))
     models = {m.callpath: m.model for m in est.models_}

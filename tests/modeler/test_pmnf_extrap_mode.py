@@ -9,18 +9,21 @@ import pytest
 
 from modeler.pmnf import extrap_mode
 from modeler.pmnf.hypotheses import EXPONENTS, allowed
+from modeler.pmnf.quality import quality
 from modeler.pmnf.single import extrap_single
 
 
-def _reference_single(x, y):
-    """Extra-P's loop, written the way Extra-P runs it (one hypothesis, one fold at a time)."""
+def _reference_single(x, y, costs=False):
+    """Extra-P's loop, written the way Extra-P runs it (one hypothesis, one fold at a time); with
+    `costs`, also the (SMAPE, RSS) it reports for the chosen model: leave-one-out for a term,
+    in-sample for the constant."""
     n = len(x)
     mean = y.mean()
     const_rss = float(((y - mean) ** 2).sum())
     const_smape = sum(abs(mean - a) / (abs(a) + abs(mean)) * 2 for a in y if abs(a) + abs(mean) != 0) / n * 100
     if const_rss == 0:
-        return -1, (mean, 0.0)
-    best, best_smape, best_coef = -1, const_smape, (mean, 0.0)
+        return (-1, (mean, 0.0), (const_smape, const_rss)) if costs else (-1, (mean, 0.0))
+    best, best_smape, best_coef, best_rss = -1, const_smape, (mean, 0.0), const_rss
     for h in allowed(x):
         e, j = EXPONENTS[h]
         t = x ** float(e) * np.log2(x) ** j
@@ -43,8 +46,8 @@ def _reference_single(x, y):
         if c1 == 0 or np.max(np.abs(c1 * t / y)) < 0.0005:
             continue
         if smape < best_smape:
-            best, best_smape, best_coef = int(h), smape, (c0, c1)
-    return best, best_coef
+            best, best_smape, best_coef, best_rss = int(h), smape, (c0, c1), rss
+    return (best, best_coef, (best_smape, best_rss)) if costs else (best, best_coef)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -70,6 +73,29 @@ def test_single_parameter_matches_extraps_loop(seed):
         h, coef = _reference_single(x, Y[s])
         assert fit.hypothesis[s] == h, f"series {s}"
         np.testing.assert_allclose(fit.coef[s], coef, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_compat_reports_extraps_costs_for_one_parameter(seed):
+    # Extra-P prints the leave-one-out RSS and SMAPE of a chosen term (and the in-sample ones of a
+    # constant); its adjusted R^2 comes from that RSS
+    rng = np.random.default_rng(100 + seed)
+    x = np.array([20.0, 30.0, 40.0, 50.0, 60.0])
+    Y = np.array([(5 + 0.2 * x**2) * (1 + rng.uniform(-0.03, 0.03, 5)) for _ in range(4)] + [np.full(5, 9.0) * (1 + rng.uniform(-1e-3, 1e-3, 5))])
+    q = quality(extrap_mode.fit_group(x[:, None], Y, list(range(len(Y)))))
+    for s in range(len(Y)):
+        h, _, (smape, rss) = _reference_single(x, Y[s], costs=True)
+        assert q.smape[s] == pytest.approx(smape, rel=1e-9) and q.rss[s] == pytest.approx(rss, rel=1e-9), f"series {s}"
+        if h >= 0:
+            tss = ((Y[s] - Y[s].mean()) ** 2).sum()
+            assert q.ar2[s] == pytest.approx(1 - rss / tss * 4 / 3, rel=1e-9)
+    assert (q.smape[:4] > quality_in_sample(x, Y[:4])).all()  # leave-one-out costs exceed the in-sample ones
+
+
+def quality_in_sample(x, Y):
+    g = extrap_mode.fit_group(x[:, None], Y, list(range(len(Y))))
+    g.reported = None
+    return quality(g).smape
 
 
 def test_exactly_constant_series_is_constant():

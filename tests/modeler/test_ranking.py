@@ -74,12 +74,13 @@ def test_parse_at():
     assert parse_at(None, PARAMS, defaults) == defaults
     assert parse_at("p=1024", PARAMS, defaults) == {"p": 1024.0, "n": 500.0}
     assert parse_at(" p = 1024 , n=2.5e3 ", PARAMS, defaults) == {"p": 1024.0, "n": 2500.0}
+    assert parse_at("p=4,p=4.0", PARAMS, defaults)["p"] == 4.0  # the same value twice is no conflict
 
 
 @pytest.mark.parametrize(
     "text, message",
     [("q=3", "unknown parameter 'q'"), ("p", "NAME=VALUE"), ("p=abc", "not a number"), ("p=0", "positive"),
-     ("p=-2", "positive"), ("=4", "NAME=VALUE"), ("p=nan", "positive")],
+     ("p=-2", "positive"), ("=4", "NAME=VALUE"), ("p=nan", "positive"), ("p=4,n=2,p=8", "p is given twice")],
 )
 def test_parse_at_errors_name_the_option(text, message):
     with pytest.raises(InputError, match="--at") as e:

@@ -78,6 +78,23 @@ def test_unrecognized_files_skipped_when_named_ignored_in_directories(tmp_path):
     assert any(str(junk) in w for w in loaded.dataset.warnings)
 
 
+@pytest.mark.parametrize("cut", [0, 10, 30, 100])
+def test_run_file_empty_or_cut_in_its_header_is_named_not_ignored(tmp_path, cut):
+    # a rank that died before its header was written leaves such a file; in a directory it must be
+    # named (its run's other ranks are still read), not counted among unrelated files
+    files = runs_sweep(tmp_path / "runs")
+    header_end = files[0].read_bytes().index(b"\n")
+    assert cut < header_end
+    files[0].write_bytes(files[0].read_bytes()[:cut])
+    loaded = read_inputs([tmp_path / "runs"])
+    status = {f.path: (f.status, f.reason) for f in loaded.files}
+    assert status[str(files[0])][0] == "skipped"
+    assert ("empty file" if cut == 0 else "no complete header") in status[str(files[0])][1]
+    warning = [w for w in loaded.dataset.warnings if str(files[0]) in w]
+    assert len(warning) == 1 and warning[0].count(str(files[0])) == 1
+    assert len(loaded.dataset.series) and all(st == "read" for p, (st, _) in status.items() if p != str(files[0]))
+
+
 def test_bad_extrap_file_skipped_others_read(tmp_path):
     good = extrap_jsonl(tmp_path / "good.jsonl")
     bad = tmp_path / "bad.txt"
@@ -117,6 +134,10 @@ def test_merge_refuses_different_parameters():
     b = Dataset(("q",), [], sources=["b.jsonl"])
     with pytest.raises(InputError, match="a.jsonl.*b.jsonl"):
         merge([a, b])
+    many = Dataset(("q",), [], sources=[f"run{i}/rank0.jsonl" for i in range(500)])
+    with pytest.raises(InputError, match=r"run0/rank0.jsonl, run1/rank0.jsonl, run2/rank0.jsonl and 497 more") as e:
+        merge([a, many])
+    assert len(str(e.value)) < 300, "a sweep of many files must not flood the error"
 
 
 def test_forced_format_and_unknown_format(tmp_path):

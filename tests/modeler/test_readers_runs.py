@@ -155,6 +155,23 @@ def test_region_missing_at_some_points_is_kept_with_warning(tmp_path):
     assert any("main->load_batch (2 of 3)" in w for w in ds.warnings)
 
 
+def test_missing_region_warning_counts_its_measured_points_not_its_derived_ones(tmp_path):
+    # missing at the baseline (ranks=1, batch=8), its speedup exists only at batch=16: 3 of 6 points,
+    # but the region was measured at 5 of 6, and that is what the warning says
+    for ranks in (1, 2, 4):
+        for batch in (8, 16):
+            prof = {(0,): (1, 10 * MS, MS)}
+            if (ranks, batch) != (1, 8):
+                prof[(0, 4)] = (2, MS * batch // ranks, MS)
+            write_rank_file(tmp_path / f"r{ranks}-{batch}", run_id=f"r{ranks}-{batch}",
+                            params={"ranks": ranks, "batch": batch}, profile=prof)
+    ds = read_runs([tmp_path])
+    assert series(ds, "main->load_batch", "time").n_points == 5
+    assert series(ds, "main->load_batch", "speedup").n_points == 3
+    (warning,) = [w for w in ds.warnings if "not measured at every point" in w]
+    assert "main->load_batch (5 of 6)" in warning
+
+
 def test_varying_non_numeric_parameter_is_an_error(tmp_path):
     write_rank_file(tmp_path / "a", run_id="a", params={"p": 2, "model": "resnet18"}, profile={(0,): (1, MS, MS)})
     write_rank_file(tmp_path / "b", run_id="b", params={"p": 4, "model": "resnet50"}, profile={(0,): (1, MS, MS)})

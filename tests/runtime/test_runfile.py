@@ -1,5 +1,6 @@
 """runtime.runfile: the one owner of the run-file format."""
 import json
+import re
 
 import pytest
 
@@ -63,7 +64,14 @@ def test_malformed_middle_line_is_listed_with_its_line_number(tmp_path):
     run = read_run(f)
     assert run.profile[(2,)].incl_ns == 5
     assert any(p.startswith(f"{f}:2:") for p in run.problems)
-    assert any(p.startswith(f"{f}:4:") and "bad 'profile' record" in p for p in run.problems)
+    assert any(p.startswith(f"{f}:4:") and "bad 'profile' record: missing field 'visits'" in p for p in run.problems)
+
+
+def test_header_cut_off_is_named_with_its_line(tmp_path):
+    f = tmp_path / "rank0.1.jsonl"
+    f.write_bytes(b'{"type":"header","format":"scal')
+    with pytest.raises(RunFileError, match=rf"{re.escape(str(f))}:1: incomplete last line.*no complete header"):
+        read_run(f)
 
 
 def test_other_format_version_names_file_and_both_versions(tmp_path):

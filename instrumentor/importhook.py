@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from types import CodeType
 
-from . import __version__
+from . import __version__, spawnhook
 from .linemap import indent_shifts, remap_tree
 from .project import decode
 from .regions import IdAllocator, region_bound
@@ -183,7 +183,8 @@ _installed: Instrumenter | None = None
 
 
 def install(project_root: Path, *, cache_dir: Path | None = None, backend: str = "runtime") -> None:
-    """Instrument the modules under `project_root` when they are imported from now on."""
+    """Instrument the modules under `project_root` when they are imported from now on, here and in
+    the `multiprocessing` children this process spawns (`instrumentor.spawnhook`)."""
     global _installed
     if _installed is not None:
         return
@@ -191,12 +192,19 @@ def install(project_root: Path, *, cache_dir: Path | None = None, backend: str =
         cache_dir = default_cache_dir()
     _installed = Instrumenter(project_root, cache_dir, backend)
     sys.meta_path.insert(0, InstrumentingFinder(_installed))
+    spawnhook.propagate(_installed.root, cache_dir, backend)
 
 
 def uninstall() -> None:
     global _installed
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, InstrumentingFinder)]
     _installed = None
+    spawnhook.stop()
+
+
+def owned(path: Path) -> bool:
+    """Whether the installed hook instruments the source file `path`."""
+    return _installed is not None and _installed.owns(Path(path), "__main__")
 
 
 def instrument_entry(path: Path | str) -> CodeType:

@@ -63,3 +63,23 @@ def test_compiled_code_keeps_the_original_file_and_lines(tmp_path):
         assert exc.__traceback__.tb_next.tb_lineno == 3
     else:
         raise AssertionError("expected ZeroDivisionError")
+
+
+def test_install_carries_the_hook_into_spawned_children_and_uninstall_stops(tmp_path):
+    import multiprocessing.spawn as mp_spawn
+
+    from instrumentor import importhook
+
+    plain = mp_spawn.get_command_line
+    importhook.install(tmp_path, cache_dir=tmp_path / "cache", backend="nvtx")
+    try:
+        cmd = mp_spawn.get_command_line(tracker_fd=3, pipe_handle=4)
+        prog = cmd[cmd.index("-c") + 1]
+        # the hook first, with this project and backend, then multiprocessing's own program
+        assert prog.index("from instrumentor.spawnhook import child") < prog.index("spawn_main(tracker_fd=3, pipe_handle=4)")
+        assert f"child({str(tmp_path.resolve())!r}, {str(tmp_path / 'cache')!r}, 'nvtx')" in prog
+        compile(prog, "<child>", "exec")
+        assert importhook.owned(tmp_path / "main.py") and not importhook.owned(Path("/usr/lib/python3/os.py"))
+    finally:
+        importhook.uninstall()
+    assert mp_spawn.get_command_line is plain and not importhook.owned(tmp_path / "main.py")

@@ -86,3 +86,45 @@ def test_instrumented_traceback_keeps_original_files_and_lines(tmp_path):
     run = read_run(run_file)
     assert "divide" in {region.name for region in run.regions.values()}
     assert run.end["status"] == "exception"
+
+
+def test_spawned_children_are_instrumented_too(tmp_path):
+    # a spawn child is a fresh interpreter: without the hook carried over it ran the project
+    # uninstrumented and wrote no file. Its target lives in the entry script, which the child
+    # re-runs as __mp_main__: that must be instrumented as well.
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "helper.py").write_text(textwrap.dedent('''
+        def work(n):
+            total = 0
+            for i in range(n):
+                total += i
+            return total
+    '''))
+    (project / "main.py").write_text(textwrap.dedent('''
+        import multiprocessing as mp
+        from helper import work
+
+
+        def target(n):
+            return work(n) + 1
+
+
+        if __name__ == "__main__":
+            with mp.get_context("spawn").Pool(2) as pool:
+                print(sum(pool.map(target, [10, 20, 30])))
+    '''))
+    done = launch(["--instrument", "--cache-dir", str(tmp_path / "cache"), "proj/main.py"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["673"], "the program's own output is unchanged"
+    runs = [read_run(p) for p in (tmp_path / "runs" / "main" / "ranks-1_rep-0").glob("rank0.*.jsonl")]
+    parent = [r for r in runs if "child_of" not in r.header]
+    children = [r for r in runs if "child_of" in r.header]
+    assert len(parent) == 1 and 1 <= len(children) <= 2  # a worker that got no task records nothing
+    visits = {}
+    for run in children:
+        assert run.header["child_of"] == parent[0].header["pid"] and run.end["status"] == "ok"
+        names = {rid: region.name for rid, region in run.regions.items()}
+        for path, stats in run.profile.items():
+            visits[names[path[-1]]] = visits.get(names[path[-1]], 0) + stats.visits
+    assert visits["target"] == 3 and visits["work"] == 3, visits

@@ -10,6 +10,8 @@ What it changes against Extra-P, each for a measured reason (see docs/modeling.m
   well it explains the values given the noise the repetitions show, the structure with the most
   weight is kept, and inside it the exponents whose predictions beyond the measured range have
   the least expected relative error;
+- with one parameter and noisy values, the exponent with the least leave-one-out error rather than
+  the best fit (`selection.loo_when_noisy`), as Extra-P chooses;
 - with three or more parameters, the chosen structure's exponents are searched again over all
   hypotheses on all points (`modeler.pmnf.refine`): the few candidates per parameter that the
   combined search can afford often miss the true exponent when the data are noisy;
@@ -32,7 +34,8 @@ from .lstsq import wls, wls_columns
 from .points import extrap_lines
 from .refine import refine_exponents, structure_design
 from .selection import (
-    PENALTY, class_prior, extrapolation_points, log_weights, min_risk, noise_scale, noise_variance, outlier_weights,
+    PENALTY, class_prior, extrapolation_points, log_weights, loo_when_noisy, min_risk, noise_scale, noise_variance,
+    outlier_weights,
 )
 from .single import ranked_single, relative_weights
 from .structures import extrap_structures
@@ -44,6 +47,9 @@ _MEDIAN_EFFICIENCY = np.pi / 2
 _CHUNK = 400_000
 #: from this many parameters on, the chosen structure's exponents are refined (`modeler.pmnf.refine`)
 REFINE_FROM = 3
+#: with one parameter, a series whose aggregated values vary more than this (relative standard
+#: deviation from the repetitions) takes its exponent by leave-one-out error (`selection.loo_when_noisy`)
+LOO_FROM_NOISE = 0.02
 
 
 def default_candidates(n_parameters: int) -> int:
@@ -127,6 +133,7 @@ def fit_group(
 
     usable = np.empty((S, M), dtype=bool)
     rss = np.empty((S, M))
+    loo_rss = np.empty((S, M))
     pred = np.empty((S, M, E))
     tops = []
     step = max(1, _CHUNK // (M * (n + E) * kmax))
@@ -137,6 +144,8 @@ def fit_group(
         # a hypothesis whose fit hinges on a single point (leverage 1) cannot be judged
         usable[rows] = np.isfinite(res.loo[..., :n]).all(-1)
         rss[rows] = (w[rows, None, :] * (Y[rows, None, :] - res.fitted[..., :n]) ** 2).sum(-1)
+        with np.errstate(invalid="ignore", over="ignore"):
+            loo_rss[rows] = (w[rows, None, :] * res.loo[..., :n] ** 2).sum(-1)
         pred[rows] = res.fitted[..., n:]
         lw = log_weights(np.where(usable[rows], rss[rows], np.inf), n_coef, n, noise[rows], prior)
         tops.append(top_hypotheses(lw, res.coef, res.xtwx_inv))
@@ -145,6 +154,8 @@ def fit_group(
     chosen = min_risk(
         rss, n_coef, n, noise, pred, complexity, prior, np.array([ids[k] for k in keys]), by_risk=P > 1,
     )
+    if P == 1 and LOO_FROM_NOISE is not None:
+        chosen = loo_when_noisy(chosen, np.where(usable, loo_rss, np.inf), n_coef, noise, LOO_FROM_NOISE)
 
     flat = np.zeros(S, dtype=bool)
     if noise_test:

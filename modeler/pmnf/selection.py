@@ -183,3 +183,23 @@ def min_risk(
     # among equal risks (copies of one curve) the heaviest, which comes first
     best = np.argmin(risk, axis=1)
     return top[np.arange(S), best]
+
+
+def loo_when_noisy(
+    chosen: np.ndarray, loo_rss: np.ndarray, n_coef: np.ndarray, noise: np.ndarray, threshold: float
+) -> np.ndarray:
+    """With one parameter: where a series' values are noisy (relative standard deviation of one
+    value, `sqrt(noise)`, above `threshold`) and a term was chosen, the hypothesis with a term whose
+    leave-one-out residuals (`loo_rss` (S, M), relative, inf: unusable) are smallest instead.
+
+    On five noisy points the best in-sample fit leans to curves that bend through the noise and
+    extrapolate wildly; leave-one-out scoring (Extra-P's criterion) does not, but at low noise it
+    throws away precision the best fit keeps. Measured on the benchmark: at 10% noise 8 more forms
+    and median error 5.5% -> 5.2% (seeds 1, 11), p90 37.9% -> 35.9% on four other sets; at 2% and
+    5% noise nothing moves (docs/modeling.md)."""
+    with np.errstate(invalid="ignore"):
+        noisy = np.sqrt(noise) > threshold  # nan (no repetitions): not noisy
+    score = np.where((n_coef > 1)[None, :], loo_rss, np.inf)
+    alt = np.argmin(score, axis=1)
+    ok = noisy & (n_coef[chosen] > 1) & np.isfinite(score[np.arange(len(chosen)), alt])
+    return np.where(ok, alt, chosen)

@@ -144,8 +144,9 @@ def fit_group(
         # a hypothesis whose fit hinges on a single point (leverage 1) cannot be judged
         usable[rows] = np.isfinite(res.loo[..., :n]).all(-1)
         rss[rows] = (w[rows, None, :] * (Y[rows, None, :] - res.fitted[..., :n]) ** 2).sum(-1)
-        with np.errstate(invalid="ignore", over="ignore"):
-            loo_rss[rows] = (w[rows, None, :] * res.loo[..., :n] ** 2).sum(-1)
+        if P == 1:
+            with np.errstate(invalid="ignore", over="ignore"):
+                loo_rss[rows] = (w[rows, None, :] * res.loo[..., :n] ** 2).sum(-1)
         pred[rows] = res.fitted[..., n:]
         lw = log_weights(np.where(usable[rows], rss[rows], np.inf), n_coef, n, noise[rows], prior)
         tops.append(top_hypotheses(lw, res.coef, res.xtwx_inv))

@@ -21,6 +21,7 @@ import numpy as np
 
 from .dataset import Dataset, Series
 from .errors import InputError
+from .listing import listing
 from .readers.runs import RankFile, RunRecord, RunSet
 
 RANK_AGGREGATES = ("mean", "max", "min", "sum")
@@ -353,14 +354,14 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
     warnings = list(runset.warnings)
     if throttled:
         items = [f"{cp} ({n} run{'s' if n > 1 else ''})" for cp, n in sorted(throttled.items())]
-        shown = ", ".join(items[:8]) + (f" and {len(items) - 8} more" if len(items) > 8 else "")
+        shown = listing(items, 8)
         warnings.append(
             f"{len(items)} call path(s) were throttled by the runtime (many very short visits): their time "
             f"and visits are left out where that happened: {shown}"
         )
     if partial:
         items = [f"{cp} ({k} of {n_points})" for cp, k in partial.items()]
-        shown = ", ".join(items[:8]) + (f" and {len(items) - 8} more" if len(items) > 8 else "")
+        shown = listing(items, 8)
         warnings.append(
             f"{len(items)} call path(s) were not measured at every point ({n_partial} series); they are "
             f"modeled on the points they have, where those are enough: {shown}"

@@ -16,6 +16,7 @@ from typing import TextIO
 
 from .dataset import Dataset
 from .errors import InputError
+from .listing import listing
 
 
 @dataclass
@@ -32,7 +33,7 @@ class ExportSummary:
     def notes(self) -> list[str]:
         if not self.left_out:
             return []
-        shown = ", ".join(self.left_out[:10]) + (f" and {len(self.left_out) - 10} more" if len(self.left_out) > 10 else "")
+        shown = listing(self.left_out, 10)
         return [f"{len(self.left_out)} series left out of the export: not measured at every point, "
                 f"and Extra-P refuses gaps: {shown}"]
 

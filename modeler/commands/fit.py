@@ -12,6 +12,7 @@ from typing import Sequence
 
 from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
+from ..listing import listing
 from ..outputs import FORMATS, render
 from ..parts import parts_series
 from ..ranking import Ranking, measured_maximum, parse_at, rank_models
@@ -44,7 +45,7 @@ def enough_points(dataset: Dataset, min_points: int) -> tuple[Dataset, list[str]
     dropped = [f"{s.callpath} [{s.metric}] ({s.n_points})" for s in dataset.series if s.n_points < min_points]
     warnings = []
     if dropped:
-        shown = ", ".join(dropped[:5]) + (f" and {len(dropped) - 5} more" if len(dropped) > 5 else "")
+        shown = listing(dropped, 5)
         warnings.append(f"{len(dropped)} series left out: measured at fewer than {min_points} points (--min-points): {shown}")
     return Dataset(dataset.parameters, keep, list(dataset.warnings), list(dataset.sources)), warnings
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..dataset import Dataset, Series
 from ..errors import InputError, ModelerError
+from ..listing import listing
 
 
 class ReaderImportError(ModelerError):
@@ -271,8 +272,7 @@ def read_inputs(
 def _sources(sources: Sequence[str], fallback: str) -> str:
     if not sources:
         return fallback
-    more = f" and {len(sources) - 3} more file(s)" if len(sources) > 3 else ""
-    return ", ".join(sources[:3]) + more
+    return listing(sources, 3, "more file(s)")
 
 
 def _skipped(f: FileResult) -> str:

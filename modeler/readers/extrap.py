@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - orjson is optional
 
 from ..dataset import Dataset, Series
 from ..errors import InputError
+from ..listing import listing
 
 _TEXT_FIELDS = ("PARAMETER", "POINTS", "REGION", "METRIC", "DATA", "EXPERIMENT")
 _DEFAULT_CALLPATH = "<root>"
@@ -87,11 +88,10 @@ def _to_dataset(
             continue
         missing = [c for c in (declared or sorted(all_points)) if c not in by_point]
         if missing:
-            shown = ", ".join(_point_text(c) for c in missing[:_SHOWN])
-            more = f" and {len(missing) - _SHOWN} more" if len(missing) > _SHOWN else ""
+            shown = listing([_point_text(c) for c in missing], _SHOWN)
             warnings.append(
                 f"{path}: {callpath}/{metric} has no value at {len(missing)} of {len(all_points)} points "
-                f"({shown}{more}); modeled on the points it has"
+                f"({shown}); modeled on the points it has"
             )
         points = np.array(list(by_point), dtype=float).reshape(len(by_point), len(parameters))
         ds.add(Series(callpath, metric, points, tuple(np.array(v, dtype=float) for v in by_point.values())))

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..errors import InputError
+from ..listing import listing
 from ..model import FittedModel
 from . import svg
 from ..ranking import parse_assignments
@@ -176,5 +177,4 @@ def _design(report: Report, groups: Sequence[RunGroup], params: Sequence[str],
         report.design.insert(0, ("experiment", ", ".join(experiments)))
     for k in sorted(env):
         vals = env[k]
-        text = ", ".join(vals[:4]) + (f" and {len(vals) - 4} more" if len(vals) > 4 else "")
-        report.environment.append((k, text))
+        report.environment.append((k, listing(vals, 4)))

@@ -90,6 +90,7 @@ def main(argv: Sequence[str] | None = None, *, registry: dict[str, Command] | No
         ns = top.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors: argparse already printed
         return int(exc.code or 0)
+    args = None
     try:
         module = load_command(ns.command, registry)
         parser = argparse.ArgumentParser(
@@ -104,6 +105,9 @@ def main(argv: Sequence[str] | None = None, *, registry: dict[str, Command] | No
         args.command = ns.command
         return int(module.run(args))
     except ModelerError as exc:
+        if not getattr(args, "quiet", False):
+            for w in exc.warnings:  # what was noticed on the way often says why nothing is left
+                _warn(f"warning: {w}")
         _warn(f"error: {exc}")
         return EXIT_ERROR
     except BrokenPipeError:

@@ -108,6 +108,8 @@ class Series:
         out = np.zeros(self.n_points)
         for i, r in enumerate(self.repetitions):
             if r.size > 1:
+                top = float(np.max(np.abs(r)))
+                r = r / top if top > 0 and np.isfinite(top) else r  # relative: no overflow for huge values
                 m = float(np.mean(r))
                 out[i] = float(np.std(r, ddof=1)) / abs(m) if m != 0 else 0.0
         return out

@@ -12,6 +12,7 @@ with the least expected prediction error beyond the measured range (`modeler.pmn
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Mapping, Sequence
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from .dataset import REPETITION_AGGREGATES, Dataset, Series, robust_values
 from .errors import InputError, NotFittedError, TooFewPointsError
+from .listing import listing
 from .model import Alternative, Factor, FittedModel, Model, Term
 from .pmnf import default_mode, extrap_mode
 from .pmnf.fit import GroupFit
@@ -91,9 +93,12 @@ class PMNFModeler:
             raise InputError(f"fit expects a modeler.dataset.Dataset, got {type(dataset).__name__}")
         if not dataset.series:
             raise TooFewPointsError("the dataset has no series to model")
-        stats = [_point_stats(s, aggregate) for s in dataset.series]
-        notes = [self._screen(s, dataset.parameters) for s in dataset.series]
-        fittable = [i for i, s in enumerate(dataset.series) if s.n_points >= MIN_POINTS]
+        kept = [_defined_points(s, dataset.parameters) for s in dataset.series]
+        series = [k[0] or s for k, s in zip(kept, dataset.series)]
+        dataset = Dataset(dataset.parameters, series, dataset.warnings, dataset.sources)
+        stats = [_point_stats(s, aggregate) for s in series]
+        notes = [k[1] + (self._screen(s, dataset.parameters) if k[0] else ()) for s, k in zip(series, kept)]
+        fittable = [i for i, s in enumerate(series) if s.n_points >= MIN_POINTS and kept[i][0]]
         fits = self._fit_groups(dataset, fittable, stats, aggregate)
         models = []
         for i, s in enumerate(dataset.series):
@@ -102,6 +107,9 @@ class PMNFModeler:
                 g, row, q = fits[i]
                 model = _to_model(dataset.parameters, g, row)
                 alternatives = _alternatives(dataset.parameters, g, row)
+                if not np.any(values) and alternatives:  # all zeros: nothing is uncertain
+                    k = 1 + len(model.terms)
+                    alternatives = (Alternative(1.0, model, np.zeros((k, k))),)
                 smape, rss, ar2, cv = (float(v[row]) for v in (q.smape, q.rss, q.ar2, q.cv_smape))
                 cv_smape = cv if np.isfinite(cv) else None
             else:
@@ -147,6 +155,11 @@ class PMNFModeler:
             index = [fittable[m] for m in members]
             pts = dataset.series[index[0]].points
             Y = np.array([stats[i][0] for i in index])
+            # each series is fitted at a power-of-two scale near 1 (exact in floating point, so
+            # the models are the same bit for bit), where 1/y^2 weights and squares cannot
+            # overflow or underflow: values of 1e-200 or 1e200 are modeled like 1
+            scale = _power_of_two_scale(Y)
+            Y = Y / scale[:, None]
             if self.compat == "extrap":
                 g = extrap_mode.fit_group(pts, Y, index, self.allow_log)
             else:
@@ -156,31 +169,110 @@ class PMNFModeler:
                     pts, Y, index, spread, reps, aggregate=aggregate, candidates=self.candidates,
                     allow_log=self.allow_log, noise_test=self.noise_test,
                 )
-            q = quality(g)
+            q = quality(g)  # scale-free but for the RSS
+            with np.errstate(over="ignore"):  # beyond 1e154 an RSS is inf in floating point
+                g = g.scaled(scale)
+                q = dataclasses.replace(q, rss=q.rss * scale * scale)
             for row, i in enumerate(index):
                 fits[i] = (g, row, q)
         return fits
 
+    def get_params(self, deep: bool = True) -> dict:
+        """The options, by name (scikit-learn's convention, so `sklearn.base.clone` works)."""
+        return {name: getattr(self, name) for name in _OPTIONS}
+
+    def set_params(self, **params) -> "PMNFModeler":
+        """Set options by name; they are checked by the next `fit`. Returns self."""
+        unknown = sorted(set(params) - set(_OPTIONS))
+        if unknown:
+            raise InputError(f"PMNFModeler has no option {', '.join(map(repr, unknown))}; options: {', '.join(_OPTIONS)}")
+        for name, value in params.items():
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if v != _OPTIONS[k]]
+        return f"PMNFModeler({', '.join(changed)})"
+
     def predict(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
         """Predictions of every fitted model at `points`: shape (n_series, n_points).
 
-        `points` is an (n, n_parameters) array in the order of `parameters_` or a mapping from
-        parameter name to values."""
+        `points` is an (n, n_parameters) array in the order of `parameters_` (one point may be
+        given as a flat sequence) or a mapping from parameter name to a value or equally many
+        values. Values must be finite and not negative, as measured parameter values."""
         if not hasattr(self, "models_"):
             raise NotFittedError("PMNFModeler.predict called before fit")
+        pts = self._points(points)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.array([m.predict(pts) for m in self.models_]).reshape(len(self.models_), len(pts))
+
+    def _points(self, points) -> np.ndarray:
+        """`points` as an (n, n_parameters) array in the order of `parameters_`, checked."""
+        params = self.parameters_
         if isinstance(points, Mapping):
-            missing = [p for p in self.parameters_ if p not in points]
+            missing = [p for p in params if p not in points]
             if missing:
                 raise InputError(f"predict: no values for parameter(s) {', '.join(missing)}")
+            extra = [str(p) for p in points if p not in params]
+            if extra:
+                raise InputError(f"predict: unknown parameter(s) {', '.join(extra)}; the models have {', '.join(params)}")
+            cols = [np.atleast_1d(np.asarray(points[p], dtype=float)) for p in params]
+            sizes = {p: c.size for p, c in zip(params, cols)}
+            if any(c.ndim != 1 for c in cols) or len(set(sizes.values())) != 1:
+                shown = ", ".join(f"{p}: {n}" for p, n in sizes.items())
+                raise InputError(f"predict: every parameter needs as many values (one list each); got {shown}")
+            pts = np.stack(cols, axis=1)
         else:
-            pts = np.atleast_2d(np.asarray(points, dtype=float))
-            if pts.shape[1] != len(self.parameters_):
+            pts = np.asarray(points, dtype=float)
+            if pts.ndim == 1:
+                pts = pts.reshape(1, -1)
+            if pts.ndim != 2:
+                raise InputError(f"predict: points must be a 2-D array (n points, {len(params)} parameters), "
+                                 f"got shape {pts.shape}")
+            if pts.shape[1] != len(params):
                 raise InputError(
                     f"predict: points have {pts.shape[1]} coordinates, the models have "
-                    f"{len(self.parameters_)} parameters ({', '.join(self.parameters_)})"
+                    f"{len(params)} parameters ({', '.join(params)})"
                 )
-            points = pts
-        return np.array([m.predict(points) for m in self.models_])
+        bad = ~np.isfinite(pts) | (pts < 0)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise InputError(f"predict: {params[j]}={pts[i, j]:g} at point {i}: values must be finite and not negative "
+                             f"(PMNF models use x^i and log2(x))")
+        return pts
+
+
+#: option name -> default
+_OPTIONS = {"compat": None, "aggregate": None, "candidates": None, "allow_log": True, "noise_test": True,
+            "on_too_few": "warn"}
+
+
+def _defined_points(s: Series, params: tuple[str, ...]) -> tuple[Series | None, tuple[str, ...]]:
+    """The series without its points where a parameter that varies is negative, and a note naming
+    them: PMNF terms (x^(1/2), log2 x) are not defined there, and the model is built on the other
+    points. None (with the note) when no point is left: the series gets its mean as model."""
+    varies = np.ptp(s.points, axis=0) > 0
+    bad = (s.points < 0) & varies
+    if not bad.any():
+        return s, ()
+    rows = bad.any(axis=1)
+    named = [f"{p} = {listing([f'{v:g}' for v in np.unique(s.points[bad[:, j], j])], 5)}"
+             for j, p in enumerate(params) if bad[:, j].any()]
+    why = f"PMNF terms such as x^(1/2) and log2(x) are not defined at negative values ({'; '.join(named)})"
+    if rows.all():
+        return None, (f"{s.callpath}/{s.metric}: {why}, and every point has one; constant model (mean)",)
+    keep = ~rows
+    reps = tuple(r for r, k in zip(s.repetitions, keep) if k)
+    note = f"{int(rows.sum())} of {s.n_points} points left out: {why}"
+    return Series(s.callpath, s.metric, s.points[keep].reshape(-1, len(params)), reps, s.unit), (note,)
+
+
+def _power_of_two_scale(Y: np.ndarray) -> np.ndarray:
+    """Per row, the power of two nearest its largest magnitude (1 for a row of zeros)."""
+    top = np.max(np.abs(Y), axis=1)
+    with np.errstate(divide="ignore"):
+        e = np.where((top > 0) & np.isfinite(top), np.round(np.log2(np.where(top > 0, top, 1.0))), 0.0)
+    return np.ldexp(1.0, e.astype(int))
 
 
 def _to_model(params: tuple[str, ...], g: GroupFit, row: int) -> Model:
@@ -227,6 +319,7 @@ def _point_stats(s: Series, how: str) -> tuple[np.ndarray, np.ndarray]:
         values = {"median": np.median, "mean": np.mean, "min": np.min, "max": np.max}[how](R, axis=1)
     if R.shape[1] < 2:
         return values, np.zeros(len(R))
+    R = R / _power_of_two_scale(R)[:, None]  # a relative spread; no overflow for huge values
     m = R.mean(axis=1)
     sd = R.std(axis=1, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):

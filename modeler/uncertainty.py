@@ -68,21 +68,28 @@ def _tail(level: float) -> float:
 
 def _quantile(mu: np.ndarray, sd: np.ndarray, w: np.ndarray, q: float) -> np.ndarray:
     """The q-quantile per column of the mixture sum_a w_a N(mu_a, sd_a^2), by bisection on its CDF
-    (a component with sd 0 is a step at its mean; one with weight 0 is padding)."""
+    (a component with sd 0 is a step at its mean; one with weight 0 is padding).
+
+    The bisection runs on u = asinh(x / scale), scale being the smallest component's size: one
+    diverging form of little weight can stretch the bracket to 1e20 while the quantile is near 1,
+    and halving a bracket that wide in x would never get down to it (relative steps in u do)."""
     used = w > 0
     lo = np.where(used, mu - 10.0 * sd, np.inf).min(axis=0)
     hi = np.where(used, mu + 10.0 * sd, -np.inf).max(axis=0)
     ok = np.isfinite(lo) & np.isfinite(hi)
-    lo, hi = np.where(ok, lo, 0.0), np.where(ok, hi, 0.0)
+    size = np.where(used, np.abs(mu) + sd, np.inf).min(axis=0)
+    scale = np.where(ok & (size > 0) & np.isfinite(size), size, 1.0)
+    lo, hi = np.where(ok, np.arcsinh(lo / scale), 0.0), np.where(ok, np.arcsinh(hi / scale), 0.0)
     safe_sd = np.where(sd > 0, sd, 1.0)
     for _ in range(_ITERATIONS):
         mid = 0.5 * (lo + hi)
+        x = scale * np.sinh(mid)
         with np.errstate(invalid="ignore", over="ignore"):
-            cdf_parts = np.where(sd > 0, normal_cdf((mid[None] - mu) / safe_sd), (mid[None] >= mu).astype(float))
+            cdf_parts = np.where(sd > 0, normal_cdf((x[None] - mu) / safe_sd), (x[None] >= mu).astype(float))
         below = (w * cdf_parts).sum(axis=0) < q
         lo = np.where(below, mid, lo)
         hi = np.where(below, hi, mid)
-    return np.where(ok, 0.5 * (lo + hi), np.nan)
+    return np.where(ok, scale * np.sinh(0.5 * (lo + hi)), np.nan)
 
 
 _ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587,

@@ -65,10 +65,11 @@ def fit_dataset(
     series that the selection left out are then fitted too, not shown, only so that every call
     path's time can be checked against its parts (`modeler.parts`)."""
     if not dataset.parameters:
-        raise InputError("no parameter varies over the measurements: nothing to model (sweep at least one parameter)")
+        raise InputError("no parameter varies over the measurements: nothing to model (sweep at least one parameter)",
+                         warnings=dataset.warnings)
     data, warnings = enough_points(dataset, min_points)
     if not data.series:
-        raise InputError(f"no series has {min_points} or more points (--min-points)")
+        raise InputError(f"no series has {min_points} or more points (--min-points)", warnings=[*data.warnings, *warnings])
     target = parse_at(at, data.parameters, measured_maximum(data))
     extra = parts_series(data, measured, min_points)
 

@@ -16,8 +16,15 @@ def shorten_callpath(cp: str, width: int = MAX_CALLPATH) -> str:
     return "..." + cp[len(cp) - width + 3 :]
 
 
+def visible(text: str) -> str:
+    """Control characters (a newline or tab in a region name) as escapes, so a row stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def render_table(ranking: Ranking) -> str:
-    rows = [cells(i, r) for i, r in enumerate(ranking.rows, 1)]
+    rows = [tuple(visible(c) for c in cells(i, r)) for i, r in enumerate(ranking.rows, 1)]
     cp = HEADERS.index("callpath")
     short = {r[cp]: shorten_callpath(r[cp]) for r in rows}
     # two call paths that differ only in the part cut off would look the same: show them whole

@@ -33,6 +33,23 @@ class GroupFit:
     #: (Extra-P's single-parameter modeler reports its leave-one-out costs); None: in-sample
     reported: tuple[np.ndarray, np.ndarray] | None = None
 
+    def scaled(self, factor: np.ndarray) -> "GroupFit":
+        """The same fit for values multiplied by `factor` (S,): what fitting `y * factor` gives,
+        since least squares and every choice made on relative errors are scale-free. The weights
+        `w` stay as they are: they matter only up to a factor per series."""
+        f = np.asarray(factor, dtype=float)
+        alternatives = None
+        if self.alternatives is not None:
+            alternatives = [
+                [(wt, terms, coef * fs, cov * fs * fs) for wt, terms, coef, cov in alts]
+                for alts, fs in zip(self.alternatives, f)
+            ]
+        reported = None
+        if self.reported is not None:
+            reported = (self.reported[0], self.reported[1] * f * f)
+        return GroupFit(self.index, self.points, self.y * f[:, None], self.X, self.coef * f[:, None],
+                        self.w, self.terms, alternatives, reported)
+
 
 def term_columns(bases: list[np.ndarray], hyp: np.ndarray, term: tuple[int, ...]) -> np.ndarray:
     """Values (S, n) of one product term for every series; `hyp[:, p]` is series s's hypothesis for

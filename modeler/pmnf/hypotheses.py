@@ -47,7 +47,7 @@ def basis(x: np.ndarray) -> np.ndarray:
         poly = np.power(x[None, :], _POLY[:, None])
         lg = np.log2(x)
         logs = np.stack([np.ones_like(x), lg, lg * lg])
-    return poly * logs[_LOG]
+        return poly * logs[_LOG]
 
 
 def exponent_of(h: int) -> tuple[float, int]:

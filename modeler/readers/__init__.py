@@ -94,6 +94,7 @@ class FileResult:
     format: str | None
     status: str
     reason: str = ""
+    warnings: tuple[str, ...] = ()  # what the reader noticed before giving up on a skipped file
 
 
 @dataclass
@@ -252,20 +253,23 @@ def read_inputs(
                 try:
                     ds = reader(p)
                 except (InputError, OSError, UnicodeDecodeError) as exc:
-                    files.append(FileResult(str(p), fmt, "skipped", str(exc)))
+                    files.append(FileResult(str(p), fmt, "skipped", str(exc), tuple(getattr(exc, "warnings", ()))))
                     continue
                 if not ds.sources:
                     ds.sources.append(str(p))
                 files.append(FileResult(str(p), fmt, "read"))
                 datasets.append(ds)
 
+    # a skipped file's own warnings (its bad lines) come first: they say why it was skipped
+    noticed = [w for f in files if f.status == "skipped" for w in f.warnings]
     if not datasets:
-        why = "; ".join(f"{f.path}: {f.reason}" for f in files if f.status != "read")
+        why = "; ".join(_named(f) for f in files if f.status != "read")
         if len(why) > 2000:
             why = why[:2000] + " ..."
-        raise InputError("no usable measurements" + (f" ({why})" if why else ""))
+        raise InputError("no usable measurements" + (f" ({why})" if why else ""), warnings=noticed)
     dataset = merge(datasets)
-    dataset.warnings.extend(_skipped(f) for f in files if f.status == "skipped")
+    dataset.warnings.extend(noticed)
+    dataset.warnings.extend(skipped_warning(f) for f in files if f.status == "skipped")
     return Loaded(dataset, files)
 
 
@@ -275,8 +279,13 @@ def _sources(sources: Sequence[str], fallback: str) -> str:
     return listing(sources, 3, "more file(s)")
 
 
-def _skipped(f: FileResult) -> str:
-    """The warning for a skipped file, naming it once (most readers' reasons start with it)."""
+def _named(f: FileResult) -> str:
+    """`path: reason`, naming the file once (most readers' reasons start with it)."""
+    return f.reason if f.reason.startswith(f.path) else f"{f.path}: {f.reason}"
+
+
+def skipped_warning(f: FileResult) -> str:
+    """The warning for a skipped file, naming it once."""
     if f.reason.startswith(f.path):
         return f"{f.reason}; file skipped"
     return f"{f.path}: skipped: {f.reason}"

@@ -78,7 +78,8 @@ def _to_dataset(
     if not parameters:
         raise InputError(f"{path}: no parameters found")
     if not data:
-        raise InputError(f"{path}: no measurements found")
+        why = f"every measurement line was skipped ({len(warnings)})" if warnings else "no measurements found"
+        raise InputError(f"{path}: {why}", warnings=warnings)
     ds = Dataset(tuple(parameters), [], warnings, [str(path)])
     all_points = set(declared) | {c for by_point in data.values() for c in by_point}
     for (callpath, metric), by_point in data.items():
@@ -210,9 +211,15 @@ def read_extrap_text(path: str | Path) -> Dataset:
             except ValueError:
                 warnings.append(f"{where}: DATA values are not all numbers; point {point} left out for {callpath}")
                 continue
-            if not values or not all(math.isfinite(v) for v in values):
+            finite = [v for v in values if math.isfinite(v)]
+            if not finite:
                 warnings.append(f"{where}: DATA line without finite values; point {point} left out for {callpath}")
                 continue
+            if len(finite) < len(values):
+                bad = listing(sorted({repr(v) for v in values if not math.isfinite(v)}), 3)
+                warnings.append(f"{where}: {len(values) - len(finite)} of {len(values)} values are not finite ({bad}); "
+                                f"the other {len(finite)} kept at point {point} for {callpath}")
+                values = finite
             data.setdefault((callpath or _DEFAULT_CALLPATH, metric or _DEFAULT_METRIC), {}).setdefault(
                 point, []
             ).extend(values)

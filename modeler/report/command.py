@@ -50,7 +50,7 @@ def _choose_metric(asked: str | None, metrics: list[str]) -> str:
 def run(args: argparse.Namespace) -> int:
     from ..estimator import PMNFModeler
     from ..ranking import measured_maximum, parse_at
-    from ..readers import ReadOptions, read_inputs
+    from ..readers import ReadOptions, read_inputs, skipped_warning
     from ..readers.runs import load_runs
     from .render import render_html, render_markdown
     from .runs import groups_from_runset
@@ -89,6 +89,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e
     skipped = [f for f in loaded.files if f.status == "skipped"]
     for f in skipped:
-        print(f"modeler report: skipped {f.path}: {f.reason}", file=sys.stderr)
+        print(f"modeler report: {skipped_warning(f)}", file=sys.stderr)
     print(f"report written to {out.resolve()}", file=sys.stderr)
     return 3 if skipped else 0

@@ -150,7 +150,8 @@ class Report:
 
 
 def value_formatter(metric: str, unit: str) -> Callable[[float], str]:
-    """How to print a metric's values: durations as time, everything else as plain numbers."""
+    """How to print a metric's values: durations as time, everything else as plain numbers. A
+    metric without a unit (Extra-P's inputs carry none) is a plain number, even one named time."""
     u = unit.lower()
     if u in ("ns", "nanoseconds"):
         return lambda v: svg.format_seconds(v * NS)
@@ -158,6 +159,6 @@ def value_formatter(metric: str, unit: str) -> Callable[[float], str]:
         return lambda v: svg.format_seconds(v * 1e-6)
     if u in ("ms", "milliseconds"):
         return lambda v: svg.format_seconds(v * 1e-3)
-    if u in ("s", "sec", "seconds") or (not u and metric.startswith("time")):
+    if u in ("s", "sec", "seconds"):
         return svg.format_seconds
     return lambda v: svg.short_number(v) + (f" {unit}" if unit else "")

@@ -7,14 +7,9 @@ import math
 
 import jinja2
 
-from .. import __version__
+from .. import __version__, mdtext
 from . import svg
 from .assemble import Report
-
-
-def _md(text: object) -> str:
-    """Text safe inside a markdown table cell: pipes and HTML metacharacters escaped."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "\\<").replace("\n", " ")
 
 
 def _environment() -> jinja2.Environment:
@@ -32,7 +27,8 @@ def _environment() -> jinja2.Environment:
         leaf=lambda p: str(p).rsplit("->", 1)[-1],
         parent=lambda p: str(p).rpartition("->")[0] + "->" if "->" in str(p) else "",
         finite=lambda v: v if v is not None and math.isfinite(v) else -1e300,
-        md=_md,
+        md=mdtext.text,
+        code=mdtext.code,
     )
     return env
 

@@ -9,6 +9,7 @@ import pytest
 
 from modeler.errors import InputError
 from modeler.report.assemble import ReportOptions, build_report, parse_assignments
+from modeler import mdtext
 from modeler.report.render import render_html, render_markdown
 from .test_report_synth import ODD_NAME, STEPS, hand_models, load_sweep, write_sweep
 
@@ -138,7 +139,7 @@ def test_markdown_carries_the_same_ranking(report):
     md = render_markdown(report)
     section = md[md.index("## Scaling ranking"):md.index("## Training")]
     ranked = [line.split("|")[2].strip() for line in section.splitlines() if re.match(r"\| \d+ \| ", line)]
-    expected = [r.callpath.replace("<", "\\<") for r in report.ranking]
+    expected = [mdtext.code(r.callpath) for r in report.ranking]
     assert ranked == expected
     assert "Run `p6-n128-r0`. Slowest ranks: rank 5" in md
     assert "p2-n8-broken" in md

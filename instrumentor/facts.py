@@ -50,11 +50,17 @@ def collect(tree: ast.Module, source: str) -> ModuleFacts:
         first = node.lineno
         for dec in getattr(node, "decorator_list", ()):
             first = min(first, dec.lineno)
-        for lineno in (node.lineno, first - 1):
-            if 1 <= lineno <= len(lines):
-                found = _MARKER.search(lines[lineno - 1])
-                if found:
-                    return found.group(1)
+        if 1 <= node.lineno <= len(lines):
+            found = _MARKER.search(lines[node.lineno - 1])
+            if found:
+                return found.group(1)
+        # the line above counts only when it holds nothing but the comment: above a step loop is
+        # often the marked epoch loop's own header, whose marker is not the step loop's
+        if 1 <= first - 1 <= len(lines):
+            above = lines[first - 2]
+            found = _MARKER.search(above)
+            if found and above.lstrip().startswith("#"):
+                return found.group(1)
         return None
 
     def walk_body(stmts: list[ast.stmt], loop: int | None) -> None:

@@ -9,7 +9,8 @@ import os
 
 NAME: str
 
-if os.environ.get("SCALEPROBE_PURE", "") in ("1", "true", "yes"):
+# the same words as every SCALEPROBE_ flag (runtime.config checks the value at start-up)
+if os.environ.get("SCALEPROBE_PURE", "").lower() in ("1", "true", "yes", "on"):
     from . import _pyprobe as impl
 
     NAME = "python"

@@ -27,19 +27,28 @@ class Schedule:
     active: int = 0
     repeat: int = 0
 
-    def is_active(self, step: int) -> bool:
-        """Whether probes are on during step `step` (0-based). active=0 means always on."""
+    def phase(self, step: int) -> str:
+        """What step `step` (0-based) is: "skip", "wait", "warmup", "active" or "done" (after
+        `repeat` cycles). active=0 means every step is active."""
         if self.active <= 0:
-            return True
+            return "active"
         if step < self.skip_first:
-            return False
+            return "skip"
         s = step - self.skip_first
         cycle = self.wait + self.warmup + self.active
         if self.repeat > 0 and s >= cycle * self.repeat:
-            return False
-        # Warm-up steps run with probes on (caches, lazy patches) but are not meant to be analysed;
-        # a step record says which steps were active.
-        return (s % cycle) >= self.wait
+            return "done"
+        at = s % cycle
+        return "wait" if at < self.wait else "warmup" if at < self.wait + self.warmup else "active"
+
+    def probes_on(self, step: int) -> bool:
+        """Whether probes are on during the step: warm-up steps run with them on (caches, lazy
+        patches) but are not meant to be analysed; a step record says which steps were active."""
+        return self.phase(step) in ("warmup", "active")
+
+    def is_active(self, step: int) -> bool:
+        """Whether the step is one of the schedule's active steps, the ones to analyse."""
+        return self.phase(step) == "active"
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,12 @@ class Config:
     trace_max: int = 1_000_000
     ddp_hook: bool = True
     comm: bool = True
+    quiet: bool = False
+    pure: bool = False
+
+
+#: a week: longer would overflow the flush thread's timed wait on some platforms, and means "never"
+MAX_FLUSH_INTERVAL_S = 7 * 24 * 3600.0
 
 
 def parse_ranks(spec: str, var: str = "SCALEPROBE_RANKS") -> "RankSet":
@@ -92,6 +107,8 @@ class RankSet:
                     parts.append((int(start or 0), None, int(step)))
                 elif "-" in p:
                     a, b = p.split("-")
+                    if int(b) < int(a):
+                        raise ConfigError(f"{var}={spec!r}: {p!r} is an empty range (write the lower rank first)")
                     parts.append((int(a), int(b) + 1, 1))
                 else:
                     r = int(p)
@@ -146,7 +163,7 @@ def _flag(env: Mapping[str, str], var: str, default: bool = False) -> bool:
     raise ConfigError(f"{var}={v!r}: use 1 or 0")
 
 
-def _number(env: Mapping[str, str], var: str, default, kind=int):
+def _number(env: Mapping[str, str], var: str, default, kind=int, maximum: float | None = None):
     v = env.get(var)
     if v is None or v == "":
         return default
@@ -154,8 +171,12 @@ def _number(env: Mapping[str, str], var: str, default, kind=int):
         x = kind(v)
     except ValueError:
         raise ConfigError(f"{var}={v!r}: not a number") from None
+    if x != x or x in (float("inf"), float("-inf")):
+        raise ConfigError(f"{var}={v!r}: must be a finite number")
     if x < 0:
         raise ConfigError(f"{var}={v!r}: must not be negative")
+    if maximum is not None and x > maximum:
+        raise ConfigError(f"{var}={v!r}: at most {maximum:g}")
     return x
 
 
@@ -197,7 +218,7 @@ def from_env(env: Mapping[str, str] | None = None) -> Config:
         nvtx=_flag(e, "SCALEPROBE_NVTX"),
         disable=_flag(e, "SCALEPROBE_DISABLE"),
         trace=_flag(e, "SCALEPROBE_TRACE"),
-        flush_interval_s=_number(e, "SCALEPROBE_FLUSH_INTERVAL", 5.0, float),
+        flush_interval_s=_number(e, "SCALEPROBE_FLUSH_INTERVAL", 5.0, float, maximum=MAX_FLUSH_INTERVAL_S),
         throttle_calls=_number(e, "SCALEPROBE_THROTTLE_CALLS", 100_000),
         throttle_ns=_number(e, "SCALEPROBE_THROTTLE_NS", 10_000),
         gpu=gpu,
@@ -205,4 +226,6 @@ def from_env(env: Mapping[str, str] | None = None) -> Config:
         trace_max=_number(e, "SCALEPROBE_TRACE_MAX", 1_000_000),
         ddp_hook=_flag(e, "SCALEPROBE_DDP_HOOK", True),
         comm=_flag(e, "SCALEPROBE_COMM", True),
+        quiet=_flag(e, "SCALEPROBE_QUIET"),
+        pure=_flag(e, "SCALEPROBE_PURE"),  # read by runtime._backend at import; checked here
     )

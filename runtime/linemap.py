@@ -74,10 +74,47 @@ def register(filename: str | None, relpath: str) -> None:
     _files[filename] = relpath
     if not _installed:
         _installed = True
+        _preload()
         _next_hook = sys.excepthook
         sys.excepthook = excepthook
         _next_thread_hook = threading.excepthook
         threading.excepthook = thread_excepthook
+        _map_warnings()
+
+
+def _preload() -> None:
+    """Import now what the hooks need when an exception ends the program. Importing them then would
+    run string code (namedtuple and dataclass definitions `exec` their methods), which makes
+    CPython forget that the program died of an uncaught KeyboardInterrupt: it would exit 1 instead
+    of dying by SIGINT as the program does uninstrumented."""
+    import json  # noqa: F401 - the source tree's manifest
+    import linecache  # noqa: F401
+    import traceback  # noqa: F401 - imports tokenize too
+
+
+def _map_warnings() -> None:
+    """Warnings name the line that caused them: show the original file and line, not the built
+    copy's (warnings.showwarning is the documented hook; a program or library that replaces it
+    later, as logging.captureWarnings does, gets the copy's location)."""
+    import warnings
+
+    previous = warnings.showwarning
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        try:
+            found = _lookup(filename)
+            if found is not None and line is None:
+                tree, relpath = found
+                lines = tree.linemaps[relpath]
+                if 1 <= lineno <= len(lines):
+                    lineno = lines[lineno - 1]
+                    filename, line = _original(tree, relpath, lineno, filename)
+                    line = line or None
+        except Exception:  # noqa: BLE001 - a broken map must never hide the warning
+            pass
+        previous(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = showwarning
 
 
 def excepthook(tp: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:

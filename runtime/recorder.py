@@ -275,7 +275,7 @@ class Recorder:
                 "type": "end", "status": status, "exit_code": exit_code,
                 "signal": signal if signal is not None else self.signal,
                 "exception": self.exc_type,
-                "throttled": len(self.throttled), "dropped": impl.dropped(),
+                "throttled": len(self.throttled), "dropped": impl.dropped() + _left_open(),
                 "trace_dropped": self.tracer.dropped if self.tracer is not None else 0,
                 "flushes": self.flushes + 1,
                 "duration_ns": time.perf_counter_ns() - self.start_ns,
@@ -290,7 +290,7 @@ class Recorder:
             if self.writer is not None:
                 self.writer.close()
                 self.writer = None
-                if self.default_dir and not os.environ.get("SCALEPROBE_QUIET"):
+                if self.default_dir and not self.cfg.quiet:
                     print(f"scaleprobe: run data written to {self.path}", file=sys.stderr)
 
     def _outcome(self, status: str | None, exit_code: int | None) -> tuple[str, int | None]:
@@ -480,6 +480,10 @@ def _chain_signal(sig: int) -> None:
         return
     if prev is _signal.SIG_IGN:
         return  # the program chose to ignore it: so do we
+    if prev is _signal.default_int_handler:
+        # Python's own SIGINT handler raises KeyboardInterrupt in the program, which may catch it;
+        # uncaught, the excepthook records it. Chaining it would add our frame to the traceback.
+        return
 
     def handler(signum, frame):
         r = _rec
@@ -502,6 +506,18 @@ def _chain_signal(sig: int) -> None:
         _signal.signal(sig, handler)
     except (ValueError, OSError):
         pass
+
+
+def _left_open() -> int:
+    """Visits of the main thread still open when the run ends: entered with probes on and never
+    left with them on (a schedule switched them off after its window; a signal ended the run).
+    They are not in the profile; the end record counts them as dropped."""
+    if threading.current_thread() is not threading.main_thread():
+        return 0
+    try:
+        return len(impl.current_path())
+    except Exception:  # noqa: BLE001 - the count must never stop the end record
+        return 0
 
 
 def _at_exit() -> None:

@@ -3,6 +3,8 @@
 An iteration lasts from the start of its `next()` (data wait included) to the start of the next
 `next()`, or to the end of the loop (exhaustion, `break`, exception: the iterator is released by the
 `for` statement and closes the open iteration then). The wait inside `next()` is the data wait.
+The runtime's own work between two iterations (writing the record, an epoch's memory peak) is in
+neither.
 """
 
 from __future__ import annotations
@@ -38,10 +40,13 @@ class SeriesIter:
         t0 = perf_counter_ns()
         if self._t0 is not None:
             self._close(t0)
+            # the next iteration (and its data wait) starts after our own bookkeeping: closing an
+            # epoch reads and resets the memory peak, and without a flush thread it flushes
+            t0 = perf_counter_ns()
         rec = self._rec
         if self._kind == "step" and rec.cfg.schedule is not None:
             # The schedule runs over all steps of the run, not over one epoch's loop.
-            rec.set_on(rec.cfg.schedule.is_active(rec.steps_seen))
+            rec.set_on(rec.cfg.schedule.probes_on(rec.steps_seen))
         item = next(self._it)  # StopIteration and errors go to the loop unchanged
         self._wait = perf_counter_ns() - t0
         self._t0 = t0

@@ -111,6 +111,18 @@ def test_marker_comments_override_the_heuristic():
     assert "for c in it:" in result.code
 
 
+def test_a_marker_on_the_line_above_counts_only_on_a_line_of_its_own():
+    # the epoch loop's own marker sits on the line above the step loop: it is not the step loop's
+    result = rewrite('''
+        def f(data):
+            for epoch in range(2):  # scaleprobe: epoch
+                for x in data:
+                    x.backward()
+                    opt.step()
+    ''')
+    assert [(r.kind, r.line) for r in result.regions] == [("function", 2), ("epoch", 3), ("step", 4)]
+
+
 def test_async_for_step_is_marked_not_iterated():
     result = rewrite("async def f(it):\n    async for b in it:  # scaleprobe: step\n        pass\n")
     # the loop is wrapped only to leave its regions while awaiting __anext__, never iterated

@@ -45,6 +45,11 @@ def main(mode):
             t.join()
         if mode == "error":
             raise ValueError("boom")
+        if mode == "sigint":
+            import os, signal
+            os.kill(os.getpid(), signal.SIGINT)
+        if mode == "raise_kbi":
+            raise KeyboardInterrupt
         return 0
     finally:
         if __sp_on__: __sp_exit__(1)
@@ -128,3 +133,40 @@ def test_module_level_raise_outside_regions(tmp_path):
     rc, end = run(tmp_path, "module_raise_7")
     assert rc == 7
     assert (end["status"], end["exit_code"]) == ("exit", 7)
+
+
+def _default_sigint():
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # as in a terminal, whatever pytest's parent did
+
+
+@pytest.mark.parametrize("disable", ["0", "1"])
+@pytest.mark.parametrize("mode", ["sigint", "raise_kbi"])
+def test_uncaught_keyboard_interrupt_dies_by_sigint_as_uninstrumented(tmp_path, mode, disable):
+    """CPython ends a program killed by an uncaught KeyboardInterrupt with SIGINT itself (a shell
+    shows 130). The runtime's exit hooks used to import traceback at that moment, whose string
+    `exec` made CPython forget it and exit 1, even with probes off; and our SIGINT handler added a
+    frame of its own to the traceback."""
+    import signal
+
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"), SCALEPROBE_DISABLE=disable)
+    # the same program uninstrumented: Python's own behaviour, which the instrumented run must match
+    plain = tmp_path / "plain.py"
+    plain.write_text("import os, signal, sys\nif sys.argv[1] == 'sigint':\n    os.kill(os.getpid(), signal.SIGINT)\n"
+                     "raise KeyboardInterrupt\n")
+    base = subprocess.run([sys.executable, str(plain), mode], env=env, capture_output=True, text=True,
+                          timeout=60, preexec_fn=_default_sigint)
+    assert base.returncode == -signal.SIGINT
+    p = subprocess.run([sys.executable, str(prog), mode], env=env, capture_output=True, text=True, timeout=60,
+                       cwd=tmp_path, preexec_fn=_default_sigint)
+    assert p.returncode == -signal.SIGINT, p.stderr
+    assert p.stderr.rstrip().endswith("KeyboardInterrupt")
+    assert "runtime" not in p.stderr.replace(str(tmp_path), ""), p.stderr  # no frame of ours
+    if disable == "0":
+        (f,) = find_run_files(tmp_path / "out")
+        end = read_run(f).end
+        assert (end["status"], end["exit_code"], end["exception"]) == ("signal", 130, "builtins.KeyboardInterrupt")

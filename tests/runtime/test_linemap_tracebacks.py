@@ -236,3 +236,33 @@ def test_a_build_without_a_recorded_source_maps_lines_in_out(built, tmp_path):
     text = _traceback(_run([sys.executable, str(out / "main.py")], tmp_path).stderr)
     assert f'File "{out / "helper.py"}", line 4, in compute\n    return x["missing"] + i\n' in text
     assert "scaleprobe: no source tree was recorded" in text
+
+
+WARNS = '''\
+import warnings
+
+
+def helper(x):
+    # a comment moves nothing in the original, but the copy has probe lines above
+    warnings.warn(f"careful with {x}")
+    return x
+
+
+def main():
+    for i in range(2):
+        helper(i)
+
+
+main()
+'''
+
+
+def test_warnings_name_the_original_file_and_line(tmp_path):
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    (src / "main.py").write_text(WARNS)
+    assert instrument([str(src), "-o", str(out), "-q"]) == 0
+    original = _run([sys.executable, str(src / "main.py")], tmp_path)
+    mapped = _run([sys.executable, str(out / "main.py")], tmp_path, {"SCALEPROBE_QUIET": "1"})
+    assert f'{src / "main.py"}:6: UserWarning: careful with 0\n  warnings.warn(f"careful with {{x}}")' in original.stderr
+    assert mapped.stderr == original.stderr

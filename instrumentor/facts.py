@@ -11,6 +11,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from .linemap import split_lines
+
 # Nodes that get one fact each, in pre-order; the rewriter must visit exactly these.
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While)
 _MARKER = re.compile(r"#\s*scaleprobe:\s*(epoch|step|off)\b")
@@ -42,7 +44,7 @@ def is_type_checking_test(test: ast.expr) -> bool:
 
 def collect(tree: ast.Module, source: str) -> ModuleFacts:
     """Return one fact per scope node (and per `if TYPE_CHECKING:`), in the rewriter's order."""
-    lines = source.splitlines()
+    lines = split_lines(source)  # as ast counts lines: not at form feeds
     has_markers = "scaleprobe:" in source
     facts: list[Fact] = []
 

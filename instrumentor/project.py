@@ -284,6 +284,8 @@ class Project:
                 pass
             elif result is not None and result.status == "instrumented":
                 dest.parent.mkdir(parents=True, exist_ok=True)
+                if dest.is_symlink():  # an earlier copy of a symlink: never write through it
+                    dest.unlink()
                 dest.write_bytes(result.code)  # type: ignore[arg-type]
                 shutil.copymode(self.src / rel, dest)
             else:
@@ -337,18 +339,26 @@ class Project:
             return {}
 
     def _copy(self, rel: str) -> None:
+        """Copy one file that is not instrumented; a symlink stays a symlink. Nothing is ever
+        written through a symlink already in OUT: it may point at the user's own files."""
         source, dest = self.src / rel, self.out / rel
-        if dest.exists():
-            a, b = source.stat(), dest.stat()
-            if a.st_size == b.st_size and int(a.st_mtime) == int(b.st_mtime):
-                return
         dest.parent.mkdir(parents=True, exist_ok=True)
         if source.is_symlink():
+            target = os.readlink(source)
+            if dest.is_symlink() and os.readlink(dest) == target:
+                return
             if dest.exists() or dest.is_symlink():
                 dest.unlink()
-            dest.symlink_to(os.readlink(source))
-        else:
-            shutil.copy2(source, dest)
+            dest.symlink_to(target)
+            return
+        if dest.is_symlink():
+            dest.unlink()
+        elif dest.exists():
+            a, b = source.stat(), dest.stat()
+            # copy2 keeps the nanosecond mtime: a file rewritten within the same second differs there
+            if a.st_size == b.st_size and a.st_mtime_ns == b.st_mtime_ns:
+                return
+        shutil.copy2(source, dest)
 
     def _remove_stale(self, written: set[str]) -> None:
         for rel in set(self.state.get("written", [])) - written:

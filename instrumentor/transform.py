@@ -18,7 +18,7 @@ import libcst as cst
 from . import emit
 from .errors import InstrumentError
 from .facts import Fact, ModuleFacts, collect
-from .linemap import compute_linemap
+from .linemap import compute_linemap, split_lines
 from .regions import IdAllocator, Region
 
 _RESERVED = re.compile(r"^__sp_\w*__$")
@@ -156,7 +156,7 @@ class _SuspendRewriter(cst.CSTTransformer):
 
 class _Rewriter:
     def __init__(self, source: str, relpath: str, facts: ModuleFacts, ids: IdAllocator, backend: emit.Backend) -> None:
-        self.lines = source.splitlines()
+        self.lines = split_lines(source)  # as ast counts lines: not at form feeds
         self.any_yield = "yield" in source
         self.relpath = relpath
         self.facts = facts.facts
@@ -500,6 +500,16 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
     except RecursionError:
         return FileResult(relpath, "failed", error=f"{relpath}:1: expression too deeply nested for libcst")
     linemap = compute_linemap(source, code)
+    try:
+        # CPython has limits libcst does not check: 20 statically nested blocks per function (each
+        # loop and function gets a `try`), so ten nested loops compile only uninstrumented
+        compile(code, relpath, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        out_line = getattr(exc, "lineno", None) or 1
+        line = linemap[out_line - 1] if 1 <= out_line <= len(linemap) else 1
+        why = getattr(exc, "msg", None) or f"{type(exc).__name__}: {exc}"
+        return FileResult(relpath, "failed", error=f"{relpath}:{line}: the instrumented code does not compile ({why}); "
+                                                   "left as it is")
     return FileResult(relpath, "instrumented", code, rewriter.regions, rewriter.skipped, linemap)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InstrumentError(f"--file-timeout {args.file_timeout}: must not be negative")
         if not (args.graph or args.diff) and args.out is None:
             raise InstrumentError("-o OUT is required (or --diff / --graph)")
+        if args.out is not None and os.path.exists(args.out) and not os.path.isdir(args.out):
+            raise InstrumentError(f"-o {args.out}: exists and is not a directory")
         project = Project(Options(args.src, args.out, args.main, args.all, args.backend, args.jobs, args.file_timeout))
         if args.graph:
             print(format_graph(project.graph()))

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import sys
 import tokenize
 from collections import Counter
@@ -77,8 +78,13 @@ def list_files(src: Path) -> tuple[list[str], set[str]]:
         foreign = any(p in _FOREIGN_DIRS or p.endswith(".egg-info") for p in rel_dir.parts)
         for name in sorted(filenames):
             rel = (rel_dir / name).as_posix()
+            full = os.path.join(dirpath, name)
+            mode = os.lstat(full).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                continue  # named pipes, sockets, devices: nothing to copy (reading a pipe would block)
             files.append(rel)
-            if name.endswith(".py") and not foreign:
+            # a dangling link is copied as the link it is, never read as a module
+            if name.endswith(".py") and not foreign and os.path.isfile(full):
                 own.add(rel)
     return files, own
 

@@ -69,3 +69,18 @@ def test_code_that_would_not_compile_instrumented_is_left_as_it_is_and_reported(
     assert main([str(src), "-o", str(out)]) == 1
     assert (out / "main.py").read_text() == source
     assert "files failed: 1" in capsys.readouterr().out
+
+
+def test_out_that_is_a_file_dangling_links_and_pipes_are_handled_cleanly(tmp_path, capsys):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "main.py").write_text("print(1)\n")
+    (tmp_path / "afile").write_text("")
+    assert main([str(src), "-o", str(tmp_path / "afile")]) == 2
+    assert f"-o {tmp_path / 'afile'}: exists and is not a directory" in capsys.readouterr().err
+    (src / "broken.py").symlink_to(tmp_path / "nonexistent.py")
+    os.mkfifo(src / "pipe")
+    out = tmp_path / "out"
+    assert main([str(src), "-o", str(out), "--all", "-q"]) == 0
+    assert os.readlink(out / "broken.py") == str(tmp_path / "nonexistent.py")  # copied as the link it is
+    assert not (out / "pipe").exists()  # never opened: reading a pipe would block

@@ -17,6 +17,7 @@ from runtime.errors import ScaleprobeRuntimeError
 from runtime.launch_args import Options, parse
 from runtime.launch_errors import LaunchError
 from runtime.sweep_design import Run, point_name
+from runtime.sweep_state import prepare_root
 
 
 def _next_repetition(opts: Options, params: dict) -> int:
@@ -52,6 +53,10 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
                               "ranks: run the launcher once, outside srun/mpiexec, e.g. with "
                               "--spawn 'srun -n {ranks}' (see docs/launch.md)")
     runs = _runs(opts, opts.nproc or 1)
+    if opts.spawn is not None:
+        from runtime.sweep_run import check_spawn
+
+        check_spawn(opts, runs)
     if opts.dry_run:
         from runtime.sweep_run import dry_run
 
@@ -62,6 +67,7 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
         from runtime.launch_nsys import nsys_executable
 
         nsys_executable()  # fail before any run starts
+    prepare_root(opts.out, opts.experiment)
     if spawned or opts.nsys or runs[0].ranks != 1:
         from runtime.sweep_run import execute
 

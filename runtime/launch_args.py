@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.launch_errors import LaunchError
 from runtime.launch_nsys import parse_rank_filter
-from runtime.sweep_design import Design, load_toml, parse_assignment
+from runtime.sweep_design import Design, load_toml
+from runtime.sweep_values import parse_assignment
 
 USAGE = "python -m runtime.launch [options] [--] script.py [args...]"
 
@@ -108,15 +110,12 @@ def parse(argv: list[str]) -> Options:
 
     design = load_toml(ns.sweep_file) if ns.sweep_file else Design()
     for text in ns.sweep:
-        name, values = parse_assignment(text, "--sweep")
-        design.sweep[name] = values
-        design.fixed.pop(name, None)
+        design.set_sweep(*parse_assignment(text, "--sweep"))
     for text in ns.param:
-        name, values = parse_assignment(text, "--param")
-        if len(values) != 1:
+        name, spelled = parse_assignment(text, "--param")
+        if len(spelled) != 1:
             raise LaunchError(f"--param {text!r}: one value only; use --sweep for several")
-        design.fixed[name] = values[0]
-        design.sweep.pop(name, None)
+        design.set_fixed(name, spelled)
     if ns.repeat is not None:
         if ns.repeat < 1:
             raise LaunchError(f"--repeat {ns.repeat}: must be at least 1")
@@ -142,12 +141,24 @@ def parse(argv: list[str]) -> Options:
     sweeping = bool(ns.sweep or ns.sweep_file or ns.repeat is not None)
     if ns.spawn is not None and ns.nproc is not None:
         raise LaunchError("--spawn and --nproc exclude each other: --spawn's command starts the ranks")
+    if ns.spawn is not None and not _words("--spawn", ns.spawn):
+        raise LaunchError("--spawn '': give the command that starts the ranks, e.g. 'srun -n {ranks}'")
+    if ns.nsys_args is not None:
+        _words("--nsys-args", ns.nsys_args)
     return Options(
         script=script, args=args, nproc=ns.nproc, design=design, sweeping=sweeping, out=ns.out,
         experiment=experiment, timeout=ns.timeout, grace=ns.grace, dry_run=ns.dry_run,
         instrument=ns.instrument, project_root=ns.project_root, cache_dir=ns.cache_dir, nsys=ns.nsys,
         nsys_ranks=ns.nsys_ranks, nsys_args=ns.nsys_args, spawn=ns.spawn, run_id=ns.run_id,
         repetition=ns.repetition, child=ns.child)
+
+
+def _words(option: str, text: str) -> list[str]:
+    """A command line given as one string, split as a shell would; bad quoting names the option."""
+    try:
+        return shlex.split(text)
+    except ValueError as exc:  # "No closing quotation", "No escaped character"
+        raise LaunchError(f"{option} {text!r}: {exc}") from None
 
 
 def child_flags(opts: Options) -> list[str]:

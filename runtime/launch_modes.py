@@ -21,7 +21,7 @@ from runtime.launch_child import read_error, run_rank
 from runtime.launch_errors import LaunchError
 from runtime.launch_nsys import nsys_executable, nsys_prefix, parse_rank_filter
 from runtime.sweep_design import Run, point_name
-from runtime.sweep_state import RunRecord, write_record
+from runtime.sweep_state import RunRecord, clear_attempt, prepare_root, write_record
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
 
@@ -70,12 +70,19 @@ def run_child(opts: Options, argv: list[str]) -> int:
     out = os.environ.get("SCALEPROBE_OUT")
     if out:
         maybe_exec_nsys(opts, identity.rank, Path(out), argv)
-    return _run(opts, identity)
+    # The parent launcher replaced the placeholders already: the arguments are the program's.
+    return _run(opts, identity, opts.args)
 
 
-def _run(opts: Options, identity: ProcessIdentity) -> int:
-    return run_rank(opts.script, opts.args, identity.rank, instrument=opts.instrument,
+def _run(opts: Options, identity: ProcessIdentity, args: list[str]) -> int:
+    return run_rank(opts.script, args, identity.rank, instrument=opts.instrument,
                     project_root=opts.project_root, cache_dir=opts.cache_dir)
+
+
+def _record(opts: Options, run: Run, run_id: str, argv: list[str]) -> RunRecord:
+    return RunRecord(experiment=opts.experiment, run_id=run_id, params=run.params, repetition=run.repetition,
+                     command=[sys.executable, "-m", "runtime.launch", *argv],
+                     program=[str(opts.script), *run.args])
 
 
 def _set_run_env(opts: Options, run: Run, run_id: str) -> None:
@@ -117,18 +124,21 @@ def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str]) -> 
     (params,) = opts.design.points(identity.world_size)
     repetition = opts.repetition or 0
     name = f"{point_name(params)}_rep-{repetition}_{_UNSAFE.sub('_', run_id)}"
-    run = Run(params, repetition, opts.out / opts.experiment / name, opts.args)
+    run = opts.design.run(params, repetition, opts.out / opts.experiment / name, opts.args)
     if opts.dry_run:
         print(f"rank {identity.rank} of {identity.world_size} would run {run.directory}  "
               f"[{' '.join(f'{k}={v}' for k, v in params.items())} rep={repetition}]")
         return 0
+    prepare_root(opts.out, opts.experiment)
+    if not os.environ.get("SCALEPROBE_NSYS_ACTIVE"):  # re-executed under nsys: cleared before that
+        # Each rank clears only its own files of an earlier attempt: the others may be writing theirs.
+        clear_attempt(run.directory, identity.rank)
     _set_run_env(opts, run, run_id)
     maybe_exec_nsys(opts, identity.rank, run.directory, ["--run-id", run_id, *argv])
-    record = RunRecord(experiment=opts.experiment, run_id=run_id, params=params, repetition=repetition,
-                       command=[sys.executable, "-m", "runtime.launch", *argv])
+    record = _record(opts, run, run_id, argv)
     if identity.rank == 0:
         write_record(run.directory, record)
-    code = _run(opts, identity)
+    code = _run(opts, identity, run.args)
     if identity.rank == 0:
         _finish(run, record, code, identity.rank, time.monotonic() - start)
     return code
@@ -143,9 +153,9 @@ def run_plain(opts: Options, run: Run, argv: list[str]) -> int:
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
                        "SCALEPROBE_LAUNCHER": "launch"})
     _set_run_env(opts, run, run_id)
-    record = RunRecord(experiment=opts.experiment, run_id=run_id, params=run.params,
-                       repetition=run.repetition, command=[sys.executable, "-m", "runtime.launch", *argv])
+    clear_attempt(run.directory)  # `--repetition K` into a run directory of an earlier attempt
+    record = _record(opts, run, run_id, argv)
     write_record(run.directory, record)
-    code = _run(opts, detect())
+    code = _run(opts, detect(), run.args)
     _finish(run, record, code, 0, time.monotonic() - start)
     return code

@@ -11,47 +11,11 @@ import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from runtime.launch_errors import LaunchError
+from runtime.sweep_values import Value, check_name, spelled_values, substitute
 
-Value = int | float | str
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
-
-
-def parse_value(text: str) -> Value:
-    """`16` -> 16, `0.5` -> 0.5, anything else stays a string."""
-    text = text.strip()
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
-def check_name(name: str, where: str) -> str:
-    if not _NAME.match(name):
-        raise LaunchError(f"{where}: parameter name {name!r} must be an identifier (letters, digits, _)")
-    if name == "repetition":
-        raise LaunchError(f"{where}: 'repetition' is reserved; use --repeat")
-    return name
-
-
-def parse_assignment(text: str, option: str) -> tuple[str, list[Value]]:
-    """`name=v1,v2,...` from `--sweep` or `--param`."""
-    name, sep, values = text.partition("=")
-    if not sep or not values.strip():
-        raise LaunchError(f"{option} {text!r}: expected name=value{',value...' if option == '--sweep' else ''}")
-    check_name(name.strip(), f"{option} {text!r}")
-    parsed = [parse_value(v) for v in values.split(",")]
-    if any(v == "" for v in parsed):
-        raise LaunchError(f"{option} {text!r}: empty value")
-    return name.strip(), parsed
 
 
 @dataclass(frozen=True)
@@ -59,7 +23,8 @@ class Run:
     params: dict[str, Value]
     repetition: int
     directory: Path
-    args: list[str]
+    args: list[str]  # the program's arguments, `{name}` replaced
+    texts: dict[str, str] = field(default_factory=dict)  # what `{name}` became: each value as typed
 
     @property
     def ranks(self) -> int:
@@ -72,6 +37,26 @@ class Design:
     fixed: dict[str, Value] = field(default_factory=dict)
     repeat: int = 1
     experiment: str | None = None
+    # parameter -> value -> the text typed for it on the command line (str(value) where none was)
+    spelled: dict[str, dict[Value, str]] = field(default_factory=dict)
+
+    def set_sweep(self, name: str, spelled: dict[Value, str]) -> None:
+        self.sweep[name] = list(spelled)
+        self.fixed.pop(name, None)
+        self.spelled[name] = spelled
+
+    def set_fixed(self, name: str, spelled: dict[Value, str]) -> None:
+        (self.fixed[name],) = spelled
+        self.sweep.pop(name, None)
+        self.spelled[name] = spelled
+
+    def texts(self, point: dict[str, Value]) -> dict[str, str]:
+        """What `{name}` becomes at this point: each value as the user typed it."""
+        return {k: self.spelled.get(k, {}).get(v, str(v)) for k, v in point.items()}
+
+    def run(self, point: dict[str, Value], repetition: int, directory: Path, args: list[str]) -> Run:
+        texts = self.texts(point)
+        return Run(point, repetition, directory, substitute(args, texts, repetition), texts)
 
     def points(self, nproc: int) -> list[dict[str, Value]]:
         """Every parameter point, `ranks` first (from the sweep, a --param or --nproc)."""
@@ -108,8 +93,7 @@ class Design:
                 base += "_" + hashlib.sha1(repr(sorted(point.items())).encode()).hexdigest()[:8]
             seen[base] = point
             for rep in range(first_repetition, first_repetition + self.repeat):
-                runs.append(Run(point, rep, out / experiment / f"{base}_rep-{rep}",
-                                substitute(args, point, rep)))
+                runs.append(self.run(point, rep, out / experiment / f"{base}_rep-{rep}", args))
         return runs
 
 
@@ -117,24 +101,12 @@ def point_name(point: dict[str, Value]) -> str:
     return "_".join(f"{k}-{_UNSAFE.sub('_', str(v))}" for k, v in point.items())
 
 
-def substitute(args: Iterable[str], params: dict[str, Value], repetition: int) -> list[str]:
-    """Replace `{name}` in the program's arguments by the run's parameter values."""
-    values = {**{k: str(v) for k, v in params.items()}, "repetition": str(repetition)}
-
-    def one(match: re.Match[str], arg: str) -> str:
-        name = match.group(1)
-        if name not in values:
-            raise LaunchError(f"program argument {arg!r} names {{{name}}}, which is no parameter "
-                              f"(known: {', '.join(sorted(values))})")
-        return values[name]
-
-    return [_PLACEHOLDER.sub(lambda m, a=arg: one(m, a), arg) for arg in args]
-
-
-def _toml_value(value: object, where: str) -> Value:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise LaunchError(f"{where}: values must be numbers or strings, not {value!r}")
-    return value
+def _toml_values(values: list[object], where: str) -> list[Value]:
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise LaunchError(f"{where}: values must be numbers or strings, not {value!r}")
+    # a TOML number is passed to the program as Python writes it: str(value)
+    return list(spelled_values(((v, str(v)) for v in values), where))
 
 
 def load_toml(path: Path) -> Design:
@@ -182,9 +154,9 @@ def load_toml(path: Path) -> Design:
         check_name(name, where)
         if not isinstance(values, list) or not values:
             values = [values]
-        design.sweep[name] = [_toml_value(v, where) for v in values]
+        design.sweep[name] = _toml_values(values, where)
     for name, value in data.get("params", {}).items():
         where = f"sweep file {path}: params.{name}"
         check_name(name, where)
-        design.fixed[name] = _toml_value(value, where)
+        (design.fixed[name],) = _toml_values([value], where)
     return design

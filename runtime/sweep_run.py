@@ -17,6 +17,7 @@ from runtime.launch_ranks import Member, Outcome, SignalInbox, free_port, run_me
 from runtime.sweep_design import Run
 from runtime.sweep_progress import Progress
 from runtime.sweep_state import RunRecord, clear_attempt, is_complete, write_record
+from runtime.sweep_values import substitute
 
 # Variables that would make a rank believe it is someone else's rank: never inherited from our own
 # environment (the launcher may itself run inside an sbatch script or a torchrun job).
@@ -45,6 +46,19 @@ def program_of(opts: Options, run: Run) -> list[str]:
     return [str(opts.script), *run.args]
 
 
+def spawn_prefix(opts: Options, run: Run) -> list[str]:
+    """`--spawn`'s command for this run: `{name}` replaced in each word as in the program's arguments."""
+    if opts.spawn is None:
+        return []
+    return substitute(shlex.split(opts.spawn), run.texts, run.repetition, "--spawn argument")
+
+
+def check_spawn(opts: Options, runs: list[Run]) -> None:
+    """Refuse an unknown `{name}` in `--spawn` before any run starts."""
+    for run in runs:
+        spawn_prefix(opts, run)
+
+
 def child_command(opts: Options, run: Run) -> list[str]:
     return [sys.executable, "-m", "runtime.launch", *child_flags(opts), "--", str(opts.script), *run.args]
 
@@ -54,8 +68,7 @@ def members_for(opts: Options, run: Run, run_id: str) -> list[Member]:
     command = child_command(opts, run)
     if opts.spawn is not None:
         # The spawn command (srun, mpiexec) starts the ranks; each reads its rank from the scheduler.
-        prefix = shlex.split(opts.spawn.replace("{ranks}", str(run.ranks)))
-        return [Member(prefix + command, base, None)]
+        return [Member(spawn_prefix(opts, run) + command, base, None)]
     n = run.ranks
     port = str(free_port())
     members = []
@@ -70,8 +83,7 @@ def members_for(opts: Options, run: Run, run_id: str) -> list[Member]:
 
 def describe(opts: Options, run: Run) -> str:
     params = " ".join(f"{k}={v}" for k, v in run.params.items())
-    prefix = shlex.split(opts.spawn.replace("{ranks}", str(run.ranks))) if opts.spawn else []
-    command = shlex.join([*prefix, "python", str(opts.script), *run.args])
+    command = shlex.join([*spawn_prefix(opts, run), "python", str(opts.script), *run.args])
     return f"{run.directory}  [{params} rep={run.repetition}]  {command}"
 
 

@@ -12,9 +12,10 @@ from runtime.launch_args import build_parser, child_flags, parse, split_argv
 from runtime.launch_errors import LaunchError
 from runtime.launch_nsys import parse_rank_filter
 from runtime.launch_ranks import describe_exit, status_code
-from runtime.sweep_design import Design, load_toml, parse_value, point_name, substitute
+from runtime.sweep_design import Design, load_toml, point_name
 from runtime.sweep_progress import Progress, clock
 from runtime.sweep_state import RunRecord, clear_attempt, is_complete, read_record, write_record
+from runtime.sweep_values import parse_value, substitute
 
 
 @pytest.mark.parametrize("argv, ours, program", [

@@ -1,0 +1,85 @@
+"""Parameter values as the user wrote them, and `{name}` placeholders replaced by them.
+
+A value that reads as a number is recorded as that number (`--sweep batch=016` is the parameter
+batch = 16 in the run header), while `{batch}` in the program's arguments and in `--spawn` becomes
+exactly the text typed (`016`): the launcher never re-formats what the program receives. So that
+two values are never the same modeling point, a value given twice or two spellings of one number
+(`1.1` and `1.10`) are refused, and so are `nan` and `inf`, which are no point to model.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Iterable, Mapping
+
+from runtime.launch_errors import LaunchError
+
+Value = int | float | str
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def parse_value(text: str) -> Value:
+    """`16` -> 16, `0.5` -> 0.5, anything else stays a string."""
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def check_name(name: str, where: str) -> str:
+    if not _NAME.match(name):
+        raise LaunchError(f"{where}: parameter name {name!r} must be an identifier (letters, digits, _)")
+    if name == "repetition":
+        raise LaunchError(f"{where}: 'repetition' is reserved; use --repeat")
+    return name
+
+
+def spelled_values(pairs: Iterable[tuple[Value, str]], where: str) -> dict[Value, str]:
+    """Each distinct value with its text, in the order given; the same point twice is an error."""
+    spelled: dict[Value, str] = {}
+    for value, text in pairs:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise LaunchError(f"{where}: {text!r} is not a finite number")
+        if value in spelled:
+            earlier = spelled[value]
+            same = f"{text!r} is given twice" if earlier == text else \
+                f"{earlier!r} and {text!r} are the same number, so the same modeling point"
+            raise LaunchError(f"{where}: {same}: give each value once")
+        spelled[value] = text
+    return spelled
+
+
+def parse_assignment(text: str, option: str) -> tuple[str, dict[Value, str]]:
+    """`name=v1,v2,...` from `--sweep` or `--param`: the name, and each value with its text as typed."""
+    name, sep, values = text.partition("=")
+    where = f"{option} {text!r}"
+    if not sep or not values.strip():
+        raise LaunchError(f"{where}: expected name=value{',value...' if option == '--sweep' else ''}")
+    check_name(name.strip(), where)
+    texts = [v.strip() for v in values.split(",")]
+    if "" in texts:
+        raise LaunchError(f"{where}: empty value")
+    return name.strip(), spelled_values(((parse_value(t), t) for t in texts), where)
+
+
+def substitute(args: Iterable[str], texts: Mapping[str, object], repetition: int,
+               what: str = "program argument") -> list[str]:
+    """Replace `{name}` in each argument by the run's text of that parameter (`{repetition}` too);
+    braces around anything but a name (`{"k": 1}`) stay as they are."""
+    values = {**{k: str(v) for k, v in texts.items()}, "repetition": str(repetition)}
+
+    def one(match: re.Match[str], arg: str) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise LaunchError(f"{what} {arg!r} names {{{name}}}, which is no parameter "
+                              f"(known: {', '.join(sorted(values))})")
+        return values[name]
+
+    return [_PLACEHOLDER.sub(lambda m, a=arg: one(m, a), arg) for arg in args]

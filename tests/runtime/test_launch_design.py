@@ -121,6 +121,9 @@ def test_point_name_is_safe_for_file_systems():
     ("repeat = 0\n", "repeat must be a positive integer"),
     ("[sweep]\nx = [true]\n", "numbers or strings"),
     ("sweep = 3\n", "sweep must be a table"),
+    ("[sweep]\nx = [1, 1.0]\n", "sweep.x: '1' and '1.0' are the same number"),
+    ("[sweep]\nx = [nan]\n", "sweep.x: 'nan' is not a finite number"),
+    ("[params]\nx = inf\n", "params.x: 'inf' is not a finite number"),
 ])
 def test_bad_sweep_files_name_the_file(tmp_path, text, message):
     path = tmp_path / "bad.toml"

@@ -10,7 +10,6 @@ import pytest
 
 from runtime.launch_args import parse
 from runtime.launch_errors import LaunchError
-from runtime.sweep_design import load_toml
 from runtime.sweep_state import RunRecord, clear_attempt, is_complete, write_record
 
 from .test_launch_e2e import SHOW, launch, record, script, seen
@@ -73,18 +72,6 @@ def test_sweep_values_as_typed_end_to_end(tmp_path):
 def test_one_modeling_point_per_value_and_only_finite_numbers(argv, message):
     with pytest.raises(LaunchError, match=message.replace("{", r"\{").replace("(", r"\(")):
         parse(argv)
-
-
-@pytest.mark.parametrize("text, message", [
-    ("[sweep]\nx = [1, 1.0]\n", "sweep.x: '1' and '1.0' are the same number"),
-    ("[sweep]\nx = [nan]\n", "sweep.x: 'nan' is not a finite number"),
-    ("[params]\nx = inf\n", "params.x: 'inf' is not a finite number"),
-])
-def test_sweep_file_values_are_checked_alike(tmp_path, text, message):
-    path = tmp_path / "s.toml"
-    path.write_text(text)
-    with pytest.raises(LaunchError, match=message):
-        load_toml(path)
 
 
 @pytest.mark.parametrize("extra", [[], ["--nproc", "1"], ["--sweep", "x=1,2"]])

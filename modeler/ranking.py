@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from .dataset import Dataset
 from .errors import InputError
+from .listing import listing
 from .model import FittedModel, Model
 from .parts import check_parts, parts_sums
 from .uncertainty import mixture_ranges
@@ -141,6 +142,26 @@ def parse_at(text: str | None, parameters: Sequence[str], defaults: Mapping[str,
     return at
 
 
+def nonnegative_keys(series: Iterable) -> set[tuple[str, str]]:
+    """(call path, metric) of every series whose measured values are all at least 0."""
+    return {(s.callpath, s.metric) for s in series if all(float(np.min(r)) >= 0.0 for r in s.repetitions)}
+
+
+def below_zero_warning(
+    rows: Sequence["RankedModel"], nonnegative: Collection[tuple[str, str]], at_text: str
+) -> str | None:
+    """One warning naming the models that predict a value below zero at the target although every
+    value they were fitted to is at least 0 (a falling term run past the measurements), or None."""
+    named = [f"{r.fitted.callpath} ({r.fitted.metric}) {r.prediction:.4g}" for r in rows
+             if math.isfinite(r.prediction) and r.prediction < 0 and (r.fitted.callpath, r.fitted.metric) in nonnegative]
+    if not named:
+        return None
+    n = len(named)
+    return (f"{n} model{'s' if n > 1 else ''} predict{'' if n > 1 else 's'} a value below zero at {at_text}, "
+            f"though every value measured is at least 0: {listing(named, 5)}; a falling term has run past the "
+            "measurements there: read such a prediction as near 0, and measure closer to the target before trusting it")
+
+
 def rank_models(
     models: Iterable[FittedModel],
     parameters: Sequence[str],
@@ -149,11 +170,14 @@ def rank_models(
     warnings: Sequence[str] = (),
     units: Mapping[tuple[str, str], str] | None = None,
     companions: Sequence[FittedModel] = (),
+    nonnegative: Collection[tuple[str, str]] = (),
 ) -> Ranking:
     """The models worst-scaling first; `units` maps (call path, metric) to the unit of its values.
 
     Every `time` prediction is checked against its parts' (`modeler.parts`), using `companions` too:
-    models fitted for that check only (exclusive times that were not selected), not ranked."""
+    models fitted for that check only (exclusive times that were not selected), not ranked. Models
+    of the series in `nonnegative` (see `nonnegative_keys`) that predict below zero are named in a
+    warning."""
     point = np.array([[float(at[p]) for p in parameters]]) if parameters else np.zeros((1, 0))
     models = list(models)
     preds = []
@@ -185,4 +209,7 @@ def rank_models(
         return (-sign * r.growth[0], -sign * r.growth[1], -pred, r.fitted.callpath, r.fitted.metric)
 
     rows.sort(key=key)
+    below = below_zero_warning(rows, nonnegative, at_text)
+    if below:
+        warnings.append(below)
     return Ranking(tuple(parameters), dict(at), tuple(rows), tuple(warnings))

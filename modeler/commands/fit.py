@@ -15,7 +15,7 @@ from ..errors import InputError
 from ..listing import listing
 from ..outputs import FORMATS, render
 from ..parts import parts_series
-from ..ranking import Ranking, measured_maximum, parse_at, rank_models
+from ..ranking import Ranking, measured_maximum, nonnegative_keys, parse_at, rank_models
 from .inputs import add_input_options, describe_files, load_from_args, select, warn, write_output
 
 DEFAULT_MIN_POINTS = 3
@@ -82,7 +82,7 @@ def fit_dataset(
     notes = [f"{w} ({n} model{'s' if n > 1 else ''})" for w, n in model_warnings.items()]
     units = {(s.callpath, s.metric): s.unit for s in data.series}
     return rank_models(shown, data.parameters, target, warnings=[*data.warnings, *warnings, *notes], units=units,
-                       companions=companions)
+                       companions=companions, nonnegative=nonnegative_keys(data.series))
 
 
 def run(args: argparse.Namespace) -> int:

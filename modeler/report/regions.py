@@ -10,7 +10,7 @@ from markupsafe import Markup
 
 from ..dataset import Series
 from ..model import FittedModel
-from ..ranking import rank_models
+from ..ranking import nonnegative_keys, rank_models
 from . import svg
 from .findings import RankingRow, RegionView
 
@@ -24,7 +24,7 @@ def rank_regions(
     disagree at the target (`modeler.parts`)."""
     by_key = {(m.callpath, m.metric): m for m in models}
     ranked = rank_models([by_key[(s.callpath, s.metric)] for s in series if (s.callpath, s.metric) in by_key],
-                         parameters, target, companions=companions)
+                         parameters, target, companions=companions, nonnegative=nonnegative_keys(series))
     largest_pt = np.array([[largest.get(p, 0.0) for p in parameters]])
     region_series = {s.callpath: s for s in series}
     ranking: list[RankingRow] = []

@@ -11,6 +11,7 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import modeler
@@ -224,3 +225,18 @@ def test_python_dash_m_end_to_end(tmp_path):
     assert "sorted by asymptotic growth" in table.stdout and "ranks=32, batch=128" in table.stdout
     bad = _run(["fit", "missing-dir"], cwd=tmp_path)
     assert bad.returncode == 1 and "modeler: error: missing-dir" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_fit_warns_when_a_time_model_goes_below_zero_at_the_target(tmp_path, capsys):
+    # 10 - 2 log2(p), measured at p = 1..16 (all >= 2): at p=1024 the model says -10
+    path = tmp_path / "falls.jsonl"
+    path.write_text("".join(json.dumps({"params": {"p": p}, "callpath": "main->falls", "metric": "time",
+                                        "value": [10 - 2 * np.log2(p)] * 2}) + "\n" for p in (1, 2, 4, 8, 16)))
+    assert cli.main(["fit", str(path), "--at", "p=1024", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    (model,) = json.loads(captured.out)["models"]
+    assert model["prediction"] == pytest.approx(-10.0, rel=1e-6)
+    assert "1 model predicts a value below zero at p=1024" in captured.err
+    assert "main->falls (time) -10" in captured.err
+    assert cli.main(["fit", str(path), "--at", "p=16", "--format", "json"]) == 0
+    assert "below zero" not in capsys.readouterr().err

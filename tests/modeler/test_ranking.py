@@ -10,7 +10,7 @@ import pytest
 from modeler.dataset import Dataset, Series
 from modeler.errors import InputError
 from modeler.model import Factor, FittedModel, Model, Term
-from modeler.ranking import growth, measured_maximum, parse_at, rank_models
+from modeler.ranking import growth, measured_maximum, nonnegative_keys, parse_at, rank_models
 
 PARAMS = ("p", "n")
 
@@ -102,3 +102,25 @@ def test_efficiency_that_falls_fastest_ranks_first():
     models = [eff("flat", 0.0, 0.0), eff("slow_fall", -0.01, 0.5), eff("fast_fall", -0.001, 1.0), eff("rises", 0.01, 0.5)]
     r = rank_models(models, PARAMS, {"p": 64.0, "n": 1.0})
     assert [row.fitted.callpath for row in r.rows] == ["fast_fall", "slow_fall", "flat", "rises"]
+
+
+def test_prediction_below_zero_is_named_only_where_every_measured_value_was_at_least_zero():
+    falls = fitted("falls", 10.0, (-2.0, (Factor("p", 0.0, 1),)))  # 10 - 2 log2(p): -10 at p=1024
+    signed = fitted("signed", 10.0, (-2.0, (Factor("p", 0.0, 1),)))
+    rises = fitted("rises", 1.0, (1.0, (Factor("p", 1.0),)))
+    r = rank_models([falls, signed, rises], PARAMS, {"p": 1024, "n": 2},
+                    nonnegative={("falls", "time"), ("rises", "time")})
+    below = [w for w in r.warnings if "below zero" in w]
+    assert len(below) == 1
+    assert "falls (time) -10" in below[0] and "p=1024, n=2" in below[0]
+    assert "signed" not in below[0] and "rises" not in below[0]
+    # within the measured range it stays quiet
+    assert not [w for w in rank_models([falls], PARAMS, {"p": 16, "n": 2},
+                                       nonnegative={("falls", "time")}).warnings if "below zero" in w]
+
+
+def test_nonnegative_keys_looks_at_every_repetition():
+    pts = np.array([[1.0, 1.0], [2.0, 1.0]])
+    series = [Series("pos", "time", pts, (np.array([1.0, 0.0]), np.array([2.0]))),
+              Series("neg", "time", pts, (np.array([1.0, -0.1]), np.array([2.0])))]
+    assert nonnegative_keys(series) == {("pos", "time")}

@@ -161,6 +161,16 @@ static ThreadState *new_state(void) {
     return s;
 }
 
+/* enter, exit and mark never count against the program's recursion limit. CPython 3.10/3.11 check
+ * the limit on every call of a METH_O function, which made a probe at the deepest frame of a
+ * recursion fail one level early. They are METH_FASTCALL (a specialized call of those is not
+ * checked on 3.11) and their function objects' vectorcall slots are set to calls without the
+ * check (the first, unspecialized calls of every function go through those); see PyInit below. */
+static PyObject *one_argument(const char *name, Py_ssize_t nargs) {
+    PyErr_Format(PyExc_TypeError, "%s() takes exactly one argument (%zd given)", name, nargs);
+    return NULL;
+}
+
 static inline int read_rid(PyObject *arg, Py_ssize_t *rid) {
     Py_ssize_t r = PyLong_AsSsize_t(arg);
     if (r < 0 || r >= cap) {
@@ -172,7 +182,9 @@ static inline int read_rid(PyObject *arg, Py_ssize_t *rid) {
     return 1;
 }
 
-static PyObject *p_enter(PyObject *self, PyObject *arg) {
+static PyObject *p_enter(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1) return one_argument("enter", nargs);
+    PyObject *arg = args[0];
     Py_ssize_t rid;
     if (!read_rid(arg, &rid) || off[rid]) Py_RETURN_NONE;
     ThreadState *s = tls;
@@ -235,8 +247,10 @@ static void close_top(ThreadState *s, int64_t t) {
     if (s->depth == 1) note_outermost();
 }
 
-static PyObject *p_exit(PyObject *self, PyObject *arg) {
+static PyObject *p_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     int64_t t = now_ns();
+    if (nargs != 1) return one_argument("exit", nargs);
+    PyObject *arg = args[0];
     Py_ssize_t rid;
     if (!read_rid(arg, &rid)) Py_RETURN_NONE;
     ThreadState *s = tls;
@@ -263,7 +277,9 @@ static PyObject *p_exit(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-static PyObject *p_mark(PyObject *self, PyObject *arg) {
+static PyObject *p_mark(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1) return one_argument("mark", nargs);
+    PyObject *arg = args[0];
     Py_ssize_t rid;
     if (read_rid(arg, &rid)) iters[rid]++;
     Py_RETURN_NONE;
@@ -424,16 +440,99 @@ static PyObject *p_set_exit_seen(PyObject *self, PyObject *code) {
     Py_RETURN_NONE;
 }
 
+/* sys.exit as the recorder installs it: the real one (METH_FASTCALL, `status=None, /`), which also
+ * notes the code when the main thread exits. In C, so that it costs the program no recursion level
+ * and adds no frame to the SystemExit's traceback. */
+static PyObject *p_sys_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs > 1) {
+        PyErr_Format(PyExc_TypeError, "exit expected at most 1 argument, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *status = nargs ? args[0] : Py_None;
+    if (PyThread_get_thread_ident() == main_ident) { /* elsewhere it ends a thread only */
+        Py_INCREF(status);
+        Py_XSETREF(exit_seen, status);
+    }
+    PyErr_SetObject(PyExc_SystemExit, status);
+    return NULL;
+}
+
+static PyMethodDef sys_exit_def = {
+    "exit", (PyCFunction)(void (*)(void))p_sys_exit, METH_FASTCALL,
+    "exit($module, status=None, /)\n--\n\n"
+    "Exit the interpreter by raising SystemExit(status).\n\n"
+    "If the status is omitted or None, it defaults to zero (i.e., success).\n"
+    "If the status is an integer, it will be used as the system exit status.\n"
+    "If it is another kind of object, it will be printed and the system\n"
+    "exit status will be one (i.e., failure)."};
+
 static PyObject *p_threads(PyObject *self, PyObject *unused) {
     long n = 0;
     for (ThreadState *s = all_states; s; s = s->next) n++;
     return PyLong_FromLong(n);
 }
 
+/* ----- the launcher: a script run at the recursion depth `python script.py` gives it ------------------ */
+
+/* The launcher runs the program's code some ten levels deep (runpy, its own functions). Python
+ * counts those levels against the program's recursion limit, which a program that sets a small
+ * limit (or recurses close to it) would notice. run_toplevel evaluates the code with this thread's
+ * counter set back to zero, as the interpreter has it when it runs a script's module, and puts the
+ * launcher's levels back afterwards: the limit and sys.setrecursionlimit() stay the program's own. */
+#define LAUNCHER_HEADROOM 200 /* levels the launcher may need after the program, whatever its limit */
+
+static int program_limit = 0; /* the program's own limit, when run_toplevel had to raise it */
+
+static int used_depth(PyThreadState *ts) {
+#if PY_VERSION_HEX >= 0x030C0000
+    return ts->py_recursion_limit - ts->py_recursion_remaining;
+#elif PY_VERSION_HEX >= 0x030B0000
+    return ts->recursion_limit - ts->recursion_remaining;
+#else
+    return ts->recursion_depth;
+#endif
+}
+
+static void add_depth(PyThreadState *ts, int levels) {
+#if PY_VERSION_HEX >= 0x030C0000
+    ts->py_recursion_remaining -= levels;
+#elif PY_VERSION_HEX >= 0x030B0000
+    ts->recursion_remaining -= levels;
+#else
+    ts->recursion_depth += levels;
+#endif
+}
+
+static PyObject *p_run_toplevel(PyObject *self, PyObject *args) {
+    PyObject *code, *globals;
+    if (!PyArg_ParseTuple(args, "O!O!:run_toplevel", &PyCode_Type, &code, &PyDict_Type, &globals)) return NULL;
+    PyThreadState *ts = PyThreadState_Get();
+    int depth = used_depth(ts);
+    add_depth(ts, -depth);
+    /* Setting the limit keeps every thread's depth as it is: the shift survives it. */
+    PyObject *res = PyEval_EvalCode(code, globals, globals);
+    add_depth(ts, depth);
+    int limit = Py_GetRecursionLimit();
+    if (limit < depth + LAUNCHER_HEADROOM) {
+        /* The program lowered the limit below what the launcher needs to finish (its frames are
+         * back on the count now); the launcher restores it when it returns. */
+        program_limit = limit;
+        Py_SetRecursionLimit(depth + LAUNCHER_HEADROOM);
+    }
+    return res;
+}
+
+static PyObject *p_take_program_limit(PyObject *self, PyObject *unused) {
+    int limit = program_limit;
+    program_limit = 0;
+    if (!limit) Py_RETURN_NONE;
+    return PyLong_FromLong(limit);
+}
+
 static PyMethodDef methods[] = {
-    {"enter", p_enter, METH_O, "enter(rid): a visit of region rid begins on this thread."},
-    {"exit", p_exit, METH_O, "exit(rid): the innermost visit of region rid ends."},
-    {"mark", p_mark, METH_O, "mark(rid): one iteration of loop region rid."},
+    {"enter", (PyCFunction)(void (*)(void))p_enter, METH_FASTCALL, "enter(rid): a visit of region rid begins on this thread."},
+    {"exit", (PyCFunction)(void (*)(void))p_exit, METH_FASTCALL, "exit(rid): the innermost visit of region rid ends."},
+    {"mark", (PyCFunction)(void (*)(void))p_mark, METH_FASTCALL, "mark(rid): one iteration of loop region rid."},
     {"ensure_capacity", p_ensure_capacity, METH_O, "Make region ids below n valid."},
     {"set_off", p_set_off, METH_VARARGS, "set_off(rid, off): stop or resume timing region rid."},
     {"take_deltas", p_take_deltas, METH_NOARGS, "Changed call paths since the previous call."},
@@ -444,6 +543,10 @@ static PyMethodDef methods[] = {
     {"exit_seen", p_exit_seen, METH_NOARGS, "(code,) of the SystemExit that last left the main thread's outermost region, or None."},
     {"set_exit_seen", p_set_exit_seen, METH_O, "set_exit_seen(code): a SystemExit(code) is on its way (sys.exit)."},
     {"threads", p_threads, METH_NOARGS, "Call trees kept (ended threads go at the next take_deltas)."},
+    {"run_toplevel", p_run_toplevel, METH_VARARGS,
+     "run_toplevel(code, globals): exec(code, globals) at the recursion depth of a script's module."},
+    {"take_program_limit", p_take_program_limit, METH_NOARGS,
+     "The program's recursion limit if run_toplevel raised it for the launcher's own finish, else None."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -462,6 +565,31 @@ static unsigned long find_main_ident(void) {
     return ident;
 }
 
+/* The vectorcalls of enter, exit and mark: what CPython's own does for METH_FASTCALL, less the
+ * recursion check (these functions never recurse, so the check protects nothing here). */
+typedef PyObject *(*fastcall)(PyObject *, PyObject *const *, Py_ssize_t);
+
+static inline PyObject *call_unchecked(PyObject *func, fastcall meth, const char *name, PyObject *const *args,
+                                       size_t nargsf, PyObject *kwnames) {
+    if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+        PyErr_Format(PyExc_TypeError, "%s() takes no keyword arguments", name);
+        return NULL;
+    }
+    return meth(PyCFunction_GET_SELF(func), args, PyVectorcall_NARGS(nargsf));
+}
+
+static PyObject *vc_enter(PyObject *f, PyObject *const *a, size_t n, PyObject *k) { return call_unchecked(f, p_enter, "enter", a, n, k); }
+static PyObject *vc_exit(PyObject *f, PyObject *const *a, size_t n, PyObject *k) { return call_unchecked(f, p_exit, "exit", a, n, k); }
+static PyObject *vc_mark(PyObject *f, PyObject *const *a, size_t n, PyObject *k) { return call_unchecked(f, p_mark, "mark", a, n, k); }
+
+static int unchecked_call(PyObject *module, const char *name, vectorcallfunc vc) {
+    PyObject *f = PyObject_GetAttrString(module, name);
+    if (!f) return -1;
+    if (PyCFunction_Check(f)) ((PyCFunctionObject *)f)->vectorcall = vc;
+    Py_DECREF(f);
+    return 0;
+}
+
 PyMODINIT_FUNC PyInit__cprobe(void) {
     if (grow(1024) < 0) return PyErr_NoMemory();
     main_ident = find_main_ident();
@@ -469,5 +597,18 @@ PyMODINIT_FUNC PyInit__cprobe(void) {
         PyErr_SetString(PyExc_OSError, "pthread_key_create failed");
         return NULL;
     }
-    return PyModule_Create(&moddef);
+    PyObject *m = PyModule_Create(&moddef);
+    if (m && (unchecked_call(m, "enter", vc_enter) < 0 || unchecked_call(m, "exit", vc_exit) < 0 ||
+              unchecked_call(m, "mark", vc_mark) < 0)) {
+        Py_CLEAR(m);
+    }
+    /* named as sys.exit is, so that messages and inspect.signature read the same */
+    PyObject *sys_name = m ? PyUnicode_FromString("sys") : NULL;
+    PyObject *sys_exit = sys_name ? PyCFunction_NewEx(&sys_exit_def, m, sys_name) : NULL;
+    Py_XDECREF(sys_name);
+    if (m && (!sys_exit || PyModule_AddObject(m, "sys_exit", sys_exit) < 0)) {
+        Py_XDECREF(sys_exit);
+        Py_CLEAR(m);
+    }
+    return m;
 }

@@ -98,4 +98,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _status = main()
+    from runtime.launch_toplevel import restore_program_limit
+
+    restore_program_limit()
+    sys.exit(_status)

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Callable
 
 from runtime.launch_errors import LaunchError
+from runtime.launch_toplevel import run_toplevel
+from runtime.sysexit import exit_status, print_message
 
 SIGTERM_EXIT = 128 + signal.SIGTERM
 SIGINT_EXIT = 128 + signal.SIGINT
@@ -63,23 +65,12 @@ def _format(exc: BaseException, tb: types.TracebackType | None) -> str:
         return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
-def _exit_code(exc: SystemExit) -> int:
-    # The interpreter's own rules for `sys.exit(x)`.
-    code = exc.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1
-
-
 def error_summary(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         # sys.exit("message") carries its message; argparse and sys.exit(N) printed theirs on stderr
         if isinstance(exc.code, str):
             return f"SystemExit: {exc.code}"
-        return f"SystemExit: exited with status {_exit_code(exc)} (its own message, if any, is on its stderr)"
+        return f"SystemExit: exited with status {exit_status(exc.code)} (its own message, if any, is on its stderr)"
     lines = traceback.format_exception_only(type(exc), exc)
     return lines[-1].strip() if lines else type(exc).__name__
 
@@ -115,9 +106,11 @@ def run_script(path: Path, args: list[str],
     # reference (multiprocessing's spawn) may still need it.
     sys.modules["__main__"] = main
     try:
-        exec(code, main.__dict__)
+        run_toplevel(code, main.__dict__)
     except SystemExit as exc:
-        status = _exit_code(exc)
+        # The interpreter's own rules for `sys.exit(x)`: the message once, then the status.
+        print_message(exc.code)
+        status = exit_status(exc.code)
         if status and on_error is not None:
             on_error(exc, error_summary(exc) + "\n")
         return status

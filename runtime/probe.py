@@ -16,11 +16,12 @@ or json.
 from __future__ import annotations
 
 import sys
-from typing import Any, AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any, AsyncIterator, Sequence
 
 from . import _backend
 from . import linemap as _linemap
 from . import recorder as _recorder
+from . import series as _series
 
 enter = _backend.impl.enter
 exit = _backend.impl.exit
@@ -62,10 +63,9 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
     return rec.on
 
 
-def iterate(rid: int, iterable: Iterable[Any]) -> Iterator[Any]:
-    from .series import iterate as _iterate
-
-    return _iterate(rid, iterable)
+# The loop header `for x in __sp_iterate__(rid, it):` calls series.loop directly: an exception of the
+# user's iterator must not pass through a frame of ours (see series.loop).
+iterate = _series.loop
 
 
 def _leave(g: dict, rids: tuple[int, ...]) -> None:

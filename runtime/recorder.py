@@ -18,6 +18,7 @@ from typing import Any
 from . import _backend
 from .config import Config, ConfigError, RankSet, from_env
 from .runfile import RunWriter, run_file_name
+from .sysexit import exit_status
 
 impl = _backend.impl
 
@@ -26,6 +27,11 @@ _UNSET = object()
 # Region ids the runtime hands out itself (comm, manual, reserve) start here, above any id the
 # instrumentor gives a project, so that a module imported later can never collide with them.
 RESERVED_BASE = 1 << 16
+
+# An epoch end asks the flush thread for a write; it writes at most this often for such requests
+# (and never more often than SCALEPROBE_FLUSH_INTERVAL), merging the requests in between, so that a
+# loop of many tiny epochs does not turn into one write per epoch.
+EPOCH_FLUSH_SPACING_S = 1.0
 
 
 class Recorder:
@@ -61,6 +67,8 @@ class Recorder:
         self.main_exit: tuple | None = None  # (code,) of the SystemExit that unwound `__main__`
         self.wake = threading.Event()
         self.thread: threading.Thread | None = None
+        self.flush_requested = False  # an epoch ended since the last flush (see request_flush)
+        self.last_flush = time.monotonic()  # when the last flush began (the start counts as one)
         self.pid = os.getpid()
         self.start_ns = time.perf_counter_ns()
         self.default_dir = False
@@ -181,13 +189,35 @@ class Recorder:
         self.thread = t
         t.start()
 
+    def request_flush(self) -> None:
+        """An epoch ended: have its records written soon, without waiting for the write here.
+
+        The flush thread writes FLUSH_INTERVAL after the previous flush, or, with a request
+        pending, min(FLUSH_INTERVAL, EPOCH_FLUSH_SPACING_S) after it (at once when that is past).
+        All requests until then are one write. Without a thread (FLUSH_INTERVAL=0) the flush
+        happens here, at every epoch end."""
+        if self.thread is None:
+            self.flush()
+        elif not self.flush_requested:
+            self.flush_requested = True
+            self.wake.set()
+
     def _loop(self) -> None:
         pid = os.getpid()
+        interval = self.cfg.flush_interval_s
         while not self.finished and os.getpid() == pid:
-            self.wake.wait(self.cfg.flush_interval_s)
-            self.wake.clear()
+            spacing = min(interval, EPOCH_FLUSH_SPACING_S)
+            # The flag, not the event, says whether a request is pending: a wake-up that was
+            # cleared unseen only makes this loop look again.
+            due = self.last_flush + (spacing if self.flush_requested else interval)
+            left = due - time.monotonic()
+            if left > 0:
+                self.wake.wait(left)
+                self.wake.clear()
+                continue
             if self.finished or os.getpid() != pid:
                 return
+            self.last_flush = time.monotonic()  # also when the flush fails: no busy retrying
             try:
                 self.flush()
             except Exception as e:  # a flusher that dies silently would lose the run
@@ -199,6 +229,9 @@ class Recorder:
         with self.lock:
             if self.writer is None:
                 return
+            # Before the records are taken: an epoch that ends after this asks again.
+            self.flush_requested = False
+            self.last_flush = time.monotonic()
             self.flushes += 1
             n = self.flushes
             recs: list[dict] = []
@@ -348,6 +381,8 @@ class Recorder:
         self.lock = threading.RLock()
         self.comm_lock = threading.Lock()
         self.wake = threading.Event()
+        self.flush_requested = False
+        self.last_flush = time.monotonic()
         impl.reset_after_fork()
         parent = self.pid
         self.pid = os.getpid()
@@ -381,14 +416,6 @@ class Recorder:
 
 _PENDING = object()  # gpu_ns placeholder until the CUDA events of a step have completed
 
-
-def exit_status(code: object) -> int:
-    """The process exit status the interpreter makes of `SystemExit(code)`."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    return 1  # a message: printed, status 1
 
 _rec: Recorder | None = None
 _start_lock = threading.Lock()
@@ -443,18 +470,13 @@ def _install_hooks(rec: Recorder) -> None:
         linemap.show(tp, value, tb, prev_hook)
 
     sys.excepthook = excepthook
-    real_exit = sys.exit
-
-    def exit(status: object = None) -> None:
-        # atexit cannot see the exit code. Noted here for a SystemExit raised outside every
-        # instrumented region; one that leaves a region is seen there again (or, caught and
-        # followed by more instrumented code, forgotten).
-        if threading.current_thread() is threading.main_thread():  # elsewhere it ends a thread only
-            impl.set_exit_seen(status)
-        real_exit(status)
-
-    exit.__doc__ = real_exit.__doc__
-    sys.exit = exit
+    # atexit cannot see the exit code: sys.exit notes it for a SystemExit raised outside every
+    # instrumented region; one that leaves a region is seen there again (or, caught and followed
+    # by more instrumented code, forgotten). The C backend's costs no frame and no recursion level;
+    # it raises SystemExit itself, so it stands in for Python's own sys.exit only.
+    c_exit = getattr(impl, "sys_exit", None)
+    own = getattr(sys.exit, "__self__", None) is sys
+    sys.exit = c_exit if c_exit is not None and own else _py_sys_exit(sys.exit)
     _wrap_quitter()
     register = getattr(threading, "_register_atexit", None)  # runs at shutdown, before atexit
     if register is not None:
@@ -469,6 +491,16 @@ def _install_hooks(rec: Recorder) -> None:
             _chain_signal(sig)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(before=_before_fork, after_in_child=_after_fork)
+
+
+def _py_sys_exit(real_exit: Any) -> Any:
+    def exit(status: object = None) -> None:
+        if threading.current_thread() is threading.main_thread():  # elsewhere it ends a thread only
+            impl.set_exit_seen(status)
+        real_exit(status)
+
+    exit.__doc__ = real_exit.__doc__
+    return exit
 
 
 def _chain_signal(sig: int) -> None:

@@ -1,4 +1,5 @@
-"""Epoch and step series: `iterate(rid, iterable)` times every iteration of an epoch or step loop.
+"""Epoch and step series: `loop(rid, iterable)` (the probe ABI's `iterate`) times every iteration of an
+epoch or step loop; `iterate(rid, iterable)` does the same for the manual API.
 
 An iteration lasts from the start of its `next()` (data wait included) to the start of the next
 `next()`, or to the end of the loop (exhaustion, `break`, exception: the iterator is released by the
@@ -9,6 +10,7 @@ neither.
 
 from __future__ import annotations
 
+import functools
 import sys
 from time import perf_counter_ns
 from typing import Any, Iterable, Iterator
@@ -17,26 +19,28 @@ from . import recorder as _recorder
 from .recorder import _PENDING
 
 
-class SeriesIter:
-    """Behaves like iter(iterable) and keeps no reference to the items it hands out."""
+class _Series:
+    """The bookkeeping of one epoch or step loop. The loop itself iterates
+    `map(after, iter(before, _NEVER), iterator)`: before() runs at the start of every `next()`,
+    then map's C code calls the user's iterator, and after() gets the item and hands it on. So no
+    frame of ours is on the stack while the user's iterator runs, and an exception it raises (or a
+    StopIteration) reaches the `for` statement with the traceback it would have uninstrumented. The
+    bookkeeping keeps no reference to the items."""
 
-    __slots__ = ("_it", "_rid", "_kind", "_index", "_t0", "_wait", "_comm0", "_gpu0", "_rec", "__weakref__")
+    __slots__ = ("_rid", "_kind", "_index", "_t0", "_next0", "_wait", "_comm0", "_gpu0", "_rec", "__weakref__")
 
-    def __init__(self, rid: int, iterable: Iterable[Any], kind: str, rec: "_recorder.Recorder") -> None:
-        self._it = iter(iterable)
+    def __init__(self, rid: int, kind: str, rec: "_recorder.Recorder") -> None:
         self._rid = rid
         self._kind = kind
         self._index = 0
-        self._t0: int | None = None
+        self._t0: int | None = None  # start of the open iteration (None: none is open)
+        self._next0 = 0  # start of the next() in progress
         self._wait = 0
         self._comm0 = 0
         self._gpu0 = None
         self._rec = rec
 
-    def __iter__(self) -> "SeriesIter":
-        return self
-
-    def __next__(self) -> Any:
+    def before(self) -> None:
         t0 = perf_counter_ns()
         if self._t0 is not None:
             self._close(t0)
@@ -47,9 +51,13 @@ class SeriesIter:
         if self._kind == "step" and rec.cfg.schedule is not None:
             # The schedule runs over all steps of the run, not over one epoch's loop.
             rec.set_on(rec.cfg.schedule.probes_on(rec.steps_seen))
-        item = next(self._it)  # StopIteration and errors go to the loop unchanged
+        self._next0 = t0
+
+    def after(self, _: None, item: Any) -> Any:
+        t0 = self._next0
         self._wait = perf_counter_ns() - t0
         self._t0 = t0
+        rec = self._rec
         self._comm0 = rec.comm_ns[0]
         gpu = rec.gpu
         self._gpu0 = gpu.start() if gpu is not None else None
@@ -84,12 +92,10 @@ class SeriesIter:
             r["memory"] = dict(r["memory"] or {}, **_rss_peak_and_reset())
         rec.series.append(r)
         if self._kind == "epoch":
-            if rec.thread is not None:
-                rec.wake.set()  # flush at every epoch end, in the background thread
-            else:
-                rec.flush()  # SCALEPROBE_FLUSH_INTERVAL=0: no thread, flush here
+            rec.request_flush()  # written soon by the flush thread (docs/runtime.md, Recording)
 
     def __del__(self) -> None:
+        # The `for` statement released the iterator (end, break, exception): close the open iteration.
         if self._t0 is not None:
             try:
                 self._close(perf_counter_ns())
@@ -97,10 +103,40 @@ class SeriesIter:
                 pass
 
 
+_NEVER = object()  # before() returns None, never this: iter(before, _NEVER) never stops
+
+
+def wrap(rid: int, iterator: Iterator[Any], kind: str, rec: "_recorder.Recorder") -> Iterator[Any]:
+    """`iterator` with every iteration recorded as an epoch or step of region `rid`."""
+    s = _Series(rid, kind, rec)
+    return map(s.after, iter(s.before, _NEVER), iterator)
+
+
 def iterate(rid: int, iterable: Iterable[Any]) -> Iterator[Any]:
+    """Like iter(iterable), recording each iteration when recording is on (the manual API)."""
+    return _wrap_if_on(rid, iter(iterable))
+
+
+def loop(rid: int, iterable: Iterable[Any]) -> Any:
+    """What an instrumented `for x in __sp_iterate__(rid, iterable):` iterates.
+
+    When iter(iterable) fails, the object returned raises that very exception when the `for`
+    statement asks it for its iterator, from C code and with our frame taken off its traceback,
+    so that the traceback is the one the uninstrumented loop shows (and the user's `__iter__` has
+    run once, as it would have)."""
+    try:
+        it = iter(iterable)
+    except BaseException as exc:  # noqa: BLE001 - handed to the `for` statement unchanged
+        if exc.__traceback__ is not None:
+            exc.__traceback__ = exc.__traceback__.tb_next  # our frame; the user's frames stay
+        return _raiser(exc)
+    return _wrap_if_on(rid, it)
+
+
+def _wrap_if_on(rid: int, it: Iterator[Any]) -> Iterator[Any]:
     rec = _recorder.get()
     if rec is None or not rec.enabled or rec.finished:
-        return iter(iterable)
+        return it
     kind = rec.regions.get(rid, ("step",))[0]
     if kind not in ("epoch", "step"):
         kind = "step"
@@ -110,7 +146,23 @@ def iterate(rid: int, iterable: Iterable[Any]) -> Iterator[Any]:
         from . import comm
 
         comm.patch_if_loaded(rec)
-    return SeriesIter(rid, iterable, kind, rec)
+    return wrap(rid, it, kind, rec)
+
+
+def _dead_generator() -> Any:
+    gen = (x for x in ())
+    for _ in gen:
+        pass
+    return gen
+
+
+def _raiser(exc: BaseException) -> Any:
+    # `for` calls type(obj).__iter__, here a static method: the partial, with no arguments;
+    # throw() into a finished generator raises `exc` at once, with its traceback and without a
+    # frame of the generator's: only C code runs between the `for` statement and the raise.
+    throw = functools.partial(_dead_generator().throw, exc)
+    cls = type("iterator_error", (), {"__slots__": (), "__iter__": staticmethod(throw)})
+    return cls()
 
 
 def _maybe_start_gpu(rec: "_recorder.Recorder") -> None:

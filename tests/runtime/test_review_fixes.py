@@ -3,7 +3,6 @@ warm-up steps marked active, and the runtime's own epoch bookkeeping counted as 
 
 from __future__ import annotations
 
-import threading
 from types import SimpleNamespace
 
 import pytest
@@ -76,8 +75,8 @@ def test_epoch_bookkeeping_is_not_the_next_epochs_data_wait(monkeypatch):
     monkeypatch.setattr(series, "_rss_peak_and_reset", slow_peak)
     records = []
     rec = SimpleNamespace(cfg=SimpleNamespace(schedule=None), comm_ns=[0], gpu=None, gpu_rotation=None,
-                          finished=False, steps_seen=0, series=records, thread=threading.Thread(), wake=threading.Event())
-    for _ in series.SeriesIter(1, range(3), "epoch", rec):
+                          finished=False, steps_seen=0, series=records, request_flush=lambda: None)
+    for _ in series.wrap(1, iter(range(3)), "epoch", rec):
         pass
     assert len(records) == 3
     assert all(r["data_wait_ns"] < 1_000 for r in records), [r["data_wait_ns"] for r in records]

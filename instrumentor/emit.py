@@ -111,9 +111,18 @@ class RuntimeBackend:
 
 
 class NvtxBackend:
-    """NVTX domain ranges named after the regions; the emitted code needs only the `nvtx` package."""
+    """NVTX domain ranges named after the regions; the emitted code needs only the `nvtx` package.
+
+    Where scaleprobe's `runtime` package can be imported, the module registers with
+    `runtime.linemap` as runtime-backend modules do (through `define`), so tracebacks show the
+    original lines. `map_lines=False` leaves that out: for a project with a top-level `runtime`
+    module of its own, which the lookup would find (and import) instead.
+    """
 
     name = "nvtx"
+
+    def __init__(self, map_lines: bool = True) -> None:
+        self.map_lines = map_lines
 
     def enter(self, rid: int) -> cst.BaseExpression:
         attr = cst.Subscript(_name("__sp_attr__"), [cst.SubscriptElement(cst.Index(_int(rid)))])
@@ -140,13 +149,23 @@ class NvtxBackend:
         attrs = ", ".join(
             f"{r.id}: __sp_domain__.get_event_attributes(message={json.dumps(r.name)})" for r in regions
         )
-        return [
+        lines = [
             "import nvtx as __sp_nvtx__",
             '__sp_domain__ = __sp_nvtx__.get_domain("scaleprobe"); __sp_push__ = __sp_domain__.push_range; '
             "__sp_pop__ = __sp_domain__.pop_range",
             f"__sp_attr__ = {{{attrs}}}",
             f'{ON} = __import__("os").environ.get("SCALEPROBE_DISABLE") != "1"',
         ]
+        if self.map_lines:
+            # Found without importing anything: a `runtime` package that has a `linemap` module.
+            lines += [
+                '__sp_spec__ = __import__("importlib.util").util.find_spec("runtime")',
+                "__sp_spec__ and __sp_spec__.submodule_search_locations and "
+                '__import__("importlib.machinery").machinery.PathFinder.find_spec("runtime.linemap", '
+                "__sp_spec__.submodule_search_locations) and "
+                f'__import__("runtime.linemap").linemap.register(globals().get("__file__"), {json.dumps(relpath)})',
+            ]
+        return lines
 
 
 BACKENDS: dict[str, type] = {"runtime": RuntimeBackend, "nvtx": NvtxBackend}

@@ -17,11 +17,12 @@ import os
 import sys
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 from types import CodeType
 
 from . import __version__, spawnhook
-from .linemap import indent_shifts, remap_tree
+from .linemap import MAP_FORMAT, indent_shifts, remap_tree
 from .project import decode
 from .regions import IdAllocator, region_bound
 from .transform import instrument_source
@@ -63,7 +64,7 @@ class Instrumenter:
 
     def _rewrite(self, path: Path, data: bytes) -> dict:
         """Instrumented text with local ids (cached), or {"code": None} when nothing changes."""
-        digest = hashlib.blake2b(data + f"|{__version__}|{self.backend}".encode(), digest_size=16).hexdigest()
+        digest = hashlib.blake2b(data + f"|{__version__}|{self.backend}|{MAP_FORMAT}".encode(), digest_size=16).hexdigest()
         try:
             relpath = path.resolve().relative_to(self.root).as_posix()
         except ValueError:  # an entry script outside the project root
@@ -83,13 +84,23 @@ class Instrumenter:
             bound = region_bound(source)
             result = instrument_source(source, relpath, ids=IdAllocator(range(bound)), backend=self.backend)
             shifts = indent_shifts(source, result.code, result.linemap) if result.code else None
-            entry = {"code": result.code, "n": bound, "linemap": result.linemap, "shifts": shifts, "error": result.error}
-            if result.error:
+            entry = {"code": result.code, "n": bound, "linemap": result.linemap, "shifts": shifts,
+                     "columns": result.columns, "error": result.error}
+            if result.error and not _compiles(source, path):
+                entry["invalid"] = True  # Python's own loader reports it, exactly as without scaleprobe
+            elif result.error:
                 print(f"scaleprobe: not instrumented: {result.error}", file=sys.stderr)
             if cache_file is not None:
                 _write_atomic(cache_file, json.dumps(entry))
         self.memory[key] = entry
         return entry
+
+    def invalid(self, path: Path) -> bool:
+        """Whether the module does not compile even uninstrumented (a syntax error)."""
+        try:
+            return bool(self._rewrite(path, path.read_bytes()).get("invalid"))
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            return True  # unreadable or undecodable: the same
 
     def compile(self, path: Path, data: bytes) -> CodeType:
         entry = self._rewrite(path, data)
@@ -97,7 +108,7 @@ class Instrumenter:
             return compile(data, str(path), "exec", dont_inherit=True)
         tree = ast.parse(entry["code"], filename=str(path))
         shift_ids(tree, self._base(entry["n"]))
-        remap_tree(tree, entry["linemap"], entry["shifts"])
+        remap_tree(tree, entry["linemap"], entry["shifts"], entry.get("columns"))
         return compile(tree, str(path), "exec", dont_inherit=True)
 
     def _base(self, n: int) -> int:
@@ -109,6 +120,16 @@ class Instrumenter:
         with _lock:  # NVTX ids only key a per-module dict; unique per process is enough
             base, _nvtx_next = _nvtx_next, _nvtx_next + n
         return base
+
+
+def _compiles(source: str, path: Path) -> bool:
+    try:
+        with warnings.catch_warnings():  # shown when the module is compiled for real
+            warnings.simplefilter("ignore")
+            compile(source, str(path), "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def shift_ids(tree: ast.AST, base: int) -> None:
@@ -172,6 +193,10 @@ class InstrumentingFinder:
             return None
         origin = Path(spec.origin)
         if not self.instrumenter.owns(origin, fullname):
+            return None
+        if self.instrumenter.invalid(origin):
+            # Left to the path finder after us: its loader raises the SyntaxError from importlib's
+            # own frames, which Python hides, where ours would show importlib's and this module's.
             return None
         loader = _Loader(fullname, spec.origin)
         loader.instrumenter = self.instrumenter

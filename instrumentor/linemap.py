@@ -7,14 +7,19 @@ An instrumented file cannot keep its line numbers (a `try:` needs a line of its 
   one, under the original file name, so tracebacks need no mapping at all.
 
 The inserted lines are recognised by the shapes `emit.py` gives them; everything else is an original
-line, in order. If the counts disagree (a one-line `def f(): return x` became several lines), the
-stripped lines are aligned in order instead (`_aligned_linemap`).
+line, in order, where the rewriter's `splits` say how many lines each original line became (a one-line
+`def f(): a; b` became three; `"doc"; x = 1` two). Should the counts still disagree, the stripped
+lines are aligned in order instead (`_aligned_linemap`).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
+
+# Bumped when line maps or column points of the same source change: cached rewrites are redone.
+MAP_FORMAT = 2
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _PROLOGUE = re.compile(r"if __sp_on__: __sp_(?:enter|push)__\(")
@@ -49,16 +54,20 @@ def inserted_lines(out_lines: list[str]) -> list[bool]:
     return flags
 
 
-def compute_linemap(source: str, code: str) -> list[int]:
-    """For each line of `code` (index 0 = line 1), the 1-based line of `source` it came from."""
+def compute_linemap(source: str, code: str, splits: Mapping[int, int] | None = None) -> list[int]:
+    """For each line of `code` (index 0 = line 1), the 1-based line of `source` it came from.
+
+    `splits`: original line -> how many more lines of `code` it became (beyond its own)."""
     orig = split_lines(source)
     out = split_lines(code)
     flags = inserted_lines(out)
-    if len(out) - sum(flags) == len(orig):
+    splits = splits or {}
+    if len(out) - sum(flags) == len(orig) + sum(splits.values()):
+        order = iter([n for n in range(1, len(orig) + 1) for _ in range(1 + splits.get(n, 0))])
         result, current = [], 0
         for flag in flags:
             if not flag:
-                current += 1
+                current = next(order)
             result.append(max(current, 1))
         return result
     return _aligned_linemap(orig, out, flags)
@@ -81,6 +90,19 @@ def _aligned_linemap(orig: list[str], out: list[str], flags: list[bool]) -> list
     return result
 
 
+def changed_lines(source: str, code: str, linemap: list[int]) -> set[int]:
+    """Out lines (1-based) that hold original code but not as the original line did (a one-line
+    def's body, an inline loop body after its mark, a bracketed yield): see positions.py."""
+    orig = split_lines(source)
+    out = split_lines(code)
+    changed = set()
+    for i, (text, line, flag) in enumerate(zip(out, linemap, inserted_lines(out))):
+        before = orig[line - 1] if 0 < line <= len(orig) else ""
+        if not flag and before.strip() != text.strip():
+            changed.add(i + 1)
+    return changed
+
+
 def indent_shifts(source: str, code: str, linemap: list[int]) -> list[int]:
     """Per out line, original indentation minus ours (the try blocks indent the body further)."""
     orig = split_lines(source)
@@ -95,20 +117,35 @@ def indent_shifts(source: str, code: str, linemap: list[int]) -> list[int]:
     return shifts
 
 
-def remap_tree(tree: ast.AST, linemap: list[int], shifts: list[int] | None = None) -> ast.AST:
-    """Set every node's lines (and, given `shifts`, columns) to the original ones."""
+def remap_tree(tree: ast.AST, linemap: list[int], shifts: list[int] | None = None,
+               columns: Mapping[str, list[list[int]]] | None = None) -> ast.AST:
+    """Set every node's lines (and, given `shifts`, columns) to the original ones. `columns`
+    (positions.column_points) maps the columns of lines changed in place, where no shift holds."""
     last = len(linemap)
     if not last:
         return tree
+    points = {int(line): dict(map(tuple, pairs)) for line, pairs in (columns or {}).items()}
+
+    def column(line: int, col: int) -> int:
+        found = points.get(line)
+        if found is None:
+            return max(0, col + shifts[line - 1])  # type: ignore[index]
+        if col in found:
+            return found[col]
+        before = [c for c in found if c <= col]  # probe code: where the original code before it ends
+        return found[max(before)] if before else 0
+
     for node in ast.walk(tree):
         lineno = getattr(node, "lineno", None)
         if lineno is None:
             continue
         end = getattr(node, "end_lineno", None) or lineno
         if shifts is not None:
-            node.col_offset = max(0, node.col_offset + shifts[min(lineno, last) - 1])
+            node.col_offset = column(min(lineno, last), node.col_offset)
             if getattr(node, "end_col_offset", None) is not None:
-                node.end_col_offset = max(0, node.end_col_offset + shifts[min(end, last) - 1])
+                node.end_col_offset = column(min(end, last), node.end_col_offset)
         node.lineno = linemap[min(lineno, last) - 1]
         node.end_lineno = max(node.lineno, linemap[min(end, last) - 1])
+        if node.end_lineno == node.lineno and node.end_col_offset is not None and node.end_col_offset < node.col_offset:
+            node.end_col_offset = node.col_offset  # compile() checks the ranges
     return tree

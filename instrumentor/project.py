@@ -25,12 +25,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import __version__
+from .emit import NvtxBackend
 from .errors import InstrumentError
 from .graph import ImportFacts, ImportGraph, resolve, scan_imports
+from .linemap import MAP_FORMAT
 from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
 from .transform import FileResult, Skip, instrument_source
 
 LINEMAP_NAME = "linemap.json"
+COLUMNS_NAME = "columns.json"
 STATE_NAME = "state.json"
 STATE_VERSION = 1
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).
@@ -114,7 +117,7 @@ def _work(job: tuple) -> FileResult:
             signal.alarm(0)
 
 
-def _instrument_file(relpath: str, path: str, pool: tuple, prior: dict, backend: str) -> FileResult:
+def _instrument_file(relpath: str, path: str, pool: tuple, prior: dict, backend: str | NvtxBackend) -> FileResult:
     # libcst recurses once per nesting level (long `a + b + ...` chains); deeper still, the native
     # parser may overflow the C stack and kill this worker, which run_jobs reports for this file.
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
@@ -169,13 +172,17 @@ class Project:
         if self.out is not None and (self.out == self.src or self.src in self.out.parents):
             raise InstrumentError(f"-o {opts.out}: the output must not be the source directory or inside it")
         self.files, self.own = list_files(self.src)
-        if opts.backend == "runtime" and ({"runtime.py", "runtime/__init__.py"} & set(self.files)):
+        own_runtime = bool({"runtime.py", "runtime/__init__.py"} & set(self.files))
+        if opts.backend == "runtime" and own_runtime:
             raise InstrumentError(
                 f"{opts.src}: the project has its own top-level module 'runtime', which would shadow "
                 "scaleprobe's runtime package that the instrumented code imports; use --backend nvtx"
             )
+        # NVTX modules register their line maps with scaleprobe's runtime.linemap where it can be
+        # imported; never with (and never importing) a project's own module `runtime`
+        self.backend: str | NvtxBackend = NvtxBackend(map_lines=False) if opts.backend == "nvtx" and own_runtime else opts.backend
         self.state = self._load_state()
-        self.fingerprint = f"{__version__}:{opts.backend}"
+        self.fingerprint = f"{__version__}:{opts.backend}{':nomap' if own_runtime else ''}:{MAP_FORMAT}"
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -243,7 +250,8 @@ class Project:
                 and out_file is not None and out_file.exists() and out_file.stat().st_size == entry["out_size"]
             ):
                 summary.reused.append(rel)
-                results[rel] = FileResult(rel, entry["status"], regions=[Region(**r) for r in entry["regions"]], linemap=entry.get("linemap"))
+                results[rel] = FileResult(rel, entry["status"], regions=[Region(**r) for r in entry["regions"]],
+                                          linemap=entry.get("linemap"), columns=entry.get("columns"))
                 continue
             bound = region_bound(data.decode("latin-1"))
             block = entry["block"] if entry else None
@@ -252,18 +260,20 @@ class Project:
                 block = [next_id, next_id + max(bound, 1)]
                 next_id = block[1]
                 # the outgrown block stays this file's, so its known regions keep their ids
-            jobs.append((rel, str(self.src / rel), tuple(block), prior, self.opts.backend, self.opts.file_timeout))
+            jobs.append((rel, str(self.src / rel), tuple(block), prior, self.backend, self.opts.file_timeout))
             files_state[rel] = {"hash": digest, "fingerprint": self.fingerprint, "block": block, "regions": [], "status": "?", "out_size": -1}
         self.state["next_id"] = next_id
         results.update(run_jobs(jobs, max(1, self.opts.jobs)))
         by_rel = {r.file: [] for r in src_manifest}
         for region in src_manifest:
             by_rel[region.file].append(region)
-        src_linemaps = self._source_linemaps()
+        src_linemaps = self._source_state(LINEMAP_NAME)
+        src_columns = self._source_state(COLUMNS_NAME)
         for rel, result in results.items():
             if result.status == "already":  # keep what the run that instrumented it recorded
                 result.regions = by_rel.get(rel, [])
                 result.linemap = src_linemaps.get(rel)
+                result.columns = src_columns.get(rel)
         return results
 
     def _source_manifest(self) -> list[Region]:
@@ -280,6 +290,7 @@ class Project:
         self.out.mkdir(parents=True, exist_ok=True)
         written = set()
         linemaps: dict[str, list[int]] = {}
+        columns: dict[str, dict] = {}
         regions: list[Region] = []
         files_state = self.state["files"]
         for rel in self.files:
@@ -303,12 +314,14 @@ class Project:
             if rel not in summary.reused:
                 entry.update(
                     status=result.status, regions=[asdict(r) for r in result.regions],
-                    linemap=result.linemap, out_size=dest.stat().st_size,
+                    linemap=result.linemap, columns=result.columns, out_size=dest.stat().st_size,
                 )
             if result.status == "instrumented":
                 summary.instrumented.append(rel)
             if result.linemap:
                 linemaps[rel] = result.linemap
+            if result.columns:
+                columns[rel] = result.columns
             regions.extend(result.regions)
             summary.regions.update(r.kind for r in result.regions)
             summary.skipped.extend((rel, s) for s in result.skipped)
@@ -321,6 +334,7 @@ class Project:
         write_manifest(self.out, regions, backend=self.opts.backend, source=self._manifest_source())
         state_dir = self.out / STATE_DIR
         (state_dir / LINEMAP_NAME).write_text(json.dumps(linemaps, separators=(",", ":")) + "\n", encoding="utf-8")
+        (state_dir / COLUMNS_NAME).write_text(json.dumps(columns, separators=(",", ":")) + "\n", encoding="utf-8")
         self.state["written"] = sorted(written)
         (state_dir / STATE_NAME).write_text(json.dumps(self.state, separators=(",", ":")), encoding="utf-8")
         return summary
@@ -337,12 +351,14 @@ class Project:
             inherited = None
         return inherited if isinstance(inherited, str) else str(self.src)
 
-    def _source_linemaps(self) -> dict:
-        path = self.src / STATE_DIR / LINEMAP_NAME
+    def _source_state(self, name: str) -> dict:
+        """SRC's own `.scaleprobe/<name>` (linemap.json, columns.json) when SRC is an instrumented tree."""
+        path = self.src / STATE_DIR / name
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
+            found = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
+        return found if isinstance(found, dict) else {}
 
     def _copy(self, rel: str) -> None:
         """Copy one file that is not instrumented; a symlink stays a symlink. Nothing is ever

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -18,7 +19,8 @@ import libcst as cst
 from . import emit
 from .errors import InstrumentError
 from .facts import Fact, ModuleFacts, collect
-from .linemap import compute_linemap, split_lines
+from .linemap import changed_lines, compute_linemap, split_lines
+from .positions import column_points
 from .regions import IdAllocator, Region
 
 _RESERVED = re.compile(r"^__sp_\w*__$")
@@ -48,6 +50,7 @@ class FileResult:
     skipped: list[Skip] = field(default_factory=list)
     linemap: list[int] | None = None
     error: str | None = None
+    columns: dict[str, list[list[int]]] | None = None  # see positions.column_points
 
 
 @dataclass
@@ -85,6 +88,18 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
         and isinstance(stmt.body[0], cst.Expr)
         and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
     )
+
+
+def _split_docstring(stmt: cst.BaseStatement) -> list[cst.SimpleStatementLine] | None:
+    """`"doc"; x = 1` as two lines, so that the probes can go between them (the docstring must stay
+    the first statement for `__doc__`); None when `stmt` is not a docstring followed by `;`."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) < 2:
+        return None
+    first = stmt.body[0]
+    if not (isinstance(first, cst.Expr) and isinstance(first.value, (cst.SimpleString, cst.ConcatenatedString))):
+        return None
+    doc = cst.SimpleStatementLine([first.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)], leading_lines=stmt.leading_lines)
+    return [doc, stmt.with_changes(body=stmt.body[1:], leading_lines=())]
 
 
 def _is_trivial(stmt: cst.BaseStatement) -> bool:
@@ -139,12 +154,13 @@ class _SuspendRewriter(cst.CSTTransformer):
 
     def leave_Yield(self, original: cst.Yield, updated: cst.Yield) -> cst.BaseExpression:
         self.func.has_yield = True
-        inner = updated.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        # a tuple element needs them; its own may hold line breaks, which must stay
+        inner = updated if updated.lpar else updated.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return emit.bracket_expression(self.backend, self.rids, inner)
 
     def leave_Await(self, original: cst.Await, updated: cst.Await) -> cst.BaseExpression:
-        inner = updated.with_changes(lpar=[], rpar=[])
-        return emit.bracket_expression(self.backend, self.rids, inner)
+        # its own parentheses stay: they may hold line breaks (`(\n await x\n)[1]`), and lines must not merge
+        return emit.bracket_expression(self.backend, self.rids, updated)
 
     def leave_CompFor(self, original: cst.CompFor, updated: cst.CompFor) -> cst.CompFor:
         # `[x async for x in it]` awaits `__anext__` in the function's task (generator expressions
@@ -168,6 +184,7 @@ class _Rewriter:
         self.keys: Counter[str] = Counter()
         self.loop_ordinals: Counter[str] = Counter()
         self.used: set[str] = set()  # optional probe names the module's code calls
+        self.splits: Counter[int] = Counter()  # original line -> lines it gained (see linemap.compute_linemap)
 
     # -- facts, names, ids ---------------------------------------------------------------------
 
@@ -192,6 +209,12 @@ class _Rewriter:
 
     def text_of(self, fact: Fact) -> str:
         return "\n".join(self.lines[fact.line - 1 : fact.node.end_lineno])
+
+    def note_split(self, stmt: ast.stmt) -> None:
+        """`stmt` now starts a line of its own: a line more for its original line, unless nothing
+        but blanks stood before it there (`def f(): \\` continued on the next line)."""
+        if 1 <= stmt.lineno <= len(self.lines) and self.lines[stmt.lineno - 1].encode("utf-8")[: stmt.col_offset].strip():
+            self.splits[stmt.lineno] += 1
 
     # -- statements ----------------------------------------------------------------------------
 
@@ -311,6 +334,9 @@ class _Rewriter:
         if fact.marker == "off":
             reason = "# scaleprobe: off"
         stmts = _suite_statements(node.body)
+        split = _split_docstring(stmts[0]) if stmts else None
+        if split is not None:
+            stmts[:1] = split
         docstring = stmts[:1] if stmts and _is_docstring(stmts[0]) else []
         rest = stmts[len(docstring):]
         if reason is None and all(_is_trivial(s) for s in rest):
@@ -318,6 +344,11 @@ class _Rewriter:
         if reason is not None:
             self.skip_subtree(fact, qualname, reason)
             return node
+        if not isinstance(node.body, cst.IndentedBlock):  # `def f(): a; b`: each statement gets a line
+            for stmt in fact.node.body:
+                self.note_split(stmt)
+        elif split is not None:
+            self.note_split(fact.node.body[1])
         key = self.unique_key(qualname)
         rid = self.ids.take(key)
         is_async = node.asynchronous is not None
@@ -461,6 +492,14 @@ def check_reserved(tree: ast.Module, relpath: str) -> bool:
     return False
 
 
+def _backend_of(tree: ast.Module) -> str:
+    """The backend an already instrumented module was written for (emit.py's module headers)."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import) and any(a.name == "nvtx" and a.asname == "__sp_nvtx__" for a in stmt.names):
+            return "nvtx"
+    return "runtime"
+
+
 def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: str | emit.Backend = "runtime") -> FileResult:
     """Instrument one module's text. Never raises for bad input: a failure is a FileResult."""
     be = emit.get_backend(backend) if isinstance(backend, str) else backend
@@ -477,6 +516,10 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
                               f"libcst would take minutes (limit {MAX_DEPTH})")
     try:
         if "__sp_" in source and check_reserved(tree, relpath):
+            found = _backend_of(tree)
+            if found != be.name:  # carried over as it is, it would not be what was asked for
+                return FileResult(relpath, "failed", error=f"{relpath}:1: already instrumented with --backend {found}, "
+                                  f"not {be.name}: instrument the original source (or use --backend {found})")
             return FileResult(relpath, "already")
         facts = collect(tree, source)
         try:
@@ -490,6 +533,10 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
         if not rewriter.regions:
             return FileResult(relpath, "unchanged", skipped=rewriter.skipped)
         used = _probe_names(rewriter)
+        split = _split_docstring(body[0]) if body else None
+        if split is not None:
+            body[:1] = split
+            rewriter.note_split(tree.body[1])
         at = _header_index(body)
         new_module = module.with_changes(body=[*body[:at], emit.header_placeholder(), *body[at:]])
         newline = module.default_newline
@@ -499,18 +546,27 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
         return FileResult(relpath, "failed", error=str(exc))
     except RecursionError:
         return FileResult(relpath, "failed", error=f"{relpath}:1: expression too deeply nested for libcst")
-    linemap = compute_linemap(source, code)
+    linemap = compute_linemap(source, code, rewriter.splits)
+    changed = changed_lines(source, code, linemap)
+    columns = None
     try:
         # CPython has limits libcst does not check: 20 statically nested blocks per function (each
         # loop and function gets a `try`), so ten nested loops compile only uninstrumented
-        compile(code, relpath, "exec", dont_inherit=True)
+        with warnings.catch_warnings():  # the user's SyntaxWarnings are Python's to show, at run time
+            warnings.simplefilter("ignore")
+            if changed:  # lines changed in place need their columns mapped from the instrumented AST
+                out_tree = ast.parse(code, relpath)
+                compile(out_tree, relpath, "exec", dont_inherit=True)
+                columns = column_points(tree, out_tree, changed)
+            else:
+                compile(code, relpath, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         out_line = getattr(exc, "lineno", None) or 1
         line = linemap[out_line - 1] if 1 <= out_line <= len(linemap) else 1
         why = getattr(exc, "msg", None) or f"{type(exc).__name__}: {exc}"
         return FileResult(relpath, "failed", error=f"{relpath}:{line}: the instrumented code does not compile ({why}); "
                                                    "left as it is")
-    return FileResult(relpath, "instrumented", code, rewriter.regions, rewriter.skipped, linemap)
+    return FileResult(relpath, "instrumented", code, rewriter.regions, rewriter.skipped, linemap, columns=columns)
 
 
 def _probe_names(rewriter: _Rewriter) -> set[str]:

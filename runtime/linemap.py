@@ -39,9 +39,12 @@ _next_thread_hook: Callable[..., Any] | None = None
 class _Tree:
     """One built OUT directory: its line maps and where its source tree was."""
 
-    def __init__(self, root: str, linemaps: dict[str, list[int]], source: str | None) -> None:
+    def __init__(self, root: str, linemaps: dict[str, list[int]], source: str | None,
+                 columns: dict | None = None) -> None:
         self.root = root
         self.linemaps = linemaps
+        # relpath -> {out line: [[out column, original column], ...]} for lines changed in place
+        self.columns = columns if isinstance(columns, dict) else {}
         self.source = source if source and os.path.isdir(source) else None
         self.missing_source = source if source and self.source is None else None
         self.checked: dict[str, bool] = {}  # relpath -> map length equals the file's line count
@@ -218,7 +221,8 @@ def _map_stack(stack: list, missing: set[str]) -> int:
         end_lineno = lines[end - 1] if end is not None and 1 <= end <= len(lines) else lineno
         filename, line = _original(tree, relpath, lineno, frame.filename)
         out_line = _raw_line(frame.filename, frame.lineno)
-        colno, end_colno = _shift_columns(frame, out_line, line)
+        points = (tree.columns.get(relpath) or {}).get(str(frame.lineno)) if filename != frame.filename else None
+        colno, end_colno = _shift_columns(frame, out_line, line, points)
         if end_lineno == lineno and end != frame.lineno:
             colno = end_colno = None  # several out lines on one original line: columns mean nothing
         if tree.source is None:
@@ -262,8 +266,14 @@ def _load(root: str) -> _Tree | None:
                     source = json.load(handle).get("source")
             except (OSError, ValueError, AttributeError):
                 pass
+            columns = None
+            try:
+                with open(os.path.join(state, "columns.json"), encoding="utf-8") as handle:
+                    columns = json.load(handle)
+            except (OSError, ValueError):
+                pass
             if isinstance(linemaps, dict):
-                tree = _Tree(root, linemaps, source if isinstance(source, str) else None)
+                tree = _Tree(root, linemaps, source if isinstance(source, str) else None, columns)
         except (OSError, ValueError):
             pass
         _trees[root] = tree
@@ -293,10 +303,16 @@ def _raw_line(filename: str, lineno: int) -> str:
     return linecache.getline(filename, lineno)  # with its newline, as FrameSummary keeps it
 
 
-def _shift_columns(frame: Any, out_line: str, line: str) -> tuple[int | None, int | None]:
+def _shift_columns(frame: Any, out_line: str, line: str, points: list | None = None) -> tuple[int | None, int | None]:
     # Columns point into the instrumented line; instrumenting may re-indent a line (a body moved
     # into `try:`), so they hold for the original one only shifted by the change of indentation.
+    # A line changed in place (`points` from columns.json) maps the columns of its nodes instead.
     colno, end_colno = getattr(frame, "colno", None), getattr(frame, "end_colno", None)
+    if points and colno is not None and end_colno is not None and line.strip():
+        found = {p[0]: p[1] for p in points if isinstance(p, list) and len(p) == 2}
+        if frame.end_lineno != frame.lineno:
+            return found.get(colno), end_colno  # the end is on another line; shown to the line's end
+        return found.get(colno), found.get(end_colno)
     if colno is None or end_colno is None or out_line.strip() != line.strip() or not line.strip():
         return None, None
     shift = (len(line) - len(line.lstrip())) - (len(out_line) - len(out_line.lstrip()))

@@ -2,6 +2,7 @@
 import ast
 
 from instr_helpers import code_of, rewrite
+from instrumentor.emit import NvtxBackend
 
 
 def test_shebang_cookie_docstring_and_future_imports_stay_first():
@@ -45,6 +46,8 @@ def test_nvtx_backend_needs_only_nvtx():
     tree = ast.parse(code)
     imported = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
     assert imported == {"nvtx"}
-    assert "runtime" not in code
+    # scaleprobe's runtime.linemap only where it is found, for tracebacks (test_review_fixes2.py)
+    assert all(line.startswith("__sp_spec__") for line in code.splitlines() if "runtime" in line)
+    assert "runtime" not in code_of("def f():\n    pass\n    return 1\n", backend=NvtxBackend(map_lines=False))
     assert "if __sp_on__: __sp_push__(__sp_attr__[0])" in code
     assert 'get_event_attributes(message="f:for@2")' in code

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--diff", action="store_true", help="print the rewrite as a unified diff; write nothing")
     parser.add_argument("--graph", action="store_true", help="print the import graph; write nothing")
     parser.add_argument("--keep-going", action="store_true", help="exit 0 even when some files failed")
-    parser.add_argument("--quiet", "-q", action="store_true", help="no summary")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no summary (files that failed are still named, on stderr)")
     parser.add_argument("--version", action="version", version=f"instrument (scaleprobe) {__version__}")
     return parser
 
@@ -97,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if not args.quiet:
         print(format_summary(summary), file=sys.stderr if args.diff else sys.stdout)
+    elif summary.failed:  # -q drops the summary, never what failed
+        print("\n".join(f"instrument: failed: {f}" for f in summary.failed), file=sys.stderr)
     if summary.failed and not args.keep_going:
         return EXIT_FAILED_FILES
     return EXIT_OK

@@ -102,6 +102,17 @@ def test_unparsable_file_is_reported_copied_and_fails_the_exit_code(src, tmp_pat
     assert main([str(src), "-o", str(out), "--keep-going"]) == 0
 
 
+def test_quiet_still_names_the_files_that_failed(src, tmp_path, capsys):
+    (src / "helper.py").write_text("def work(i):\n    return i *\n")
+    assert main([str(src), "-o", str(tmp_path / "out"), "-q"]) == 1
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err == "instrument: failed: helper.py:2: syntax error: invalid syntax\n"
+    (src / "helper.py").write_text("def work(i):\n    return i\n")
+    assert main([str(src), "-o", str(tmp_path / "out"), "-q"]) == 0
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("where", ["same", "inside"])
 def test_output_equal_to_or_inside_the_source_is_refused(src, where, capsys):
     out = src if where == "same" else src / "build"

@@ -204,10 +204,26 @@ def _map_all(te: Any, missing: set[str]) -> int:
     return count
 
 
+# the probes' async wrappers (runtime/probe.py): Python code between the user's `async for` /
+# `async with` and the user's __anext__/__aenter__/__aexit__; their frames are left out of a shown
+# traceback (errors before those, such as a TypeError for `async for x in 5`, are raised by the
+# statement itself: see `series.raise_at_statement`)
+_PROBE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.py")
+_PASS_THROUGH = frozenset({"__anext__", "__aenter__", "__aexit__"})
+
+
+def _drop_probe_frames(stack: list) -> int:
+    keep = [f for f in stack if not (f.name in _PASS_THROUGH and f.filename == _PROBE_FILE)]
+    dropped = len(stack) - len(keep)
+    if dropped:
+        stack[:] = keep
+    return dropped
+
+
 def _map_stack(stack: list, missing: set[str]) -> int:
     import traceback
 
-    count = 0
+    count = _drop_probe_frames(stack)
     for i, frame in enumerate(stack):
         found = _lookup(frame.filename)
         if found is None:

@@ -113,11 +113,17 @@ def async_iter(rids: tuple[int, ...], aiterable: Any) -> AsyncIterator[Any]:
     """
     kind = type(aiterable)
     if not hasattr(kind, "__aiter__"):
-        raise TypeError(f"'async for' requires an object with __aiter__ method, got {kind.__name__}")
-    it = kind.__aiter__(aiterable)
+        return _series.raise_at_statement(
+            TypeError(f"'async for' requires an object with __aiter__ method, got {kind.__name__}"), "__aiter__")
+    try:
+        it = kind.__aiter__(aiterable)
+    except BaseException as exc:  # noqa: BLE001 - raised by the `async for` statement itself
+        return _series.raise_at_statement(exc, "__aiter__")
     anext = getattr(type(it), "__anext__", None)
     if anext is None:
-        raise TypeError(f"'async for' received an object from __aiter__ that does not implement __anext__: {type(it).__name__}")
+        return _series.raise_at_statement(TypeError(
+            f"'async for' received an object from __aiter__ that does not implement __anext__: {type(it).__name__}"),
+            "__aiter__")
     return _AsyncIter(rids, it, anext, sys._getframe(1).f_globals)
 
 
@@ -151,13 +157,12 @@ def async_ctx(rids: tuple[int, ...], cm: Any) -> Any:
     """`async with cm as v:` becomes `async with async_ctx(rids, cm) as v:` (`rids` as for async_iter)."""
     kind = type(cm)
     aenter = getattr(kind, "__aenter__", None)
-    if aenter is None:
-        raise TypeError(f"'{kind.__name__}' object does not support the asynchronous context manager protocol")
     aexit = getattr(kind, "__aexit__", None)
-    if aexit is None:
-        raise TypeError(
-            f"'{kind.__name__}' object does not support the asynchronous context manager protocol (missed __aexit__ method)"
-        )
+    if aenter is None or aexit is None:
+        missed = " (missed __aexit__ method)" if aenter is not None else ""
+        return _series.raise_at_statement(TypeError(
+            f"'{kind.__name__}' object does not support the asynchronous context manager protocol{missed}"),
+            "__aenter__", "__aexit__")
     return _AsyncCtx(rids, cm, aenter, aexit, sys._getframe(1).f_globals)
 
 

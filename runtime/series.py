@@ -127,9 +127,7 @@ def loop(rid: int, iterable: Iterable[Any]) -> Any:
     try:
         it = iter(iterable)
     except BaseException as exc:  # noqa: BLE001 - handed to the `for` statement unchanged
-        if exc.__traceback__ is not None:
-            exc.__traceback__ = exc.__traceback__.tb_next  # our frame; the user's frames stay
-        return _raiser(exc)
+        return raise_at_statement(exc)
     return _wrap_if_on(rid, it)
 
 
@@ -156,13 +154,23 @@ def _dead_generator() -> Any:
     return gen
 
 
-def _raiser(exc: BaseException) -> Any:
-    # `for` calls type(obj).__iter__, here a static method: the partial, with no arguments;
-    # throw() into a finished generator raises `exc` at once, with its traceback and without a
-    # frame of the generator's: only C code runs between the `for` statement and the raise.
-    throw = functools.partial(_dead_generator().throw, exc)
-    cls = type("iterator_error", (), {"__slots__": (), "__iter__": staticmethod(throw)})
+def _raiser(exc: BaseException, *methods: str) -> Any:
+    # `for` calls type(obj).__iter__ (`async for` __aiter__, `async with` __aenter__), here a static
+    # method: the partial, with no arguments; throw() into a finished generator raises `exc` at
+    # once, with its traceback and without a frame of the generator's: only C code runs between
+    # the statement and the raise, so the error shows at the statement, as without probes.
+    throw = staticmethod(functools.partial(_dead_generator().throw, exc))
+    cls = type("iterator_error", (), {"__slots__": (), **{m: throw for m in methods or ("__iter__",)}})
     return cls()
+
+
+def raise_at_statement(exc: BaseException, *methods: str) -> Any:
+    """An object whose `methods` (default `__iter__`) raise `exc`, less the caller's frame in its
+    traceback: return it in place of raising, and the `for`/`async for`/`async with` statement that
+    asks for one of them raises `exc` itself."""
+    if exc.__traceback__ is not None:
+        exc.__traceback__ = exc.__traceback__.tb_next  # the caller's frame; deeper frames stay
+    return _raiser(exc, *methods)
 
 
 def _maybe_start_gpu(rec: "_recorder.Recorder") -> None:

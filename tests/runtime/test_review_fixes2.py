@@ -380,3 +380,66 @@ def test_a_finished_epoch_reaches_the_file_without_exit_and_survives_a_kill(tmp_
     run = read_run(files[0])
     assert len(run.epochs) == 3 and run.end is None
     assert [p for p in run.problems if "no end record" not in p] == []
+
+
+# ----- async for / async with: the probes' wrappers stay out of an uncaught traceback ------------------
+
+ASYNC = '''\
+import asyncio
+import sys
+
+
+class Source:
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        raise OSError("disk gone")
+
+
+class BadAiter:
+    def __aiter__(self):
+        raise KeyError("no iterator")
+
+
+class Lock:
+    async def __aenter__(self):
+        raise ValueError("no lock")
+
+    async def __aexit__(self, *exc):
+        return False
+
+
+async def run(case):
+    if case == "for":
+        async for x in Source():
+            print(x)
+    elif case == "not-iterable":
+        async for x in 5:
+            print(x)
+    elif case == "aiter-raises":
+        async for x in BadAiter():
+            print(x)
+    elif case == "not-a-manager":
+        async with 5:
+            pass
+    else:
+        async with Lock():
+            pass
+
+
+asyncio.run(run(sys.argv[1]))
+'''
+
+
+@pytest.mark.skipif(not HAVE_HOOK, reason="instrumentor.importhook is not available")
+@pytest.mark.parametrize("case", ["for", "not-iterable", "aiter-raises", "not-a-manager", "with"])
+def test_async_for_and_with_errors_keep_the_original_traceback(tmp_path, case):
+    src, out = _build(tmp_path, ASYNC)
+    text = (out / "main.py").read_text()
+    assert "__sp_aiter__" in text and "__sp_actx__" in text
+    original = _python([str(src / "main.py"), case], tmp_path)
+    assert original.returncode == 1 and "Error" in original.stderr
+    _same(original, _launch(["--instrument", "--cache-dir", str(tmp_path / "cache"), str(src / "main.py"), case],
+                            tmp_path))
+    _same(original, _python([str(out / "main.py"), case], tmp_path))

@@ -22,6 +22,10 @@ from modeler.pmnf.structures import extrap_structures
 
 PARAMETERS = ("p", "n", "m")
 VALUES = {"p": (2, 4, 8, 16, 32), "n": (5, 10, 15, 20, 25), "m": (10, 20, 30, 40, 50)}
+#: the constant is drawn log-uniformly from this range
+CONSTANT_RANGE = (1.0, 100.0)
+#: each term's value at the largest measured point, over the constant: drawn log-uniformly from this range
+SHARE_RANGE = (0.5, 20.0)
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,7 @@ def draw_function(rng: np.random.Generator, n_params: int) -> TrueFunction:
     structures = extrap_structures(k)
     structure = structures[int(rng.integers(len(structures)))]
     hyps = tuple(int(h) for h in rng.integers(N_HYPOTHESES, size=k))
-    constant = float(10 ** rng.uniform(0, 2))
+    constant = float(10 ** rng.uniform(*np.log10(CONSTANT_RANGE)))
     top = np.array([[max(VALUES[p]) for p in names]], dtype=float)
     terms = []
     for term in structure:
@@ -57,7 +61,7 @@ def draw_function(rng: np.random.Generator, n_params: int) -> TrueFunction:
             Factor(names[active[i]], float(EXPONENTS[hyps[i]][0]), int(EXPONENTS[hyps[i]][1])) for i in term
         )
         unit = Term(1.0, factors).evaluate({names[j]: top[:, j] for j in range(n_params)})[0]
-        share = 10 ** rng.uniform(np.log10(0.5), np.log10(20))  # the term's value at the top, over the constant
+        share = 10 ** rng.uniform(*np.log10(SHARE_RANGE))
         terms.append(Term(float(constant * share / unit), factors))
     return TrueFunction(Model(names, constant, tuple(terms)), active, structure, hyps)
 

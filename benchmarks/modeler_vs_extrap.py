@@ -7,7 +7,8 @@ For 1, 2 and 3 parameters (5 values each on a grid, 5 repetitions) and noise of 
 (uniform, multiplicative), both tools model the same Extra-P JSON Lines file. Printed per setting:
 the share of call paths whose true form was recovered (ours, Extra-P, and the oracle ceiling that
 knows each function's structure), the median and 90th-percentile relative error at 4x the largest
-value of every parameter, and wall times. Then one end-to-end timing (both as fresh processes:
+value of every parameter (with 1 and 2 parameters also the Bayes bound, `_bayes`: what a modeler
+that knew how the functions are drawn could reach), and wall times. Then one end-to-end timing (both as fresh processes:
 start, read, model, print JSON) on `--timing-paths` call paths with 2 parameters.
 Extra-P runs from .venv-extrap (`make extrap-venv`); without it only our columns are filled.
 """
@@ -28,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _bayes  # noqa: E402
 from _synthetic import known_form, make_case, oracle, target_point, write_jsonl  # noqa: E402
 
 from modeler.model import Factor, Model, Term  # noqa: E402
@@ -147,6 +149,8 @@ def setting(
     row: dict = {"params": n_params, "noise": noise, "paths": 0, "ours_rec": 0, "oracle_rec": 0, "ours_s": 0.0,
                  "covered": 0, "widths": []}
     errs: dict[str, list[np.ndarray]] = {"ours_err": [], "oracle_err": [], "floor_err": [], "extrap_err": []}
+    with_bayes = noise > 0 and n_params <= _bayes.MAX_PARAMS
+    row["bayes"] = [] if with_bayes else None  # (posterior, true values at the target) per seed
     extrap_rec, extrap_s = 0, 0.0
     for seed in seeds:
         funcs, pts, values = make_case(seed + n_params, n_params, n_paths, noise)
@@ -166,6 +170,11 @@ def setting(
         means = values.mean(axis=2)
         orc = [oracle(f, pts, means[i]) for i, f in enumerate(funcs)]
         floor = [known_form(f, pts, means[i]) for i, f in enumerate(funcs)]
+        if with_bayes:
+            post = _bayes.posterior(pts, at[0], means, noise, values.shape[2])
+            true_at = np.array([float(t.evaluate(at)[0]) for t in truth])
+            row["bayes"].append((post, true_at))
+            errs.setdefault("bayes_err", []).append(np.abs(_bayes.mean_choice(post) - true_at) / np.abs(true_at))
         row["paths"] += n_paths
         row["ours_rec"] += sum(m.shape() == t.shape() for m, t in zip(ours_models, truth))
         row["oracle_rec"] += sum(m.shape() == t.shape() for m, t in zip(orc, truth))
@@ -182,6 +191,7 @@ def setting(
         errs["extrap_err"].append(rel_errors(ex_models, truth, at))
         extrap_s += ex[1]
     row.update({k: np.concatenate(v) if v else None for k, v in errs.items()})
+    row.setdefault("bayes_err", None)
     row["extrap_rec"] = extrap_rec
     row["extrap_s"] = extrap_s if extrap_rec is not None else None
     if extrap_rec is None:
@@ -195,29 +205,36 @@ def print_table(rows: list[dict]) -> None:
     print("error: relative error at 4x the largest value of every parameter (percent), median and 90th percentile;")
     print("  oracle: knows each function's structure, picks the best-fitting exponents;")
     print("  floor: knows the exact form, fits only the coefficients (the noise alone leaves this error);")
+    print("  Bayes: knows how the functions are drawn and the noise level, predicts with the least expected")
+    print("    relative error (benchmarks/_bayes.py; 1 and 2 parameters, noisy settings only);")
     print("time: seconds of wall time, each tool in a fresh process (start, imports, read, model, print JSON)")
     head = (
         f"{'P':>2} {'noise':>5} {'paths':>5} | {'rec ours':>8} {'Extra-P':>7} {'oracle':>6} | "
-        f"{'med ours':>8} {'Extra-P':>7} {'oracle':>6} {'floor':>6} | "
-        f"{'p90 ours':>8} {'Extra-P':>7} {'oracle':>6} {'floor':>6} | "
+        f"{'med ours':>8} {'Extra-P':>7} {'oracle':>6} {'Bayes':>6} {'floor':>6} | "
+        f"{'p90 ours':>8} {'Extra-P':>7} {'oracle':>6} {'Bayes':>6} {'floor':>6} | "
         f"{'t ours':>6} {'Extra-P':>7} {'ratio':>6}"
     )
     print(head)
     print("-" * len(head))
     for r in rows:
-        e = r["extrap_err"]
+        e, b = r["extrap_err"], r["bayes_err"]
         med = [np.median(r["ours_err"]), None if e is None else np.median(e), np.median(r["oracle_err"]),
-               np.median(r["floor_err"])]
+               None if b is None else np.median(b), np.median(r["floor_err"])]
         p90 = [np.percentile(r["ours_err"], 90), None if e is None else np.percentile(e, 90),
-               np.percentile(r["oracle_err"], 90), np.percentile(r["floor_err"], 90)]
+               np.percentile(r["oracle_err"], 90), None if b is None else np.percentile(b, 90),
+               np.percentile(r["floor_err"], 90)]
         print(
             f"{r['params']:>2} {100 * r['noise']:>4.0f}% {r['paths']:>5} | {r['ours_rec']:>8} "
             f"{'n/a' if r['extrap_rec'] is None else r['extrap_rec']:>7} {r['oracle_rec']:>6} | "
-            f"{fmt_pct(med[0]):>8} {fmt_pct(med[1]):>7} {fmt_pct(med[2]):>6} {fmt_pct(med[3]):>6} | "
-            f"{fmt_pct(p90[0]):>8} {fmt_pct(p90[1]):>7} {fmt_pct(p90[2]):>6} {fmt_pct(p90[3]):>6} | "
+            f"{_errors(med)} | {_errors(p90)} | "
             f"{r['ours_s']:>6.2f} {'n/a' if r['extrap_s'] is None else format(r['extrap_s'], '.2f'):>7} "
             f"{'n/a' if r['extrap_s'] is None else format(r['extrap_s'] / r['ours_s'], '.0f') + 'x':>6}"
         )
+
+
+def _errors(v: list[float | None]) -> str:
+    """ours, Extra-P, oracle, Bayes, floor: in the table's column widths."""
+    return " ".join(f"{fmt_pct(x):>{w}}" for x, w in zip(v, (8, 7, 6, 6, 6)))
 
 
 def print_ranges(rows: list[dict]) -> None:
@@ -228,16 +245,29 @@ def print_ranges(rows: list[dict]) -> None:
               f"median width {100 * float(np.median(r['widths'])):6.2f}%")
 
 
-def _error_target(name: str, ours: float, extrap: float, oracle: float, floor: float) -> str:
-    """'yes', or 'NO' with why when the target lies below what knowing the structure or the form gives."""
+def _error_target(
+    name: str, ours: float, extrap: float, oracle: float, floor: float, bayes: tuple[float, float] | None = None
+) -> str:
+    """'yes', or 'NO' with why when the target lies below what knowing the structure or the form gives.
+    `bayes`: (share of call paths whose error the Bayes rule for this criterion leaves above the
+    target, share the criterion allows): when the first is larger, no modeler can expect to meet it."""
     if ours <= 0.5 * extrap:
         return f"{name} <= half: yes"
     why = ""
     if 0.5 * extrap < floor:
         why = " (below the floor: unreachable)"
+    elif bayes is not None and bayes[0] > bayes[1]:
+        why = f" (even the Bayes rule for it leaves {bayes[0]:.1%} of the errors above, {bayes[1]:.0%} allowed)"
     elif 0.5 * extrap < oracle:
         why = " (below the oracle)"
     return f"{name} <= half: NO{why}"
+
+
+def bayes_exceedance(row: dict, t: float) -> float:
+    """Share of the setting's call paths whose error at the target exceeds `t` when each is predicted
+    by the Bayes rule that maximizes the probability of an error of at most `t`."""
+    over = [np.abs(_bayes.within_choice(post, t) - true) > t * np.abs(true) for post, true in row["bayes"]]
+    return float(np.concatenate(over).mean())
 
 
 def check_targets(rows: list[dict]) -> None:
@@ -251,10 +281,12 @@ def check_targets(rows: list[dict]) -> None:
         rec_ok = r["ours_rec"] >= 0.9 * r["oracle_rec"]
         msg = f"  {tag}: forms {r['ours_rec']} vs 0.9 x oracle {0.9 * r['oracle_rec']:.0f}: {'yes' if rec_ok else 'NO'}"
         if r["extrap_err"] is not None:
-            for name, stat in (("median", np.median), ("p90", lambda a: np.percentile(a, 90))):
-                msg += "; " + _error_target(
-                    name, stat(r["ours_err"]), stat(r["extrap_err"]), stat(r["oracle_err"]), stat(r["floor_err"])
-                )
+            for name, stat, allowed in (("median", np.median, 0.5), ("p90", lambda a: np.percentile(a, 90), 0.1)):
+                ours, extrap = stat(r["ours_err"]), stat(r["extrap_err"])
+                bayes = None
+                if ours > 0.5 * extrap and r["bayes"] is not None:
+                    bayes = (bayes_exceedance(r, 0.5 * extrap), allowed)
+                msg += "; " + _error_target(name, ours, extrap, stat(r["oracle_err"]), stat(r["floor_err"]), bayes)
         print(msg)
 
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from .dataset import Dataset, Series
+from .dataset import RANKS_PARAMETER, Dataset, Series
 from .errors import InputError
 from .listing import listing
 from .readers.runs import RankFile, RunRecord, RunSet
@@ -262,7 +262,7 @@ def _derived(
     measured: dict[tuple[float, ...], list[dict[Key, float]]], parameters: tuple[str, ...]
 ) -> dict[tuple[float, ...], list[dict[Key, float]]]:
     """speedup, parallel efficiency and cost of every call path's time, per repetition."""
-    r = parameters.index("ranks")
+    r = parameters.index(RANKS_PARAMETER)
     out: dict[tuple[float, ...], list[dict[Key, float]]] = {}
     # the baseline of a point is the point with the fewest ranks and the same other parameters
     base_of: dict[tuple[float, ...], tuple[float, ...]] = {}
@@ -315,7 +315,7 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
             for rep in reps:
                 for key in [k for k in rep if k[1] == "imbalance"]:
                     del rep[key]
-    if derived and "ranks" in params:
+    if derived and RANKS_PARAMETER in params:
         for pt, rows in _derived(measured, params).items():
             for rep, extra in zip(measured[pt], rows):
                 rep.update(extra)

@@ -55,6 +55,9 @@ _REDUCERS: dict[str, Callable[[np.ndarray], float]] = {
     "min": lambda a: float(np.min(a)),
     "max": lambda a: float(np.max(a)),
 }
+#: the parameter that counts ranks, as the launcher records it: speedup, efficiency and cost are
+#: derived against it, and the report draws its scaling views along it
+RANKS_PARAMETER = "ranks"
 REPETITION_AGGREGATES = ("median", "mean", "min", "max", "robust")
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..export import write_extrap_jsonl
-from .inputs import add_input_options, describe_files, load_from_args, select, warn
+from .inputs import add_input_options, describe_files, load_from_args, name_skipped, select, warn
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
     data = select(loaded.dataset, args)
     summary = write_extrap_jsonl(data, args.extrap)
     warn([*data.warnings, *summary.notes()], args)
+    name_skipped(loaded, args)
     if not args.quiet:
         print(f"modeler: {describe_files(loaded)}; {summary.describe()}", file=sys.stderr)
     return EXIT_PARTIAL if loaded.skipped else EXIT_OK

@@ -16,7 +16,7 @@ from ..listing import listing
 from ..outputs import FORMATS, render
 from ..parts import parts_series
 from ..ranking import Ranking, measured_maximum, nonnegative_keys, parse_at, rank_models
-from .inputs import add_input_options, describe_files, load_from_args, select, warn, write_output
+from .inputs import add_input_options, describe_files, load_from_args, name_skipped, select, warn, write_output
 
 DEFAULT_MIN_POINTS = 3
 
@@ -98,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         ranking = Ranking(ranking.parameters, ranking.at, ranking.rows[: args.top], ranking.warnings)
     write_output(render(ranking, args.format), args.output)
     warn(ranking.warnings, args)
+    name_skipped(loaded, args)
     if not args.quiet:
         print(f"modeler: {describe_files(loaded)}; {len(ranking.rows)} model(s)", file=sys.stderr)
     return EXIT_PARTIAL if loaded.skipped else EXIT_OK

@@ -11,14 +11,19 @@ from typing import Sequence
 from ..aggregate import RANK_AGGREGATES
 from ..dataset import Dataset
 from ..errors import InputError
-from ..readers import FORMATS, Loaded, ReadOptions, read_inputs
+from ..readers import FORMATS, Loaded, ReadOptions, read_inputs, skipped_warning
 
 
-def add_input_options(parser: argparse.ArgumentParser, *, metric_default: str = "time when measured, else all") -> None:
+def add_input_options(
+    parser: argparse.ArgumentParser, *, metric_default: str | None = "time when measured, else all"
+) -> None:
+    """The options every command that reads measurements takes; `metric_default` None: the command
+    defines its own `--metric`."""
     parser.add_argument("paths", nargs="+", metavar="INPUT",
                         help="run directories, run files, Extra-P JSON Lines or text files, or globs")
-    parser.add_argument("--metric", metavar="NAMES",
-                        help=f"comma-separated metrics to use, or 'all' (default: {metric_default})")
+    if metric_default is not None:
+        parser.add_argument("--metric", metavar="NAMES",
+                            help=f"comma-separated metrics to use, or 'all' (default: {metric_default})")
     parser.add_argument("--callpath", metavar="PATTERN", action="append",
                         help="only call paths matching this fnmatch pattern (repeatable), e.g. '*->train*'")
     parser.add_argument("--ranks", choices=RANK_AGGREGATES, default="mean",
@@ -26,7 +31,8 @@ def add_input_options(parser: argparse.ArgumentParser, *, metric_default: str = 
     parser.add_argument("--include-incomplete", action="store_true",
                         help="also use runs whose files have no end record (killed or still running)")
     parser.add_argument("--input-format", choices=FORMATS, help="read every input in this format instead of detecting it")
-    parser.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="do not print warnings (files that could not be read are still named)")
 
 
 def load_from_args(args: argparse.Namespace) -> Loaded:
@@ -65,15 +71,20 @@ def parse_metrics(text: str | None, available: Sequence[str]) -> list[str] | Non
 
 def select(dataset: Dataset, args: argparse.Namespace) -> Dataset:
     metrics = parse_metrics(args.metric, dataset.metrics())
-    chosen = dataset.select(metrics=metrics)
-    if args.callpath:
-        keep = [s for s in chosen.series if any(fnmatchcase(s.callpath, pat) for pat in args.callpath)]
-        if not keep:
-            raise InputError(f"--callpath: no call path matches {', '.join(args.callpath)}")
-        chosen = Dataset(chosen.parameters, keep, chosen.warnings, chosen.sources)
+    chosen = select_callpaths(dataset.select(metrics=metrics), args.callpath)
     if not chosen.series:
         raise InputError("no series to use after selecting metrics and call paths")
     return chosen
+
+
+def select_callpaths(dataset: Dataset, patterns: Sequence[str] | None) -> Dataset:
+    """The series whose call path matches one of the fnmatch `patterns` (all when there are none)."""
+    if not patterns:
+        return dataset
+    keep = [s for s in dataset.series if any(fnmatchcase(s.callpath, pat) for pat in patterns)]
+    if not keep:
+        raise InputError(f"--callpath: no call path matches {', '.join(patterns)}")
+    return Dataset(dataset.parameters, keep, dataset.warnings, dataset.sources)
 
 
 def warn(messages: Sequence[str], args: argparse.Namespace) -> None:
@@ -81,6 +92,14 @@ def warn(messages: Sequence[str], args: argparse.Namespace) -> None:
         return
     for m in messages:
         print(f"modeler: warning: {m}", file=sys.stderr)
+
+
+def name_skipped(loaded: Loaded, args: argparse.Namespace, prog: str = "modeler") -> None:
+    """Under -q, still name the files that could not be read: they make the exit code 3, and a
+    bare 3 would not say which. (Without -q they are among the warnings already.)"""
+    if getattr(args, "quiet", False):
+        for f in loaded.skipped:
+            print(f"{prog}: {skipped_warning(f)}", file=sys.stderr)
 
 
 def write_output(text: str, output: str | None) -> None:

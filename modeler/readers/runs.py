@@ -18,7 +18,7 @@ from typing import Any, Iterable, Sequence
 
 from runtime.runfile import FORMAT_NAME, Run, RunFileError, read_run
 
-from ..dataset import Dataset
+from ..dataset import RANKS_PARAMETER, Dataset
 from ..errors import InputError
 from . import FileResult, ReadOptions, expand
 
@@ -194,9 +194,9 @@ def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, 
     Runs lacking a parameter the majority has are left out; a varying parameter that is not a
     number cannot be modeled and stops the read with a message naming it."""
     ok = [r for r in runs if r.status == "ok"]
-    if ok and not any("ranks" in r.params for r in ok) and len({r.world_size for r in ok}) > 1:
+    if ok and not any(RANKS_PARAMETER in r.params for r in ok) and len({r.world_size for r in ok}) > 1:
         for r in runs:
-            r.params["ranks"] = r.world_size
+            r.params[RANKS_PARAMETER] = r.world_size
         warnings.append("parameter 'ranks' taken from the headers' world_size (the runs do not record it)")
     sets = Counter(tuple(sorted(r.params)) for r in ok)
     if len(sets) > 1:

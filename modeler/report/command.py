@@ -9,11 +9,13 @@ from pathlib import Path
 from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
 from ..parts import parts_series
+from ..commands.inputs import add_input_options, load_from_args, name_skipped, select_callpaths
 from .assemble import ReportOptions, build_report, check_options, parse_assignments
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inputs", nargs="+", metavar="RUNS", help="run directories or files (rank*.jsonl)")
+    # read as `modeler fit` reads (run files, Extra-P files, globs, --ranks, --include-incomplete, ...)
+    add_input_options(parser, metric_default=None)
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="where to write the report (default: report.html, or stdout for --format markdown)")
     parser.add_argument("--format", choices=("html", "markdown"), default="html", help="html (default) or markdown")
@@ -30,8 +32,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repetitions", "--aggregate", dest="repetitions", choices=REPETITION_AGGREGATES,
                         help="how repetitions are combined before fitting (default: the engine's choice, "
                              "as in `modeler fit`)")
-    parser.add_argument("--ranks", dest="rank_aggregate", default="mean", choices=("mean", "max", "min", "sum"),
-                        help="how ranks are reduced into one value per run (default: mean)")
     parser.add_argument("--title", default="scaleprobe report", help="page title")
 
 
@@ -50,16 +50,16 @@ def _choose_metric(asked: str | None, metrics: list[str]) -> str:
 def run(args: argparse.Namespace) -> int:
     from ..estimator import PMNFModeler
     from ..ranking import measured_maximum, parse_at
-    from ..readers import ReadOptions, read_inputs, skipped_warning
+    from ..readers import ReadOptions, skipped_warning
     from ..readers.runs import load_runs
     from .render import render_html, render_markdown
     from .runs import groups_from_runset
 
-    read_opts = ReadOptions(ranks=args.rank_aggregate)
-    loaded = read_inputs(args.inputs, read_opts)
+    read_opts = ReadOptions(ranks=args.ranks, include_incomplete=args.include_incomplete)
+    loaded = load_from_args(args)
     dataset = loaded.dataset
     metric = _choose_metric(args.metric, dataset.metrics())
-    selected = dataset.select(metrics=[metric])
+    selected = select_callpaths(dataset.select(metrics=[metric]), args.callpath)
     target = parse_at(args.at, selected.parameters, measured_maximum(selected))
     hold = parse_assignments(args.hold, "--hold")
     run_files = [f.path for f in loaded.files if f.format == "runs"]
@@ -87,8 +87,10 @@ def run(args: argparse.Namespace) -> int:
         out.write_text(text, encoding="utf-8")
     except OSError as e:
         raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e
-    skipped = [f for f in loaded.files if f.status == "skipped"]
-    for f in skipped:
-        print(f"modeler report: {skipped_warning(f)}", file=sys.stderr)
-    print(f"report written to {out.resolve()}", file=sys.stderr)
-    return 3 if skipped else 0
+    if args.quiet:
+        name_skipped(loaded, args, "modeler report")
+    else:
+        for f in loaded.skipped:
+            print(f"modeler report: {skipped_warning(f)}", file=sys.stderr)
+        print(f"report written to {out.resolve()}", file=sys.stderr)
+    return 3 if loaded.skipped else 0

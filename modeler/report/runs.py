@@ -12,13 +12,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..dataset import RANKS_PARAMETER
+
 # Header keys that differ per rank or per run; everything else in a header describes the environment.
 PER_RUN_KEYS = frozenset(
     {"run_id", "params", "rank", "local_rank", "world_size", "pid", "repetition", "start", "start_ns",
      "started", "start_time", "time", "out", "path", "type", "kind", "experiment", "ppid",
      "start_unix", "forked_from", "argv"}
 )
-RANK_PARAMETER_NAMES = ("ranks", "nproc", "nprocs", "world_size", "np", "processes", "gpus", "p")
 
 
 @dataclass
@@ -154,10 +155,11 @@ def groups_from_runset(runset: Any) -> list[RunGroup]:
 
 
 def rank_axis(parameters: Sequence[str], groups: Sequence[RunGroup]) -> str | None:
-    """The parameter that counts ranks, or "world_size" when only the headers vary it."""
-    for name in RANK_PARAMETER_NAMES:
-        if name in parameters:
-            return name
+    """The parameter that counts ranks (`RANKS_PARAMETER`, as `modeler fit` derives speedup and cost
+    against it), or "world_size" when only the headers vary it. Other names (an Extra-P file's `p`)
+    are not guessed to count ranks: they may well be a problem size."""
+    if RANKS_PARAMETER in parameters:
+        return RANKS_PARAMETER
     sizes = {g.world_size for g in groups}
     return "world_size" if len(sizes) > 1 else None
 

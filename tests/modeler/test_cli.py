@@ -194,6 +194,17 @@ def test_skipped_file_gives_partial_exit_code_and_names_it(tmp_path, capsys):
     assert f"{junk}: skipped" in captured.err
 
 
+@pytest.mark.parametrize("command", [["fit", "--compat", "extrap"], ["export", "--extrap", "-"]])
+def test_quiet_still_names_the_skipped_files(tmp_path, capsys, command):
+    # -q once left only the exit code 3, with nothing on stderr to say which file it was about
+    runs = quadratic_sweep(tmp_path / "runs")
+    junk = tmp_path / "notes.txt"
+    junk.write_text("hello\n")
+    assert cli.main([*command, str(runs), str(junk), "-q"]) == cli.EXIT_PARTIAL
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"modeler: {junk}: skipped: not a scaleprobe run file nor an Extra-P input"]
+
+
 def test_export_command(tmp_path, capsys):
     runs = quadratic_sweep(tmp_path / "runs")
     out = tmp_path / "x.jsonl"

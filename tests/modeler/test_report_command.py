@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 from html import unescape
@@ -106,3 +107,52 @@ def test_report_combines_repetitions_like_fit():
         return action.default, tuple(action.choices)
 
     assert repetitions_option(report_command.configure) == repetitions_option(fit_command.configure)
+
+
+def _extrap_lines(name: str) -> str:
+    return "\n".join(f'{{"params": {{"{name}": {v}}}, "callpath": "main", "metric": "time", '
+                     f'"value": [{0.5 * v}, {0.51 * v}]}}' for v in (2, 4, 8, 16, 32)) + "\n"
+
+
+def test_only_the_ranks_parameter_counts_ranks_as_in_fit(tmp_path, capsys):
+    # The report once took `p` (and nproc, gpus, np, ...) for the rank count and printed a cost
+    # (time x p) that `modeler fit` never derives: `p` may as well be a problem size.
+    from modeler.cli import main
+
+    for name in ("p", "ranks"):
+        src = tmp_path / f"{name}.jsonl"
+        src.write_text(_extrap_lines(name))
+        assert main(["report", str(src), "--format", "markdown", "-q"]) == 0
+        out = capsys.readouterr().out
+        assert ("of rank time" in out) == (name == "ranks"), out
+
+
+def test_report_reads_with_the_input_options_of_fit(runs, tmp_path):
+    from modeler.commands import fit as fit_command
+    from modeler.report import command as report_command
+
+    def options(configure):
+        parser = argparse.ArgumentParser()
+        configure(parser)
+        return {s for a in parser._actions for s in a.option_strings}
+
+    shared = {"--callpath", "--ranks", "--include-incomplete", "--input-format", "-q", "--metric"}
+    assert shared <= options(report_command.configure) & options(fit_command.configure)
+    # --include-incomplete keeps the run whose rank 1 never ended; --callpath narrows the ranking
+    out = tmp_path / "r.md"
+    p = modeler("report", str(runs), "--format", "markdown", "-o", str(out), "--callpath", "*all_reduce",
+                "--include-incomplete", "--input-format", "runs")
+    assert p.returncode == 0, p.stderr
+    text = out.read_text(encoding="utf-8")
+    ranked = re.findall(r"^\| \d+ \| `([^`]+)`", text, re.M)
+    assert ranked and all(c.endswith("all_reduce") for c in ranked), text[:2000]
+    p = modeler("report", str(runs), "--format", "markdown", "-o", str(out), "--callpath", "nothing*")
+    assert p.returncode == 1 and "--callpath: no call path matches nothing*" in p.stderr
+
+
+def test_quiet_report_still_names_the_files_it_skipped(runs, tmp_path):
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello\n")
+    p = modeler("report", str(runs), str(bad), "-o", str(tmp_path / "r.html"), "-q")
+    assert p.returncode == 3
+    assert p.stderr.strip().splitlines() == [f"modeler report: {bad}: skipped: not a scaleprobe run file nor an Extra-P input"]

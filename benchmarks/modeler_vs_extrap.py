@@ -72,9 +72,10 @@ from modeler.estimator import PMNFModeler
 est = PMNFModeler().fit(read_extrap_jsonl(sys.argv[1]))
 out = [m.to_json() for m in est.models_]
 if len(sys.argv) > 2:
-    from modeler.uncertainty import mixture_ranges
+    from modeler.uncertainty import mixture_ranges, with_prediction
     at = dict(zip(est.parameters_, (float(v) for v in sys.argv[2].split(","))))
-    lo, hi = mixture_ranges([m.alternatives for m in est.models_], at)
+    pred = np.array([m.predict({k: [v] for k, v in at.items()})[0] for m in est.models_])
+    lo, hi = with_prediction(*mixture_ranges([m.alternatives for m in est.models_], at), pred)
     for d, a, b in zip(out, lo, hi):
         d["range_at_target"] = None if np.isnan(a) else [float(a), float(b)]
 print(json.dumps({"parameters": list(est.parameters_), "models": out}))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import numbers
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -77,13 +78,16 @@ class PMNFModeler:
             raise InputError(
                 f"aggregate must be one of {', '.join(REPETITION_AGGREGATES)}, got {self.aggregate!r}"
             )
+        # numpy's integers and booleans are accepted too: options often come from np.arange or a grid
         if self.candidates is not None and (
-            not isinstance(self.candidates, int) or isinstance(self.candidates, bool) or self.candidates < 1
+            not isinstance(self.candidates, numbers.Integral)
+            or isinstance(self.candidates, (bool, np.bool_))
+            or self.candidates < 1
         ):
             raise InputError(f"candidates must be a positive integer, got {self.candidates!r}")
         if self.on_too_few not in ("warn", "raise"):
             raise InputError(f"on_too_few must be 'warn' or 'raise', got {self.on_too_few!r}")
-        if not isinstance(self.allow_log, bool) or not isinstance(self.noise_test, bool):
+        if not all(isinstance(v, (bool, np.bool_)) for v in (self.allow_log, self.noise_test)):
             raise InputError("allow_log and noise_test must be True or False")
         return aggregate
 
@@ -166,7 +170,7 @@ class PMNFModeler:
                 spread = np.array([stats[i][1] for i in index])
                 reps = np.array([[r.size for r in dataset.series[i].repetitions] for i in index])
                 g = default_mode.fit_group(
-                    pts, Y, index, spread, reps, aggregate=aggregate, candidates=self.candidates,
+                    pts, Y, index, spread, reps, aggregate=aggregate, candidates=None if self.candidates is None else int(self.candidates),
                     allow_log=self.allow_log, noise_test=self.noise_test,
                 )
             q = quality(g)  # scale-free but for the RSS
@@ -190,6 +194,17 @@ class PMNFModeler:
             setattr(self, name, value)
         return self
 
+    def __sklearn_is_fitted__(self) -> bool:
+        """For `sklearn.utils.validation.check_is_fitted`."""
+        return hasattr(self, "models_")
+
+    def __sklearn_tags__(self):
+        """scikit-learn's estimator tags (asked for by its utilities, so scikit-learn is installed
+        when this is called): fitted on a Dataset, not on (X, y); it must be fitted before use."""
+        from sklearn.utils import Tags, TargetTags
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False), requires_fit=True, no_validation=True)
+
     def __repr__(self) -> str:
         changed = [f"{k}={v!r}" for k, v in self.get_params().items() if v != _OPTIONS[k]]
         return f"PMNFModeler({', '.join(changed)})"
@@ -199,7 +214,8 @@ class PMNFModeler:
 
         `points` is an (n, n_parameters) array in the order of `parameters_` (one point may be
         given as a flat sequence) or a mapping from parameter name to a value or equally many
-        values. Values must be finite and not negative, as measured parameter values."""
+        values. Values must be finite and not negative, as measured parameter values, and not 0
+        for a parameter that some model has a log2 factor of (log2(0) is not defined)."""
         if not hasattr(self, "models_"):
             raise NotFittedError("PMNFModeler.predict called before fit")
         pts = self._points(points)
@@ -239,7 +255,21 @@ class PMNFModeler:
             i, j = np.argwhere(bad)[0]
             raise InputError(f"predict: {params[j]}={pts[i, j]:g} at point {i}: values must be finite and not negative "
                              f"(PMNF models use x^i and log2(x))")
+        for j, name in enumerate(params):
+            logged = [fm for fm in self.models_ if _has_log(fm.model, name)]
+            at_zero = np.flatnonzero(pts[:, j] == 0)
+            if logged and at_zero.size:
+                fm = logged[0]
+                more = f" and {len(logged) - 1} more" if len(logged) > 1 else ""
+                raise InputError(
+                    f"predict: {name}=0 at point {int(at_zero[0])}: log2({name}) is not defined at 0, and the model of "
+                    f"{fm.callpath} [{fm.metric}]{more} has that factor"
+                )
         return pts
+
+
+def _has_log(model, name: str) -> bool:
+    return any(f.parameter == name and f.log_exponent for t in model.terms for f in t.factors)
 
 
 #: option name -> default

@@ -167,11 +167,14 @@ class FittedModel:
         self, points: np.ndarray | Mapping[str, Sequence[float]], level: float = 0.8
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """(low, high) at the points: the central `level` of the predictions of the alternative
-        forms with their coefficients' uncertainty (see `modeler.uncertainty`); None without
-        alternatives."""
-        from .uncertainty import mixture_range
+        forms with their coefficients' uncertainty (see `modeler.uncertainty`), stretched to hold
+        this model's own prediction; None without alternatives."""
+        from .uncertainty import mixture_range, with_prediction
 
-        return mixture_range(self.alternatives, points, level) if self.alternatives else None
+        if not self.alternatives:
+            return None
+        with np.errstate(all="ignore"):
+            return with_prediction(*mixture_range(self.alternatives, points, level), self.predict(points))
 
     def to_json(self) -> dict:
         d = {"callpath": self.callpath, "metric": self.metric}

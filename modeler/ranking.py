@@ -20,7 +20,7 @@ from .errors import InputError
 from .listing import listing
 from .model import FittedModel, Model
 from .parts import check_parts, parts_sums
-from .uncertainty import mixture_ranges
+from .uncertainty import mixture_ranges, with_prediction
 
 
 # metrics where more is better; for every other metric (times, bytes, imbalance) more is worse
@@ -66,10 +66,14 @@ class Ranking:
     warnings: tuple[str, ...] = ()
 
 
-def _ranges(models: Sequence[FittedModel], at: Mapping[str, float]) -> list[tuple[float, float] | None]:
-    """Each model's prediction range at `at` (None without alternatives or where it cannot be had)."""
+def _ranges(
+    models: Sequence[FittedModel], at: Mapping[str, float], predictions: Sequence[float]
+) -> list[tuple[float, float] | None]:
+    """Each model's prediction range at `at`, holding its prediction there (None without
+    alternatives or where it cannot be had)."""
     with np.errstate(all="ignore"):
-        lo, hi = mixture_ranges([fm.alternatives for fm in models], at, RANGE_LEVEL)
+        lo, hi = with_prediction(*mixture_ranges([fm.alternatives for fm in models], at, RANGE_LEVEL),
+                                 np.array(predictions, dtype=float))
     return [(float(a), float(b)) if math.isfinite(a) and math.isfinite(b) else None for a, b in zip(lo, hi)]
 
 
@@ -147,6 +151,24 @@ def nonnegative_keys(series: Iterable) -> set[tuple[str, str]]:
     return {(s.callpath, s.metric) for s in series if all(float(np.min(r)) >= 0.0 for r in s.repetitions)}
 
 
+#: a model whose SMAPE (percent) exceeds this explains little of its measurements
+POOR_FIT_SMAPE = 50.0
+
+
+def poor_fit_warning(rows: Sequence["RankedModel"]) -> str | None:
+    """One warning naming the models whose fit is poor (SMAPE above `POOR_FIT_SMAPE`), or None. Such a
+    model is often a constant drawn through values that PMNF terms cannot follow, as a speedup that
+    falls with more ranks (x^i, log2(x) cannot fall as 1/x)."""
+    named = [f"{r.fitted.callpath} ({r.fitted.metric}) {r.fitted.smape:.0f}%" for r in rows
+             if math.isfinite(r.fitted.smape) and r.fitted.smape > POOR_FIT_SMAPE]
+    if not named:
+        return None
+    n = len(named)
+    return (f"{n} model{'s' if n > 1 else ''} fit{'' if n > 1 else 's'} the measurements poorly (SMAPE above "
+            f"{POOR_FIT_SMAPE:g}%): {listing(named, 5)}; their predictions say little. PMNF terms cannot fall as 1/x: "
+            "a speedup or efficiency that drops with more ranks is better read from the models of time")
+
+
 def below_zero_warning(
     rows: Sequence["RankedModel"], nonnegative: Collection[tuple[str, str]], at_text: str
 ) -> str | None:
@@ -191,7 +213,7 @@ def rank_models(
     sums = parts_sums(by_key)
     at_text = ", ".join(f"{p}={float(at[p]):g}" for p in parameters)
     warnings = [*warnings, *(c.message(at_text) for c in check_parts(by_key))]
-    ranges = _ranges(models, {p: float(at[p]) for p in parameters})
+    ranges = _ranges(models, {p: float(at[p]) for p in parameters}, preds)
     rows = []
     for fm, pred, rng in zip(models, preds, ranges):
         low = high = None
@@ -209,7 +231,5 @@ def rank_models(
         return (-sign * r.growth[0], -sign * r.growth[1], -pred, r.fitted.callpath, r.fitted.metric)
 
     rows.sort(key=key)
-    below = below_zero_warning(rows, nonnegative, at_text)
-    if below:
-        warnings.append(below)
+    warnings.extend(w for w in (poor_fit_warning(rows), below_zero_warning(rows, nonnegative, at_text)) if w)
     return Ranking(tuple(parameters), dict(at), tuple(rows), tuple(warnings))

@@ -8,7 +8,8 @@ prediction is taken as normal, centred on its value with the variance its coeffi
 there, and the alternatives are mixed by weight; `mixture_range` returns the central `level` of
 that mixture (the 10% and 90% quantiles for 0.8). How often it holds the truth is measured by
 `benchmarks/modeler_vs_extrap.py` (docs/modeling.md): the weights come from a selection tuned
-to pick forms, so the range is a guide, not a calibrated interval.
+to pick forms, so the range is a guide, not a calibrated interval. The ranges shown with a
+prediction are stretched to hold it (`with_prediction`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,15 @@ def mixture_ranges(
     sd = np.sqrt(np.maximum(var, 0.0))
     lo, hi = _quantile(mu, sd, w, tail), _quantile(mu, sd, w, 1.0 - tail)
     return np.where(empty, np.nan, lo), np.where(empty, np.nan, hi)
+
+
+def with_prediction(lo: np.ndarray, hi: np.ndarray, prediction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The range stretched to hold the model's own prediction. The chosen form can lie outside what
+    the others predict (a form the selection weighed lightly, or refined exponents that no weighed
+    form had); a range shown beside a prediction that it does not hold would read as a contradiction.
+    Where the prediction is not finite, or there is no range (nan), it is left as it is."""
+    ok = np.isfinite(prediction) & ~np.isnan(lo) & ~np.isnan(hi)
+    return np.where(ok, np.fmin(lo, prediction), lo), np.where(ok, np.fmax(hi, prediction), hi)
 
 
 def _tail(level: float) -> float:

@@ -12,6 +12,7 @@ from typing import Sequence
 
 from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
+from ..grid import grid_gaps_warning
 from ..listing import listing
 from ..outputs import FORMATS, render
 from ..parts import parts_series
@@ -71,6 +72,9 @@ def fit_dataset(
     if not data.series:
         raise InputError(f"no series has {min_points} or more points (--min-points)", warnings=[*data.warnings, *warnings])
     target = parse_at(at, data.parameters, measured_maximum(data))
+    gaps = grid_gaps_warning(data.parameters, [s.points for s in data.series])
+    if gaps:
+        warnings.append(gaps)
     extra = parts_series(data, measured, min_points)
 
     from ..estimator import PMNFModeler  # the engine is heavy; `modeler export` never needs it

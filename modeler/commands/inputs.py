@@ -11,6 +11,7 @@ from typing import Sequence
 from ..aggregate import RANK_AGGREGATES
 from ..dataset import Dataset
 from ..errors import InputError
+from ..listing import listing
 from ..readers import FORMATS, Loaded, ReadOptions, read_inputs, skipped_warning
 
 
@@ -71,19 +72,36 @@ def parse_metrics(text: str | None, available: Sequence[str]) -> list[str] | Non
 
 def select(dataset: Dataset, args: argparse.Namespace) -> Dataset:
     metrics = parse_metrics(args.metric, dataset.metrics())
-    chosen = select_callpaths(dataset.select(metrics=metrics), args.callpath)
+    chosen = select_callpaths(dataset.select(metrics=metrics), args.callpath, dataset)
     if not chosen.series:
         raise InputError("no series to use after selecting metrics and call paths")
     return chosen
 
 
-def select_callpaths(dataset: Dataset, patterns: Sequence[str] | None) -> Dataset:
-    """The series whose call path matches one of the fnmatch `patterns` (all when there are none)."""
+def select_callpaths(dataset: Dataset, patterns: Sequence[str] | None, measured: Dataset | None = None) -> Dataset:
+    """The series whose call path matches one of the fnmatch `patterns` (all when there are none).
+
+    `measured`: every series read, when `dataset` holds only the chosen metrics: if the patterns
+    match call paths there, the error says that the metrics are what is missing, and where they were
+    measured."""
     if not patterns:
         return dataset
-    keep = [s for s in dataset.series if any(fnmatchcase(s.callpath, pat) for pat in patterns)]
+
+    def matches(s) -> bool:
+        return any(fnmatchcase(s.callpath, pat) for pat in patterns)
+
+    keep = [s for s in dataset.series if matches(s)]
     if not keep:
-        raise InputError(f"--callpath: no call path matches {', '.join(patterns)}")
+        pats = ", ".join(patterns)
+        found = measured is not None and any(matches(s) for s in measured.series)
+        if not found:
+            raise InputError(f"--callpath: no call path matches {pats}")
+        metrics = sorted({s.metric for s in dataset.series})
+        where = listing(sorted({s.callpath for s in dataset.series}), 3)
+        raise InputError(
+            f"--callpath: the call paths matching {pats} have no {' or '.join(metrics)} (--metric); "
+            f"{' and '.join(metrics)} {'is' if len(metrics) == 1 else 'are'} measured at: {where}"
+        )
     return Dataset(dataset.parameters, keep, dataset.warnings, dataset.sources)
 
 

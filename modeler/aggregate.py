@@ -7,7 +7,8 @@ own. Runs at the same parameter point are repetitions: they stay separate in
 `Series.repetitions` for the estimator to reduce (median by default) and to use their spread.
 
 A call path that a completed rank did not visit took no time there: additive metrics (time,
-visits, communication) count it as 0 on that rank. Per-step medians exist only where steps ran.
+visits, communication) count it as 0 on that rank, and in a repetition that did not visit it where
+another run of the same experiment at that point did. Per-step medians exist only where steps ran.
 A rank whose profile is empty was not profiled (rank selection) and does not count at all.
 """
 
@@ -63,6 +64,9 @@ _REDUCE: dict[str, Callable[[list[float]], float]] = {
     "min": min,
     "sum": lambda a: float(sum(a)),
 }
+# speedup, efficiency and cost need a per-rank time: a sum over ranks is rank-seconds already, and
+# the fastest rank does not say how long the ranks were held; those two derive from the mean
+_PER_RANK = {"mean": "mean", "max": "max", "min": "mean", "sum": "mean"}
 
 Key = tuple[str, str]  # (call path, metric)
 
@@ -229,11 +233,13 @@ class RunMetrics:
     values: dict[Key, float]
     unknown: set[Key]
     throttled: set[str]
+    rank_time: dict[str, float]  # call path -> per-rank time that speedup, efficiency and cost use
 
 
 def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunMetrics:
     """One value per (call path, metric) for a run: its ranks' values reduced with `ranks`."""
-    reduce = _REDUCE[ranks]
+    reduce, per_rank_time = _REDUCE[ranks], _REDUCE[_PER_RANK[ranks]]
+    rank_time: dict[str, float] = {}
     per_rank = []
     unknown: set[Key] = set()
     throttled: set[str] = set()
@@ -250,47 +256,83 @@ def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunM
         vals = [m.get(key, 0.0) for m in per_rank] if additive else [m[key] for m in per_rank if key in m]
         if vals:
             out[key] = reduce(vals)
+            if key[1] == "time":
+                rank_time[key[0]] = per_rank_time(vals)
         # imbalance needs every rank: with rank selection, one recorded rank of many says nothing
         if key[1] == "time" and (len(per_rank) > 1 or run.world_size == 1):
             mean = sum(vals) / len(vals)
             if mean > 0:
                 out[(key[0], "imbalance")] = max(vals) / mean
-    return RunMetrics(out, unknown, throttled)
+    return RunMetrics(out, unknown, throttled, rank_time)
+
+
+Point = tuple[float, ...]
 
 
 def _derived(
-    measured: dict[tuple[float, ...], list[dict[Key, float]]], parameters: tuple[str, ...]
-) -> dict[tuple[float, ...], list[dict[Key, float]]]:
-    """speedup, parallel efficiency and cost of every call path's time, per repetition."""
+    times: dict[Point, list[dict[str, float]]], parameters: tuple[str, ...]
+) -> tuple[dict[Point, list[dict[Key, float]]], dict[str, set[float]]]:
+    """speedup, parallel efficiency and cost of every call path's per-rank time, per repetition;
+    and the call paths whose baseline is not the fewest ranks of their points (-> those ranks).
+
+    A call path's baseline is the point with the fewest ranks, the other parameters the same, where
+    it was measured: communication exists only from 2 ranks on, and its speedup is relative to that."""
     r = parameters.index(RANKS_PARAMETER)
-    out: dict[tuple[float, ...], list[dict[Key, float]]] = {}
-    # the baseline of a point is the point with the fewest ranks and the same other parameters
-    base_of: dict[tuple[float, ...], tuple[float, ...]] = {}
-    for pt in measured:
-        others = pt[:r] + pt[r + 1 :]
-        cur = base_of.get(others)
-        if cur is None or pt[r] < cur[r]:
-            base_of[others] = pt
-    for pt, reps in measured.items():
-        base = base_of[pt[:r] + pt[r + 1 :]]
-        base_time: dict[str, float] = {}
-        for cp in {k[0] for rep in measured[base] for k in rep if k[1] == "time"}:
-            vals = [rep[(cp, "time")] for rep in measured[base] if (cp, "time") in rep]
-            base_time[cp] = _median(vals)
+
+    def others(pt: Point) -> Point:
+        return pt[:r] + pt[r + 1 :]
+
+    fewest: dict[Point, float] = {}
+    base_of: dict[tuple[Point, str], Point] = {}
+    for pt, reps in times.items():
+        fewest[others(pt)] = min(fewest.get(others(pt), pt[r]), pt[r])
+        for cp in {cp for rep in reps for cp in rep}:
+            cur = base_of.get((others(pt), cp))
+            if cur is None or pt[r] < cur[r]:
+                base_of[(others(pt), cp)] = pt
+    base_time = {
+        key: _median([rep[key[1]] for rep in times[pt] if key[1] in rep]) for key, pt in base_of.items()
+    }
+    late: dict[str, set[float]] = defaultdict(set)
+    for (o, cp), pt in base_of.items():
+        if pt[r] > fewest[o]:
+            late[cp].add(pt[r])
+    out: dict[Point, list[dict[Key, float]]] = {}
+    for pt, reps in times.items():
         rows = []
         for rep in reps:
             row: dict[Key, float] = {}
-            for (cp, metric), t in rep.items():
-                if metric != "time":
-                    continue
+            for cp, t in rep.items():
                 row[(cp, "cost")] = t * pt[r]
-                t0 = base_time.get(cp)
-                if t0 is not None and t > 0 and pt[r] > 0:
+                base, t0 = base_of[(others(pt), cp)], base_time[(others(pt), cp)]
+                if t > 0 and pt[r] > 0:
                     row[(cp, "speedup")] = t0 / t
                     row[(cp, "parallel_efficiency")] = t0 / t * base[r] / pt[r]
             rows.append(row)
         out[pt] = rows
-    return out
+    return out, late
+
+
+def _repetitions(
+    measured: dict[Point, list[dict[Key, float]]], unknown: dict[Point, list[set[Key]]],
+    experiments: dict[Point, list[str]],
+) -> dict[Key, dict[Point, list[float]]]:
+    """key -> point -> repetitions. A repetition lacking an additive metric measured it 0 (the run
+    completed without visiting the call path) when another run of its experiment at that point has
+    it; a run of another program is not a run that skipped the call path."""
+    by_key: dict[Key, dict[Point, list[float]]] = defaultdict(dict)
+    for pt, reps in measured.items():
+        for key in set().union(*reps):
+            if METRICS[key[1]].additive:
+                having = {e for rep, e in zip(reps, experiments[pt]) if key in rep}
+                vals = [rep.get(key, 0.0 if e in having and key not in unk else None)
+                        for rep, unk, e in zip(reps, unknown[pt], experiments[pt])]
+            else:
+                vals = [rep.get(key) for rep in reps]
+            vals = [v for v in vals if v is not None]
+            if vals:
+                by_key[key][pt] = vals
+    return by_key
 
 
 def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = True) -> Dataset:
@@ -300,13 +342,18 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
     runs = runset.completed()
     names = RegionNames(runs)
     params = runset.parameters
-    measured: dict[tuple[float, ...], list[dict[Key, float]]] = defaultdict(list)
-    unknown: dict[tuple[float, ...], list[set[Key]]] = defaultdict(list)
+    measured: dict[Point, list[dict[Key, float]]] = defaultdict(list)
+    unknown: dict[Point, list[set[Key]]] = defaultdict(list)
+    experiments: dict[Point, list[str]] = defaultdict(list)
+    times: dict[Point, list[dict[str, float]]] = defaultdict(list)
     throttled: dict[str, int] = defaultdict(int)  # call path -> runs in which it was throttled
     for run in runs:
         rm = run_metrics(run, names, ranks)
-        measured[runset.point(run)].append(rm.values)
-        unknown[runset.point(run)].append(rm.unknown)
+        pt = runset.point(run)
+        measured[pt].append(rm.values)
+        unknown[pt].append(rm.unknown)
+        experiments[pt].append(run.experiment_key)
+        times[pt].append(rm.rank_time)
         for cp in rm.throttled:
             throttled[cp] += 1
     if not any(len(run.ranks) > 1 for run in runs):
@@ -315,23 +362,15 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
             for rep in reps:
                 for key in [k for k in rep if k[1] == "imbalance"]:
                     del rep[key]
-    if derived and RANKS_PARAMETER in params:
-        for pt, rows in _derived(measured, params).items():
-            for rep, extra in zip(measured[pt], rows):
-                rep.update(extra)
+    warnings = list(runset.warnings)
+    if derived and RANKS_PARAMETER in params and measured:
+        rows, late = _derived(times, params)
+        for pt, extra in rows.items():
+            for rep, row in zip(measured[pt], extra):
+                rep.update(row)
+        warnings.extend(_derived_notes(ranks, late))
 
-    # key -> point -> repetitions; a repetition lacking an additive metric that other repetitions
-    # of the same point have measured 0 (the run completed without visiting the call path)
-    by_key: dict[Key, dict[tuple[float, ...], list[float]]] = defaultdict(dict)
-    for pt, reps in measured.items():
-        keys = set().union(*reps)
-        for key in keys:
-            additive = METRICS[key[1]].additive
-            vals = [rep.get(key, 0.0) if additive and key not in unk else rep.get(key)
-                    for rep, unk in zip(reps, unknown[pt])]
-            vals = [v for v in vals if v is not None]
-            if vals:
-                by_key[key][pt] = vals
+    by_key = _repetitions(measured, unknown, experiments)
     n_points = len(measured)
     series: list[Series] = []
     partial: dict[str, int] = {}  # call path -> most points among its incomplete series (derived
@@ -351,7 +390,6 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
                 METRICS[metric].unit,
             )
         )
-    warnings = list(runset.warnings)
     if throttled:
         items = [f"{cp} ({n} run{'s' if n > 1 else ''})" for cp, n in sorted(throttled.items())]
         shown = listing(items, 8)
@@ -368,3 +406,21 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
         )
     sources = sorted({str(f.path) for r in runs for f in r.files})
     return Dataset(params, series, warnings, sources)
+
+
+def _derived_notes(ranks: str, late: dict[str, set[float]]) -> list[str]:
+    notes = []
+    if _PER_RANK[ranks] != ranks:
+        why = ("a sum over ranks is rank-seconds already" if ranks == "sum"
+               else "the fastest rank's time is not how long the ranks were held")
+        notes.append(
+            f"--ranks {ranks}: speedup, parallel_efficiency and cost are derived from the mean time over "
+            f"ranks ({why})"
+        )
+    if late:
+        items = [f"{cp} (from {' or '.join(f'{r:g}' for r in sorted(rs))} ranks)" for cp, rs in sorted(late.items())]
+        notes.append(
+            f"{len(items)} call path(s) were not measured at the fewest ranks: their speedup and "
+            f"parallel_efficiency are relative to the fewest ranks where they were: {listing(items, 8)}"
+        )
+    return notes

@@ -42,7 +42,8 @@ def load_from_args(args: argparse.Namespace) -> Loaded:
 
 
 def describe_files(loaded: Loaded) -> str:
-    """`read 24 files (2 left out: their runs failed; 1 skipped: unreadable)`."""
+    """`read 24 of 27 input files (2 left out: their runs failed or did not finish; 1 skipped:
+    unreadable)`; also files ignored (not measurements) and duplicates (copies of files read)."""
     counts = Counter(f.status for f in loaded.files)
     extra = []
     if counts["left out"]:
@@ -51,6 +52,8 @@ def describe_files(loaded: Loaded) -> str:
         extra.append(f"{counts['skipped']} skipped: unreadable")
     if counts["ignored"]:
         extra.append(f"{counts['ignored']} ignored: not measurements")
+    if counts["duplicate"]:
+        extra.append(f"{counts['duplicate']} duplicate: copies of files read")
     total = sum(counts.values())
     return f"read {counts['read']} of {total} input files" + (f" ({'; '.join(extra)})" if extra else "")
 

@@ -225,11 +225,12 @@ def read_inputs(
     files: list[FileResult] = []
     by_format: dict[str, list[Path]] = {}
     for path, explicit in expand(paths):
-        if _is_empty(path):
+        fmt = format or sniff(path)
+        if fmt != "runs" and _is_empty(path):
             # an empty file among measurements is most likely a process that died before writing
+            # (the runs reader takes an empty rank file: it tells which run lacks that rank)
             files.append(FileResult(str(path), format, "skipped", "empty file"))
             continue
-        fmt = format or sniff(path)
         if fmt is None:
             # inside a directory, other files (logs, notes) are expected; a file named explicitly is not
             status = "skipped" if explicit else "ignored"

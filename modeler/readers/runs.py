@@ -20,7 +20,10 @@ from runtime.runfile import FORMAT_NAME, Run, RunFileError, read_run
 
 from ..dataset import RANKS_PARAMETER, Dataset
 from ..errors import InputError
+from ..listing import listing
 from . import FileResult, ReadOptions, expand
+from .runjudge import attribute_unreadable, drop_copies, judge, run_file_rank
+from .runvalues import check_values
 
 _NO_END = "no end record"
 #: how the runtime's writer starts every run file (compact JSON, the record type first)
@@ -36,6 +39,8 @@ def sniff_runs(path: Path) -> str | None:
             first = f.readline(1 << 16)
     except OSError:
         return None
+    if not first and run_file_rank(path) is not None:
+        return "runs"  # an empty rank file: a process that died before its header; its run is told
     if not first.endswith(b"\n") and (first.startswith(_HEADER_OPENING) or _HEADER_OPENING.startswith(first)) and first:
         return "runs"  # cut off inside its header: the reader says so, with the file's name
     # a cheap byte test first, so that large Extra-P files are not parsed here
@@ -56,6 +61,7 @@ class RankFile:
 
     path: Path
     run: Run
+    undefined: dict[int, int] = field(default_factory=dict)  # region ids used, never defined -> line
 
     @property
     def header(self) -> dict[str, Any]:
@@ -85,13 +91,6 @@ class RankFile:
             return "failed"
         return "ok"
 
-    def failure(self) -> str:
-        end = self.run.end
-        if end is None:
-            return f"{self.path}: {_NO_END} (killed, or still running)"
-        detail = ", ".join(f"{k}={end[k]}" for k in ("status", "exit_code", "error", "signal") if end.get(k) is not None)
-        return f"{self.path}: rank {self.rank} ended with {detail or 'a failure'}"
-
 
 @dataclass
 class RunRecord:
@@ -100,8 +99,11 @@ class RunRecord:
     run_id: str
     files: list[RankFile]
     params: dict[str, Any] = field(default_factory=dict)
-    status: str = "ok"
+    status: str = "ok"  # ok, failed, incomplete, ambiguous, damaged (see runjudge.judge)
     reason: str = ""
+    # (rank, file, why) of the ranks whose only file could not be read
+    unreadable: list[tuple[int, Path, str]] = field(default_factory=list)
+    kept_incomplete: str = ""  # why the run is incomplete, when --include-incomplete kept it
 
     @property
     def header(self) -> dict[str, Any]:
@@ -110,6 +112,14 @@ class RunRecord:
     @property
     def experiment(self) -> str | None:
         return self.header.get("experiment")
+
+    @property
+    def experiment_key(self) -> str:
+        """What tells experiments apart: the header's experiment name, else the program run."""
+        if self.experiment:
+            return str(self.experiment)
+        argv = self.header.get("argv")
+        return f"program {argv[0]}" if isinstance(argv, list) and argv else ""
 
     @property
     def repetition(self) -> int | None:
@@ -173,21 +183,6 @@ def _group(rank_files: list[RankFile]) -> list[RunRecord]:
     return runs
 
 
-def _judge(run: RunRecord, include_incomplete: bool) -> None:
-    # Forked children (DataLoader workers) are often terminated by their parent at shutdown, so
-    # only the ranks' main processes say whether the run completed; children keep what they flushed.
-    main = [f for f in run.files if not f.is_child]
-    failed = [f for f in main if f.status == "failed"]
-    incomplete = [f for f in main if f.status == "incomplete"]
-    disagree = [f for f in run.files if (f.header.get("params") or {}) != (run.files[0].header.get("params") or {})]
-    if failed:
-        run.status, run.reason = "failed", failed[0].failure() + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
-    elif disagree:
-        run.status, run.reason = "failed", f"{disagree[0].path}: its parameters differ from the other files of run {run.run_id}"
-    elif incomplete and not include_incomplete:
-        run.status, run.reason = "incomplete", incomplete[0].failure()
-
-
 def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, ...], dict[str, Any]]:
     """Modeling parameters: those that vary over the completed runs; the others are constants.
 
@@ -232,29 +227,46 @@ def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, 
 def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options: ReadOptions | None = None) -> RunSet:
     """Read run files (directories and globs expanded) and group them into runs.
 
-    Unreadable files are skipped and listed in `RunSet.files`; malformed lines are warnings naming
-    file:line; runs that failed or did not finish are kept in `runs` with their status and reason,
-    and `completed()` leaves them out."""
+    Unreadable files are skipped and listed in `RunSet.files` (and make their run incomplete when it
+    has no other file of that rank); malformed lines and impossible values are warnings naming
+    file:line; copies of one process's file are read once; runs that failed, did not finish, have
+    two main files for a rank or use undefined region ids are kept in `runs` with their status and
+    reason (`runjudge.judge`), and `completed()` leaves them out."""
     options = options or ReadOptions()
     files: list[FileResult] = []
     warnings: list[str] = []
     rank_files: list[RankFile] = []
-    for p in [p for p, _ in expand(paths)]:
+    unreadable: list[tuple[Path, str]] = []
+    for p in [Path(p) for p, _ in expand(paths)]:
         try:
+            if p.stat().st_size == 0:
+                raise RunFileError("empty file")
             run = read_run(p)
-        except RunFileError as exc:
+        except (RunFileError, OSError) as exc:
             files.append(FileResult(str(p), "runs", "skipped", str(exc)))
+            unreadable.append((p, "empty" if str(exc) == "empty file" else "no readable header"))
             continue
         warnings.extend(msg for msg in run.problems if _NO_END not in msg)
-        rank_files.append(RankFile(Path(p), run))
+        check = check_values(p, run)
+        warnings.extend(check.warnings)
+        rank_files.append(RankFile(p, run, check.undefined))
+    rank_files, copies, copy_results = drop_copies(rank_files)
+    warnings.extend(copies)
+    files.extend(copy_results)
     runs = _group(rank_files)
+    attribute_unreadable(unreadable, runs)
     for r in runs:
-        _judge(r, options.include_incomplete)
+        judge(r, options.include_incomplete)
     parameters, constants = _parameters(runs, warnings)
-    experiments = sorted({str(r.experiment) for r in runs if r.status == "ok" and r.experiment})
-    if len(experiments) > 1:
-        warnings.append(f"runs of {len(experiments)} experiments are modeled together: {', '.join(experiments)}")
-    partial = [r for r in runs if r.status == "ok" and len(r.ranks) < r.world_size]
+    warnings.extend(_experiments_warning(runs, parameters))
+    kept = [r for r in runs if r.status == "ok" and r.kept_incomplete]
+    if kept:
+        items = [f"run {r.run_id} ({r.kept_incomplete})" for r in kept]
+        warnings.append(
+            f"--include-incomplete kept {len(kept)} incomplete run(s): a rank without an end record counts up "
+            f"to its last flush, one without a readable file not at all: {listing(items, 5, 'more run(s)')}"
+        )
+    partial = [r for r in runs if r.status == "ok" and len(r.ranks) < r.world_size and not r.unreadable]
     if partial:
         r = partial[0]
         warnings.append(
@@ -268,6 +280,28 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
             warnings.append(f"run {r.run_id} left out ({r.status}): {r.reason}")
             files.extend(FileResult(str(f.path), "runs", "left out", f"run {r.status}: {r.reason}") for f in r.files)
     return RunSet(runs, parameters, constants, files, warnings)
+
+
+def _experiments_warning(runs: list[RunRecord], parameters: tuple[str, ...]) -> list[str]:
+    """Say what reading runs of several experiments together does to the data."""
+    ok = [r for r in runs if r.status == "ok"]
+    experiments = sorted({r.experiment_key for r in ok})
+    if len(experiments) < 2:
+        return []
+    at: dict[tuple[Any, ...], set[str]] = {}
+    for r in ok:
+        at.setdefault(tuple(r.params.get(p) for p in parameters), set()).add(r.experiment_key)
+    shared = [pt for pt, exps in at.items() if len(exps) > 1]
+    names = ", ".join(e or "(unnamed)" for e in experiments)
+    if not shared:
+        return [f"runs of {len(experiments)} experiments are modeled together: {names}; they share no point"]
+    example = ", ".join(f"{p}={v}" for p, v in zip(parameters, shared[0]))
+    return [
+        f"runs of {len(experiments)} experiments are modeled together: {names}; at {len(shared)} point(s) "
+        f"(e.g. {example}) runs of several experiments are repetitions of each other for the call paths they "
+        f"share, and a call path one experiment did not measure there is not counted as 0 in its runs; read "
+        f"each experiment's runs apart to model them apart"
+    ]
 
 
 def read_runs_batch(paths: Sequence[Path], options: ReadOptions) -> tuple[Dataset, list[FileResult]]:

@@ -1,0 +1,214 @@
+"""Whether a run can be modeled, and why not: the same process's file seen twice, two main files
+for one rank, failed or unfinished ranks, unreadable rank files, damaged files.
+
+Only the ranks' main processes say whether a run completed: forked or spawned children
+(DataLoader workers) are often terminated by their parent at shutdown and keep what they flushed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..listing import listing
+from . import FileResult
+
+if TYPE_CHECKING:
+    from .runs import RankFile, RunRecord
+
+#: how the runtime names a run file (`runtime.runfile.run_file_name`): rank and pid
+_RUN_FILE_NAME = re.compile(r"^rank(\d+)\.(\d+)\.jsonl$")
+_LAUNCHER_SIGNAL = 15  # the launcher stops the other ranks of a failed run with SIGTERM
+_NO_END = "has no end record (killed, or still running)"
+
+
+def run_file_rank(path: Path) -> int | None:
+    """The rank a run file's name gives, or None when it is not named like one."""
+    m = _RUN_FILE_NAME.match(path.name)
+    return int(m.group(1)) if m else None
+
+
+def _copy_key(rf: "RankFile") -> tuple[Any, ...]:
+    """Two paths with this key hold the same process's file: in one directory a rank and a pid
+    name one file (`rank<R>.<pid>.jsonl`), so the same run id, rank and pid under two paths is a
+    copy. Files without a pid are compared by content."""
+    pid = rf.header.get("pid")
+    run_id = rf.header.get("run_id")
+    if isinstance(pid, int) and run_id not in (None, ""):
+        return (str(run_id), rf.rank, pid)
+    try:
+        return ("content", hashlib.sha1(rf.path.read_bytes()).hexdigest())
+    except OSError:
+        return ("path", str(rf.path))
+
+
+def _fuller(rf: "RankFile") -> tuple[int, int]:
+    """Which of two copies to keep: the one that ended, then the longer one."""
+    try:
+        size = rf.path.stat().st_size
+    except OSError:
+        size = 0
+    return (rf.run.end is not None, size)
+
+
+def drop_copies(rank_files: list["RankFile"]) -> tuple[list["RankFile"], list[str], list[FileResult]]:
+    """Each process's file once: copies (a run folder copied inside the input, a second rsync) are
+    read once, with a warning naming both paths; summing them would double every value."""
+    by_key: dict[tuple[Any, ...], list["RankFile"]] = defaultdict(list)
+    for rf in rank_files:
+        by_key[_copy_key(rf)].append(rf)
+    kept: list["RankFile"] = []
+    same: list[str] = []
+    warnings: list[str] = []
+    results: list[FileResult] = []
+    for copies in by_key.values():
+        best = max(copies, key=_fuller)  # max keeps the first of equals: the first path in order
+        kept.append(best)
+        for other in copies:
+            if other is best:
+                continue
+            results.append(FileResult(str(other.path), "runs", "duplicate", f"a copy of {best.path}: read once"))
+            if _same_bytes(best.path, other.path):
+                same.append(f"{other.path} (= {best.path})")
+            else:
+                warnings.append(
+                    f"{best.path} and {other.path} are copies of one process's file (run "
+                    f"{best.header.get('run_id')}, rank {best.rank}, pid {best.header.get('pid')}) that differ: "
+                    f"read once, from the {_why_kept(best, other)} one, {best.path}"
+                )
+    if same:
+        warnings.insert(0, (
+            f"{len(same)} file(s) are the same as other files read (a copied run folder?): each process's "
+            f"file is read once: {listing(same, 3, 'more')}"
+        ))
+    order = {id(rf): i for i, rf in enumerate(rank_files)}
+    kept.sort(key=lambda rf: order[id(rf)])
+    return kept, warnings, results
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    try:
+        return a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False
+
+
+def _why_kept(best: "RankFile", other: "RankFile") -> str:
+    return "complete" if best.run.end is not None and other.run.end is None else "longer"
+
+
+def attribute_unreadable(unreadable: list[tuple[Path, str]], runs: list["RunRecord"]) -> None:
+    """Give each run the rank files of its directory that could not be read (empty, cut in the
+    header): a rank that left such a file and no readable one died at start-up, it was not left out
+    by rank selection (those ranks write no file). A directory holding files of several runs says
+    nothing about whose file it was."""
+    in_dir: dict[Path, set[str]] = defaultdict(set)
+    by_id = {r.run_id: r for r in runs}
+    for r in runs:
+        for f in r.files:
+            in_dir[f.path.parent].add(r.run_id)
+    for path, why in unreadable:
+        owners = in_dir.get(path.parent, set())
+        rank = run_file_rank(path)
+        if len(owners) != 1 or rank is None:
+            continue
+        run = by_id[next(iter(owners))]
+        if rank < run.world_size and not any(f.rank == rank and not f.is_child for f in run.files):
+            run.unreadable.append((rank, path, why))
+
+
+def _launch_record(run: "RunRecord") -> tuple[Path, dict[str, Any]] | None:
+    """The launcher's `launch.json` of this run (docs/launch.md), when it lies beside its files."""
+    for d in sorted({f.path.parent for f in run.files}):
+        p = d / "launch.json"
+        try:
+            rec = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(rec, dict) and str(rec.get("run_id")) == run.run_id:
+            return p, rec
+    return None
+
+
+def _detail(f: "RankFile", known: str = "") -> str:
+    """How the rank's main process ended; `known`: what the launcher says of it."""
+    end = f.run.end
+    if end is None:
+        return f"has no end record ({known or 'killed, or still running'})"
+    detail = ", ".join(f"{k}={end[k]}" for k in ("status", "exit_code", "exception", "error", "signal")
+                       if end.get(k) is not None)
+    return f"ended with {detail or 'a failure'}" + (f" ({known})" if known else "")
+
+
+def _by_launcher(f: "RankFile") -> bool:
+    end = f.run.end or {}
+    return end.get("status") == "signal" and end.get("signal") == _LAUNCHER_SIGNAL
+
+
+def _failure(run: "RunRecord", bad: list["RankFile"]) -> str:
+    """Name the rank that failed first, then every other failed rank briefly. The launcher's
+    `failed_rank` knows; without it a rank without an end record (SIGKILL, `os._exit`, a crash)
+    comes first, then an exception or exit status, and last the ranks stopped by SIGTERM (the
+    launcher stops the others when one fails)."""
+    launch = _launch_record(run)
+    failed_rank = launch[1].get("failed_rank") if launch else None
+    bad = sorted(bad, key=lambda f: (f.rank != failed_rank, f.run.end is not None, _by_launcher(f), f.rank))
+    parts = []
+    first = bad[0] if bad else None
+    if launch and isinstance(failed_rank, int) and (first is None or first.rank != failed_rank):
+        parts.append(f"{launch[0]}: rank {failed_rank} failed ({launch[1].get('error') or 'no error line'})")
+    if first is not None:
+        error = launch[1].get("error") if launch and first.rank == failed_rank else None
+        known = f"launch.json: {error}" if error else ""
+        parts.append(f"{first.path}: rank {first.rank} {_detail(first, known)}")
+    others = [f"rank {f.rank} {_detail(f)}" + (" (the launcher's SIGTERM?)" if _by_launcher(f) else "")
+              for f in bad[1:]]
+    others += [f"rank {rank}'s file could not be read ({why})" for rank, _, why in run.unreadable]
+    return "; ".join(parts) + (f"; also {'; '.join(others)}" if others else "")
+
+
+def _unfinished(run: "RunRecord", incomplete: list["RankFile"]) -> str:
+    parts = [f"{f.path}: rank {f.rank} {_detail(f)}" for f in incomplete]
+    parts += [f"{p}: rank {rank}'s file could not be read ({why})" for rank, p, why in run.unreadable]
+    return parts[0] + (f"; also {'; '.join(parts[1:])}" if parts[1:] else "")
+
+
+def judge(run: "RunRecord", include_incomplete: bool) -> None:
+    """Set the run's status (ok, ambiguous, damaged, failed, incomplete) and the reason."""
+    main = [f for f in run.files if not f.is_child]
+    per_rank: dict[int, list["RankFile"]] = defaultdict(list)
+    for f in main:
+        per_rank[f.rank].append(f)
+    doubled = {r: fs for r, fs in sorted(per_rank.items()) if len(fs) > 1}
+    damaged = [f for f in run.files if f.undefined]
+    failed = [f for f in main if f.status == "failed"]
+    incomplete = [f for f in main if f.status == "incomplete"]
+    params = run.files[0].header.get("params") or {}
+    disagree = [f for f in run.files if (f.header.get("params") or {}) != params]
+    if doubled:
+        rank, fs = next(iter(doubled.items()))
+        run.status, run.reason = "ambiguous", (
+            f"rank {rank} has {len(fs)} main-process files ({', '.join(str(f.path) for f in fs)}; a restarted "
+            f"rank, or files of two attempts): which one holds the run is unknown, and summing them would "
+            f"count the rank twice" + (f" (and {len(doubled) - 1} more rank(s) alike)" if len(doubled) > 1 else "")
+        )
+    elif damaged:
+        f = damaged[0]
+        ids = ", ".join(str(i) for i in sorted(f.undefined))
+        run.status, run.reason = "damaged", (
+            f"{f.path}: records use region id(s) {ids} that the file does not define: their call paths "
+            f"cannot be named, and the rank's values would miss them"
+        )
+    elif failed:
+        run.status, run.reason = "failed", _failure(run, failed + incomplete)
+    elif disagree:
+        run.status, run.reason = "failed", f"{disagree[0].path}: its parameters differ from the other files of run {run.run_id}"
+    elif incomplete or run.unreadable:
+        if include_incomplete:
+            run.kept_incomplete = _unfinished(run, incomplete)
+        else:
+            run.status, run.reason = "incomplete", _unfinished(run, incomplete)

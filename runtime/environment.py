@@ -57,11 +57,12 @@ def _int(env: Mapping[str, str], name: str) -> int | None:
     return value
 
 
-def _first(env: Mapping[str, str], *names: str) -> int | None:
+def _first(env: Mapping[str, str], *names: str) -> tuple[str, int] | None:
+    """The first of `names` that is set, with its value."""
     for name in names:
         value = _int(env, name)
         if value is not None:
-            return value
+            return name, value
     return None
 
 
@@ -73,14 +74,17 @@ _MPI_LOCAL = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PALS_LOCAL_RANKI
               "SLURM_LOCALID")
 _MPI_LOCAL_SIZE = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
 
+Named = tuple[str, int]  # (variable, its value): errors name the variables that were read
 
-def _check(rank: int, world_size: int, local_rank: int, source: str) -> None:
-    if world_size < 1:
-        raise RankEnvironmentError(f"{source}: world size {world_size} is not positive")
-    if rank >= world_size:
-        raise RankEnvironmentError(f"{source}: rank {rank} is not below the world size {world_size}")
-    if local_rank > rank:
-        raise RankEnvironmentError(f"{source}: local rank {local_rank} is above the rank {rank}")
+
+def _check(rank: Named, size: Named, local: Named | None) -> None:
+    (rank_var, r), (size_var, s) = rank, size
+    if s < 1:
+        raise RankEnvironmentError(f"{size_var}={s} is not a positive world size")
+    if r >= s:
+        raise RankEnvironmentError(f"{rank_var}={r} is not below {size_var}={s}")
+    if local is not None and local[1] > r:
+        raise RankEnvironmentError(f"{local[0]}={local[1]} is above {rank_var}={r}: a local rank is at most the rank")
 
 
 def _from_torchrun(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
@@ -97,7 +101,7 @@ def _from_torchrun(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
         launcher = named
     else:
         launcher = "torchrun"
-    _check(rank, size, local if local is not None else 0, "RANK/WORLD_SIZE/LOCAL_RANK")
+    _check(("RANK", rank), ("WORLD_SIZE", size), None if local is None else ("LOCAL_RANK", local))
     return rank, local if local is not None else rank, size, launcher
 
 
@@ -107,20 +111,20 @@ def _from_mpi(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
         return None
     size = _first(env, *_MPI_SIZE)
     if size is None:
-        found = next(n for n in _MPI_RANK if n in env)
         raise RankEnvironmentError(
-            f"{found} is set but no world size is: expected one of {', '.join(_MPI_SIZE)}")
+            f"{rank[0]} is set but no world size is: expected one of {', '.join(_MPI_SIZE)}")
     local = _first(env, *_MPI_LOCAL)
-    if local is None:
+    _check(rank, size, local)
+    if local is not None:
+        local_rank = local[1]
+    else:
         local_size = _first(env, *_MPI_LOCAL_SIZE)
         # Without a local rank, assume ranks are packed by node, which mpiexec does by default.
-        local = rank % local_size if local_size else rank
+        local_rank = rank[1] % local_size[1] if local_size and local_size[1] else rank[1]
     # srun --mpi=pmix/pmi2 sets both SLURM's and the MPI variables: the job step is SLURM's.
-    slurm_rank = _int(env, "SLURM_PROCID")
-    slurm_size = _int(env, "SLURM_STEP_NUM_TASKS")
-    launcher = "slurm" if (slurm_rank, slurm_size) == (rank, size) else "mpi"
-    _check(rank, size, local, "MPI environment")
-    return rank, local, size, launcher
+    slurm = (_int(env, "SLURM_PROCID"), _int(env, "SLURM_STEP_NUM_TASKS"))
+    launcher = "slurm" if slurm == (rank[1], size[1]) else "mpi"
+    return rank[1], local_rank, size[1], launcher
 
 
 def _from_slurm(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
@@ -132,9 +136,8 @@ def _from_slurm(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
     if rank is None or size is None:
         return None
     local = _int(env, "SLURM_LOCALID")
-    local = rank if local is None else local
-    _check(rank, size, local, "SLURM environment")
-    return rank, local, size, "slurm"
+    _check(("SLURM_PROCID", rank), ("SLURM_STEP_NUM_TASKS", size), None if local is None else ("SLURM_LOCALID", local))
+    return rank, rank if local is None else local, size, "slurm"
 
 
 def detect(environ: Mapping[str, str] | None = None) -> ProcessIdentity:

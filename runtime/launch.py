@@ -16,6 +16,8 @@ from runtime.environment import RankEnvironmentError, detect
 from runtime.errors import ScaleprobeRuntimeError
 from runtime.launch_args import Options, parse
 from runtime.launch_errors import LaunchError
+from runtime.launch_recording import check_environment
+from runtime.launch_toplevel import restore_program_limit
 from runtime.sweep_design import Run, point_name
 from runtime.sweep_state import prepare_root
 
@@ -39,13 +41,14 @@ def _runs(opts: Options, nproc: int) -> list[Run]:
 def _dispatch(opts: Options, argv: list[str]) -> int:
     from runtime import launch_modes
 
+    cfg = check_environment()  # a bad SCALEPROBE_* value stops us here, not in every rank of every run
     if opts.child:
         return launch_modes.run_child(opts, argv)
     spawned = opts.sweeping or opts.nproc is not None or opts.spawn is not None or opts.timeout is not None
     identity = detect()
     if identity.launcher in ("slurm", "mpi", "torchrun"):
         if not spawned:
-            return launch_modes.run_scheduled(opts, identity, argv)
+            return launch_modes.run_scheduled(opts, identity, argv, cfg)
         if identity.world_size > 1:
             # Every one of the job's ranks would run the whole sweep.
             raise LaunchError(f"this process is rank {identity.rank} of {identity.world_size} "
@@ -57,10 +60,11 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
         from runtime.sweep_run import check_spawn
 
         check_spawn(opts, runs)
+    in_process = not (spawned or opts.nsys or runs[0].ranks != 1)
     if opts.dry_run:
         from runtime.sweep_run import dry_run
 
-        return dry_run(opts, runs)
+        return dry_run(opts, runs, argv if in_process else None)
     if not opts.script.is_file():
         raise LaunchError(f"script {opts.script} does not exist or is not a file")
     if opts.nsys:
@@ -68,15 +72,24 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
 
         nsys_executable()  # fail before any run starts
     prepare_root(opts.out, opts.experiment)
-    if spawned or opts.nsys or runs[0].ranks != 1:
+    if not in_process:
         from runtime.sweep_run import execute
 
-        return execute(opts, runs)
-    return launch_modes.run_plain(opts, runs[0], argv)
+        return execute(opts, runs, cfg)
+    return launch_modes.run_plain(opts, runs[0], argv, cfg)
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """The launcher's exit status (also the `scaleprobe-launch` console script's)."""
+    try:
+        return _main(sys.argv[1:] if argv is None else list(argv))
+    finally:
+        # A limit the program set below the launcher's own depth comes back now that the stack is
+        # shallow again (see launch_toplevel), for `python -m runtime.launch` and the console script.
+        restore_program_limit()
+
+
+def _main(argv: list[str]) -> int:
     try:
         opts = parse(argv)
         return _dispatch(opts, argv)
@@ -98,8 +111,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    _status = main()
-    from runtime.launch_toplevel import restore_program_limit
-
-    restore_program_limit()
-    sys.exit(_status)
+    sys.exit(main())

@@ -63,11 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--out", type=Path, default=Path("runs"), metavar="DIR",
                      help="root of the run directories (default runs)")
     exp.add_argument("--experiment", metavar="NAME", help="experiment name (default: the script's name)")
-    exp.add_argument("--dry-run", action="store_true", help="list the runs that would run, run nothing")
+    exp.add_argument("--dry-run", action="store_true",
+                     help="list each run and the command that would start it; run nothing")
     sched = p.add_argument_group("under srun, mpiexec or torchrun")
     sched.add_argument("--run-id", metavar="ID",
                        help="run id shared by all ranks when the job id cannot be read from the environment")
-    sched.add_argument("--repetition", type=int, metavar="K", help="repetition index of this run (default 0)")
+    sched.add_argument("--repetition", type=int, metavar="K",
+                       help="repetition index of this run, not with a sweep (default: the next free index for a "
+                            "plain local run, 0 under srun, mpiexec or torchrun)")
     tools = p.add_argument_group("instrumentation and profiling")
     tools.add_argument("--instrument", action="store_true",
                        help="instrument the project on the fly while importing it (no build step)")
@@ -100,6 +103,12 @@ def split_argv(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[s
     return argv, []
 
 
+def without_dry_run(argv: list[str]) -> list[str]:
+    """This launcher's arguments less its own `--dry-run` (the program's arguments are kept as given)."""
+    ours, _ = split_argv(build_parser(), argv)
+    return [a for a in argv[:len(ours)] if a != "--dry-run"] + argv[len(ours):]
+
+
 def parse(argv: list[str]) -> Options:
     parser = build_parser()
     ours, program = split_argv(parser, argv)
@@ -109,13 +118,22 @@ def parse(argv: list[str]) -> Options:
     script, args = Path(program[0]), program[1:]
 
     design = load_toml(ns.sweep_file) if ns.sweep_file else Design()
-    for text in ns.sweep:
-        design.set_sweep(*parse_assignment(text, "--sweep"))
-    for text in ns.param:
-        name, spelled = parse_assignment(text, "--param")
-        if len(spelled) != 1:
-            raise LaunchError(f"--param {text!r}: one value only; use --sweep for several")
-        design.set_fixed(name, spelled)
+    given: dict[str, str] = {}  # parameter -> the option that defined it on the command line
+    for option, texts in (("--sweep", ns.sweep), ("--param", ns.param)):
+        for text in texts:
+            name, spelled = parse_assignment(text, option)
+            if name in given:
+                # The command line overrides the sweep file, never itself: a copy-paste slip
+                # would silently shrink the design.
+                raise LaunchError(f"parameter {name!r} is defined twice: {given[name]} and {option} {text}; "
+                                  "give it once")
+            given[name] = f"{option} {text}"
+            if option == "--sweep":
+                design.set_sweep(name, spelled)
+            elif len(spelled) != 1:
+                raise LaunchError(f"--param {text!r}: one value only; use --sweep for several")
+            else:
+                design.set_fixed(name, spelled)
     if ns.repeat is not None:
         if ns.repeat < 1:
             raise LaunchError(f"--repeat {ns.repeat}: must be at least 1")
@@ -139,6 +157,14 @@ def parse(argv: list[str]) -> Options:
     if not experiment or "/" in experiment or experiment in (".", ".."):
         raise LaunchError(f"--experiment {experiment!r}: must be a plain directory name")
     sweeping = bool(ns.sweep or ns.sweep_file or ns.repeat is not None)
+    if ns.repetition is not None:
+        if ns.repetition < 0:
+            raise LaunchError(f"--repetition {ns.repetition}: must not be negative")
+        if sweeping:
+            design_option = (f"--sweep {ns.sweep[0]}" if ns.sweep else f"--sweep-file {ns.sweep_file}"
+                             if ns.sweep_file else f"--repeat {ns.repeat}")
+            raise LaunchError(f"--repetition {ns.repetition} and {design_option} exclude each other: a sweep "
+                              "numbers its repetitions 0 to N-1 itself (--repeat N); --repetition is for one run")
     if ns.spawn is not None and ns.nproc is not None:
         raise LaunchError("--spawn and --nproc exclude each other: --spawn's command starts the ranks")
     if ns.spawn is not None and not _words("--spawn", ns.spawn):
@@ -163,19 +189,21 @@ def _words(option: str, text: str) -> list[str]:
 
 def child_flags(opts: Options) -> list[str]:
     """The options a rank process started by us needs (everything else is in its environment)."""
+    # Each value joined to its option with `=`: a value that starts with '-' (`--nsys-args=--trace=cuda`)
+    # would otherwise read as an option of its own and fail the rank's argparse.
     flags = ["--child"]
     if opts.instrument:
         flags.append("--instrument")
         if opts.project_root is not None:
-            flags += ["--project-root", str(opts.project_root.resolve())]
+            flags.append(f"--project-root={opts.project_root.resolve()}")
         if opts.cache_dir is not None:
-            flags += ["--cache-dir", str(opts.cache_dir.resolve())]
+            flags.append(f"--cache-dir={opts.cache_dir.resolve()}")
     if opts.nsys:
         # Each rank re-executes itself under nsys, so local and srun/mpiexec ranks work alike.
         flags.append("--nsys")
         if opts.nsys_ranks is not None:
-            flags += ["--nsys-ranks", opts.nsys_ranks]
+            flags.append(f"--nsys-ranks={opts.nsys_ranks}")
         if opts.nsys_args is not None:
-            flags += ["--nsys-args", opts.nsys_args]
+            flags.append(f"--nsys-args={opts.nsys_args}")
     return flags
 

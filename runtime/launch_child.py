@@ -59,10 +59,15 @@ def run_rank(script: Path, args: list[str], rank: int, *, instrument: bool = Fal
     return code
 
 
+def recorder_started() -> bool:
+    """Whether this process ran instrumented code (also on a rank that SCALEPROBE_RANKS leaves out)."""
+    recorder = sys.modules.get("runtime.recorder")
+    return recorder is not None and recorder.get() is not None
+
+
 def _finish_recorder(code: int) -> None:
     """Write the run file's end record with the script's own exit status, if anything recorded."""
-    recorder = sys.modules.get("runtime.recorder")
-    if recorder is None or recorder.get() is None:
+    if not recorder_started():
         return
     from runtime import launch_script
     from runtime.probe import finish

@@ -15,11 +15,13 @@ import time
 from pathlib import Path
 
 from runtime import launch_script
+from runtime.config import Config
 from runtime.environment import ProcessIdentity, detect, export_torch_env
 from runtime.launch_args import Options
-from runtime.launch_child import read_error, run_rank
+from runtime.launch_child import read_error, recorder_started, run_rank
 from runtime.launch_errors import LaunchError
 from runtime.launch_nsys import nsys_executable, nsys_prefix, parse_rank_filter
+from runtime.launch_recording import report_single_run, wrote_run_file
 from runtime.sweep_design import Run, point_name
 from runtime.sweep_state import RunRecord, clear_attempt, prepare_root, write_record
 
@@ -108,7 +110,7 @@ def _finish(run: Run, record: RunRecord, code: int, rank: int, wall_s: float) ->
     write_record(run.directory, record)
 
 
-def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str]) -> int:
+def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str], cfg: Config) -> int:
     start = time.monotonic()
     export_torch_env(identity)
     run_id = opts.run_id or job_run_id(os.environ)
@@ -134,17 +136,19 @@ def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str]) -> 
         # Each rank clears only its own files of an earlier attempt: the others may be writing theirs.
         clear_attempt(run.directory, identity.rank)
     _set_run_env(opts, run, run_id)
-    maybe_exec_nsys(opts, identity.rank, run.directory, ["--run-id", run_id, *argv])
+    maybe_exec_nsys(opts, identity.rank, run.directory, [f"--run-id={run_id}", *argv])
     record = _record(opts, run, run_id, argv)
     if identity.rank == 0:
         write_record(run.directory, record)
     code = _run(opts, identity, run.args)
     if identity.rank == 0:
         _finish(run, record, code, identity.rank, time.monotonic() - start)
+        # The other ranks may still be writing: rank 0 knows only whether it ran instrumented code.
+        report_single_run(opts, cfg, run.directory, recorder_started(), record.status == "ok")
     return code
 
 
-def run_plain(opts: Options, run: Run, argv: list[str]) -> int:
+def run_plain(opts: Options, run: Run, argv: list[str], cfg: Config) -> int:
     from runtime.launch_ranks import free_port  # subprocess and socket: not for every rank
 
     start = time.monotonic()
@@ -158,4 +162,5 @@ def run_plain(opts: Options, run: Run, argv: list[str]) -> int:
     write_record(run.directory, record)
     code = _run(opts, detect(), run.args)
     _finish(run, record, code, 0, time.monotonic() - start)
+    report_single_run(opts, cfg, run.directory, wrote_run_file(run.directory), record.status == "ok")
     return code

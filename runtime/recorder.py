@@ -13,10 +13,11 @@ import threading
 import time
 from collections import deque
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, NoReturn
 
 from . import _backend
 from .config import Config, ConfigError, RankSet, from_env
+from .errors import ScaleprobeRuntimeError
 from .runfile import RunWriter, run_file_name
 from .sysexit import exit_status
 
@@ -433,18 +434,30 @@ def start() -> Recorder:
     with _start_lock:
         if _rec is not None:
             return _rec
-        cfg = from_env()
-        rec = Recorder(cfg)
-        if cfg.disable:
-            rec.enabled = False
-            rec.on = False
-        else:
-            rec.open()
+        try:
+            cfg = from_env()
+            rec = Recorder(cfg)
+            if cfg.disable:
+                rec.enabled = False
+                rec.on = False
+            else:
+                rec.open()
+        except ScaleprobeRuntimeError as exc:
+            _refuse_to_start(exc)
         _rec = rec
         if rec.enabled:
             _install_hooks(rec)
             rec.start_thread()
         return rec
+
+
+def _refuse_to_start(exc: ScaleprobeRuntimeError) -> NoReturn:
+    """A bad SCALEPROBE_* or rank variable (or an unwritable SCALEPROBE_OUT), seen at the first
+    instrumented import: say so in one line naming it and exit 2, as a bad command-line option
+    would, instead of a traceback through the program's own import statement. SystemExit, not
+    os._exit: the program's `finally` blocks and atexit handlers run as on any exit."""
+    print(f"scaleprobe: error: {exc}", file=sys.stderr, flush=True)
+    raise SystemExit(2) from None
 
 
 # ----- hooks ---------------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ import shlex
 import signal
 import sys
 
-from runtime.launch_args import Options, child_flags
+from runtime.config import Config
+from runtime.launch_args import Options, child_flags, without_dry_run
+from runtime.launch_recording import nothing_recorded, report_single_run, wrote_run_file
 from runtime.launch_ranks import Member, Outcome, SignalInbox, free_port, run_members
 from runtime.sweep_design import Run
 from runtime.sweep_progress import Progress
@@ -63,12 +65,17 @@ def child_command(opts: Options, run: Run) -> list[str]:
     return [sys.executable, "-m", "runtime.launch", *child_flags(opts), "--", str(opts.script), *run.args]
 
 
+def rank_command(opts: Options, run: Run) -> list[str]:
+    """What starts the run's ranks: each local rank runs the child command; `--spawn`'s command
+    (srun, mpiexec) runs it once, and each rank reads its rank from the scheduler."""
+    return spawn_prefix(opts, run) + child_command(opts, run)
+
+
 def members_for(opts: Options, run: Run, run_id: str) -> list[Member]:
     base = run_environment(opts, run, run_id)
-    command = child_command(opts, run)
+    command = rank_command(opts, run)
     if opts.spawn is not None:
-        # The spawn command (srun, mpiexec) starts the ranks; each reads its rank from the scheduler.
-        return [Member(spawn_prefix(opts, run) + command, base, None)]
+        return [Member(command, base, None)]
     n = run.ranks
     port = str(free_port())
     members = []
@@ -81,34 +88,39 @@ def members_for(opts: Options, run: Run, run_id: str) -> list[Member]:
     return members
 
 
-def describe(opts: Options, run: Run) -> str:
+def describe(opts: Options, run: Run, command: list[str]) -> str:
     params = " ".join(f"{k}={v}" for k, v in run.params.items())
-    command = shlex.join([*spawn_prefix(opts, run), "python", str(opts.script), *run.args])
-    return f"{run.directory}  [{params} rep={run.repetition}]  {command}"
+    return f"{run.directory}  [{params} rep={run.repetition}]  {shlex.join(command)}"
 
 
-def dry_run(opts: Options, runs: list[Run], stream=None) -> int:
+def dry_run(opts: Options, runs: list[Run], in_process_argv: list[str] | None = None, stream=None) -> int:
+    """List each run with `done` or `run` and the command launch.json would record for it: the
+    command that starts its ranks, or, for a run in this very process, the launcher itself
+    (`in_process_argv`: this launcher's own arguments)."""
     stream = stream or sys.stdout
     todo = 0
     for run in runs:
         done = opts.sweeping and is_complete(run.directory, run.params, program_of(opts, run))
         todo += not done
-        print(f"{'done' if done else 'run '}  {describe(opts, run)}", file=stream)
+        command = (rank_command(opts, run) if in_process_argv is None
+                   else [sys.executable, "-m", "runtime.launch", *without_dry_run(in_process_argv)])
+        print(f"{'done' if done else 'run '}  {describe(opts, run, command)}", file=stream)
     print(f"{todo} of {len(runs)} runs would run", file=stream)
     return 0
 
 
-def execute(opts: Options, runs: list[Run]) -> int:
+def execute(opts: Options, runs: list[Run], cfg: Config) -> int:
     """Run every run not completed before; exit status 0 only if every run completed."""
     # Between runs no rank is alive to forward a signal to: note it and stop before the next run.
     with SignalInbox() as between:
-        return _execute(opts, runs, between)
+        return _execute(opts, runs, cfg, between)
 
 
-def _execute(opts: Options, runs: list[Run], between: SignalInbox) -> int:
+def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) -> int:
     progress = Progress(total=len(runs)) if opts.sweeping else None
     interrupted: Outcome | None = None
     last_code = 0
+    unrecorded = 0  # runs that ended ok without a run file
     for run in runs:
         if between.received:
             sig = between.received[0]
@@ -130,11 +142,15 @@ def _execute(opts: Options, runs: list[Run], between: SignalInbox) -> int:
         record.failed_rank, record.error, record.wall_s = outcome.failed_rank, outcome.error, round(outcome.wall_s, 3)
         write_record(run.directory, record)
         last_code = outcome.exit_code
+        recorded = wrote_run_file(run.directory)
+        unrecorded += outcome.status == "ok" and not recorded
         if outcome.status == "failed" and not opts.sweeping:
             who = f"rank {outcome.failed_rank}" if outcome.failed_rank is not None else "the run"
             print(f"scaleprobe launch: {who} failed: {outcome.error}", file=sys.stderr)
         elif outcome.status == "timeout" and not opts.sweeping:
             print(f"scaleprobe launch: {outcome.error}", file=sys.stderr)
+        if not opts.sweeping and outcome.status != "interrupted":
+            report_single_run(opts, cfg, run.directory, recorded, outcome.status == "ok")
         if progress is not None:
             progress.record(str(run.directory), outcome.status,
                             (f"rank {outcome.failed_rank}: " if outcome.failed_rank is not None else "")
@@ -144,6 +160,9 @@ def _execute(opts: Options, runs: list[Run], between: SignalInbox) -> int:
             break
     if progress is not None:
         print(progress.summary(interrupted.error if interrupted else None), file=sys.stderr)
+        warning = nothing_recorded(cfg, opts, f"{unrecorded} of {progress.ok} runs") if unrecorded else None
+        if warning is not None:
+            print(warning, file=sys.stderr)
     if interrupted is not None:
         return interrupted.exit_code
     if progress is not None:

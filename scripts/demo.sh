@@ -53,7 +53,9 @@ say "1/4 instrument testdata/sample_code -> demo/build"
 # steps per epoch suffice. --threads 1: every run uses one core, the same in every run.
 PROGRAM=(demo/build/main.py --model cnn --batch-size '{batch}' --width '{width}' --epochs 2
          --steps-per-epoch 3 --num-samples 512 --eval-samples 64 --threads 1)
-# The launcher resumes by parameters alone: runs made with other program arguments must not be reused.
+# The launcher itself re-runs a point whose program arguments changed (resume compares them), but
+# runs of points that are no longer in the design would stay under $RUNS and be fitted together
+# with the new ones: runs made with other program arguments are removed instead.
 STAMP=demo/.program-args
 if [ -d "$RUNS" ] && [ "$(cat "$STAMP" 2>/dev/null)" != "${PROGRAM[*]}" ]; then
     echo "demo: the runs in $RUNS were made with other program arguments; starting the sweep over" >&2

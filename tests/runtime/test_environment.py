@@ -95,7 +95,7 @@ def test_pmix_without_any_size_is_a_clear_error():
 @pytest.mark.parametrize("env, message", [
     ({"RANK": "x", "WORLD_SIZE": "2"}, "RANK='x' is not an integer"),
     ({"RANK": "0"}, "WORLD_SIZE is not"),
-    ({"RANK": "2", "WORLD_SIZE": "2"}, "rank 2 is not below the world size 2"),
+    ({"RANK": "2", "WORLD_SIZE": "2"}, "RANK=2 is not below WORLD_SIZE=2"),
     ({"OMPI_COMM_WORLD_RANK": "-1", "OMPI_COMM_WORLD_SIZE": "2"}, "negative"),
 ])
 def test_inconsistent_environment(env, message):

@@ -68,8 +68,8 @@ def test_bad_options(argv, message):
 def test_child_flags_carry_instrumentation_and_nsys(tmp_path):
     opts = parse(["--instrument", "--project-root", str(tmp_path), "--nsys", "--nsys-ranks", "0-1",
                   "--nsys-args", "-t nvtx", "t.py"])
-    assert child_flags(opts) == ["--child", "--instrument", "--project-root", str(tmp_path.resolve()),
-                                 "--nsys", "--nsys-ranks", "0-1", "--nsys-args", "-t nvtx"]
+    assert child_flags(opts) == ["--child", "--instrument", f"--project-root={tmp_path.resolve()}",
+                                 "--nsys", "--nsys-ranks=0-1", "--nsys-args=-t nvtx"]
     assert child_flags(parse(["t.py"])) == ["--child"]
 
 

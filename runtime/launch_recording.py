@@ -1,0 +1,58 @@
+"""Whether the ranks will record and whether they did: the launcher checks the runtime's
+SCALEPROBE_* variables before it starts anything, and after a run says where the data went, or
+that no run file was written (the script was most likely not instrumented).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from runtime.config import Config, ConfigError, from_env
+from runtime.launch_args import Options
+from runtime.launch_errors import LaunchError
+
+# Set by the launcher itself for every run: what the caller's environment holds for them is replaced.
+_SET_PER_RUN = ("SCALEPROBE_OUT", "SCALEPROBE_EXPERIMENT", "SCALEPROBE_RUN_ID", "SCALEPROBE_PARAMS",
+                "SCALEPROBE_REPETITION", "SCALEPROBE_LAUNCHER")
+
+
+def check_environment() -> Config:
+    """The runtime's settings as every rank will read them; a bad value is the launcher's error
+    (exit 2, naming the variable) before any rank or sweep run starts, not each rank's."""
+    try:
+        return from_env({k: v for k, v in os.environ.items() if k not in _SET_PER_RUN})
+    except ConfigError as exc:
+        raise LaunchError(str(exc)) from None
+
+
+def wrote_run_file(directory: Path) -> bool:
+    return any(directory.glob("rank*.jsonl"))
+
+
+def nothing_recorded(cfg: Config, opts: Options, runs: str = "the run") -> str | None:
+    """The warning for runs that completed without writing a run file (None when that was asked for)."""
+    if cfg.disable:
+        return None
+    if opts.instrument:
+        why = ("--instrument found nothing to record under the project root "
+               "(--project-root, default: the script's directory)")
+    else:
+        why = (f"is {opts.script} instrumented? Run the instrumented copy (instrument SRC -o build/, then "
+               f"build/{opts.script.name}) or add --instrument")
+    if cfg.ranks:
+        why = f"does SCALEPROBE_RANKS={cfg.ranks!r} select none of the ranks? Else: {why}"
+    return f"scaleprobe launch: warning: {runs} completed but no run file was written: {why}"
+
+
+def report_single_run(opts: Options, cfg: Config, directory: Path, recorded: bool, ok: bool) -> None:
+    """After one run (not a sweep): where the data went (unless SCALEPROBE_QUIET), or, when it
+    ended ok with nothing recorded, the warning."""
+    if recorded:
+        if not cfg.quiet:
+            print(f"scaleprobe launch: run data in {directory}", file=sys.stderr)
+        return
+    warning = nothing_recorded(cfg, opts) if ok else None
+    if warning is not None:
+        print(warning, file=sys.stderr)

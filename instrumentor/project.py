@@ -30,7 +30,8 @@ from .errors import InstrumentError
 from .graph import ImportFacts, ImportGraph, resolve, scan_imports
 from .linemap import MAP_FORMAT
 from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
-from .transform import FileResult, Skip, instrument_source
+from .results import FileResult, Skip
+from .transform import instrument_source
 
 LINEMAP_NAME = "linemap.json"
 COLUMNS_NAME = "columns.json"

@@ -8,7 +8,8 @@ import textwrap
 from pathlib import Path
 
 from instrumentor.regions import IdAllocator
-from instrumentor.transform import FileResult, instrument_source
+from instrumentor.results import FileResult
+from instrumentor.transform import instrument_source
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

@@ -11,7 +11,7 @@ from instrumentor import __version__
 from instrumentor.cli import main
 from instrumentor.project import run_jobs
 from instrumentor.regions import read_manifest
-from instrumentor.transform import FileResult
+from instrumentor.results import FileResult
 
 MAIN = '"""Entry."""\nimport helper\n\n\ndef main():\n    for i in range(2):\n        helper.work(i)\n\n\nmain()\n'
 HELPER = "def work(i):\n    return i * 2\n"

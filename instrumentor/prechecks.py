@@ -1,0 +1,57 @@
+"""Checks on a module's `ast` before libcst sees it: already instrumented (and for which backend),
+names reserved for the probes, expressions nested too deep for libcst's parser."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .errors import InstrumentError
+
+_RESERVED = re.compile(r"^__sp_\w*__$")
+
+# libcst's native parser grows faster than quadratically with nesting: 1000 levels ~1.5 s, 4000 ~60 s.
+MAX_DEPTH = 1000
+
+
+def max_depth(tree: ast.AST) -> tuple[int, int]:
+    """Deepest expression nesting and its line; iterative, as the point is trees too deep to recurse."""
+    best, best_line = 0, 0
+    stack = [(tree, 0, 0)]
+    while stack:
+        node, depth, line = stack.pop()
+        line = getattr(node, "lineno", line)
+        if depth > best:
+            best, best_line = depth, line
+        step = 1 if isinstance(node, ast.expr) else 0
+        stack.extend((child, depth + step, line) for child in ast.iter_child_nodes(node))
+    return best, best_line
+
+
+def check_reserved(tree: ast.Module, relpath: str) -> bool:
+    """True when the module was already instrumented; InstrumentError when it binds our names itself."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__sp_on__" for t in stmt.targets):
+            return True
+    for node in ast.walk(tree):
+        name = None
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            name = node.id
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = node.name
+        elif isinstance(node, ast.alias):
+            name = node.asname or node.name
+        elif isinstance(node, ast.arg):
+            name = node.arg
+        if name and _RESERVED.match(name):
+            line = getattr(node, "lineno", 0)
+            raise InstrumentError(f"{relpath}:{line}: defines {name!r}; names __sp_*__ are reserved for scaleprobe's probes")
+    return False
+
+
+def backend_of(tree: ast.Module) -> str:
+    """The backend an already instrumented module was written for (emit.py's module headers)."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import) and any(a.name == "nvtx" and a.asname == "__sp_nvtx__" for a in stmt.names):
+            return "nvtx"
+    return "runtime"

@@ -1,0 +1,298 @@
+"""Rewrite one module's statements: every function, method and loop becomes a region bracketed by probes.
+
+The walk visits statements only (a transformer that visits every expression node halves libcst's
+speed); expressions are visited only inside generators and coroutines, to bracket `yield`/`await`.
+Line numbers, loop kinds and marker comments come from `facts.py`, matched in the same pre-order.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+
+import libcst as cst
+
+from . import emit
+from .errors import InstrumentError
+from .facts import Fact, ModuleFacts
+from .linemap import split_lines
+from .regions import IdAllocator, Region
+from .results import Skip
+from .scopes import Func, Scope
+from .suspend import SuspendRewriter, wrap_async
+from .syntax import dotted, is_docstring, is_trivial, is_type_checking, split_docstring, suite_statements
+
+_OVERLOAD = {"overload", "typing.overload", "typing_extensions.overload"}
+_TORCHSCRIPT = {
+    "torch.jit.script", "jit.script", "script",
+    "torch.jit.script_method", "jit.script_method", "script_method",
+    "torch.jit.interface", "jit.interface", "interface",
+}
+
+
+class Rewriter:
+    """One module's walk; it collects the regions, the skipped definitions and the probe names used."""
+
+    def __init__(self, source: str, relpath: str, facts: ModuleFacts, ids: IdAllocator, backend: emit.Backend) -> None:
+        self.lines = split_lines(source)  # as ast counts lines: not at form feeds
+        self.any_yield = "yield" in source
+        self.relpath = relpath
+        self.facts = facts.facts
+        self.index = 0
+        self.ids = ids
+        self.backend = backend
+        self.regions: list[Region] = []
+        self.skipped: list[Skip] = []
+        self.keys: Counter[str] = Counter()
+        self.loop_ordinals: Counter[str] = Counter()
+        self.used: set[str] = set()  # optional probe names the module's code calls
+        self.splits: Counter[int] = Counter()  # original line -> lines it gained (see linemap.compute_linemap)
+
+    # -- facts, names, ids ---------------------------------------------------------------------
+
+    def take_fact(self, node: cst.CSTNode, types: tuple[type, ...]) -> Fact:
+        if self.index >= len(self.facts):
+            raise InstrumentError(f"internal: {self.relpath}: libcst and ast walks disagree (ran out of facts)")
+        fact = self.facts[self.index]
+        name = getattr(getattr(node, "name", None), "value", None)
+        if not isinstance(fact.node, types) or (name is not None and getattr(fact.node, "name", None) != name):
+            raise InstrumentError(f"internal: {self.relpath}:{fact.line}: libcst and ast walks disagree")
+        self.index += 1
+        return fact
+
+    def skip_subtree(self, fact: Fact, name: str, reason: str) -> None:
+        self.index += fact.size
+        self.skipped.append(Skip(name, fact.line, reason))
+
+    def unique_key(self, base: str) -> str:
+        self.keys[base] += 1
+        count = self.keys[base]
+        return base if count == 1 else f"{base}#{count}"
+
+    def text_of(self, fact: Fact) -> str:
+        return "\n".join(self.lines[fact.line - 1 : fact.node.end_lineno])
+
+    def note_split(self, stmt: ast.stmt) -> None:
+        """`stmt` now starts a line of its own: a line more for its original line, unless nothing
+        but blanks stood before it there (`def f(): \\` continued on the next line)."""
+        if 1 <= stmt.lineno <= len(self.lines) and self.lines[stmt.lineno - 1].encode("utf-8")[: stmt.col_offset].strip():
+            self.splits[stmt.lineno] += 1
+
+    # -- statements ----------------------------------------------------------------------------
+
+    def block(self, stmts: Sequence[cst.BaseStatement], scope: Scope) -> list[cst.BaseStatement]:
+        out: list[cst.BaseStatement] = []
+        for stmt in stmts:
+            new = self.statement(stmt, scope)
+            if isinstance(new, list):
+                out.extend(new)
+            else:
+                out.append(new)
+        return out
+
+    def suite(self, suite: cst.BaseSuite, scope: Scope) -> cst.BaseSuite:
+        if isinstance(suite, cst.IndentedBlock):
+            return suite.with_changes(body=self.block(suite.body, scope))
+        if scope.func is not None and scope.func.scan:
+            rewriter = self.suspender(scope)
+            return suite.with_changes(body=[small.visit(rewriter) for small in suite.body])
+        return suite
+
+    def suspender(self, scope: Scope) -> SuspendRewriter:
+        assert scope.func is not None
+        return SuspendRewriter(self.backend, (*reversed(scope.loops), scope.func.rid), scope.func, self.used)
+
+    def header_expr(self, expr: cst.CSTNode, scope: Scope) -> cst.CSTNode:
+        if scope.func is not None and scope.func.scan:
+            return expr.visit(self.suspender(scope))
+        return expr
+
+    def async_operand(self, expr: cst.BaseExpression, scope: Scope, probe: str) -> cst.BaseExpression:
+        """The iterable of `async for` / manager of `async with`, wrapped so its hidden awaits leave the regions."""
+        func = scope.func
+        if func is None or not func.is_async:
+            return expr
+        return wrap_async(self.backend, probe, (*reversed(scope.loops), func.rid), expr, self.used)
+
+    def statement(self, stmt: cst.BaseStatement, scope: Scope) -> cst.BaseStatement | list[cst.BaseStatement]:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            return self.simple_line(stmt, scope)
+        if isinstance(stmt, cst.FunctionDef):
+            return self.function(stmt, scope)
+        if isinstance(stmt, cst.ClassDef):
+            return self.klass(stmt, scope)
+        if isinstance(stmt, (cst.For, cst.While)):
+            return self.loop(stmt, scope)
+        if isinstance(stmt, cst.If):
+            return self.if_(stmt, scope)
+        if isinstance(stmt, cst.With):
+            items = [item.with_changes(item=self.header_expr(item.item, scope)) for item in stmt.items]
+            if stmt.asynchronous is not None:
+                items = [item.with_changes(item=self.async_operand(item.item, scope, "actx")) for item in items]
+            return stmt.with_changes(items=items, body=self.suite(stmt.body, scope))
+        if isinstance(stmt, (cst.Try, cst.TryStar)):
+            handlers = [h.with_changes(body=self.suite(h.body, scope)) for h in stmt.handlers]
+            orelse = stmt.orelse and stmt.orelse.with_changes(body=self.suite(stmt.orelse.body, scope))
+            final = stmt.finalbody and stmt.finalbody.with_changes(body=self.suite(stmt.finalbody.body, scope))
+            return stmt.with_changes(body=self.suite(stmt.body, scope), handlers=handlers, orelse=orelse, finalbody=final)
+        if isinstance(stmt, cst.Match):
+            cases = [
+                c.with_changes(body=self.suite(c.body, scope), guard=c.guard and self.header_expr(c.guard, scope))
+                for c in stmt.cases
+            ]
+            return stmt.with_changes(subject=self.header_expr(stmt.subject, scope), cases=cases)
+        return stmt
+
+    def if_(self, stmt: cst.If, scope: Scope) -> cst.If:
+        if is_type_checking(stmt.test):
+            fact = self.take_fact(stmt, (ast.If,))
+            self.skip_subtree(fact, "if TYPE_CHECKING", "TYPE_CHECKING block")
+            body = stmt.body
+        else:
+            body = self.suite(stmt.body, scope)
+        orelse = stmt.orelse
+        if isinstance(orelse, cst.If):
+            orelse = self.if_(orelse, scope)
+        elif isinstance(orelse, cst.Else):
+            orelse = orelse.with_changes(body=self.suite(orelse.body, scope))
+        return stmt.with_changes(test=self.header_expr(stmt.test, scope), body=body, orelse=orelse)
+
+    def simple_line(self, line: cst.SimpleStatementLine, scope: Scope) -> cst.BaseStatement | list[cst.BaseStatement]:
+        func = scope.func
+        if func is None or not func.scan:
+            return line
+        rids = (*reversed(scope.loops), func.rid)
+        if len(line.body) == 1:
+            small = line.body[0]
+            value = getattr(small, "value", None)
+            if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return)) and isinstance(
+                value, (cst.Yield, cst.Await)
+            ):
+                if isinstance(value, cst.Yield):
+                    func.has_yield = True
+                    operand = value.value
+                    if operand is not None:
+                        value = value.with_changes(value=operand.visit(self.suspender(scope)))
+                else:
+                    value = value.with_changes(expression=value.expression.visit(self.suspender(scope)))
+                small = small.with_changes(value=value)
+                before = emit.suspend_line(self.backend, rids).with_changes(leading_lines=line.leading_lines)
+                middle = line.with_changes(leading_lines=(), body=[small])
+                if isinstance(small, cst.Return):
+                    return [before, middle]
+                return [before, middle, emit.resume_line(self.backend, rids)]
+        return line.visit(self.suspender(scope))
+
+    def function(self, node: cst.FunctionDef, scope: Scope) -> cst.FunctionDef:
+        fact = self.take_fact(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        qualname = scope.prefix + node.name.value
+        reason = None
+        for dec in node.decorators:
+            name = dotted(dec.decorator)
+            if name in _OVERLOAD:
+                reason = "overload stub"
+            elif name in _TORCHSCRIPT:
+                reason = f"TorchScript (@{name})"
+        if fact.marker == "off":
+            reason = "# scaleprobe: off"
+        stmts = suite_statements(node.body)
+        split = split_docstring(stmts[0]) if stmts else None
+        if split is not None:
+            stmts[:1] = split
+        docstring = stmts[:1] if stmts and is_docstring(stmts[0]) else []
+        rest = stmts[len(docstring):]
+        if reason is None and all(is_trivial(s) for s in rest):
+            reason = "empty body"
+        if reason is not None:
+            self.skip_subtree(fact, qualname, reason)
+            return node
+        if not isinstance(node.body, cst.IndentedBlock):  # `def f(): a; b`: each statement gets a line
+            for stmt in fact.node.body:
+                self.note_split(stmt)
+        elif split is not None:
+            self.note_split(fact.node.body[1])
+        key = self.unique_key(qualname)
+        rid = self.ids.take(key)
+        is_async = node.asynchronous is not None
+        scan = is_async or (self.any_yield and "yield" in self.text_of(fact))
+        func = Func(rid, scan, is_async)
+        position = len(self.regions)
+        inner = Scope(prefix=qualname + ".<locals>.", owner=qualname, func=func)
+        body = self.block(rest, inner)
+        if is_async:
+            kind = "async_generator" if func.has_yield else "coroutine"
+        elif func.has_yield:
+            kind = "generator"
+        else:
+            kind = "method" if scope.in_class else "function"
+        self.regions.insert(position, Region(rid, kind, qualname, self.relpath, fact.line, key))
+        wrapped = [
+            *docstring,
+            emit.prologue(self.backend, rid),
+            cst.Try(body=cst.IndentedBlock(body), finalbody=emit.epilogue(self.backend, rid)),
+        ]
+        if isinstance(node.body, cst.IndentedBlock):
+            new_body = node.body.with_changes(body=wrapped)
+        else:
+            new_body = cst.IndentedBlock(body=wrapped, header=node.body.trailing_whitespace)
+        return node.with_changes(body=new_body)
+
+    def klass(self, node: cst.ClassDef, scope: Scope) -> cst.ClassDef:
+        fact = self.take_fact(node, (ast.ClassDef,))
+        qualname = scope.prefix + node.name.value
+        names = [dotted(d.decorator) for d in node.decorators]
+        if fact.marker == "off" or any(n in _TORCHSCRIPT for n in names):
+            self.skip_subtree(fact, qualname, "# scaleprobe: off" if fact.marker == "off" else "TorchScript class")
+            return node
+        inner = Scope(prefix=qualname + ".", owner=qualname, in_class=True)
+        return node.with_changes(body=self.suite(node.body, inner))
+
+    def loop(self, node: cst.For | cst.While, scope: Scope) -> cst.BaseStatement | list[cst.BaseStatement]:
+        fact = self.take_fact(node, (ast.For, ast.AsyncFor) if isinstance(node, cst.For) else (ast.While,))
+        word = "for" if isinstance(node, cst.For) else "while"
+        if fact.marker == "off":
+            self.skip_subtree(fact, f"{scope.owner}:{word}@{fact.line}", "# scaleprobe: off")
+            return node
+        if scope.in_class:
+            # A class body is not a region, and a loop there would run while the class is built.
+            return node.with_changes(body=self.suite(node.body, scope), orelse=node.orelse and node.orelse.with_changes(body=self.suite(node.orelse.body, scope)))
+        self.loop_ordinals[scope.owner] += 1
+        key = self.unique_key(f"{scope.owner}:{word}#{self.loop_ordinals[scope.owner]}")
+        rid = self.ids.take(key)
+        kind = fact.loop_kind
+        self.regions.append(Region(rid, kind, f"{scope.owner}:{word}@{fact.line}", self.relpath, fact.line, key))
+        inner = replace(scope, loops=(*scope.loops, rid)) if scope.func is not None else scope
+        changes: dict = {}
+        iterated = False
+        if isinstance(node, cst.For):
+            iterable = self.header_expr(node.iter, inner)
+            if kind in ("epoch", "step") and node.asynchronous is None:
+                wrapped = self.backend.iterate(rid, iterable)
+                if wrapped is not None:
+                    iterable, iterated = wrapped, True
+            if node.asynchronous is not None:
+                iterable = self.async_operand(iterable, inner, "aiter")
+            changes["iter"] = iterable
+        else:
+            changes["test"] = self.header_expr(node.test, inner)
+        body = self.suite(node.body, inner)
+        if not iterated:
+            if isinstance(body, cst.IndentedBlock):
+                mark = emit.mark_statement(self.backend, rid)
+                if mark is not None:
+                    body = body.with_changes(body=[mark, *body.body])
+            else:
+                mark = emit.inline_mark(self.backend, rid)
+                if mark is not None:
+                    body = body.with_changes(body=[mark, *body.body])
+        changes["body"] = body
+        if node.orelse is not None:
+            changes["orelse"] = node.orelse.with_changes(body=self.suite(node.orelse.body, inner))
+        changes["leading_lines"] = ()
+        new = node.with_changes(**changes)
+        return [
+            emit.prologue(self.backend, rid).with_changes(leading_lines=node.leading_lines),
+            cst.Try(body=cst.IndentedBlock([new]), finalbody=emit.epilogue(self.backend, rid)),
+        ]

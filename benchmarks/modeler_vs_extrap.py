@@ -144,13 +144,17 @@ def fmt_pct(v: float | None) -> str:
 
 
 def setting(
-    n_params: int, noise: float, n_paths: int, seeds: list[int], tmp: Path, timeout: float, cache: Path | None = None
+    n_params: int, noise: float, n_paths: int, seeds: list[int], tmp: Path, timeout: float, cache: Path | None = None,
+    bayes_exponents: int = 0,
 ) -> dict:
-    """One row of the table; with several seeds, their call paths are pooled (times are summed)."""
+    """One row of the table; with several seeds, their call paths are pooled (times are summed).
+    `bayes_exponents`: with more parameters than the Bayes bound enumerates, compute it from this
+    many best exponents per parameter (0: not at all)."""
     row: dict = {"params": n_params, "noise": noise, "paths": 0, "ours_rec": 0, "oracle_rec": 0, "ours_s": 0.0,
                  "covered": 0, "widths": []}
     errs: dict[str, list[np.ndarray]] = {"ours_err": [], "oracle_err": [], "floor_err": [], "extrap_err": []}
-    with_bayes = noise > 0 and n_params <= _bayes.MAX_PARAMS
+    with_bayes = noise > 0 and (n_params <= _bayes.MAX_PARAMS or bayes_exponents > 0)
+    pruned = bayes_exponents if n_params > _bayes.MAX_PARAMS else None
     row["bayes"] = [] if with_bayes else None  # (posterior, true values at the target) per seed
     extrap_rec, extrap_s = 0, 0.0
     for seed in seeds:
@@ -172,7 +176,7 @@ def setting(
         orc = [oracle(f, pts, means[i]) for i, f in enumerate(funcs)]
         floor = [known_form(f, pts, means[i]) for i, f in enumerate(funcs)]
         if with_bayes:
-            post = _bayes.posterior(pts, at[0], means, noise, values.shape[2])
+            post = _bayes.posterior(pts, at[0], means, noise, values.shape[2], exponents=pruned)
             true_at = np.array([float(t.evaluate(at)[0]) for t in truth])
             row["bayes"].append((post, true_at))
             errs.setdefault("bayes_err", []).append(np.abs(_bayes.mean_choice(post) - true_at) / np.abs(true_at))
@@ -207,7 +211,7 @@ def print_table(rows: list[dict]) -> None:
     print("  oracle: knows each function's structure, picks the best-fitting exponents;")
     print("  floor: knows the exact form, fits only the coefficients (the noise alone leaves this error);")
     print("  Bayes: knows how the functions are drawn and the noise level, predicts with the least expected")
-    print("    relative error (benchmarks/_bayes.py; 1 and 2 parameters, noisy settings only);")
+    print("    relative error (benchmarks/_bayes.py; noisy settings, 1 and 2 parameters; 3 with --bayes-exponents);")
     print("time: seconds of wall time, each tool in a fresh process (start, imports, read, model, print JSON)")
     head = (
         f"{'P':>2} {'noise':>5} {'paths':>5} | {'rec ours':>8} {'Extra-P':>7} {'oracle':>6} | "
@@ -324,11 +328,18 @@ def main(argv: list[str] | None = None) -> int:
         help="reuse Extra-P's models and wall times saved in DIR for the same setting, size and seed "
         "(saved there on the first run); for exploring, the final table should run Extra-P afresh",
     )
+    ap.add_argument(
+        "--bayes-exponents", type=int, default=0, metavar="L",
+        help="also compute the Bayes bound with 3 parameters, its forms built from the L best exponents "
+        "per parameter (10 is enough; about a minute per 100 call paths and noise level); default 0: not",
+    )
     args = ap.parse_args(argv)
     try:
         seeds = [int(v) for v in args.seeds.split(",")] if args.seeds else [args.seed]
     except ValueError:
         ap.error(f"--seeds: expected comma-separated integers, got {args.seeds!r}")
+    if args.bayes_exponents < 0 or args.bayes_exponents > 42:
+        ap.error(f"--bayes-exponents: expected 0 to 42, got {args.bayes_exponents}")
     if not EXTRAP_PYTHON.exists():
         print(f"note: {EXTRAP_PYTHON} not found, run `make extrap-venv`; only our columns are filled")
     with tempfile.TemporaryDirectory() as td:
@@ -337,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for n_params in [int(v) for v in args.params.split(",")]:
             for noise in [float(v) for v in args.noise.split(",")]:
-                rows.append(setting(n_params, noise, args.paths, seeds, tmp, args.timeout, args.extrap_cache))
+                rows.append(setting(n_params, noise, args.paths, seeds, tmp, args.timeout, args.extrap_cache,
+                                    args.bayes_exponents))
                 print(f"done: {n_params} parameter(s), noise {noise:.0%}", file=sys.stderr, flush=True)
         print_table(rows)
         print_ranges(rows)

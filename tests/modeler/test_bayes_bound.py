@@ -70,3 +70,20 @@ def test_the_benchmark_names_a_target_beyond_the_bayes_rule():
     # below what knowing the exact form gives: that says more than the Bayes rule
     assert _error_target("median", 0.3, 0.4, 0.5, 0.25, (0.6, 0.5)).endswith("(below the floor: unreachable)")
     assert _error_target("median", 0.19, 0.4, 0.5, 0.25, None) == "median <= half: yes"
+
+
+def test_limiting_the_exponents_to_all_of_them_changes_nothing():
+    funcs, pts, values = make_case(3, 2, 6, 0.05)
+    at = target_point(2)
+    full = posterior(pts, at[0], values.mean(axis=2), 0.05, 5)
+    every = posterior(pts, at[0], values.mean(axis=2), 0.05, 5, exponents=42)
+    np.testing.assert_allclose(mean_choice(every), mean_choice(full), rtol=1e-9)
+    assert [len(p) for p in every.pred] == [len(p) for p in full.pred]
+
+
+def test_three_parameters_with_limited_exponents_find_the_truth_on_clean_data():
+    funcs, pts, values = make_case(4, 3, 3, 0.001)
+    at = target_point(3)
+    truth = np.array([f.model.evaluate(at)[0] for f in funcs])
+    post = posterior(pts, at[0], values.mean(axis=2), 0.001, 5, exponents=4)
+    assert np.all(np.abs(mean_choice(post) - truth) / truth < 0.02)

@@ -25,15 +25,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("src", type=Path, help="the project's source directory")
     parser.add_argument("-o", "--out", type=Path, help="output directory (not SRC, not inside SRC)")
     parser.add_argument("--main", action="append", default=[], metavar="FILE",
-                        help="entry file relative to SRC (repeatable; default: main.py when it exists)")
+                        help="entry file, relative to SRC or an absolute path inside it "
+                             "(repeatable; default: main.py when it exists)")
     parser.add_argument("--all", action="store_true", help="instrument every .py under SRC, not only the import graph")
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="runtime",
                         help="runtime (default: needs the runtime package) or nvtx (needs only nvtx)")
     parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default 1)")
     parser.add_argument("--file-timeout", type=int, default=120, metavar="S",
                         help="give up on a file after S seconds in its worker (default 120; 0: never)")
-    parser.add_argument("--diff", action="store_true", help="print the rewrite as a unified diff; write nothing")
-    parser.add_argument("--graph", action="store_true", help="print the import graph; write nothing")
+    show = parser.add_mutually_exclusive_group()  # each prints one thing and writes nothing
+    show.add_argument("--diff", action="store_true", help="print the rewrite as a unified diff; write nothing")
+    show.add_argument("--graph", action="store_true", help="print the import graph; write nothing (not with --diff)")
     parser.add_argument("--keep-going", action="store_true", help="exit 0 even when some files failed")
     parser.add_argument("--quiet", "-q", action="store_true", help="no summary (files that failed are still named, on stderr)")
     parser.add_argument("--version", action="version", version=f"instrument (scaleprobe) {__version__}")

@@ -37,6 +37,9 @@ LINEMAP_NAME = "linemap.json"
 COLUMNS_NAME = "columns.json"
 STATE_NAME = "state.json"
 STATE_VERSION = 1
+# Bumped when the same source is rewritten differently, so a re-run redoes files kept from before
+# (2: compound statements walked in source order; comprehensions, lambdas, class-body loops in "skipped")
+REWRITE_REVISION = 2
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", STATE_DIR, ".mypy_cache", ".pytest_cache", ".tox", ".nox"}
 # Copied but never instrumented: not the project's own modules.
@@ -183,7 +186,7 @@ class Project:
         # imported; never with (and never importing) a project's own module `runtime`
         self.backend: str | NvtxBackend = NvtxBackend(map_lines=False) if opts.backend == "nvtx" and own_runtime else opts.backend
         self.state = self._load_state()
-        self.fingerprint = f"{__version__}:{opts.backend}{':nomap' if own_runtime else ''}:{MAP_FORMAT}"
+        self.fingerprint = f"{__version__}.{REWRITE_REVISION}:{opts.backend}{':nomap' if own_runtime else ''}:{MAP_FORMAT}"
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -201,11 +204,23 @@ class Project:
     # -- graph ---------------------------------------------------------------------------------
 
     def entries(self) -> list[str]:
-        mains = self.opts.mains or (["main.py"] if "main.py" in self.own else [])
-        for main in mains:
+        mains = [self._entry(m) for m in self.opts.mains] or (["main.py"] if "main.py" in self.own else [])
+        for given, main in zip(self.opts.mains, mains):
             if main not in self.files:
-                raise InstrumentError(f"--main {main}: no such file under {self.opts.src}")
+                hint = "" if os.path.isabs(given) else " (--main is relative to SRC)"
+                raise InstrumentError(f"--main {given}: no such file under {self.opts.src}{hint}")
         return mains
+
+    def _entry(self, main: str) -> str:
+        """`--main` as a posix path relative to SRC: given relative to SRC, or absolute and inside SRC."""
+        path = Path(os.path.normpath(main))
+        if path.is_absolute():  # inside SRC as given, SRC resolved, or through a symlinked folder
+            pairs = ((path, Path(os.path.abspath(self.opts.src))), (path, self.src), (path.parent.resolve() / path.name, self.src))
+            path = next((p.relative_to(root) for p, root in pairs if root in p.parents), Path(".."))
+        if path.parts[:1] == ("..",):
+            raise InstrumentError(f"--main {main}: not inside SRC {self.opts.src}: the entry file must be one of "
+                                  "the project's files, relative to SRC or an absolute path inside it")
+        return path.as_posix()
 
     def graph(self) -> ImportGraph:
         entries = self.entries()
@@ -252,6 +267,7 @@ class Project:
             ):
                 summary.reused.append(rel)
                 results[rel] = FileResult(rel, entry["status"], regions=[Region(**r) for r in entry["regions"]],
+                                          skipped=[Skip(**s) for s in entry.get("skipped", [])],
                                           linemap=entry.get("linemap"), columns=entry.get("columns"))
                 continue
             bound = region_bound(data.decode("latin-1"))
@@ -315,6 +331,7 @@ class Project:
             if rel not in summary.reused:
                 entry.update(
                     status=result.status, regions=[asdict(r) for r in result.regions],
+                    skipped=[asdict(s) for s in result.skipped],
                     linemap=result.linemap, columns=result.columns, out_size=dest.stat().st_size,
                 )
             if result.status == "instrumented":
@@ -398,6 +415,7 @@ class Project:
             result = results[rel]
             if result.status == "failed":
                 summary.failed.append(result.error or rel)
+            summary.skipped.extend((rel, s) for s in result.skipped)
             if result.status != "instrumented":
                 continue
             before, encoding = decode((self.src / rel).read_bytes())

@@ -133,10 +133,12 @@ class Rewriter:
                 items = [item.with_changes(item=self.async_operand(item.item, scope, "actx")) for item in items]
             return stmt.with_changes(items=items, body=self.suite(stmt.body, scope))
         if isinstance(stmt, (cst.Try, cst.TryStar)):
+            # in source order, as facts.py walks them: try body, handlers, else, finally
+            body = self.suite(stmt.body, scope)
             handlers = [h.with_changes(body=self.suite(h.body, scope)) for h in stmt.handlers]
             orelse = stmt.orelse and stmt.orelse.with_changes(body=self.suite(stmt.orelse.body, scope))
             final = stmt.finalbody and stmt.finalbody.with_changes(body=self.suite(stmt.finalbody.body, scope))
-            return stmt.with_changes(body=self.suite(stmt.body, scope), handlers=handlers, orelse=orelse, finalbody=final)
+            return stmt.with_changes(body=body, handlers=handlers, orelse=orelse, finalbody=final)
         if isinstance(stmt, cst.Match):
             cases = [
                 c.with_changes(body=self.suite(c.body, scope), guard=c.guard and self.header_expr(c.guard, scope))
@@ -257,6 +259,7 @@ class Rewriter:
             return node
         if scope.in_class:
             # A class body is not a region, and a loop there would run while the class is built.
+            self.skipped.append(Skip(f"{scope.owner}:{word}@{fact.line}", fact.line, "loop in a class body"))
             return node.with_changes(body=self.suite(node.body, scope), orelse=node.orelse and node.orelse.with_changes(body=self.suite(node.orelse.body, scope)))
         self.loop_ordinals[scope.owner] += 1
         key = self.unique_key(f"{scope.owner}:{word}#{self.loop_ordinals[scope.owner]}")

@@ -16,7 +16,7 @@ import libcst as cst
 
 from . import emit
 from .errors import InstrumentError
-from .facts import collect
+from .facts import collect, untimed_expressions
 from .header import add_header
 from .linemap import changed_lines, compute_linemap
 from .positions import column_points
@@ -58,8 +58,9 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
         body = rewriter.block(module.body, Scope(prefix="", owner="<module>"))
         if rewriter.index != len(rewriter.facts):
             raise InstrumentError(f"internal: {relpath}: libcst and ast walks disagree (facts left over)")
+        skipped = sorted(rewriter.skipped + untimed_expressions(tree, source), key=lambda skip: skip.line)
         if not rewriter.regions:
-            return FileResult(relpath, "unchanged", skipped=rewriter.skipped)
+            return FileResult(relpath, "unchanged", skipped=skipped)
         split = split_docstring(body[0]) if body else None
         if split is not None:
             body[:1] = split
@@ -89,4 +90,4 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
         why = getattr(exc, "msg", None) or f"{type(exc).__name__}: {exc}"
         return FileResult(relpath, "failed", error=f"{relpath}:{line}: the instrumented code does not compile ({why}); "
                                                    "left as it is")
-    return FileResult(relpath, "instrumented", code, rewriter.regions, rewriter.skipped, linemap, columns=columns)
+    return FileResult(relpath, "instrumented", code, rewriter.regions, skipped, linemap, columns=columns)

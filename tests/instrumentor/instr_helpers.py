@@ -7,6 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from instrumentor.cli import main as cli_main
 from instrumentor.regions import IdAllocator
 from instrumentor.results import FileResult
 from instrumentor.transform import instrument_source
@@ -43,3 +44,33 @@ def run(args: list[str], *, cwd: Path | None = None, env: dict | None = None, ti
 
 def instrument_cli(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
     return run([sys.executable, "-m", "instrumentor.cli", *args], timeout=timeout)
+
+
+def project_tree(tmp_path, files: dict[str, str]):
+    src = tmp_path / "src"
+    for rel, text in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(textwrap.dedent(text))
+    return src
+
+
+def run_env(tmp_path) -> dict:
+    return {"SCALEPROBE_QUIET": "1", "SCALEPROBE_OUT": str(tmp_path / "runs"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+
+def three_ways(tmp_path, files: dict[str, str], *instrument_args: str):
+    """(original, built tree, --instrument) runs of main.py; the built tree's paths read as SRC's."""
+    src, out = project_tree(tmp_path, files), tmp_path / "out"
+    cli_main([str(src), "-o", str(out), "-q", *instrument_args])
+    env = run_env(tmp_path)
+    plain = run([sys.executable, "main.py"], cwd=src, env=env)
+    built = run([sys.executable, "main.py"], cwd=out, env=env)
+    built.stdout, built.stderr = (t.replace(str(out), str(src)) for t in (built.stdout, built.stderr))
+    hooked = run([sys.executable, "-m", "runtime.launch", "--out", str(tmp_path / "runs"), "--instrument", "main.py"],
+                 cwd=src, env=env)
+    return plain, built, hooked
+
+
+def assert_same(plain, *others):
+    for other in others:
+        assert (other.returncode, other.stdout, other.stderr) == (plain.returncode, plain.stdout, plain.stderr)

@@ -9,43 +9,12 @@ import importlib.machinery
 import importlib.util
 import json
 import sys
-import textwrap
 
-from instr_helpers import code_of, rewrite, run
+from instr_helpers import assert_same, code_of, project_tree as _project, rewrite, run, three_ways
 from instrumentor.cli import main
 from instrumentor.linemap import split_lines
 
 CARETS = sys.version_info >= (3, 11)  # column positions in tracebacks
-
-
-def _project(tmp_path, files: dict[str, str]):
-    src = tmp_path / "src"
-    for rel, text in files.items():
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        (src / rel).write_text(textwrap.dedent(text))
-    return src
-
-
-def _env(tmp_path) -> dict:
-    return {"SCALEPROBE_QUIET": "1", "SCALEPROBE_OUT": str(tmp_path / "runs"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-
-
-def three_ways(tmp_path, files: dict[str, str], *instrument_args: str):
-    """(original, built tree, --instrument) runs of main.py; the built tree's paths read as SRC's."""
-    src, out = _project(tmp_path, files), tmp_path / "out"
-    main([str(src), "-o", str(out), "-q", *instrument_args])
-    env = _env(tmp_path)
-    plain = run([sys.executable, "main.py"], cwd=src, env=env)
-    built = run([sys.executable, "main.py"], cwd=out, env=env)
-    built.stdout, built.stderr = (t.replace(str(out), str(src)) for t in (built.stdout, built.stderr))
-    hooked = run([sys.executable, "-m", "runtime.launch", "--out", str(tmp_path / "runs"), "--instrument", "main.py"],
-                 cwd=src, env=env)
-    return plain, built, hooked
-
-
-def assert_same(plain, *others):
-    for other in others:
-        assert (other.returncode, other.stdout, other.stderr) == (plain.returncode, plain.stdout, plain.stderr)
 
 
 # -- bug 3: a docstring followed by `;` ---------------------------------------------------------------

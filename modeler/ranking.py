@@ -159,14 +159,18 @@ def poor_fit_warning(rows: Sequence["RankedModel"]) -> str | None:
     """One warning naming the models whose fit is poor (SMAPE above `POOR_FIT_SMAPE`), or None. Such a
     model is often a constant drawn through values that PMNF terms cannot follow, as a speedup that
     falls with more ranks (x^i, log2(x) cannot fall as 1/x)."""
-    named = [f"{r.fitted.callpath} ({r.fitted.metric}) {r.fitted.smape:.0f}%" for r in rows
-             if math.isfinite(r.fitted.smape) and r.fitted.smape > POOR_FIT_SMAPE]
-    if not named:
+    poor = [r.fitted for r in rows if math.isfinite(r.fitted.smape) and r.fitted.smape > POOR_FIT_SMAPE]
+    if not poor:
         return None
+    named = [f"{fm.callpath} ({fm.metric}) {fm.smape:.0f}%" for fm in poor]
     n = len(named)
+    why = ("the values vary more than any form explains (run-to-run noise, or a change of regime inside "
+           "the measured range)")
+    if any(fm.metric in HIGHER_IS_BETTER for fm in poor):
+        why = ("PMNF terms cannot fall as 1/x: a speedup or efficiency that drops with more ranks is better read "
+               "from the models of time")
     return (f"{n} model{'s' if n > 1 else ''} fit{'' if n > 1 else 's'} the measurements poorly (SMAPE above "
-            f"{POOR_FIT_SMAPE:g}%): {listing(named, 5)}; their predictions say little. PMNF terms cannot fall as 1/x: "
-            "a speedup or efficiency that drops with more ranks is better read from the models of time")
+            f"{POOR_FIT_SMAPE:g}%): {listing(named, 5)}; their predictions say little. {why[0].upper()}{why[1:]}")
 
 
 def below_zero_warning(

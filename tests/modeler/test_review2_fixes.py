@@ -105,9 +105,9 @@ def test_the_shown_range_holds_the_prediction():
     assert row.range[0] <= row.prediction <= row.range[1]
 
 
-def _fitted(name: str, smape: float) -> FittedModel:
+def _fitted(name: str, smape: float, metric: str = "speedup") -> FittedModel:
     model = Model(("ranks",), 0.07)
-    return FittedModel(name, "speedup", model, smape=smape, rss=0.1, ar2=0.0, cv_smape=None, points=5)
+    return FittedModel(name, metric, model, smape=smape, rss=0.1, ar2=0.0, cv_smape=None, points=5)
 
 
 def test_a_poor_fit_is_named():
@@ -115,7 +115,12 @@ def test_a_poor_fit_is_named():
     warning = poor_fit_warning(rows)
     assert warning.startswith("1 model fits the measurements poorly (SMAPE above 50%): main->train_step (speedup) 97%;")
     assert "main->ok" not in warning
+    assert "a speedup or efficiency that drops with more ranks" in warning
     assert poor_fit_warning(rows[1:] if rows[0].fitted.callpath == "main->train_step" else rows[:1]) is None
+    # a time that fits poorly is not sent to the models of time
+    timed = poor_fit_warning(rank_models([_fitted("main->shutdown", 52.0, "time")], ("ranks",), {"ranks": 32}).rows)
+    assert timed.endswith("their predictions say little. The values vary more than any form explains (run-to-run "
+                          "noise, or a change of regime inside the measured range)")
     ranking = rank_models([_fitted("main->train_step", 97.2)], ("ranks",), {"ranks": 32})
     assert any("fits the measurements poorly" in w for w in ranking.warnings)
 

@@ -34,12 +34,15 @@ def run_file_rank(path: Path) -> int | None:
 
 def _copy_key(rf: "RankFile") -> tuple[Any, ...]:
     """Two paths with this key hold the same process's file: in one directory a rank and a pid
-    name one file (`rank<R>.<pid>.jsonl`), so the same run id, rank and pid under two paths is a
-    copy. Files without a pid are compared by content."""
+    name one file (`rank<R>.<pid>.jsonl`), so the same run (id, repetition, parameters), rank and
+    pid under two paths is a copy; launches of one job that reuse a pid differ in repetition or
+    parameters. Files without a pid are compared by content."""
     pid = rf.header.get("pid")
     run_id = rf.header.get("run_id")
     if isinstance(pid, int) and run_id not in (None, ""):
-        return (str(run_id), rf.rank, pid)
+        from .runs import run_key
+
+        return (*run_key(rf.header), rf.rank, pid)
     try:
         return ("content", hashlib.sha1(rf.path.read_bytes()).hexdigest())
     except OSError:

@@ -9,6 +9,7 @@ turns a RunSet into a `Dataset` with `modeler.aggregate`.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections import Counter
@@ -62,6 +63,9 @@ class RankFile:
     path: Path
     run: Run
     undefined: dict[int, int] = field(default_factory=dict)  # region ids used, never defined -> line
+    #: started by another process of its rank without the multiprocessing markers (a subprocess that
+    #: runs an instrumented script inherits the rank and run id): set by `mark_subprocesses`
+    spawned: bool = False
 
     @property
     def header(self) -> dict[str, Any]:
@@ -74,8 +78,9 @@ class RankFile:
 
     @property
     def is_child(self) -> bool:
-        """A process started by a rank (a DataLoader or multiprocessing worker, forked or spawned)."""
-        return self.run.is_helper_process
+        """A process started by a rank (a DataLoader or multiprocessing worker, forked or spawned, or
+        a subprocess whose parent is another process of the rank)."""
+        return self.run.is_helper_process or self.spawned
 
     @property
     def status(self) -> str:
@@ -168,19 +173,50 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def run_key(header: dict[str, Any]) -> tuple[str, str]:
+    """(run id, the attempt within it). The run id alone is not enough: every launch inside one PBS,
+    LSF or fixed-id torchrun job gets the job's id, so launches with other repetition indexes or
+    parameters in one job are told apart by those."""
+    attempt = json.dumps([header.get("repetition"), header.get("params")], sort_keys=True, default=str)
+    return str(header.get("run_id")), attempt
+
+
 def _group(rank_files: list[RankFile]) -> list[RunRecord]:
-    groups: dict[str, list[RankFile]] = {}
+    groups: dict[tuple[str, str], list[RankFile]] = {}
     for rf in rank_files:
         run_id = rf.header.get("run_id")
         # without a run id the file cannot be matched to other ranks: it is a run of its own
-        key = str(run_id) if run_id not in (None, "") else f"<no run_id>:{rf.path}"
+        key = run_key(rf.header) if run_id not in (None, "") else (f"<no run_id>:{rf.path}", "")
         groups.setdefault(key, []).append(rf)
+    shared = Counter(run_id for run_id, _ in groups)
     runs = []
-    for run_id, files in groups.items():
+    for (run_id, _), files in groups.items():
         files.sort(key=lambda f: (f.rank, str(f.path)))
+        mark_subprocesses(files)
         params = files[0].header.get("params") or {}
-        runs.append(RunRecord(run_id, files, dict(params) if isinstance(params, dict) else {}))
+        name = run_id
+        if shared[run_id] > 1:  # several launches of one job: name each by its repetition
+            name = f"{run_id} (repetition {files[0].header.get('repetition')}, {_params_text(params)})"
+        runs.append(RunRecord(name, files, dict(params) if isinstance(params, dict) else {}))
     return runs
+
+
+def _params_text(params: Any) -> str:
+    if not isinstance(params, dict) or not params:
+        return "no parameters"
+    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+
+
+def mark_subprocesses(files: list[RankFile]) -> None:
+    """Mark the files of processes whose parent (header `ppid`) is another process of the same rank
+    in the run: a script the rank started with subprocess writes a file of its own, with the rank's
+    run id and rank but none of the multiprocessing markers. Its work belongs to the rank, like a
+    worker's; it is not a second attempt of the rank (a restarted rank's parent is the launcher)."""
+    pids = {(f.rank, f.header.get("pid")) for f in files if isinstance(f.header.get("pid"), int)}
+    for f in files:
+        ppid = f.header.get("ppid")
+        if isinstance(ppid, int) and ppid != f.header.get("pid") and (f.rank, ppid) in pids:
+            f.spawned = True
 
 
 def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, ...], dict[str, Any]]:

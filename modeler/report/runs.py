@@ -109,8 +109,9 @@ def _as_number(v: Any) -> float | None:
 
 def _rank_data(rank: int, files: Sequence[Any], names: Any) -> RankData:
     """One rank from its process files. DataLoader workers write files of their own (their header
-    has `child_of`); their time overlaps the main process's, so only the main file counts."""
-    main = next((f for f in files if not f.run.is_helper_process), files[0])
+    has `child_of`), as do scripts the rank starts with subprocess; their time overlaps the main
+    process's, so only the main file counts."""
+    main = next((f for f in files if not f.is_child), files[0])
     run = main.run
     end = run.end
     status = "no end record" if end is None else str(end.get("status", "ok"))

@@ -290,3 +290,40 @@ def test_an_unreadable_file_of_a_rank_that_has_its_main_file_does_not_fail_the_r
     (tmp_path / "four" / "rank1.5555.jsonl").write_bytes(b"")
     loaded = read_inputs([tmp_path])
     assert series(loaded.dataset, "main", "time").n_points == 4
+
+
+# review 3 --------------------------------------------------------------------------------------
+
+
+def test_a_script_the_rank_started_with_subprocess_is_its_helper_not_a_second_attempt(tmp_path):
+    # an instrumented script started with subprocess inherits the rank's run id and rank but none of
+    # the multiprocessing markers; its parent is the rank (ppid), so it is no restart
+    _sweep(tmp_path)
+    d = tmp_path / "r16"
+    write_rank_file(d, run_id="r16", params={"p": 16}, pid=1000, header={"ppid": 1},
+                    profile={(0,): (1, 160 * MS, MS)})
+    write_rank_file(d, run_id="r16", params={"p": 16}, pid=1001, header={"ppid": 1000},
+                    profile={(0,): (1, 5 * MS, MS)})
+    rs = load_runs([tmp_path])
+    assert _run_of(rs, "r16").status == "ok"
+    assert series(read_runs([tmp_path]), "main", "time").points[:, 0].tolist() == [2.0, 4.0, 8.0, 16.0]
+    # a restarted rank's parent is the launcher: still two attempts
+    write_rank_file(d, run_id="r16", params={"p": 16}, pid=1002, header={"ppid": 1}, profile={(0,): (1, 9 * MS, MS)})
+    assert _run_of(load_runs([tmp_path]), "r16").status == "ambiguous"
+
+
+def test_launches_of_one_job_with_the_same_run_id_are_separate_runs(tmp_path):
+    # every launch in one PBS job gets run id pbs-<job>; --repetition 0,1,2 in a loop, pids reused
+    for rep in range(3):
+        for p in (2, 4, 8):
+            write_rank_file(tmp_path / f"p{p}_rep{rep}", run_id="pbs-77", params={"p": p}, repetition=rep, pid=4242,
+                            profile={(0,): (1, 10 * p * MS * (1 + rep / 100), MS)})
+    rs = load_runs([tmp_path])
+    assert len(rs.runs) == 9 and all(r.status == "ok" for r in rs.runs)
+    assert any(r.run_id == "pbs-77 (repetition 1, p=4)" for r in rs.runs)
+    s = series(read_runs([tmp_path]), "main", "time")
+    assert s.points[:, 0].tolist() == [2.0, 4.0, 8.0] and [len(r) for r in s.repetitions] == [3, 3, 3]
+    # a copy of one of them is still read once
+    shutil.copytree(tmp_path / "p4_rep1", tmp_path / "backup")
+    loaded = read_inputs([tmp_path])
+    assert sorted(f.status for f in loaded.files).count("duplicate") == 1

@@ -38,8 +38,9 @@ COLUMNS_NAME = "columns.json"
 STATE_NAME = "state.json"
 STATE_VERSION = 1
 # Bumped when the same source is rewritten differently, so a re-run redoes files kept from before
-# (2: compound statements walked in source order; comprehensions, lambdas, class-body loops in "skipped")
-REWRITE_REVISION = 2
+# (2: compound statements walked in source order; comprehensions, lambdas, class-body loops in "skipped";
+#  3: none counted twice inside a subtree left out whole)
+REWRITE_REVISION = 3
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", STATE_DIR, ".mypy_cache", ".pytest_cache", ".tox", ".nox"}
 # Copied but never instrumented: not the project's own modules.

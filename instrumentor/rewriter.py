@@ -45,6 +45,7 @@ class Rewriter:
         self.backend = backend
         self.regions: list[Region] = []
         self.skipped: list[Skip] = []
+        self.skipped_spans: list[tuple[int, int]] = []  # (first, last line) of each subtree left out whole
         self.keys: Counter[str] = Counter()
         self.loop_ordinals: Counter[str] = Counter()
         self.used: set[str] = set()  # optional probe names the module's code calls
@@ -65,6 +66,7 @@ class Rewriter:
     def skip_subtree(self, fact: Fact, name: str, reason: str) -> None:
         self.index += fact.size
         self.skipped.append(Skip(name, fact.line, reason))
+        self.skipped_spans.append((fact.line, getattr(fact.node, "end_lineno", None) or fact.line))
 
     def unique_key(self, base: str) -> str:
         self.keys[base] += 1

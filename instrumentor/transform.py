@@ -58,7 +58,10 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
         body = rewriter.block(module.body, Scope(prefix="", owner="<module>"))
         if rewriter.index != len(rewriter.facts):
             raise InstrumentError(f"internal: {relpath}: libcst and ast walks disagree (facts left over)")
-        skipped = sorted(rewriter.skipped + untimed_expressions(tree, source), key=lambda skip: skip.line)
+        # comprehensions and lambdas inside a subtree left out whole (`# scaleprobe: off`) are counted there
+        untimed = [u for u in untimed_expressions(tree, source)
+                   if not any(a <= u.line <= b for a, b in rewriter.skipped_spans)]
+        skipped = sorted(rewriter.skipped + untimed, key=lambda skip: skip.line)
         if not rewriter.regions:
             return FileResult(relpath, "unchanged", skipped=skipped)
         split = split_docstring(body[0]) if body else None

@@ -21,15 +21,25 @@ def grid_gaps_warning(parameters: Sequence[str], points: Sequence[np.ndarray]) -
     cover less than `GRID_SHARE` of it."""
     if len(parameters) < 2 or not points:
         return None
-    measured = {tuple(float(v) for v in row) for pts in points for row in np.asarray(pts, dtype=float)}
+    # values that print alike are one value (0.3 and 0.30000000000000004 from two inputs)
+    measured = {tuple(float(f"{v:.12g}") for v in row) for pts in points for row in np.asarray(pts, dtype=float)}
     values = [sorted({pt[j] for pt in measured}) for j in range(len(parameters))]
     size = int(np.prod([len(v) for v in values]))
-    # a design that measures much less than the grid on purpose (Extra-P's lines through one
-    # point) is not a sweep with holes
-    if len(measured) >= size or len(measured) < GRID_SHARE * size:
+    # a design that measures much less than the grid on purpose is not a sweep with holes, nor
+    # Extra-P's lines through one point (a 3 x 3 cross measures 5 of 9)
+    if len(measured) >= size or len(measured) < GRID_SHARE * size or _lines_through_one_point(measured):
         return None
     missing = [", ".join(f"{p}={v:g}" for p, v in zip(parameters, combo))
                for combo in itertools.product(*values) if combo not in measured]
     shape = " x ".join(f"{p} ({len(v)} values)" for p, v in zip(parameters, values))
     return (f"the measurements are not a full grid: {len(measured)} of the {size} combinations of {shape}; "
             f"not measured: {listing(['(' + m + ')' for m in missing], 5)}")
+
+
+def _lines_through_one_point(measured: set[tuple[float, ...]]) -> bool:
+    """Whether every point differs from one of them in at most one coordinate."""
+    if len(measured) > 2_000:
+        return False
+    pts = np.array(sorted(measured))
+    differ = (pts[:, None, :] != pts[None, :, :]).sum(-1)  # (n, n): coordinates in which two points differ
+    return bool((differ <= 1).all(axis=1).any())

@@ -83,10 +83,13 @@ def _read(paths: Sequence[str]) -> list[Any]:
 
 
 def select_run(runs: Sequence[Any], run_id: str | None) -> list[Any]:
-    """The files of one run: `run_id`, or the only run there is."""
+    """The files of one run: `run_id` (as `modeler fit` and `report` name runs, see
+    `readers.runs.run_names`), or the only run there is."""
+    from .readers.runs import run_names
+
     by_id: dict[str, list[Any]] = {}
-    for r in runs:
-        by_id.setdefault(str(r.header.get("run_id")), []).append(r)
+    for r, name in zip(runs, run_names([r.header for r in runs], [getattr(r, "path", i) for i, r in enumerate(runs)])):
+        by_id.setdefault(name, []).append(r)
     if run_id is not None:
         if run_id not in by_id:
             raise InputError(f"--run: no run {run_id!r}; the inputs hold {', '.join(sorted(by_id)[:10])}")
@@ -118,13 +121,15 @@ def _events_of(run: Any) -> Iterable[tuple[int, int, int, int]]:
 
 def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
     """The Chrome trace-event JSON object for the files of one run."""
+    from .readers.runs import spawned_by_rank
+
     files = []
-    for r in runs:
+    for r, spawned in zip(runs, spawned_by_rank([r.header for r in runs])):
         h = r.header
         rank = int(h.get("rank") or 0)
         if ranks is not None and rank not in ranks:
             continue
-        files.append(_File(r, rank, is_helper_process(h)))
+        files.append(_File(r, rank, is_helper_process(h) or spawned))
     if not files:
         raise InputError("--ranks: none of the selected ranks is in the run")
     files.sort(key=lambda f: (f.rank, f.worker, int(f.run.header.get("pid") or 0)))

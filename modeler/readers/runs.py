@@ -64,7 +64,7 @@ class RankFile:
     run: Run
     undefined: dict[int, int] = field(default_factory=dict)  # region ids used, never defined -> line
     #: started by another process of its rank without the multiprocessing markers (a subprocess that
-    #: runs an instrumented script inherits the rank and run id): set by `mark_subprocesses`
+    #: runs an instrumented script inherits the rank and run id): see `spawned_by_rank`
     spawned: bool = False
 
     @property
@@ -181,22 +181,31 @@ def run_key(header: dict[str, Any]) -> tuple[str, str]:
     return str(header.get("run_id")), attempt
 
 
+def run_names(headers: Sequence[dict[str, Any]], paths: Sequence[Any]) -> list[str]:
+    """The run each file belongs to, by name: its run id, or, where one run id holds several
+    attempts (launches of one job), `<run id> (repetition R, p=4)`. Without a run id a file cannot
+    be matched to other ranks: it is a run of its own, named by its path."""
+    keys = [run_key(h) if h.get("run_id") not in (None, "") else (f"<no run_id>:{p}", "")
+            for h, p in zip(headers, paths)]
+    attempts = Counter(run_id for run_id, _ in set(keys))
+    names = []
+    for (run_id, _), h in zip(keys, headers):
+        if attempts[run_id] > 1:
+            run_id = f"{run_id} (repetition {h.get('repetition')}, {_params_text(h.get('params'))})"
+        names.append(run_id)
+    return names
+
+
 def _group(rank_files: list[RankFile]) -> list[RunRecord]:
-    groups: dict[tuple[str, str], list[RankFile]] = {}
-    for rf in rank_files:
-        run_id = rf.header.get("run_id")
-        # without a run id the file cannot be matched to other ranks: it is a run of its own
-        key = run_key(rf.header) if run_id not in (None, "") else (f"<no run_id>:{rf.path}", "")
-        groups.setdefault(key, []).append(rf)
-    shared = Counter(run_id for run_id, _ in groups)
+    groups: dict[str, list[RankFile]] = {}
+    for rf, name in zip(rank_files, run_names([rf.header for rf in rank_files], [rf.path for rf in rank_files])):
+        groups.setdefault(name, []).append(rf)
     runs = []
-    for (run_id, _), files in groups.items():
+    for name, files in groups.items():
         files.sort(key=lambda f: (f.rank, str(f.path)))
-        mark_subprocesses(files)
+        for f, spawned in zip(files, spawned_by_rank([f.header for f in files])):
+            f.spawned = spawned
         params = files[0].header.get("params") or {}
-        name = run_id
-        if shared[run_id] > 1:  # several launches of one job: name each by its repetition
-            name = f"{run_id} (repetition {files[0].header.get('repetition')}, {_params_text(params)})"
         runs.append(RunRecord(name, files, dict(params) if isinstance(params, dict) else {}))
     return runs
 
@@ -207,16 +216,14 @@ def _params_text(params: Any) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
 
 
-def mark_subprocesses(files: list[RankFile]) -> None:
-    """Mark the files of processes whose parent (header `ppid`) is another process of the same rank
-    in the run: a script the rank started with subprocess writes a file of its own, with the rank's
+def spawned_by_rank(headers: Sequence[dict[str, Any]]) -> list[bool]:
+    """Per file of one run, whether its process's parent (header `ppid`) is another process of the
+    same rank: a script the rank started with subprocess writes a file of its own, with the rank's
     run id and rank but none of the multiprocessing markers. Its work belongs to the rank, like a
     worker's; it is not a second attempt of the rank (a restarted rank's parent is the launcher)."""
-    pids = {(f.rank, f.header.get("pid")) for f in files if isinstance(f.header.get("pid"), int)}
-    for f in files:
-        ppid = f.header.get("ppid")
-        if isinstance(ppid, int) and ppid != f.header.get("pid") and (f.rank, ppid) in pids:
-            f.spawned = True
+    pids = {(h.get("rank", 0), h.get("pid")) for h in headers if isinstance(h.get("pid"), int)}
+    return [isinstance(h.get("ppid"), int) and h.get("ppid") != h.get("pid") and (h.get("rank", 0), h.get("ppid")) in pids
+            for h in headers]
 
 
 def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, ...], dict[str, Any]]:

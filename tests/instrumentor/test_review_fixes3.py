@@ -291,6 +291,20 @@ def test_comprehensions_lambdas_and_class_body_loops_are_reported_as_skipped():
     assert only_lambdas.status == "unchanged" and [s.reason for s in only_lambdas.skipped] == ["lambda"]
 
 
+def test_comprehensions_inside_a_region_left_out_are_counted_once_under_it():
+    source = (
+        "def f():  # scaleprobe: off\n"
+        "    return [x for x in range(3)], (lambda y: y)\n"
+        "\n"
+        "def g():\n"
+        "    return {k: 1 for k in 'ab'}\n"
+    )
+    result = rewrite(source)
+    assert [(s.name, s.line, s.reason) for s in result.skipped] == [
+        ("f", 1, "# scaleprobe: off"), ("<dictcomp>", 5, "comprehension"),
+    ]
+
+
 def test_the_skipped_summary_counts_them_in_a_build_a_re_run_and_a_diff(tmp_path, capsys):
     src = project_tree(tmp_path, {"main.py": SKIPPING})
     line = "skipped: comprehension 3, lambda 1, loop in a class body 1"

@@ -138,3 +138,9 @@ def test_a_hole_in_the_sweep_is_named_but_a_sparse_design_is_not():
     lines = np.array([(p, 8) for p in RANKS] + [(1, n) for n in (16, 32, 64, 128)], dtype=float)
     assert grid_gaps_warning(("p", "n"), [lines]) is None
     assert grid_gaps_warning(("p",), [grid[:, :1]]) is None
+    # the smallest lines design, a 3 x 3 cross, measures 5 of 9 (more than half) on purpose
+    cross = np.array([(2, 10), (4, 10), (8, 10), (2, 20), (2, 40)], dtype=float)
+    assert grid_gaps_warning(("p", "n"), [cross]) is None
+    # a value that two inputs print alike is one value
+    tenths = np.array([(0.1 * i, n) for i in range(1, 4) for n in (1, 2)], dtype=float)
+    assert grid_gaps_warning(("x", "n"), [tenths, np.array([[0.3, 1.0]])]) is None

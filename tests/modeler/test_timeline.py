@@ -21,7 +21,8 @@ REGIONS = [{"type": "region", "id": 1, "kind": "epoch", "name": "train", "file":
 
 
 def write_rank(d: Path, rank: int, *, run_id: str = "r1", start_unix: float = 1000.0, start_ns: int = 0,
-               steps: int = 3, worker: bool = False, spawned: bool = False) -> Path:
+               steps: int = 3, worker: bool = False, spawned: bool = False, header: dict | None = None,
+               sub: str = "") -> Path:
     """A rank whose process clock starts at `start_ns` at wall time `start_unix`; steps of 10 ms
     (2 ms of it data wait) back to back from 5 ms after the start."""
     h = {"run_id": run_id, "params": {"ranks": 2}, "rank": rank, "world_size": 2, "host": "h", "pid": 100 + rank,
@@ -38,7 +39,8 @@ def write_rank(d: Path, rank: int, *, run_id: str = "r1", start_unix: float = 10
                      "memory": {"rss_peak_bytes": 1 << 20}})
     recs.append({"type": "epoch", "region": 1, "index": 0, "start_ns": t0, "duration_ns": steps * 10_000_000})
     recs.append({"type": "end", "status": "ok", "exit_code": 0})
-    path = d / run_id / run_file_name(rank, h["pid"])
+    h.update(header or {})
+    path = d / (sub or run_id) / run_file_name(rank, h["pid"])
     with RunWriter(path) as w:
         w.write_header(h)
         w.write_records(recs)
@@ -120,6 +122,27 @@ def test_rank_filter_and_run_choice(tmp_path):
     assert {e["args"]["name"].split(" (")[0] for e in trace["traceEvents"] if e["name"] == "process_name"} == {"rank 1"}
     with pytest.raises(InputError, match="--ranks"):
         build_trace(chosen, {5})
+
+
+def test_a_script_the_rank_started_with_subprocess_is_drawn_as_its_helper(tmp_path):
+    # no child_of/forked_from: only its ppid says that rank 0's process started it
+    runs = [read_run(write_rank(tmp_path, 0, header={"ppid": 1})),
+            read_run(write_rank(tmp_path, 0, header={"pid": 300, "ppid": 100}))]
+    trace = build_trace(runs)
+    names = [e["args"]["name"].split(" (")[0] for e in sorted(trace["traceEvents"], key=lambda e: e["pid"])
+             if e["name"] == "process_name"]
+    assert names == ["rank 0", "rank 0 worker"]
+
+
+def test_launches_of_one_job_are_chosen_by_the_names_fit_and_report_give_them(tmp_path):
+    # every launch in one PBS job has run id pbs-77; --repetition tells them apart
+    files = [write_rank(tmp_path, r, run_id="pbs-77", header={"repetition": rep}, sub=f"rep{rep}")
+             for rep in (0, 1) for r in (0, 1)]
+    runs = [read_run(f) for f in files]
+    with pytest.raises(InputError, match=r"2 runs \(pbs-77 \(repetition 0, ranks=2\), pbs-77 \(repetition 1, ranks=2\)\)"):
+        select_run(runs, None)
+    chosen = select_run(runs, "pbs-77 (repetition 1, ranks=2)")
+    assert sorted((r.header["repetition"], r.header["rank"]) for r in chosen) == [(1, 0), (1, 1)]
 
 
 def test_a_run_with_nothing_timed_is_an_error_that_says_what_to_do():

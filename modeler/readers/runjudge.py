@@ -190,8 +190,6 @@ def judge(run: "RunRecord", include_incomplete: bool) -> None:
     damaged = [f for f in run.files if f.undefined]
     failed = [f for f in main if f.status == "failed"]
     incomplete = [f for f in main if f.status == "incomplete"]
-    params = run.files[0].header.get("params") or {}
-    disagree = [f for f in run.files if (f.header.get("params") or {}) != params]
     if doubled:
         rank, fs = next(iter(doubled.items()))
         run.status, run.reason = "ambiguous", (
@@ -208,8 +206,6 @@ def judge(run: "RunRecord", include_incomplete: bool) -> None:
         )
     elif failed:
         run.status, run.reason = "failed", _failure(run, failed + incomplete)
-    elif disagree:
-        run.status, run.reason = "failed", f"{disagree[0].path}: its parameters differ from the other files of run {run.run_id}"
     elif incomplete or run.unreadable:
         if include_incomplete:
             run.kept_incomplete = _unfinished(run, incomplete)

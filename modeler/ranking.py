@@ -16,6 +16,7 @@ from typing import Collection, Iterable, Mapping, Sequence
 import numpy as np
 
 from .dataset import Dataset
+from .derived import derived_predictions, disagreement_warning
 from .errors import InputError
 from .listing import listing
 from .model import FittedModel, Model
@@ -42,6 +43,9 @@ class RankedModel:
     from_parts: float | None = None
     #: the central 80% of the predictions of the forms in play (`modeler.uncertainty`), or None
     range: tuple[float, float] | None = None
+    #: for speedup, parallel_efficiency and cost: the same figure from the call path's time model
+    #: (None where there is none); see `modeler.derived`
+    from_time: float | None = None
 
     def to_json(self) -> dict:
         d = self.fitted.to_json()
@@ -52,6 +56,7 @@ class RankedModel:
             prediction_interval=None if self.low is None else [_finite_or_none(self.low), _finite_or_none(self.high)],
             prediction_from_parts=_finite_or_none(self.from_parts),
             prediction_range=None if self.range is None else [_finite_or_none(v) for v in self.range],
+            prediction_from_time=_finite_or_none(self.from_time),
         )
         return d
 
@@ -168,7 +173,7 @@ def poor_fit_warning(rows: Sequence["RankedModel"]) -> str | None:
            "the measured range)")
     if any(fm.metric in HIGHER_IS_BETTER for fm in poor):
         why = ("PMNF terms cannot fall as 1/x: a speedup or efficiency that drops with more ranks is better read "
-               "from the models of time")
+               "from the models of time (`from time` in the table, `prediction_from_time` in JSON and CSV)")
     return (f"{n} model{'s' if n > 1 else ''} fit{'' if n > 1 else 's'} the measurements poorly (SMAPE above "
             f"{POOR_FIT_SMAPE:g}%): {listing(named, 5)}; their predictions say little. {why[0].upper()}{why[1:]}")
 
@@ -197,13 +202,16 @@ def rank_models(
     units: Mapping[tuple[str, str], str] | None = None,
     companions: Sequence[FittedModel] = (),
     nonnegative: Collection[tuple[str, str]] = (),
+    baselines: Mapping[str, float] | None = None,
 ) -> Ranking:
     """The models worst-scaling first; `units` maps (call path, metric) to the unit of its values.
 
     Every `time` prediction is checked against its parts' (`modeler.parts`), using `companions` too:
     models fitted for that check only (exclusive times that were not selected), not ranked. Models
     of the series in `nonnegative` (see `nonnegative_keys`) that predict below zero are named in a
-    warning."""
+    warning. With `baselines` (call path -> fewest ranks of its time, `modeler.derived.baselines`),
+    speedup, efficiency and cost also get their figure from the call path's time model (`from_time`),
+    and those far from it are named in a warning."""
     point = np.array([[float(at[p]) for p in parameters]]) if parameters else np.zeros((1, 0))
     models = list(models)
     preds = []
@@ -218,15 +226,17 @@ def rank_models(
     at_text = ", ".join(f"{p}={float(at[p]):g}" for p in parameters)
     warnings = [*warnings, *(c.message(at_text) for c in check_parts(by_key))]
     ranges = _ranges(models, {p: float(at[p]) for p in parameters}, preds)
+    time_models = {fm.callpath: fm for fm in [*companions, *models] if fm.metric == "time"}
+    derived = derived_predictions(models, time_models, at, parameters, baselines or {})
     rows = []
-    for fm, pred, rng in zip(models, preds, ranges):
+    for fm, pred, rng, ft in zip(models, preds, ranges, derived):
         low = high = None
         if fm.interval is not None and math.isfinite(pred):
             a, b = pred * fm.interval[0], pred * fm.interval[1]
             low, high = min(a, b), max(a, b)
         unit = (units or {}).get((fm.callpath, fm.metric), "")
         parts = sums[fm.callpath].parts if fm.metric == "time" and fm.callpath in sums else None
-        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng))
+        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng, ft))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time
@@ -235,5 +245,6 @@ def rank_models(
         return (-sign * r.growth[0], -sign * r.growth[1], -pred, r.fitted.callpath, r.fitted.metric)
 
     rows.sort(key=key)
-    warnings.extend(w for w in (poor_fit_warning(rows), below_zero_warning(rows, nonnegative, at_text)) if w)
+    warnings.extend(w for w in (poor_fit_warning(rows), below_zero_warning(rows, nonnegative, at_text),
+                                disagreement_warning(rows, at_text)) if w)
     return Ranking(tuple(parameters), dict(at), tuple(rows), tuple(warnings))

@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Sequence
 
 from ..dataset import REPETITION_AGGREGATES, Dataset
+from ..derived import baselines, time_series_needed
 from ..errors import InputError
 from ..grid import grid_gaps_warning
 from ..listing import listing
@@ -59,12 +60,16 @@ def fit_dataset(
     repetitions: str | None = None,
     min_points: int = DEFAULT_MIN_POINTS,
     measured: Dataset | None = None,
+    per_rank_time: bool = True,
 ) -> Ranking:
     """Fit every series of `dataset` and rank the models; warnings of every stage are in the Ranking.
 
     `measured`: everything that was read, when `dataset` is a selection of it. The `exclusive_time`
     series that the selection left out are then fitted too, not shown, only so that every call
-    path's time can be checked against its parts (`modeler.parts`)."""
+    path's time can be checked against its parts (`modeler.parts`), and so are the `time` series of
+    the call paths whose speedup, efficiency or cost is selected: those get their figure from the
+    time model as well (`modeler.derived`), where `time` is a time per rank (`per_rank_time`: False
+    for `--ranks sum` or `min`)."""
     if not dataset.parameters:
         raise InputError("no parameter varies over the measurements: nothing to model (sweep at least one parameter)",
                          warnings=dataset.warnings)
@@ -76,6 +81,9 @@ def fit_dataset(
     if gaps:
         warnings.append(gaps)
     extra = parts_series(data, measured, min_points)
+    times = time_series_needed(data, measured, min_points) if per_rank_time else []
+    extra += [s for s in times if all((s.callpath, s.metric) != (e.callpath, e.metric) for e in extra)]
+    bases = baselines([*data.series, *times], data.parameters) if per_rank_time else {}
 
     from ..estimator import PMNFModeler  # the engine is heavy; `modeler export` never needs it
 
@@ -86,7 +94,7 @@ def fit_dataset(
     notes = [f"{w} ({n} model{'s' if n > 1 else ''})" for w, n in model_warnings.items()]
     units = {(s.callpath, s.metric): s.unit for s in data.series}
     return rank_models(shown, data.parameters, target, warnings=[*data.warnings, *warnings, *notes], units=units,
-                       companions=companions, nonnegative=nonnegative_keys(data.series))
+                       companions=companions, nonnegative=nonnegative_keys(data.series), baselines=bases)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_from_args(args)
     data = select(loaded.dataset, args)
     ranking = fit_dataset(data, at=args.at, compat=args.compat, repetitions=args.repetitions, min_points=args.min_points,
-                          measured=loaded.dataset)
+                          measured=loaded.dataset, per_rank_time=getattr(args, "ranks", "mean") in ("mean", "max"))
     if args.top is not None:
         ranking = Ranking(ranking.parameters, ranking.at, ranking.rows[: args.top], ranking.warnings)
     write_output(render(ranking, args.format), args.output)

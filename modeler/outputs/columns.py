@@ -43,12 +43,16 @@ def cells(i: int, row: RankedModel) -> tuple[str, ...]:
     fm = row.fitted
     interval = "-" if row.low is None else f"[{number(row.low)}, {number(row.high)}]"
     forms = "-" if row.range is None else f"[{number(row.range[0])}, {number(row.range[1])}]"
+    at = number(row.prediction) + (f" {row.unit}" if row.unit and math.isfinite(row.prediction) else "")
+    if row.from_time is not None:
+        # speedup, efficiency, cost: the same figure from the time model (modeler.derived)
+        at += f" (from time: {number(row.from_time)})"
     return (
         str(i),
         fm.callpath,
         fm.metric,
         growth_text(row.growth),
-        number(row.prediction) + (f" {row.unit}" if row.unit and math.isfinite(row.prediction) else ""),
+        at,
         interval,
         forms,
         number(fm.smape, 3),

@@ -1,19 +1,28 @@
-"""Speedup, parallel efficiency and cost at the target point, from the call path's time model.
+"""Speedup, parallel efficiency and cost at the target point, from a model of the per-rank time.
 
 `speedup`, `parallel_efficiency` and `cost` are measured values like any other and get their own
 PMNF models. But PMNF terms (x^i, log2(x)^j with positive exponents) cannot fall as 1/x: the
 speedup of a run that slows with more ranks, or the efficiency of any strong-scaling run, comes
-back as a constant or a falling line that crosses zero. The call path's `time` model has no such
-trouble, and the three derive from it exactly as the measurements do (`modeler.aggregate`):
+back as a constant or as a falling line that crosses zero. They derive from a per-rank time T
+exactly as the measurements do (`modeler.aggregate`):
 
     speedup(target)             = T(r0, rest) / T(target)
     parallel_efficiency(target) = speedup(target) * r0 / ranks
     cost(target)                = ranks * T(target)
 
-where T is the time model, `rest` the target's other parameters and r0 the fewest ranks at which
-the call path's time was measured (its baseline). `from_time` gives that figure; `disagreement_warning`
-names the models whose own prediction is far from it. Only where the `time` series is a time per
-rank (`--ranks mean` or `max`): under `sum` or `min` it is not what the three derive from.
+with `rest` the target's other parameters and r0 the fewest ranks at which the call path's time
+was measured (its baseline). T comes from one of two models of the call path (`choose_basis`):
+- its `time` model: exact where the time grows with ranks (weak scaling, communication);
+- its `cost` model divided by ranks: where the work is split over the ranks (strong scaling), the
+  time falls as 1/ranks, which no PMNF term follows, but the cost (rank-seconds) stays level or
+  grows, which PMNF terms do (Extra-P models strong scaling the same way, on the sum over ranks).
+Whichever of the two explains the measurements better out of sample (cross-validated SMAPE; cost
+is time x ranks at every point, so their relative errors compare) is used. On
+`benchmarks/derived_speedup.py` that choice is as good as the better of the two in both families.
+
+`from_time` gives the figure; `disagreement_warning` names the models whose own prediction is far
+from it. Only where the `time` series is a time per rank (`--ranks mean` or `max`): under `sum` or
+`min` it is not what the three derive from.
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ from .listing import listing
 from .model import FittedModel
 
 DERIVED = ("speedup", "parallel_efficiency", "cost")
+#: the models a per-rank time is taken from
+BASES = ("time", "cost")
 #: a model predicting more than this factor above or below the time models' figure is named
 RATIO = 1.5
 
@@ -40,30 +51,48 @@ def baselines(series: Iterable[Series], parameters: Sequence[str]) -> dict[str, 
     return {s.callpath: float(np.min(s.points[:, r])) for s in series if s.metric == "time" and s.n_points}
 
 
-def time_series_needed(data: Dataset, measured: Dataset | None, min_points: int = 3) -> list[Series]:
-    """The `time` series of `measured` (or `data`) that `data` lacks, for the call paths whose
-    speedup, efficiency or cost `data` holds: fitted for `from_time` only, not shown."""
+def basis_series_needed(data: Dataset, measured: Dataset | None, min_points: int = 3) -> list[Series]:
+    """The `time` and `cost` series of `measured` (or `data`) that `data` lacks, for the call paths
+    whose speedup, efficiency or cost `data` holds: fitted for `from_time` only, not shown."""
     source = measured if measured is not None and tuple(measured.parameters) == tuple(data.parameters) else data
     if RANKS_PARAMETER not in data.parameters:
         return []
     wanted = {s.callpath for s in data.series if s.metric in DERIVED}
-    have = {s.callpath for s in data.series if s.metric == "time"}
+    have = {(s.callpath, s.metric) for s in data.series}
     return [s for s in source.series
-            if s.metric == "time" and s.callpath in wanted - have and s.n_points >= min_points]
+            if s.metric in BASES and s.callpath in wanted and (s.callpath, s.metric) not in have
+            and s.n_points >= min_points]
 
 
-def from_time(metric: str, time_model: FittedModel, at: Mapping[str, float], parameters: Sequence[str],
+def choose_basis(time_model: FittedModel | None, cost_model: FittedModel | None) -> FittedModel | None:
+    """The model the per-rank time is taken from: of the call path's `time` and `cost` models, the
+    one with the smaller cross-validated SMAPE (their relative errors are comparable: cost is time
+    x ranks at every point); `time` on a tie or where either lacks a score."""
+    if time_model is None or cost_model is None:
+        return time_model or cost_model
+    t, c = time_model.cv_smape, cost_model.cv_smape
+    if t is None or c is None or not (math.isfinite(t) and math.isfinite(c)):
+        return time_model
+    return cost_model if c < t else time_model
+
+
+def from_time(metric: str, basis: FittedModel, at: Mapping[str, float], parameters: Sequence[str],
               baseline: float) -> float:
-    """`metric` (one of `DERIVED`) at `at` from the time model; nan where the time model predicts
-    zero or less at the target or the baseline (a falling term run past the measurements)."""
+    """`metric` (one of `DERIVED`) at `at` from the per-rank time that `basis` gives (a `time`
+    model, or a `cost` model divided by ranks); nan where it is zero or less at the target or at
+    the baseline (a falling term run past the measurements)."""
     if metric not in DERIVED:
         raise ValueError(f"{metric!r} is not derived from time (one of {', '.join(DERIVED)})")
+    if basis.metric not in BASES:
+        raise ValueError(f"the basis must be a time or cost model, got {basis.metric!r}")
     ranks = float(at[RANKS_PARAMETER])
     target = np.array([[float(at[p]) for p in parameters]])
     base = target.copy()
     base[0, list(parameters).index(RANKS_PARAMETER)] = baseline
     with np.errstate(all="ignore"):
-        t, t0 = (float(v) for v in time_model.predict(np.concatenate([target, base]))[:2])
+        t, t0 = (float(v) for v in basis.predict(np.concatenate([target, base]))[:2])
+    if basis.metric == "cost":
+        t, t0 = t / ranks, t0 / baseline
     if not (math.isfinite(t) and math.isfinite(t0)) or t <= 0 or t0 <= 0:
         return math.nan
     if metric == "cost":
@@ -73,35 +102,39 @@ def from_time(metric: str, time_model: FittedModel, at: Mapping[str, float], par
 
 
 def derived_predictions(
-    models: Sequence[FittedModel], time_models: Mapping[str, FittedModel], at: Mapping[str, float],
+    models: Sequence[FittedModel], companions: Sequence[FittedModel], at: Mapping[str, float],
     parameters: Sequence[str], bases: Mapping[str, float],
-) -> list[float | None]:
-    """Per model: its metric from the time models at `at` (see `from_time`), or None where it is
-    not a derived metric or its call path has no time model or baseline."""
-    out: list[float | None] = []
+) -> list[tuple[float, str] | None]:
+    """Per model: (its metric at `at` from the per-rank time, the metric that time came from:
+    `time` or `cost`; see `choose_basis`, `from_time`), or None where it is not a derived metric or
+    its call path has no time or cost model or no baseline."""
+    by_key = {(fm.callpath, fm.metric): fm for fm in [*companions, *models] if fm.metric in BASES}
+    out: list[tuple[float, str] | None] = []
     for fm in models:
-        tm, r0 = time_models.get(fm.callpath), bases.get(fm.callpath)
-        if fm.metric not in DERIVED or tm is None or r0 is None or RANKS_PARAMETER not in at:
+        basis = choose_basis(by_key.get((fm.callpath, "time")), by_key.get((fm.callpath, "cost")))
+        r0 = bases.get(fm.callpath)
+        if fm.metric not in DERIVED or basis is None or r0 is None or RANKS_PARAMETER not in at:
             out.append(None)
         else:
-            out.append(from_time(fm.metric, tm, at, parameters, r0))
+            out.append((from_time(fm.metric, basis, at, parameters, r0), basis.metric))
     return out
 
 
 def disagreement_warning(rows: Sequence, at_text: str) -> str | None:
     """One warning naming the speedup, efficiency and cost models whose prediction at the target is
-    more than `RATIO` times above or below what the time models give (rows: `RankedModel`s)."""
+    more than `RATIO` times above or below the figure from the per-rank time (rows: `RankedModel`s)."""
     named = []
     for r in rows:
-        ft, pred = r.from_time, r.prediction
+        ft, pred = (None, r.prediction) if r.from_time is None else (r.from_time[0], r.prediction)
         if ft is None or not (math.isfinite(ft) and math.isfinite(pred)) or ft <= 0:
             continue
         if pred <= 0 or not (1.0 / RATIO <= pred / ft <= RATIO):
-            named.append(f"{r.fitted.callpath} ({r.fitted.metric}) {pred:.4g} against {ft:.4g}")
+            named.append(f"{r.fitted.callpath} ({r.fitted.metric}) {pred:.4g} against {ft:.4g} from {r.from_time[1]}")
     if not named:
         return None
     n = len(named)
     return (f"{n} speedup, efficiency or cost model{'s' if n > 1 else ''} predict{'' if n > 1 else 's'} at "
-            f"{at_text} far from what the call path's time model gives: {listing(named, 5)}; PMNF terms cannot "
-            "fall as 1/x, a ratio of time models can: prefer the figure from time (`from time` in the table, "
+            f"{at_text} far from what the call path's per-rank time gives: {listing(named, 5)}; PMNF terms "
+            "cannot fall as 1/x, a ratio of time (or cost) predictions can: read an efficiency, or a speedup that "
+            "falls with more ranks, from that figure (`from time` or `from cost` in the table, "
             "`prediction_from_time` in JSON and CSV)")

@@ -43,9 +43,9 @@ class RankedModel:
     from_parts: float | None = None
     #: the central 80% of the predictions of the forms in play (`modeler.uncertainty`), or None
     range: tuple[float, float] | None = None
-    #: for speedup, parallel_efficiency and cost: the same figure from the call path's time model
-    #: (None where there is none); see `modeler.derived`
-    from_time: float | None = None
+    #: for speedup, parallel_efficiency and cost: (the same figure from a model of the per-rank
+    #: time, the metric of that model: "time" or "cost"), None where there is none; `modeler.derived`
+    from_time: tuple[float, str] | None = None
 
     def to_json(self) -> dict:
         d = self.fitted.to_json()
@@ -56,7 +56,8 @@ class RankedModel:
             prediction_interval=None if self.low is None else [_finite_or_none(self.low), _finite_or_none(self.high)],
             prediction_from_parts=_finite_or_none(self.from_parts),
             prediction_range=None if self.range is None else [_finite_or_none(v) for v in self.range],
-            prediction_from_time=_finite_or_none(self.from_time),
+            prediction_from_time=None if self.from_time is None else _finite_or_none(self.from_time[0]),
+            prediction_from_time_basis=None if self.from_time is None else self.from_time[1],
         )
         return d
 
@@ -226,8 +227,7 @@ def rank_models(
     at_text = ", ".join(f"{p}={float(at[p]):g}" for p in parameters)
     warnings = [*warnings, *(c.message(at_text) for c in check_parts(by_key))]
     ranges = _ranges(models, {p: float(at[p]) for p in parameters}, preds)
-    time_models = {fm.callpath: fm for fm in [*companions, *models] if fm.metric == "time"}
-    derived = derived_predictions(models, time_models, at, parameters, baselines or {})
+    derived = derived_predictions(models, companions, at, parameters, baselines or {})
     rows = []
     for fm, pred, rng, ft in zip(models, preds, ranges, derived):
         low = high = None

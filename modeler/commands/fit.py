@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Sequence
 
 from ..dataset import REPETITION_AGGREGATES, Dataset
-from ..derived import baselines, time_series_needed
+from ..derived import baselines, basis_series_needed
 from ..errors import InputError
 from ..grid import grid_gaps_warning
 from ..listing import listing
@@ -66,10 +66,10 @@ def fit_dataset(
 
     `measured`: everything that was read, when `dataset` is a selection of it. The `exclusive_time`
     series that the selection left out are then fitted too, not shown, only so that every call
-    path's time can be checked against its parts (`modeler.parts`), and so are the `time` series of
-    the call paths whose speedup, efficiency or cost is selected: those get their figure from the
-    time model as well (`modeler.derived`), where `time` is a time per rank (`per_rank_time`: False
-    for `--ranks sum` or `min`)."""
+    path's time can be checked against its parts (`modeler.parts`), and so are the `time` and `cost`
+    series of the call paths whose speedup, efficiency or cost is selected: those get their figure
+    from a model of the per-rank time as well (`modeler.derived`), where `time` is a time per rank
+    (`per_rank_time`: False for `--ranks sum` or `min`)."""
     if not dataset.parameters:
         raise InputError("no parameter varies over the measurements: nothing to model (sweep at least one parameter)",
                          warnings=dataset.warnings)
@@ -81,7 +81,7 @@ def fit_dataset(
     if gaps:
         warnings.append(gaps)
     extra = parts_series(data, measured, min_points)
-    times = time_series_needed(data, measured, min_points) if per_rank_time else []
+    times = basis_series_needed(data, measured, min_points) if per_rank_time else []
     extra += [s for s in times if all((s.callpath, s.metric) != (e.callpath, e.metric) for e in extra)]
     bases = baselines([*data.series, *times], data.parameters) if per_rank_time else {}
 

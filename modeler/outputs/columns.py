@@ -45,8 +45,8 @@ def cells(i: int, row: RankedModel) -> tuple[str, ...]:
     forms = "-" if row.range is None else f"[{number(row.range[0])}, {number(row.range[1])}]"
     at = number(row.prediction) + (f" {row.unit}" if row.unit and math.isfinite(row.prediction) else "")
     if row.from_time is not None:
-        # speedup, efficiency, cost: the same figure from the time model (modeler.derived)
-        at += f" (from time: {number(row.from_time)})"
+        # speedup, efficiency, cost: the same figure from a model of the per-rank time (modeler.derived)
+        at += f" (from {row.from_time[1]}: {number(row.from_time[0])})"
     return (
         str(i),
         fm.callpath,

@@ -12,6 +12,7 @@ COLUMNS = (
     "rank", "callpath", "metric", "model", "constant", "growth_exponent", "growth_log_exponent",
     "smape", "rss", "ar2", "cv_smape", "points", "prediction", "interval_low", "interval_high", "unit",
     "prediction_from_parts", "range_low", "range_high", "prediction_from_time",
+    "prediction_from_time_basis",
 )
 
 
@@ -31,7 +32,8 @@ def render_csv(ranking: Ranking) -> str:
                 _num(r.growth[0]), _num(r.growth[1]), _num(fm.smape), _num(fm.rss), _num(fm.ar2),
                 _num(fm.cv_smape), fm.points, _num(r.prediction), _num(r.low), _num(r.high), r.unit,
                 _num(r.from_parts), _num(None if r.range is None else r.range[0]),
-                _num(None if r.range is None else r.range[1]), _num(r.from_time),
+                _num(None if r.range is None else r.range[1]),
+                _num(None if r.from_time is None else r.from_time[0]), "" if r.from_time is None else r.from_time[1],
             )
         )
     return buf.getvalue()

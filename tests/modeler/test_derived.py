@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from modeler import cli
-from modeler.derived import disagreement_warning, from_time
+from modeler.derived import choose_basis, disagreement_warning, from_time
 from modeler.model import Factor, FittedModel, Model, Term
 from modeler.ranking import RankedModel
 from modeler_synthetic_runs import MS, write_rank_file
@@ -27,12 +27,18 @@ def _true_time(ranks: int, batch: int) -> float:
     return 0.001 * batch * (1 + 0.5 * math.log2(ranks))
 
 
-def _sweep(root: Path) -> None:
+def _strong_time(ranks: int, batch: int) -> float:
+    """Strong scaling: the batch's work is split over the ranks. The time falls as 1/ranks (no PMNF
+    term does), the cost 0.01 * ranks + 0.01 * batch is PMNF."""
+    return 0.01 + 0.01 * batch / ranks
+
+
+def _sweep(root: Path, true_time) -> None:
     for ranks in RANKS:
         for batch in BATCH:
             for rep, noise in enumerate((0.99, 1.01)):
                 run = f"r{ranks}-b{batch}-{rep}"
-                t = int(_true_time(ranks, batch) * noise * 1e9)
+                t = int(true_time(ranks, batch) * noise * 1e9)
                 for rank in range(ranks):
                     write_rank_file(root / run, run_id=run, rank=rank, world_size=ranks, repetition=rep,
                                     params={"ranks": ranks, "batch": batch}, profile={(0,): (1, t, t)})
@@ -41,7 +47,14 @@ def _sweep(root: Path) -> None:
 @pytest.fixture(scope="module")
 def ranks_runs(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("ranks")
-    _sweep(root)
+    _sweep(root, _true_time)
+    return root
+
+
+@pytest.fixture(scope="module")
+def strong_runs(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("strong")
+    _sweep(root, _strong_time)
     return root
 
 
@@ -60,10 +73,11 @@ def test_speedup_efficiency_and_cost_come_from_the_time_model_when_only_they_are
     assert models["speedup"]["prediction_from_time"] == pytest.approx(true_speedup, rel=0.02)
     assert models["parallel_efficiency"]["prediction_from_time"] == pytest.approx(true_speedup / 64, rel=0.02)
     assert models["cost"]["prediction_from_time"] == pytest.approx(64 * _true_time(64, 128), rel=0.02)
+    assert {m["prediction_from_time_basis"] for m in models.values()} == {"time"}  # the time is PMNF here
     # the speedup's own PMNF model is far off at 64 ranks, and the warning says which figure to prefer
     own = models["speedup"]["prediction"]
     assert not (1 / 1.5 <= own / true_speedup <= 1.5)
-    assert "far from what the call path's time model gives" in res["err"]
+    assert "far from what the call path's per-rank time gives" in res["err"]
     assert "main (speedup)" in res["err"]
 
 
@@ -72,7 +86,7 @@ def test_table_and_csv_show_the_figure_from_time(ranks_runs, capsys):
     table = capsys.readouterr().out
     (speedup_line,) = [ln for ln in table.splitlines() if " speedup " in ln]
     (time_line,) = [ln for ln in table.splitlines() if " time " in ln]
-    assert "(from time: 0.25" in speedup_line and "from time" not in time_line
+    assert "(from time: 0.25" in speedup_line and "from " not in time_line
     assert cli.main(["fit", str(ranks_runs), "--metric", "time,speedup", "--callpath", "main", "--at", "ranks=64",
                      "--format", "csv"]) == 0
     rows = {r["metric"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
@@ -88,9 +102,39 @@ def test_no_figure_from_time_where_time_is_not_a_time_per_rank(ranks_runs, capsy
     assert model["prediction_from_time"] is None
 
 
-def _time_model(constant: float, per_rank: float) -> FittedModel:
+def test_strong_scaling_takes_the_per_rank_time_from_the_cost_model(strong_runs, capsys):
+    res = _fit_json(capsys, str(strong_runs), "--metric", "speedup,parallel_efficiency", "--callpath", "main",
+                    "--at", "ranks=64,batch=128")
+    models = {m["metric"]: m for m in res["doc"]["models"]}
+    true_speedup = _strong_time(1, 128) / _strong_time(64, 128)  # 1.29 / 0.03 = 43
+    assert models["speedup"]["prediction_from_time_basis"] == "cost"
+    assert models["speedup"]["prediction_from_time"] == pytest.approx(true_speedup, rel=0.03)
+    assert models["parallel_efficiency"]["prediction_from_time"] == pytest.approx(true_speedup / 64, rel=0.03)
+    # the efficiency falls as 1/ranks: its own PMNF model cannot follow it as far
+    own = models["parallel_efficiency"]["prediction"]
+    assert abs(own - true_speedup / 64) > 0.2 * true_speedup / 64
+
+
+def _time_model(constant: float, per_rank: float, metric: str = "time", cv: float | None = None) -> FittedModel:
     model = Model(("ranks", "n"), constant, (Term(per_rank, (Factor("ranks", 1.0),)),))
-    return FittedModel("main", "time", model, 1.0, 0.0, 1.0, None, 25)
+    return FittedModel("main", metric, model, 1.0, 0.0, 1.0, cv, 25)
+
+
+def test_the_basis_is_the_model_that_cross_validates_better():
+    t, c = _time_model(1, 1, "time", 5.0), _time_model(1, 1, "cost", 4.0)
+    assert choose_basis(t, c) is c
+    tie = _time_model(1, 1, "time", 4.0)
+    assert choose_basis(tie, c) is tie  # a tie goes to time
+    assert choose_basis(_time_model(1, 1, "time", None), c).metric == "time"  # no score: time
+    assert choose_basis(None, c) is c and choose_basis(None, None) is None
+
+
+def test_a_cost_basis_is_divided_by_ranks():
+    cost = _time_model(0.0, 2.0, "cost")  # cost = 2 * ranks: a per-rank time of 2 everywhere
+    at = {"ranks": 8.0, "n": 1.0}
+    assert from_time("speedup", cost, at, ("ranks", "n"), 2.0) == pytest.approx(1.0)
+    assert from_time("parallel_efficiency", cost, at, ("ranks", "n"), 2.0) == pytest.approx(0.25)
+    assert from_time("cost", cost, at, ("ranks", "n"), 2.0) == pytest.approx(16.0)
 
 
 def test_from_time_follows_the_definitions_of_the_measurements():
@@ -110,7 +154,7 @@ def test_from_time_is_nan_where_the_time_model_falls_below_zero():
 
 def _row(metric: str, prediction: float, from_time_: float | None) -> RankedModel:
     fm = FittedModel("main", metric, Model(("ranks",), prediction), 1.0, 0.0, 1.0, None, 5)
-    return RankedModel(fm, (0.0, 0.0), prediction, None, None, from_time=from_time_)
+    return RankedModel(fm, (0.0, 0.0), prediction, None, None, from_time=None if from_time_ is None else (from_time_, "time"))
 
 
 def test_disagreement_warning_names_only_models_far_from_the_time_figure():
@@ -118,5 +162,6 @@ def test_disagreement_warning_names_only_models_far_from_the_time_figure():
     w = disagreement_warning([_row("speedup", 0.6, 0.25), _row("parallel_efficiency", -0.1, 0.004),
                               _row("cost", 10.0, 9.0)], "ranks=64")
     assert w.startswith("2 speedup, efficiency or cost models predict at ranks=64 far from")
-    assert "main (speedup) 0.6 against 0.25" in w and "main (parallel_efficiency) -0.1 against 0.004" in w
+    assert "main (speedup) 0.6 against 0.25 from time" in w
+    assert "main (parallel_efficiency) -0.1 against 0.004 from time" in w
     assert "(cost)" not in w

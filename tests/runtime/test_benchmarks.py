@@ -20,3 +20,11 @@ def test_probe_overhead_micro_section_runs(tmp_path):
         assert row in p.stdout, p.stdout
     # Measuring must not leave a profile or a run file behind.
     assert not (tmp_path / "scaleprobe-runs").exists()
+
+
+def test_derived_speedup_benchmark_runs():
+    p = subprocess.run([sys.executable, str(REPO / "benchmarks" / "derived_speedup.py"), "--paths", "12", "--noise", "0.05"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    rows = [ln for ln in p.stdout.splitlines() if ln.startswith(("pmnf", "strong"))]
+    assert len(rows) == 4 and all(ln.count("|") == 4 for ln in rows), p.stdout

@@ -10,9 +10,11 @@ uniform multiplicative noise, the speedups derived per repetition as `modeler.ag
   over the ranks. No PMNF term falls as 1/ranks: the time model fails here, the cost model
   (c * ranks + W(n) + C(n) * ranks * log2(ranks)) does not.
 
-Printed per family and noise: the median and 90th-percentile relative error of each figure at
-ranks=128, n=100 (4x the largest measured values), and the ratio of the errors (own model / from
-time), and how often the figure came from the cost model. Usage: python benchmarks/derived_speedup.py [--paths 200] [--seed 1] [--noise 0.02,0.05]
+Printed per family and noise, at ranks=128, n=100 (4x the largest measured values), as median and
+90th-percentile relative errors: the time predicted by plain PMNF models against models split over
+the ranks where that cross-validates better (`modeler.strong_scaling`; the share split); then
+speedup and efficiency from their own models against the figure from the per-rank time, the
+ratio of the errors (own model / from time), and how often that figure came from the cost model. Usage: python benchmarks/derived_speedup.py [--paths 200] [--seed 1] [--noise 0.02,0.05]
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from _synthetic import draw_function  # noqa: E402
 
 from modeler.commands.fit import fit_dataset  # noqa: E402
 from modeler.dataset import Dataset, Series  # noqa: E402
+from modeler.estimator import PMNFModeler  # noqa: E402
 
 RANKS = (2.0, 4.0, 8.0, 16.0, 32.0)
 SIZES = (5.0, 10.0, 15.0, 20.0, 25.0)
@@ -68,7 +71,25 @@ def _case(times, noise: float, rng: np.random.Generator):
                    Series(name, "speedup", pts, tuple(speed)), Series(name, "parallel_efficiency", pts, tuple(eff))]
         s_true = float(f(np.array([[RANKS[0], TARGET["n"]]]))[0] / f(target)[0])
         truth.append({"speedup": s_true, "parallel_efficiency": s_true * RANKS[0] / TARGET["ranks"]})
+    for tr, f in zip(truth, times):
+        tr["time"] = float(f(target)[0])
     return Dataset(("ranks", "n"), series), truth
+
+
+def _time_errors(dataset: Dataset, truth) -> tuple[np.ndarray, np.ndarray, float]:
+    """Relative errors of the time predicted at the target without and with the models split over
+    the ranks (`modeler.strong_scaling`), and the share of split models."""
+    times = dataset.select(metrics=["time"])
+    target = np.array([[TARGET["ranks"], TARGET["n"]]])
+    true = np.array([tr["time"] for tr in truth])
+    out = []
+    for split in (False, True):
+        models = PMNFModeler(strong_scaling=split).fit(times).models_
+        pred = np.array([fm.predict(target)[0] for fm in models])
+        out.append(np.abs(pred - true) / true)
+        if split:
+            share = float(np.mean([any(f.exponent < 0 for t in fm.model.terms for f in t.factors) for fm in models]))
+    return out[0], out[1], share
 
 
 def _errors(dataset: Dataset, truth) -> dict[str, tuple[np.ndarray, np.ndarray, float]]:
@@ -94,17 +115,25 @@ def main(argv=None) -> int:
     ap.add_argument("--noise", default="0.02,0.05")
     args = ap.parse_args(argv)
     print(f"relative error (%) at ranks={TARGET['ranks']:g}, n={TARGET['n']:g}; {args.paths} call paths per row")
-    print(f"{'family':7} {'noise':>5} {'metric':20} | {'own model med':>13} {'p90':>7} | {'from time med':>13} {'p90':>7} "
-          f"| {'ratio med':>9} {'p90':>6} | from cost")
+    cases = {}
     for family, draw in (("pmnf", _pmnf_times), ("strong", _strong_times)):
         for noise in (float(x) for x in args.noise.split(",")):
             rng = np.random.default_rng(args.seed)
-            data, truth = _case(draw(rng, args.paths), noise, rng)
-            for metric, (own, ft, cost) in _errors(data, truth).items():
-                om, o9 = np.median(own) * 100, np.percentile(own, 90) * 100
-                fm, f9 = np.median(ft) * 100, np.percentile(ft, 90) * 100
-                print(f"{family:7} {noise:>5.0%} {metric:20} | {om:13.2f} {o9:7.2f} | {fm:13.2f} {f9:7.2f} "
-                      f"| {om / max(fm, 1e-12):8.1f}x {o9 / max(f9, 1e-12):5.1f}x | {cost:8.0%}")
+            cases[family, noise] = _case(draw(rng, args.paths), noise, rng)
+    print(f"{'family':7} {'noise':>5} {'metric':20} | {'plain PMNF med':>14} {'p90':>8} | {'split med':>9} {'p90':>8} | split")
+    for (family, noise), (data, truth) in cases.items():
+        plain, split, share = _time_errors(data, truth)
+        print(f"{family:7} {noise:>5.0%} {'time':20} | {np.median(plain) * 100:14.2f} {np.percentile(plain, 90) * 100:8.2f} "
+              f"| {np.median(split) * 100:9.2f} {np.percentile(split, 90) * 100:8.2f} | {share:5.0%}")
+    print()
+    print(f"{'family':7} {'noise':>5} {'metric':20} | {'own model med':>13} {'p90':>7} | {'from time med':>13} {'p90':>7} "
+          f"| {'ratio med':>9} {'p90':>6} | from cost")
+    for (family, noise), (data, truth) in cases.items():
+        for metric, (own, ft, cost) in _errors(data, truth).items():
+            om, o9 = np.median(own) * 100, np.percentile(own, 90) * 100
+            fm, f9 = np.median(ft) * 100, np.percentile(ft, 90) * 100
+            print(f"{family:7} {noise:>5.0%} {metric:20} | {om:13.2f} {o9:7.2f} | {fm:13.2f} {f9:7.2f} "
+                  f"| {om / max(fm, 1e-12):8.1f}x {o9 / max(f9, 1e-12):5.1f}x | {cost:8.0%}")
     return 0
 
 

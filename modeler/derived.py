@@ -1,10 +1,10 @@
 """Speedup, parallel efficiency and cost at the target point, from a model of the per-rank time.
 
 `speedup`, `parallel_efficiency` and `cost` are measured values like any other and get their own
-PMNF models. But PMNF terms (x^i, log2(x)^j with positive exponents) cannot fall as 1/x: the
-speedup of a run that slows with more ranks, or the efficiency of any strong-scaling run, comes
-back as a constant or as a falling line that crosses zero. They derive from a per-rank time T
-exactly as the measurements do (`modeler.aggregate`):
+models. But the speedup of a run that slows with more ranks (1 / (1 + log2(ranks)), say) is not
+PMNF at all, even split over the ranks (`modeler.strong_scaling`), and its model comes back as a
+constant or as a falling line that crosses zero. They derive from a per-rank time T exactly as
+the measurements do (`modeler.aggregate`):
 
     speedup(target)             = T(r0, rest) / T(target)
     parallel_efficiency(target) = speedup(target) * r0 / ranks
@@ -12,13 +12,13 @@ exactly as the measurements do (`modeler.aggregate`):
 
 with `rest` the target's other parameters and r0 the fewest ranks at which the call path's time
 was measured (its baseline). T comes from one of two models of the call path (`choose_basis`):
-- its `time` model: exact where the time grows with ranks (weak scaling, communication);
-- its `cost` model divided by ranks: where the work is split over the ranks (strong scaling), the
-  time falls as 1/ranks, which no PMNF term follows, but the cost (rank-seconds) stays level or
-  grows, which PMNF terms do (Extra-P models strong scaling the same way, on the sum over ranks).
+- its `time` model: exact where the time grows with ranks (weak scaling, communication), and
+  where the work is split over the ranks, the time model is split too (`modeler.strong_scaling`);
+- its `cost` model divided by ranks: the same idea where the time model's split was not taken
+  but the cost model explains the values better.
 Whichever of the two explains the measurements better out of sample (cross-validated SMAPE; cost
-is time x ranks at every point, so their relative errors compare) is used. On
-`benchmarks/derived_speedup.py` that choice is as good as the better of the two in both families.
+is time x ranks at every point, so their relative errors compare) is used
+(`benchmarks/derived_speedup.py`, docs/modeling.md).
 
 `from_time` gives the figure; `disagreement_warning` names the models whose own prediction is far
 from it. Only where the `time` series is a time per rank (`--ranks mean` or `max`): under `sum` or

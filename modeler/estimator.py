@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .dataset import REPETITION_AGGREGATES, Dataset, Series, robust_values
+from .dataset import RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series, robust_values
 from .errors import InputError, NotFittedError, TooFewPointsError
 from .listing import listing
 from .model import Alternative, Factor, FittedModel, Model, Term
@@ -28,6 +28,7 @@ from .pmnf.fit import GroupFit
 from .pmnf.hypotheses import exponent_of
 from .pmnf.points import distinct_values, group_by_points
 from .pmnf.quality import quality
+from .strong_scaling import MARGIN, split, split_alternative, time_view
 
 COMPAT_MODES = (None, "extrap")
 #: a series needs this many points, and a parameter this many distinct values, to get a term
@@ -51,6 +52,9 @@ class PMNFModeler:
       measured by the repetitions.
     - `on_too_few`: "warn" (a series with fewer than 3 points gets a constant model and a warning)
       or "raise" (`TooFewPointsError`).
+    - `strong_scaling`: default mode, with a parameter named `ranks`: also fit the values x ranks
+      and keep that form divided by ranks (terms falling as 1/ranks) where it cross-validates
+      clearly better (`modeler.strong_scaling`).
     """
 
     def __init__(
@@ -62,6 +66,7 @@ class PMNFModeler:
         allow_log: bool = True,
         noise_test: bool = True,
         on_too_few: str = "warn",
+        strong_scaling: bool = True,
     ) -> None:
         self.compat = compat
         self.aggregate = aggregate
@@ -69,6 +74,7 @@ class PMNFModeler:
         self.allow_log = allow_log
         self.noise_test = noise_test
         self.on_too_few = on_too_few
+        self.strong_scaling = strong_scaling
 
     def _validate(self) -> str:
         if self.compat not in COMPAT_MODES:
@@ -87,8 +93,8 @@ class PMNFModeler:
             raise InputError(f"candidates must be a positive integer, got {self.candidates!r}")
         if self.on_too_few not in ("warn", "raise"):
             raise InputError(f"on_too_few must be 'warn' or 'raise', got {self.on_too_few!r}")
-        if not all(isinstance(v, (bool, np.bool_)) for v in (self.allow_log, self.noise_test)):
-            raise InputError("allow_log and noise_test must be True or False")
+        if not all(isinstance(v, (bool, np.bool_)) for v in (self.allow_log, self.noise_test, self.strong_scaling)):
+            raise InputError("allow_log, noise_test and strong_scaling must be True or False")
         return aggregate
 
     def fit(self, dataset: Dataset) -> "PMNFModeler":
@@ -108,9 +114,12 @@ class PMNFModeler:
         for i, s in enumerate(dataset.series):
             values, spread = stats[i]
             if i in fits:
-                g, row, q = fits[i]
+                g, row, q, divided = fits[i]
                 model = _to_model(dataset.parameters, g, row)
                 alternatives = _alternatives(dataset.parameters, g, row)
+                if divided:  # fitted as values x ranks: back to the values (modeler.strong_scaling)
+                    model = split(model, RANKS_PARAMETER)[0]
+                    alternatives = tuple(split_alternative(a, RANKS_PARAMETER) for a in alternatives)
                 if not np.any(values) and alternatives:  # all zeros: nothing is uncertain
                     k = 1 + len(model.terms)
                     alternatives = (Alternative(1.0, model, np.zeros((k, k))),)
@@ -152,34 +161,61 @@ class PMNFModeler:
         return tuple(notes)
 
     def _fit_groups(self, dataset: Dataset, fittable: list[int], stats: list, aggregate: str) -> dict:
-        """Series index -> (its group's fit, its row there, the group's quality); one engine call
-        per set of series measured at the same points."""
+        """Series index -> (its group's fit, its row there, the group's quality, whether the fit is
+        of the values x ranks); one engine call per set of series measured at the same points (two
+        where the values x ranks are fitted too, `modeler.strong_scaling`)."""
         fits = {}
+        params = dataset.parameters
         for members in group_by_points([dataset.series[i].points for i in fittable]).values():
             index = [fittable[m] for m in members]
             pts = dataset.series[index[0]].points
             Y = np.array([stats[i][0] for i in index])
-            # each series is fitted at a power-of-two scale near 1 (exact in floating point, so
-            # the models are the same bit for bit), where 1/y^2 weights and squares cannot
-            # overflow or underflow: values of 1e-200 or 1e200 are modeled like 1
-            scale = _power_of_two_scale(Y)
-            Y = Y / scale[:, None]
-            if self.compat == "extrap":
-                g = extrap_mode.fit_group(pts, Y, index, self.allow_log)
-            else:
-                spread = np.array([stats[i][1] for i in index])
-                reps = np.array([[r.size for r in dataset.series[i].repetitions] for i in index])
-                g = default_mode.fit_group(
-                    pts, Y, index, spread, reps, aggregate=aggregate, candidates=None if self.candidates is None else int(self.candidates),
-                    allow_log=self.allow_log, noise_test=self.noise_test,
-                )
-            q = quality(g)  # scale-free but for the RSS
-            with np.errstate(over="ignore"):  # beyond 1e154 an RSS is inf in floating point
-                g = g.scaled(scale)
-                q = dataclasses.replace(q, rss=q.rss * scale * scale)
+            g, q = self._fit_scaled(pts, Y, index, stats, dataset, aggregate)
             for row, i in enumerate(index):
-                fits[i] = (g, row, q)
+                fits[i] = (g, row, q, False)
+            if not self._splits(params, pts):
+                continue
+            ranks = pts[:, params.index(RANKS_PARAMETER)]
+            g2, q2 = self._fit_scaled(pts, Y * ranks[None, :], index, stats, dataset, aggregate, ranks)
+            with np.errstate(invalid="ignore"):
+                better = q2.cv_smape < MARGIN * q.cv_smape  # nan (no cross-validation): not better
+            for row, i in enumerate(index):
+                if better[row]:
+                    fits[i] = (g2, row, q2, True)
         return fits
+
+    def _splits(self, params: tuple[str, ...], pts: np.ndarray) -> bool:
+        """Whether the values x ranks are fitted too: default mode, `strong_scaling`, and a `ranks`
+        parameter with at least 3 positive values."""
+        if self.compat is not None or not self.strong_scaling or RANKS_PARAMETER not in params:
+            return False
+        r = pts[:, params.index(RANKS_PARAMETER)]
+        return bool(np.all(r > 0)) and np.unique(r).size >= MIN_POINTS
+
+    def _fit_scaled(self, pts, Y, index, stats, dataset, aggregate, ranks=None):
+        """The engine's fit of the rows of Y, and its quality (of Y / ranks where `ranks` is given:
+        `modeler.strong_scaling.time_view`)."""
+        # each series is fitted at a power-of-two scale near 1 (exact in floating point, so
+        # the models are the same bit for bit), where 1/y^2 weights and squares cannot
+        # overflow or underflow: values of 1e-200 or 1e200 are modeled like 1
+        scale = _power_of_two_scale(Y)
+        Y = Y / scale[:, None]
+        if self.compat == "extrap":
+            g = extrap_mode.fit_group(pts, Y, index, self.allow_log)
+        else:
+            spread = np.array([stats[i][1] for i in index])
+            reps = np.array([[r.size for r in dataset.series[i].repetitions] for i in index])
+            g = default_mode.fit_group(
+                pts, Y, index, spread, reps, aggregate=aggregate, candidates=None if self.candidates is None else int(self.candidates),
+                allow_log=self.allow_log, noise_test=self.noise_test,
+            )
+        if ranks is not None:
+            g = time_view(g, ranks)
+        q = quality(g)  # scale-free but for the RSS
+        with np.errstate(over="ignore"):  # beyond 1e154 an RSS is inf in floating point
+            g = g.scaled(scale)
+            q = dataclasses.replace(q, rss=q.rss * scale * scale)
+        return g, q
 
     def get_params(self, deep: bool = True) -> dict:
         """The options, by name (scikit-learn's convention, so `sklearn.base.clone` works)."""
@@ -215,7 +251,8 @@ class PMNFModeler:
         `points` is an (n, n_parameters) array in the order of `parameters_` (one point may be
         given as a flat sequence) or a mapping from parameter name to a value or equally many
         values. Values must be finite and not negative, as measured parameter values, and not 0
-        for a parameter that some model has a log2 factor of (log2(0) is not defined)."""
+        for a parameter that some model has a log2 factor or a negative exponent of (log2(0) and
+        1/0 are not defined)."""
         if not hasattr(self, "models_"):
             raise NotFittedError("PMNFModeler.predict called before fit")
         pts = self._points(points)
@@ -256,15 +293,18 @@ class PMNFModeler:
             raise InputError(f"predict: {params[j]}={pts[i, j]:g} at point {i}: values must be finite and not negative "
                              f"(PMNF models use x^i and log2(x))")
         for j, name in enumerate(params):
-            logged = [fm for fm in self.models_ if _has_log(fm.model, name)]
             at_zero = np.flatnonzero(pts[:, j] == 0)
-            if logged and at_zero.size:
-                fm = logged[0]
-                more = f" and {len(logged) - 1} more" if len(logged) > 1 else ""
-                raise InputError(
-                    f"predict: {name}=0 at point {int(at_zero[0])}: log2({name}) is not defined at 0, and the model of "
-                    f"{fm.callpath} [{fm.metric}]{more} has that factor"
-                )
+            if not at_zero.size:
+                continue
+            for what, test in ((f"log2({name})", _has_log), (f"{name}^(-1)", _has_negative_exponent)):
+                having = [fm for fm in self.models_ if test(fm.model, name)]
+                if having:
+                    fm = having[0]
+                    more = f" and {len(having) - 1} more" if len(having) > 1 else ""
+                    raise InputError(
+                        f"predict: {name}=0 at point {int(at_zero[0])}: {what} is not defined at 0, and the model of "
+                        f"{fm.callpath} [{fm.metric}]{more} has that factor"
+                    )
         return pts
 
 
@@ -272,9 +312,14 @@ def _has_log(model, name: str) -> bool:
     return any(f.parameter == name and f.log_exponent for t in model.terms for f in t.factors)
 
 
+def _has_negative_exponent(model, name: str) -> bool:
+    """A term falling as 1/ranks (`modeler.strong_scaling`) is not defined at 0 either."""
+    return any(f.parameter == name and f.exponent < 0 for t in model.terms for f in t.factors)
+
+
 #: option name -> default
 _OPTIONS = {"compat": None, "aggregate": None, "candidates": None, "allow_log": True, "noise_test": True,
-            "on_too_few": "warn"}
+            "on_too_few": "warn", "strong_scaling": True}
 
 
 def _defined_points(s: Series, params: tuple[str, ...]) -> tuple[Series | None, tuple[str, ...]]:

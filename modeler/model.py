@@ -109,7 +109,8 @@ class Model:
         return best
 
     def formula(self, digits: int = 6) -> str:
-        parts = [f"{self.constant:.{digits}g}"]
+        # a model split over ranks (modeler.strong_scaling) often has no constant left: not "0 + ..."
+        parts = [] if self.constant == 0 and self.terms else [f"{self.constant:.{digits}g}"]
         for t in self.terms:
             coef = f"{t.coefficient:.{digits}g}"
             body = " * ".join(f.formula() for f in t.factors if f.formula())

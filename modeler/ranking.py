@@ -92,9 +92,11 @@ def growth(model: Model) -> tuple[float, float]:
     best: tuple[float, float] | None = None
     sign = 1.0
     for t in model.terms:
-        g = (float(sum(f.exponent for f in t.factors)), float(sum(f.log_exponent for f in t.factors)))
-        if g == (0.0, 0.0):
+        if not any(f.exponent or f.log_exponent for f in t.factors):
             continue  # a constant-valued term does not grow
+        # the sum of exponents: the growth when every parameter grows alike (batch * ranks^(-1),
+        # a term split over the ranks, is level then)
+        g = (float(sum(f.exponent for f in t.factors)), float(sum(f.log_exponent for f in t.factors)))
         if best is None or g > best:
             best, sign = g, (1.0 if t.coefficient > 0 else -1.0 if t.coefficient < 0 else 0.0)
     if best is None or sign == 0.0:

@@ -74,11 +74,11 @@ def test_speedup_efficiency_and_cost_come_from_the_time_model_when_only_they_are
     assert models["parallel_efficiency"]["prediction_from_time"] == pytest.approx(true_speedup / 64, rel=0.02)
     assert models["cost"]["prediction_from_time"] == pytest.approx(64 * _true_time(64, 128), rel=0.02)
     assert {m["prediction_from_time_basis"] for m in models.values()} == {"time"}  # the time is PMNF here
-    # the speedup's own PMNF model is far off at 64 ranks, and the warning says which figure to prefer
-    own = models["speedup"]["prediction"]
-    assert not (1 / 1.5 <= own / true_speedup <= 1.5)
+    # the efficiency's own model is far off at 64 ranks, and the warning says which figure to prefer
+    own = models["parallel_efficiency"]["prediction"]
+    assert not (1 / 1.5 <= own / (true_speedup / 64) <= 1.5)
     assert "far from what the call path's per-rank time gives" in res["err"]
-    assert "main (speedup)" in res["err"]
+    assert "main (parallel_efficiency)" in res["err"] and "main (speedup)" not in res["err"]
 
 
 def test_table_and_csv_show_the_figure_from_time(ranks_runs, capsys):
@@ -102,17 +102,17 @@ def test_no_figure_from_time_where_time_is_not_a_time_per_rank(ranks_runs, capsy
     assert model["prediction_from_time"] is None
 
 
-def test_strong_scaling_takes_the_per_rank_time_from_the_cost_model(strong_runs, capsys):
-    res = _fit_json(capsys, str(strong_runs), "--metric", "speedup,parallel_efficiency", "--callpath", "main",
+def test_strong_scaling_time_falls_as_one_over_ranks_and_the_speedup_follows(strong_runs, capsys):
+    res = _fit_json(capsys, str(strong_runs), "--metric", "time,speedup,parallel_efficiency", "--callpath", "main",
                     "--at", "ranks=64,batch=128")
     models = {m["metric"]: m for m in res["doc"]["models"]}
+    # the time model is split over the ranks (modeler.strong_scaling): a term in ranks^(-1)
+    ranks_exponents = {f["exponent"] for t in models["time"]["terms"] for f in t["factors"] if f["parameter"] == "ranks"}
+    assert ranks_exponents == {-1.0}
+    assert models["time"]["prediction"] == pytest.approx(_strong_time(64, 128), rel=0.03)
     true_speedup = _strong_time(1, 128) / _strong_time(64, 128)  # 1.29 / 0.03 = 43
-    assert models["speedup"]["prediction_from_time_basis"] == "cost"
     assert models["speedup"]["prediction_from_time"] == pytest.approx(true_speedup, rel=0.03)
     assert models["parallel_efficiency"]["prediction_from_time"] == pytest.approx(true_speedup / 64, rel=0.03)
-    # the efficiency falls as 1/ranks: its own PMNF model cannot follow it as far
-    own = models["parallel_efficiency"]["prediction"]
-    assert abs(own - true_speedup / 64) > 0.2 * true_speedup / 64
 
 
 def _time_model(constant: float, per_rank: float, metric: str = "time", cv: float | None = None) -> FittedModel:

@@ -29,6 +29,8 @@ def add_input_options(
                         help="only call paths matching this fnmatch pattern (repeatable), e.g. '*->train*'")
     parser.add_argument("--ranks", choices=RANK_AGGREGATES, default="mean",
                         help="how the ranks of a run are combined (default: mean); imbalance = max/mean is its own metric")
+    parser.add_argument("--experiment", metavar="NAME", action="append",
+                        help="only runs of this experiment (the launcher's --experiment; repeatable)")
     parser.add_argument("--include-incomplete", action="store_true",
                         help="also use runs whose files have no end record (killed or still running)")
     parser.add_argument("--input-format", choices=FORMATS, help="read every input in this format instead of detecting it")
@@ -36,9 +38,14 @@ def add_input_options(
                         help="do not print warnings (files that could not be read are still named)")
 
 
+def read_options(args: argparse.Namespace) -> ReadOptions:
+    """How run files are read, from the input options."""
+    return ReadOptions(ranks=args.ranks, include_incomplete=args.include_incomplete,
+                       experiments=tuple(args.experiment or ()))
+
+
 def load_from_args(args: argparse.Namespace) -> Loaded:
-    options = ReadOptions(ranks=args.ranks, include_incomplete=args.include_incomplete)
-    return read_inputs(args.paths, options, format=args.input_format)
+    return read_inputs(args.paths, read_options(args), format=args.input_format)
 
 
 def describe_files(loaded: Loaded) -> str:
@@ -52,6 +59,8 @@ def describe_files(loaded: Loaded) -> str:
         extra.append(f"{counts['skipped']} skipped: unreadable")
     if counts["ignored"]:
         extra.append(f"{counts['ignored']} ignored: not measurements")
+    if counts["deselected"]:
+        extra.append(f"{counts['deselected']} not selected: other experiments (--experiment)")
     if counts["duplicate"]:
         extra.append(f"{counts['duplicate']} duplicate: copies of files read")
     total = sum(counts.values())

@@ -82,6 +82,7 @@ class ReadOptions:
     ranks: str = "mean"  # across ranks: mean, max, min or sum
     include_incomplete: bool = False  # keep runs whose files have no end record
     derived: bool = True  # speedup, parallel efficiency and cost when `ranks` is a parameter
+    experiments: tuple[str, ...] = ()  # only runs of these experiments (empty: all)
 
 
 @dataclass(frozen=True)

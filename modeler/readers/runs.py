@@ -300,6 +300,10 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
     attribute_unreadable(unreadable, runs)
     for r in runs:
         judge(r, options.include_incomplete)
+    if options.experiments:
+        runs, others = select_experiments(runs, options.experiments)
+        files.extend(FileResult(str(f.path), "runs", "deselected", f"experiment {r.experiment_key or '(unnamed)'!r} "
+                                "not selected (--experiment)") for r in others for f in r.files)
     parameters, constants = _parameters(runs, warnings)
     warnings.extend(_experiments_warning(runs, parameters))
     kept = [r for r in runs if r.status == "ok" and r.kept_incomplete]
@@ -325,6 +329,19 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
     return RunSet(runs, parameters, constants, files, warnings)
 
 
+def select_experiments(runs: list[RunRecord], names: Sequence[str]) -> tuple[list[RunRecord], list[RunRecord]]:
+    """(the runs of the experiments `names`, the others). An experiment is the header's name, or for
+    runs without one `program <argv[0]>` as `experiment_key` says; a name no run has is an error
+    that lists the experiments there are."""
+    have = sorted({r.experiment_key for r in runs})
+    unknown = [n for n in names if n not in have]
+    if unknown:
+        shown = ", ".join(repr(e) for e in have if e) or "none named"
+        raise InputError(f"--experiment: no run of experiment {unknown[0]!r}; the runs have: {shown}")
+    wanted = set(names)
+    return [r for r in runs if r.experiment_key in wanted], [r for r in runs if r.experiment_key not in wanted]
+
+
 def _experiments_warning(runs: list[RunRecord], parameters: tuple[str, ...]) -> list[str]:
     """Say what reading runs of several experiments together does to the data."""
     ok = [r for r in runs if r.status == "ok"]
@@ -342,8 +359,8 @@ def _experiments_warning(runs: list[RunRecord], parameters: tuple[str, ...]) -> 
     return [
         f"runs of {len(experiments)} experiments are modeled together: {names}; at {len(shared)} point(s) "
         f"(e.g. {example}) runs of several experiments are repetitions of each other for the call paths they "
-        f"share, and a call path one experiment did not measure there is not counted as 0 in its runs; read "
-        f"each experiment's runs apart to model them apart"
+        f"share, and a call path one experiment did not measure there is not counted as 0 in its runs; "
+        f"--experiment NAME models one of them"
     ]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
 from ..parts import parts_series
-from ..commands.inputs import add_input_options, load_from_args, name_skipped, select_callpaths
+from ..commands.inputs import add_input_options, load_from_args, name_skipped, read_options, select_callpaths
 from .assemble import ReportOptions, build_report, check_options, parse_assignments
 
 
@@ -50,12 +50,12 @@ def _choose_metric(asked: str | None, metrics: list[str]) -> str:
 def run(args: argparse.Namespace) -> int:
     from ..estimator import PMNFModeler
     from ..ranking import measured_maximum, parse_at
-    from ..readers import ReadOptions, skipped_warning
+    from ..readers import skipped_warning
     from ..readers.runs import load_runs
     from .render import render_html, render_markdown
     from .runs import groups_from_runset
 
-    read_opts = ReadOptions(ranks=args.ranks, include_incomplete=args.include_incomplete)
+    read_opts = read_options(args)
     loaded = load_from_args(args)
     dataset = loaded.dataset
     metric = _choose_metric(args.metric, dataset.metrics())

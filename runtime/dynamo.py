@@ -12,6 +12,10 @@ import sys
 from typing import Any, Callable
 
 _hidden: set[int] = set()
+# Probes that asked to be hidden before the program loaded dynamo (the SCALEPROBE_TRACE and
+# SCALEPROBE_NVTX wrappers are made at the instrumented module's import, before its `import torch`):
+# hidden by `hide_probes` once dynamo is there.
+_pending: list[Callable] = []
 
 
 def _noop(rid: Any) -> None:
@@ -19,10 +23,11 @@ def _noop(rid: Any) -> None:
 
 
 def hide(*fns: Callable) -> None:
-    """Register no-op substitutes for `fns`, if dynamo is loaded; else remember nothing."""
+    """Register no-op substitutes for `fns` now if dynamo is loaded, else as soon as it is."""
     compiler = getattr(sys.modules.get("torch"), "compiler", None)
     substitute = getattr(compiler, "substitute_in_graph", None)
     if substitute is None or "torch._dynamo" not in sys.modules:
+        _pending.extend(fn for fn in fns if all(fn is not p for p in _pending))
         return
     for fn in fns:
         if id(fn) in _hidden:
@@ -40,3 +45,7 @@ def hide_probes() -> None:
 
     impl = _backend.impl
     hide(impl.enter, impl.exit, impl.mark)
+    if _pending and "torch._dynamo" in sys.modules:
+        pending = _pending[:]
+        del _pending[:]
+        hide(*pending)

@@ -7,6 +7,7 @@ SIGTERM becomes `SystemExit(143)` so that `finally` blocks and the recorder's ex
 
 from __future__ import annotations
 
+import builtins
 import os
 import signal
 import sys
@@ -97,8 +98,13 @@ def run_script(path: Path, args: list[str],
         print(formatted, end="", file=sys.stderr)
         return 1
     main = types.ModuleType("__main__")
-    main.__dict__.update({"__file__": str(absolute), "__builtins__": __builtins__, "__spec__": None,
-                          "__loader__": None, "__package__": None, "__cached__": None})
+    # As `python script.py` sets them: the builtins *module* (our own `__builtins__` is its dict),
+    # a source loader (`__loader__.get_source` works), an empty `__annotations__`.
+    from importlib.machinery import SourceFileLoader
+
+    main.__dict__.update({"__file__": str(absolute), "__builtins__": builtins, "__spec__": None,
+                          "__loader__": SourceFileLoader("__main__", str(absolute)), "__package__": None,
+                          "__cached__": None, "__annotations__": {}})
     sys.argv = [str(path), *args]
     # `python -m` puts the working directory first; `python script.py` puts the script's directory.
     sys.path[0] = str(absolute.parent)

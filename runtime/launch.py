@@ -18,16 +18,33 @@ from runtime.launch_args import Options, parse
 from runtime.launch_errors import LaunchError
 from runtime.launch_recording import check_environment
 from runtime.launch_toplevel import restore_program_limit
-from runtime.sweep_design import Run, point_name
+from runtime.sweep_design import Run, run_name
 from runtime.sweep_state import prepare_root
 
 
 def _next_repetition(opts: Options, params: dict) -> int:
     """A plain run repeated by hand gets the next free repetition index rather than overwriting."""
-    pattern = re.compile(re.escape(point_name(params)) + r"_rep-(\d+)\Z")
+    pattern = re.compile(re.escape(run_name(params)) + r"_rep-(\d+)\Z")
     root = opts.out / opts.experiment
     taken = [int(m.group(1)) for p in (root.iterdir() if root.is_dir() else ()) if (m := pattern.match(p.name))]
     return max(taken) + 1 if taken else 0
+
+
+def _claim_repetition(opts: Options, runs: list[Run]) -> list[Run]:
+    """Make the run directory of the next free repetition, atomically: of launchers started at once
+    on one --out (a job array), each gets a repetition of its own."""
+    (run,) = runs
+    while True:
+        try:
+            run.directory.mkdir()
+            return [run]
+        except FileExistsError:
+            rep = run.repetition + 1
+            run = opts.design.run(run.params, rep, run.directory.with_name(
+                f"{run_name(run.params)}_rep-{rep}"), opts.args)
+        except OSError as exc:
+            raise LaunchError(f"--out {opts.out}: cannot create the run directory {run.directory}: "
+                              f"{exc.strerror}") from None
 
 
 def _runs(opts: Options, nproc: int) -> list[Run]:
@@ -72,6 +89,8 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
 
         nsys_executable()  # fail before any run starts
     prepare_root(opts.out, opts.experiment)
+    if not opts.sweeping and opts.repetition is None:
+        runs = _claim_repetition(opts, runs)
     if not in_process:
         from runtime.sweep_run import execute
 

@@ -3,6 +3,9 @@
 Used by every rank the launcher spawns (`--child`) and by a launcher started as one rank of
 srun/mpiexec/torchrun. When the script fails, its traceback goes to `<SCALEPROBE_OUT>/rank<R>.error.txt`
 (first line: the error itself) so that the parent launcher can say which rank failed and why.
+A rank that ends because it was sent SIGTERM (the launcher or srun stopping it because another rank
+failed, `--timeout`, Ctrl-C) says so in that first line, `STOPPED_BY_SIGTERM ...`, so that it is not
+taken for the rank that failed.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import types
 from pathlib import Path
 from typing import Callable
 
+from runtime import launch_script
 from runtime.launch_errors import LaunchError
 from runtime.launch_script import compile_script, error_summary, install_sigterm_exit, run_script
 
@@ -34,6 +38,11 @@ def instrumenting_compiler(script: Path, project_root: Path | None,
     return instrument_entry
 
 
+STOPPED_BY_SIGTERM = "stopped by SIGTERM"
+# Set by run_rank when the program ran but its run file could not be written to the end.
+run_file_problem: str | None = None
+
+
 def error_file(rank: int) -> Path | None:
     out = os.environ.get("SCALEPROBE_OUT")
     return Path(out) / f"rank{rank}.error.txt" if out else None
@@ -46,17 +55,37 @@ def run_rank(script: Path, args: list[str], rank: int, *, instrument: bool = Fal
     target = error_file(rank)
 
     def record(exc: BaseException, formatted: str) -> None:
-        if target is None:
-            return
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(f"{error_summary(exc)}\n\n{formatted}", encoding="utf-8")
-        except OSError:
-            pass  # the traceback still reaches stderr; losing the copy must not mask the error
+        if launch_script.received_sigterm:
+            # Not this rank's own failure: someone stopped it (see the module's docstring).
+            summary = (f"{STOPPED_BY_SIGTERM} (the launcher or scheduler stops every rank when one fails, "
+                       "at --timeout and at Ctrl-C)")
+            if not (isinstance(exc, SystemExit) and exc.code == launch_script.SIGTERM_EXIT):
+                summary += f"; then {error_summary(exc)}"
+        else:
+            summary = error_summary(exc)
+        write_error(target, f"{summary}\n\n{formatted}")
 
     code = run_script(script, args, code_for, record)
-    _finish_recorder(code)
+    global run_file_problem
+    run_file_problem = problem = _finish_recorder(code)
+    if problem is not None and not code:
+        # The program's own exit status stands; what went wrong is the run file's, said as such.
+        write_error(target, f"{problem}\n")
     return code
+
+
+def write_error(target: Path | None, text: str) -> None:
+    if target is None:
+        return
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError:
+        pass  # the message still reaches stderr; losing the copy must not mask the error
+
+
+def stopped_by_sigterm(first_line: str | None) -> bool:
+    return bool(first_line) and first_line.startswith(STOPPED_BY_SIGTERM)
 
 
 def recorder_started() -> bool:
@@ -65,15 +94,25 @@ def recorder_started() -> bool:
     return recorder is not None and recorder.get() is not None
 
 
-def _finish_recorder(code: int) -> None:
-    """Write the run file's end record with the script's own exit status, if anything recorded."""
+def _finish_recorder(code: int) -> str | None:
+    """Write the run file's end record with the script's own exit status, if anything recorded;
+    what went wrong when the run file cannot be written (a full disk, a file size limit)."""
     if not recorder_started():
-        return
-    from runtime import launch_script
+        return None
     from runtime.probe import finish
 
-    # Exceptions were already seen by the recorder's excepthook; a SIGTERM only by us.
-    finish(status="signal" if launch_script.received_sigterm else None, exit_code=code)
+    rec = sys.modules["runtime.recorder"].get()
+    where = getattr(rec, "path", None) or "(unknown)"
+    try:
+        # Exceptions were already seen by the recorder's excepthook; a SIGTERM only by us.
+        finish(status="signal" if launch_script.received_sigterm else None, exit_code=code)
+    except OSError as exc:  # a recorder that raises its final write's error
+        problem = f"cannot write run file {where}: {exc.strerror or exc}"
+        print(f"scaleprobe: {problem}", file=sys.stderr)
+        return problem
+    if getattr(rec, "failed_writes", 0):  # the recorder said why on stderr
+        return f"cannot write run file {where}: its end record is missing (the rank's stderr says why)"
+    return None
 
 
 def read_error(directory: Path, rank: int) -> str | None:

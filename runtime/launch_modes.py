@@ -7,9 +7,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -22,8 +24,8 @@ from runtime.launch_child import read_error, recorder_started, run_rank
 from runtime.launch_errors import LaunchError
 from runtime.launch_nsys import nsys_executable, nsys_prefix, parse_rank_filter
 from runtime.launch_recording import report_single_run, wrote_run_file
-from runtime.sweep_design import Run, point_name
-from runtime.sweep_state import RunRecord, clear_attempt, prepare_root, write_record
+from runtime.sweep_design import Run, point_name, run_name
+from runtime.sweep_state import RunRecord, claim, clear_attempt, place, prepare_root, write_record
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
 
@@ -66,7 +68,29 @@ def maybe_exec_nsys(opts: Options, rank: int, out_dir: Path, argv: list[str]) ->
     os.execv(nsys, command)
 
 
+def die_with_parent() -> None:
+    """Linux: have the kernel send this rank SIGTERM when the process that started it dies, even by
+    SIGKILL (the launcher, or the `--spawn` command), so that no rank outlives its launcher and
+    competes with a resumed sweep. SIGTERM unwinds the program (`SystemExit(143)`). Elsewhere,
+    nothing: see docs/launch.md for the limits."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:
+        # The parent died before the request was made: the kernel will not send it now.
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def run_child(opts: Options, argv: list[str]) -> int:
+    die_with_parent()
     identity = detect()
     export_torch_env(identity)
     out = os.environ.get("SCALEPROBE_OUT")
@@ -98,16 +122,26 @@ def _set_run_env(opts: Options, run: Run, run_id: str) -> None:
 
 
 def _finish(run: Run, record: RunRecord, code: int, rank: int, wall_s: float) -> None:
+    from runtime import launch_child
+
     record.exit_code = code
     if launch_script.received_sigterm:
         record.status, record.error = "interrupted", "interrupted by SIGTERM"
     elif code:
         record.status, record.failed_rank = "failed", rank
         record.error = read_error(run.directory, rank) or f"exited with code {code}"
+    elif launch_child.run_file_problem is not None:
+        # The program succeeded (its status stands) but its data did not reach the disk.
+        record.status, record.failed_rank, record.error = "failed", rank, launch_child.run_file_problem
     else:
         record.status = "ok"
     record.wall_s = round(wall_s, 3)
-    write_record(run.directory, record)
+    try:
+        write_record(run.directory, record)
+    except LaunchError as exc:
+        # The program's exit status stands; the record still says `running`, so a resumed sweep
+        # makes this run again.
+        print(f"scaleprobe launch: error: {exc} (the run's record still says 'running')", file=sys.stderr)
 
 
 def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str], cfg: Config) -> int:
@@ -125,7 +159,7 @@ def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str], cfg
                           f"{identity.world_size} ranks")
     (params,) = opts.design.points(identity.world_size)
     repetition = opts.repetition or 0
-    name = f"{point_name(params)}_rep-{repetition}_{_UNSAFE.sub('_', run_id)}"
+    name = f"{run_name(params)}_rep-{repetition}_{_UNSAFE.sub('_', run_id)}"
     run = opts.design.run(params, repetition, opts.out / opts.experiment / name, opts.args)
     if opts.dry_run:
         print(f"rank {identity.rank} of {identity.world_size} would run {run.directory}  "
@@ -156,11 +190,18 @@ def run_plain(opts: Options, run: Run, argv: list[str], cfg: Config) -> int:
     os.environ.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
                        "SCALEPROBE_LAUNCHER": "launch"})
+    legacy = run.directory.with_name(f"{point_name(run.params)}_rep-{run.repetition}")
+    run = dataclasses.replace(run, directory=place(run.directory, run.params, legacy))
+    held = claim(run.directory)  # held while the program runs; released when this process ends
+    if isinstance(held, str):
+        raise LaunchError(f"{run.directory} is being run by another launcher ({held}); "
+                          "give another --repetition or wait for it")
     _set_run_env(opts, run, run_id)
     clear_attempt(run.directory)  # `--repetition K` into a run directory of an earlier attempt
     record = _record(opts, run, run_id, argv)
     write_record(run.directory, record)
     code = _run(opts, detect(), run.args)
     _finish(run, record, code, 0, time.monotonic() - start)
+    held.release()
     report_single_run(opts, cfg, run.directory, wrote_run_file(run.directory), record.status == "ok")
     return code

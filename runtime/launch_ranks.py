@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from runtime.launch_child import read_error
+from runtime.launch_child import read_error, stopped_by_sigterm
 
 POLL_S = 0.05
 
@@ -89,16 +89,61 @@ def _signal(proc: subprocess.Popen, sig: int, group: bool = False) -> None:
         pass
 
 
+def _error_ranks(run_dir: Path) -> list[int]:
+    """Ranks that left an error file, oldest first."""
+    found = []
+    for path in run_dir.glob("rank*.error.txt"):
+        try:
+            found.append((path.stat().st_mtime, int(path.name[4:].split(".")[0])))
+        except (OSError, ValueError):
+            continue
+    return [rank for _, rank in sorted(found)]
+
+
+def _ranks_without_end(run_dir: Path) -> list[int]:
+    """Ranks whose own run file (not a helper process's) has no end record: killed, or crashed."""
+    from runtime.runfile import RunFileError, read_run
+
+    ranks = set()
+    for path in sorted(run_dir.glob("rank*.jsonl")):
+        try:
+            run = read_run(path)
+        except RunFileError:
+            continue
+        if run.end is None and not run.is_helper_process:
+            try:
+                ranks.add(int(path.name[4:].split(".")[0]))
+            except ValueError:
+                continue
+    return sorted(ranks)
+
+
+def _spawned_failure(run_dir: Path, code: int) -> tuple[int | None, str | None]:
+    """Which rank of a spawn command (srun, mpiexec) failed. Its ranks' error files say, but a rank
+    that srun stopped with SIGTERM after another one failed leaves one too, marked as such; a rank
+    killed by a signal (a segfault, SIGKILL, the OOM killer) leaves none, only a run file without
+    an end record."""
+    stopped = None
+    for rank in _error_ranks(run_dir):
+        error = read_error(run_dir, rank)
+        if not stopped_by_sigterm(error):
+            return rank, error
+        stopped = stopped or (rank, error)
+    for rank in _ranks_without_end(run_dir):
+        if read_error(run_dir, rank) is None:
+            return rank, (f"died without an error message (its run file has no end record; "
+                          f"the spawn command {describe_exit(code)})")
+    return stopped or (None, None)
+
+
 def _failed_member(members: Sequence[Member], procs: list[subprocess.Popen], run_dir: Path,
                    first: int) -> tuple[int | None, str]:
     member, code = members[first], procs[first].returncode
     rank = member.rank
     if rank is None:
-        # A spawn command (srun, mpiexec) failed: its ranks' error files say which one.
-        errors = sorted(run_dir.glob("rank*.error.txt"), key=lambda p: p.stat().st_mtime)
-        if errors:
-            rank = int(errors[0].name[4:].split(".")[0])
-    error = read_error(run_dir, rank) if rank is not None else None
+        rank, error = _spawned_failure(run_dir, code)
+    else:
+        error = read_error(run_dir, rank)
     return rank, error or describe_exit(code)
 
 
@@ -160,6 +205,11 @@ def run_members(members: Sequence[Member], run_dir: Path, *, timeout: float | No
         return Outcome("failed", status_code(codes[first_failure]), rank, error, wall)
     if status == "timeout":
         return Outcome("timeout", 124, None, f"timed out after {timeout:g} s", wall)
+    if status == "ok":
+        # Every rank exited 0, but one may have said that its run file could not be written
+        # (launch_child: a full disk, a file size limit): the run's data is not complete.
+        for rank in _error_ranks(run_dir):
+            return Outcome("failed", 0, rank, read_error(run_dir, rank) or "left an error file", wall)
     if status == "interrupted":
         name = signal.Signals(stop_signal).name if stop_signal else "signal"
         return Outcome("interrupted", 128 + (stop_signal or 0), None, f"interrupted by {name}", wall,

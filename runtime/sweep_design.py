@@ -83,22 +83,28 @@ class Design:
     def runs(self, out: Path, experiment: str, args: list[str], nproc: int,
              first_repetition: int = 0) -> list[Run]:
         runs = []
-        seen: dict[str, dict[str, Value]] = {}
         for point in self.points(nproc):
-            base = point_name(point)
-            if base in seen and seen[base] != point:
-                # Two points that differ only in characters a file name cannot hold.
-                import hashlib
-
-                base += "_" + hashlib.sha1(repr(sorted(point.items())).encode()).hexdigest()[:8]
-            seen[base] = point
+            base = run_name(point)
             for rep in range(first_repetition, first_repetition + self.repeat):
                 runs.append(self.run(point, rep, out / experiment / f"{base}_rep-{rep}", args))
         return runs
 
 
 def point_name(point: dict[str, Value]) -> str:
+    """The parameters as a file name can hold them (two points may come out alike: see run_name)."""
     return "_".join(f"{k}-{_UNSAFE.sub('_', str(v))}" for k, v in point.items())
+
+
+def run_name(point: dict[str, Value]) -> str:
+    """The directory name of a point, a function of the point alone: `point_name`, plus a hash of
+    the point when a value holds a character a name keeps only as `_` (`/`, a space, `_` itself),
+    so that `a/b` and `a_b` never share a directory, whatever the order they are swept in."""
+    name = point_name(point)
+    if any(_UNSAFE.search(str(v)) for v in point.values()):
+        import hashlib
+
+        name += "_" + hashlib.sha1(repr(sorted(point.items())).encode()).hexdigest()[:8]
+    return name
 
 
 def _toml_values(values: list[object], where: str) -> list[Value]:

@@ -6,19 +6,23 @@ after a failed or timed-out run, and stops (resumably) at Ctrl-C or SIGTERM.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
 import signal
 import sys
+import time
+from pathlib import Path
 
 from runtime.config import Config
 from runtime.launch_args import Options, child_flags, without_dry_run
 from runtime.launch_recording import nothing_recorded, report_single_run, wrote_run_file
 from runtime.launch_ranks import Member, Outcome, SignalInbox, free_port, run_members
-from runtime.sweep_design import Run
+from runtime.launch_errors import LaunchError
+from runtime.sweep_design import Run, point_name
 from runtime.sweep_progress import Progress
-from runtime.sweep_state import RunRecord, clear_attempt, is_complete, write_record
+from runtime.sweep_state import Claim, RunRecord, claim, clear_attempt, is_complete, place, write_record
 from runtime.sweep_values import substitute
 
 # Variables that would make a rank believe it is someone else's rank: never inherited from our own
@@ -100,6 +104,9 @@ def dry_run(opts: Options, runs: list[Run], in_process_argv: list[str] | None = 
     stream = stream or sys.stdout
     todo = 0
     for run in runs:
+        if opts.sweeping:
+            legacy = run.directory.with_name(f"{point_name(run.params)}_rep-{run.repetition}")
+            run = dataclasses.replace(run, directory=place(run.directory, run.params, legacy))
         done = opts.sweeping and is_complete(run.directory, run.params, program_of(opts, run))
         todo += not done
         command = (rank_command(opts, run) if in_process_argv is None
@@ -119,52 +126,124 @@ def execute(opts: Options, runs: list[Run], cfg: Config) -> int:
 def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) -> int:
     progress = Progress(total=len(runs)) if opts.sweeping else None
     interrupted: Outcome | None = None
+    stopped: str | None = None  # why the sweep stopped early (the launcher cannot write its records)
     last_code = 0
     unrecorded = 0  # runs that ended ok without a run file
-    for run in runs:
+    todo: list[Run] = list(runs)
+    held_elsewhere: dict[Path, str] = {}  # runs another launcher holds: tried again at the end
+    waiting = False
+    while todo:
         if between.received:
             sig = between.received[0]
             name = signal.Signals(sig).name
             interrupted = Outcome("interrupted", 128 + sig, None, f"interrupted by {name}", 0.0, sig)
             break
-        if opts.sweeping and is_complete(run.directory, run.params, program_of(opts, run)):
-            assert progress is not None
-            progress.skip()
+        run = todo.pop(0)
+        taken = _take(opts, run)
+        if isinstance(taken, str):
+            if not opts.sweeping:
+                raise LaunchError(f"{run.directory} is being run by another launcher ({taken}); "
+                                  "give another --repetition or wait for it")
+            if run.directory not in held_elsewhere:
+                held_elsewhere[run.directory] = taken
+                print(f"scaleprobe launch: {run.directory} is being run by another launcher ({taken}): "
+                      "coming back to it at the end", file=sys.stderr)
+            todo.append(run)
+            # Only runs held elsewhere are left: wait for them, a little at a time.
+            if all(r.directory in held_elsewhere for r in todo):
+                if not waiting:
+                    waiting = True
+                    print(f"scaleprobe launch: waiting for {len(todo)} run(s) another launcher is "
+                          "running on this --out", file=sys.stderr)
+                time.sleep(WAIT_S)
             continue
-        clear_attempt(run.directory)
-        run_id = new_run_id()
-        members = members_for(opts, run, run_id)
-        record = RunRecord(experiment=opts.experiment, run_id=run_id, params=run.params,
-                           repetition=run.repetition, command=members[0].command, program=program_of(opts, run))
-        write_record(run.directory, record)
-        outcome = run_members(members, run.directory, timeout=opts.timeout, grace=opts.grace)
-        record.status, record.exit_code = outcome.status, outcome.exit_code
-        record.failed_rank, record.error, record.wall_s = outcome.failed_rank, outcome.error, round(outcome.wall_s, 3)
-        write_record(run.directory, record)
+        claim, run = taken
+        try:
+            if opts.sweeping and is_complete(run.directory, run.params, program_of(opts, run)):
+                assert progress is not None
+                progress.skip()
+                continue
+            code, outcome, recorded, stopped = _run_one(opts, run, cfg, progress)
+        finally:
+            claim.release()
+        if outcome is None:  # the launcher could not record the run: nothing else can be recorded
+            last_code = code
+            break
         last_code = outcome.exit_code
-        recorded = wrote_run_file(run.directory)
         unrecorded += outcome.status == "ok" and not recorded
-        if outcome.status == "failed" and not opts.sweeping:
-            who = f"rank {outcome.failed_rank}" if outcome.failed_rank is not None else "the run"
-            print(f"scaleprobe launch: {who} failed: {outcome.error}", file=sys.stderr)
-        elif outcome.status == "timeout" and not opts.sweeping:
-            print(f"scaleprobe launch: {outcome.error}", file=sys.stderr)
-        if not opts.sweeping and outcome.status != "interrupted":
-            report_single_run(opts, cfg, run.directory, recorded, outcome.status == "ok")
-        if progress is not None:
-            progress.record(str(run.directory), outcome.status,
-                            (f"rank {outcome.failed_rank}: " if outcome.failed_rank is not None else "")
-                            + (outcome.error or ""), outcome.wall_s)
         if outcome.status == "interrupted":
             interrupted = outcome
             break
+        if stopped is not None:
+            break
     if progress is not None:
-        print(progress.summary(interrupted.error if interrupted else None), file=sys.stderr)
+        why = interrupted.error if interrupted else (f"stopped: {stopped}" if stopped else None)
+        print(progress.summary(why), file=sys.stderr)
         warning = nothing_recorded(cfg, opts, f"{unrecorded} of {progress.ok} runs") if unrecorded else None
         if warning is not None:
             print(warning, file=sys.stderr)
+    elif stopped is not None:
+        print(f"scaleprobe launch: error: {stopped}", file=sys.stderr)
     if interrupted is not None:
         return interrupted.exit_code
     if progress is not None:
-        return 1 if progress.failed else 0
+        return 1 if progress.failed or stopped else 0
     return last_code
+
+
+WAIT_S = 0.2
+
+
+def _take(opts: Options, run: Run) -> tuple[Claim, Run] | str:
+    """The run, in the directory that is its own, held by this launcher; or who holds it."""
+    legacy = run.directory.with_name(f"{point_name(run.params)}_rep-{run.repetition}")
+    while True:
+        directory = place(run.directory, run.params, legacy)
+        held = claim(directory)
+        if isinstance(held, str):
+            return held
+        if place(run.directory, run.params, legacy) == directory:  # still ours once held
+            return held, dataclasses.replace(run, directory=directory)
+        held.release()
+
+
+def _run_one(opts: Options, run: Run, cfg: Config,
+             progress: Progress | None) -> tuple[int, Outcome | None, bool, str | None]:
+    """Run one run in its held directory: (exit code, outcome, wrote a run file, why to stop the
+    sweep). The outcome is None when the run could not start because its record cannot be written."""
+    clear_attempt(run.directory)
+    run_id = new_run_id()
+    members = members_for(opts, run, run_id)
+    record = RunRecord(experiment=opts.experiment, run_id=run_id, params=run.params,
+                       repetition=run.repetition, command=members[0].command, program=program_of(opts, run))
+    try:
+        write_record(run.directory, record)
+    except LaunchError as exc:
+        if progress is not None:
+            progress.record(str(run.directory), "failed", str(exc), 0.0)
+        return 2, None, False, str(exc)
+    outcome = run_members(members, run.directory, timeout=opts.timeout, grace=opts.grace)
+    record.status, record.exit_code = outcome.status, outcome.exit_code
+    record.failed_rank, record.error, record.wall_s = outcome.failed_rank, outcome.error, round(outcome.wall_s, 3)
+    stopped = None
+    try:
+        write_record(run.directory, record)
+    except LaunchError as exc:
+        # The record still says `running`: a resumed sweep makes this run again.
+        stopped = f"{exc} (the run ended {outcome.status}; its record still says 'running')"
+    recorded = wrote_run_file(run.directory)
+    if outcome.status == "failed" and not opts.sweeping:
+        who = f"rank {outcome.failed_rank}" if outcome.failed_rank is not None else "the run"
+        print(f"scaleprobe launch: {who} failed: {outcome.error}", file=sys.stderr)
+    elif outcome.status == "timeout" and not opts.sweeping:
+        print(f"scaleprobe launch: {outcome.error}", file=sys.stderr)
+    if not opts.sweeping and outcome.status != "interrupted":
+        report_single_run(opts, cfg, run.directory, recorded, outcome.status == "ok")
+    if progress is not None:
+        status, error = outcome.status, outcome.error
+        if stopped is not None and status == "ok":
+            status, error = "failed", stopped
+        progress.record(str(run.directory), status,
+                        (f"rank {outcome.failed_rank}: " if outcome.failed_rank is not None else "")
+                        + (error or ""), outcome.wall_s)
+    return outcome.exit_code, outcome, recorded, stopped

@@ -4,12 +4,19 @@ The record is written when a run starts (status `running`) and replaced, atomica
 A re-run of the same sweep skips every run whose record says `ok` for the same parameters and the
 same program (the script compared as the file it resolves to, however it was spelled); any other run
 is started again from scratch, after its old rank files are removed.
+
+A launcher holds a lock on `<run-dir>/.launch.lock` (flock) while it decides about a run and runs it,
+so that two launchers on one `--out` never run, clear or record the same run at once; the lock goes
+with the launcher's process, however it ends. A directory whose record belongs to other parameters
+is never cleared: the run takes the next name `<name>_alt-<n>` instead.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,6 +25,7 @@ from typing import Any
 from runtime.launch_errors import LaunchError
 
 RECORD = "launch.json"
+LOCK = ".launch.lock"
 RECORD_VERSION = 1
 STATUSES = ("running", "ok", "failed", "timeout", "interrupted")
 
@@ -70,6 +78,10 @@ def write_record(directory: Path, record: RunRecord) -> None:
         # Atomic: a sweep killed mid-write leaves the old record or the new one, never half of one.
         os.replace(tmp, directory / RECORD)
     except OSError as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
         raise LaunchError(f"cannot write the launch record {directory / RECORD}: {exc.strerror}") from None
 
 
@@ -124,3 +136,80 @@ def clear_attempt(directory: Path, rank: int | None = None) -> None:
     for path in directory.iterdir():
         if path.name.startswith(prefix) and path.suffix in (".jsonl", ".txt", ".nsys-rep", ".qdrep"):
             path.unlink(missing_ok=True)
+
+
+class Claim:
+    """This launcher's hold on a run directory (released by `release`, or when the process ends)."""
+
+    def __init__(self, directory: Path, fd: int | None) -> None:
+        self.directory = directory
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the file releases the flock
+            self._fd = None
+
+
+_no_locks: list[str] = []  # why this file system cannot lock, once said
+
+
+def claim(directory: Path) -> Claim | str:
+    """Take the run directory for this launcher, or say who holds it (`pid N on host H`)."""
+    try:
+        import fcntl
+    except ImportError:  # no flock on this platform: nothing to hold
+        directory.mkdir(parents=True, exist_ok=True)
+        return Claim(directory, None)
+    path = directory / LOCK
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise LaunchError(f"cannot create the lock file {path}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            holder = os.read(fd, 200).decode("utf-8", "replace").strip()
+        except OSError:
+            holder = ""
+        os.close(fd)
+        return holder or "another launcher"
+    except OSError as exc:  # a file system without flock (some Lustre and NFS mounts)
+        if not _no_locks:
+            _no_locks.append(str(exc))
+            print(f"scaleprobe launch: warning: cannot lock {path} ({exc.strerror}): two launchers "
+                  "on this --out would not see each other; run one at a time", file=sys.stderr)
+        return Claim(directory, fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+    except OSError:
+        pass  # the lock holds without its note
+    return Claim(directory, fd)
+
+
+def place(directory: Path, params: dict[str, Any], legacy: Path | None = None) -> Path:
+    """The directory of the run of `params` that is named `directory`: that one, unless its record
+    belongs to other parameters (an older scaleprobe named points alike that differ only in
+    characters a file name cannot hold); then `legacy` (the older name) when it holds this point,
+    else the first `<name>_alt-<n>` that is this point's or free. Never another point's."""
+    def owner(d: Path) -> dict[str, Any] | None:
+        record = read_record(d)
+        return None if record is None else record.params
+
+    first = owner(directory)
+    if first == params:
+        return directory
+    if legacy is not None and legacy != directory and owner(legacy) == params:
+        return legacy  # a run of this point an older scaleprobe made: resumed where it is
+    if first is None:
+        return directory
+    n = 2
+    while True:
+        alt = directory.with_name(f"{directory.name}_alt-{n}")
+        held = owner(alt)
+        if held is None or held == params:
+            return alt
+        n += 1

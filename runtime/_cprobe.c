@@ -39,6 +39,7 @@ typedef struct ThreadState {
     Slot *slots;
     uint32_t hmask, hused;
     struct ThreadState *next;
+    unsigned long ident; /* the owning thread's PyThread ident */
     volatile int dead; /* set by the thread-exit destructor; freed at the next take_deltas */
 } ThreadState;
 
@@ -154,6 +155,7 @@ static ThreadState *new_state(void) {
     s->stack[0].child_ns = 0;
     s->stack[0].t0 = 0;
     s->depth = 1;
+    s->ident = PyThread_get_thread_ident();
     s->next = all_states;
     all_states = s;
     tls = s;
@@ -254,7 +256,10 @@ static PyObject *p_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t rid;
     if (!read_rid(arg, &rid)) Py_RETURN_NONE;
     ThreadState *s = tls;
-    if (!s) Py_RETURN_NONE;
+    if (!s) {
+        if (off[rid]) Py_RETURN_NONE;
+        Py_RETURN_FALSE; /* not open on this thread (the manual API says so) */
+    }
     Frame *top = &s->stack[s->depth - 1];
     if (top->rid != (int32_t)rid) {
         /* An untimed region's enter pushed nothing. A visit that began before its region was
@@ -264,8 +269,11 @@ static PyObject *p_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         int32_t i;
         for (i = s->depth - 1; i > 0; i--)
             if (s->stack[i].rid == (int32_t)rid) break;
-        if (i == 0) Py_RETURN_NONE;
+        if (i == 0) Py_RETURN_FALSE;
         dropped += s->depth - 1 - i;
+        /* What the dropped visits' closed children took is recorded under them: not the
+         * survivor's own time. The dropped visits' own time stays in the survivor's. */
+        for (int32_t j = i + 1; j < s->depth; j++) s->stack[i].child_ns += s->stack[j].child_ns;
         s->depth = i + 1;
         top = &s->stack[i];
     }
@@ -275,6 +283,72 @@ static PyObject *p_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     close_top(s, t);
     Py_RETURN_NONE;
+}
+
+/* Add one visit of `f` ending at `t` to its node; `inner`: time of an open visit inside it. */
+static void count_visit(ThreadState *s, Frame *f, int64_t t, int64_t inner) {
+    int64_t dt = t - f->t0;
+    Node *n = &s->nodes[f->node];
+    n->visits++;
+    n->incl += dt;
+    n->excl += dt - f->child_ns - inner;
+    if (dt < n->min) n->min = dt;
+    if (dt > n->max) n->max = dt;
+    n->sumsq += (double)dt * (double)dt;
+}
+
+/* The end of the run: the visits still open on other threads (daemon threads that run for the
+ * whole program) are counted as ending now. Their stacks stay as they are: nothing is flushed
+ * after the final flush. Returns how many visits were counted. */
+static long close_open(void) {
+    int64_t t = now_ns();
+    long count = 0;
+    for (ThreadState *s = all_states; s; s = s->next) {
+        if (s == tls || s->dead) continue;
+        int64_t inner = 0;
+        for (int32_t i = s->depth - 1; i > 0; i--) {
+            count_visit(s, &s->stack[i], t, inner);
+            inner = t - s->stack[i].t0;
+            count++;
+        }
+    }
+    return count;
+}
+
+static PyObject *p_take_deltas(PyObject *self, PyObject *unused);
+
+/* take_deltas() of the final flush, with the other threads' open visits counted as ending now, in
+ * one call: no thread can close one of them in between and have it counted twice. */
+static PyObject *p_take_final_deltas(PyObject *self, PyObject *unused) {
+    long closed = close_open();
+    PyObject *deltas = p_take_deltas(self, NULL);
+    if (!deltas) return NULL;
+    return Py_BuildValue("(lN)", closed, deltas);
+}
+
+/* exit(rid) on a thread where rid is not open (a manual region entered on one thread, left on
+ * another): close the visit on the thread where rid is the innermost open region, if exactly one
+ * thread has it there. True if closed. */
+static PyObject *p_exit_elsewhere(PyObject *self, PyObject *arg) {
+    int64_t t = now_ns();
+    Py_ssize_t rid = PyLong_AsSsize_t(arg);
+    if (rid == -1 && PyErr_Occurred()) return NULL;
+    ThreadState *found = NULL;
+    for (ThreadState *s = all_states; s; s = s->next) {
+        if (s == tls || s->dead || s->depth < 2 || s->stack[s->depth - 1].rid != (int32_t)rid) continue;
+        if (found) Py_RETURN_FALSE; /* open on several threads: which one ended is unknown */
+        found = s;
+    }
+    if (!found) Py_RETURN_FALSE;
+    Frame *f = &found->stack[found->depth - 1];
+    if (f->folded) {
+        f->folded--;
+        Py_RETURN_TRUE;
+    }
+    count_visit(found, f, t, 0);
+    found->depth--;
+    found->stack[found->depth - 1].child_ns += t - f->t0;
+    Py_RETURN_TRUE;
 }
 
 static PyObject *p_mark(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -531,7 +605,8 @@ static PyObject *p_take_program_limit(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"enter", (PyCFunction)(void (*)(void))p_enter, METH_FASTCALL, "enter(rid): a visit of region rid begins on this thread."},
-    {"exit", (PyCFunction)(void (*)(void))p_exit, METH_FASTCALL, "exit(rid): the innermost visit of region rid ends."},
+    {"exit", (PyCFunction)(void (*)(void))p_exit, METH_FASTCALL,
+     "exit(rid): the innermost visit of region rid ends. False if rid is timed but not open on this thread."},
     {"mark", (PyCFunction)(void (*)(void))p_mark, METH_FASTCALL, "mark(rid): one iteration of loop region rid."},
     {"ensure_capacity", p_ensure_capacity, METH_O, "Make region ids below n valid."},
     {"set_off", p_set_off, METH_VARARGS, "set_off(rid, off): stop or resume timing region rid."},
@@ -542,6 +617,9 @@ static PyMethodDef methods[] = {
     {"dropped", p_dropped, METH_NOARGS, "Visits dropped (left open, unknown ids, out of memory)."},
     {"exit_seen", p_exit_seen, METH_NOARGS, "(code,) of the SystemExit that last left the main thread's outermost region, or None."},
     {"set_exit_seen", p_set_exit_seen, METH_O, "set_exit_seen(code): a SystemExit(code) is on its way (sys.exit)."},
+    {"take_final_deltas", p_take_final_deltas, METH_NOARGS,
+     "(visits still open on other threads, counted as ending now; take_deltas()) for the final flush."},
+    {"exit_elsewhere", p_exit_elsewhere, METH_O, "exit_elsewhere(rid): close rid where it is innermost on another thread."},
     {"threads", p_threads, METH_NOARGS, "Call trees kept (ended threads go at the next take_deltas)."},
     {"run_toplevel", p_run_toplevel, METH_VARARGS,
      "run_toplevel(code, globals): exec(code, globals) at the recursion depth of a script's module."},

@@ -3,7 +3,7 @@
 The C extension `runtime._cprobe` implements the same functions faster; this module is the
 fallback when it is not built (no compiler) or when SCALEPROBE_PURE=1. Both expose:
 enter, exit, mark, ensure_capacity, set_off, take_deltas, take_iterations, current_path,
-reset_after_fork, dropped, threads, exit_seen, set_exit_seen.
+reset_after_fork, dropped, threads, exit_seen, set_exit_seen, take_final_deltas, exit_elsewhere.
 
 The hot path is bytecode-bound, so every choice below saves bytecodes or allocations
 (benchmarks/probe_overhead.py measures it):
@@ -36,9 +36,10 @@ _NS = 1e9
 _ROOT_RID = -(1 << 40)  # never equal to a region id, valid or not: exit() can never close the root
 
 _local = threading.local()
-# (root node, weak reference to a marker that lives in the thread's local storage): when the
-# thread ends its locals go, the reference dies, and the tree is dropped after its last deltas.
-_roots: list[tuple[list, weakref.ref]] = []
+# (root node, weak reference to a marker that lives in the thread's local storage, the thread's
+# stack): when the thread ends its locals go, the reference dies, and the tree is dropped after its
+# last deltas.
+_roots: list[tuple[list, weakref.ref, list]] = []
 _roots_lock = threading.Lock()
 # Per region id: 1 = not timed (throttled or filtered out). Extended in place, never rebound,
 # because the hot-path functions hold it as a default argument.
@@ -63,7 +64,7 @@ def _new_thread() -> list:
     _local.stack = stack
     marker = _local.marker = _Marker()
     with _roots_lock:
-        _roots.append((root, weakref.ref(marker)))
+        _roots.append((root, weakref.ref(marker), stack))
     return stack
 
 
@@ -115,12 +116,12 @@ def exit(rid: int, _perf=perf_counter, _local=_local, _root=_ROOT_RID, _exc=_han
     except AttributeError:  # nothing entered on this thread yet
         if not _valid(rid):
             _dropped[0] += 1
-        return
+            return None
+        return False if not _off[rid] else None  # not open on this thread (the manual API says so)
     n = stack.pop()
     if n[8] != rid:
         stack.append(n)
-        _exit_other(stack, rid, t)
-        return
+        return _exit_other(stack, rid, t)
     p = stack[-1]
     if p is n:  # a folded direct-recursive visit
         return
@@ -180,25 +181,92 @@ def _valid(rid: object) -> bool:
     return type(rid) is int and 0 <= rid < len(_off)  # noqa: E721 - what the hot path can index
 
 
-def _exit_other(stack: list, rid: int, t: float) -> None:
+def _exit_other(stack: list, rid: int, t: float) -> bool | None:
     """`rid` is not on top. Either its enter pushed nothing (region not timed, invalid id), or
     visits above it were left open (probes switched off mid-visit): those are dropped and the
     visit of `rid` itself is closed. (A visit that began before its region was throttled is on
-    top and closes normally, so it never stays behind as a stale parent.)"""
+    top and closes normally, so it never stays behind as a stale parent.) False: `rid` is timed
+    but not open on this thread."""
     if not _valid(rid):
         _dropped[0] += 1
-        return
+        return None
     if _off[rid]:
-        return
+        return None
     for i in range(len(stack) - 1, 0, -1):
         if stack[i][_RID] == rid:
             break
     else:
-        return
+        return False
     # Folded recursion repeats a node: count each dropped visit once.
-    _dropped[0] += sum(1 for j in range(i + 1, len(stack)) if stack[j] is not stack[j - 1])
+    above = [stack[j] for j in range(i + 1, len(stack)) if stack[j] is not stack[j - 1]]
+    _dropped[0] += len(above)
+    # What the dropped visits' closed children took is recorded under them: not the survivor's
+    # own time. The dropped visits' own time stays in the survivor's.
+    stack[i][_X] += sum(n[_X] - n[_T0] for n in above)
     del stack[i + 1 :]
     _close_top(stack, t)
+    return None
+
+
+def _count_visit(n: list, t: float, inner: float) -> None:
+    """One visit of node `n` ending at `t`; `inner`: time of an open visit inside it."""
+    dt = t - n[_T0]
+    n[_V] += 1
+    n[_INCL] += dt
+    n[_EXCL] += t - n[_X] - inner
+    if dt < n[_MIN]:
+        n[_MIN] = dt
+    if dt > n[_MAX]:
+        n[_MAX] = dt
+    n[_SQ] += dt * dt
+
+
+def _other_stacks() -> list[list]:
+    mine = getattr(_local, "stack", None)
+    with _roots_lock:
+        return [stack for _, alive, stack in _roots if stack is not mine and alive() is not None]
+
+
+def take_final_deltas() -> tuple[int, list[tuple]]:
+    """take_deltas() of the final flush, with the visits still open on other threads counted as
+    ending now: (how many, deltas)."""
+    return _close_open(), take_deltas()
+
+
+def _close_open() -> int:
+    """The end of the run: the visits still open on other threads (daemon threads that run for the
+    whole program) are counted as ending now. Their stacks stay as they are: nothing is flushed
+    after the final flush. Returns how many visits were counted."""
+    t = perf_counter()
+    count = 0
+    for stack in _other_stacks():
+        frames = list(stack)  # one copy: the thread may go on meanwhile
+        inner = 0.0
+        for i in range(len(frames) - 1, 0, -1):
+            n = frames[i]
+            if n is frames[i - 1]:  # a folded direct-recursive visit: one visit with the outer one
+                continue
+            _count_visit(n, t, inner)
+            inner = t - n[_T0]
+            count += 1
+    return count
+
+
+def exit_elsewhere(rid: int) -> bool:
+    """exit(rid) on a thread where rid is not open (a manual region entered on one thread, left on
+    another): close the visit on the thread where rid is the innermost open region, if exactly
+    one thread has it there. True if closed."""
+    t = perf_counter()
+    found = [s for s in _other_stacks() if len(s) > 1 and s[-1][_RID] == rid]
+    if len(found) != 1:
+        return False
+    stack = found[0]
+    n = stack.pop()
+    p = stack[-1]
+    if p is not n:  # else a folded recursive visit: nothing to count
+        _count_visit(n, t, 0.0)
+        p[_X] += t - n[_T0]
+    return True
 
 
 def mark(rid: int, _iters=_iters) -> None:
@@ -241,7 +309,7 @@ def take_deltas() -> list[tuple]:
     with _roots_lock:
         roots = list(_roots)
     out: list[tuple] = []
-    for root, alive in roots:
+    for root, alive, _ in roots:
         todo = [((), root)]
         while todo:
             path, node = todo.pop()

@@ -8,6 +8,7 @@ and at the start of every epoch/step loop), never by importing torch ourselves. 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import sys
 import threading
@@ -154,6 +155,8 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
     payload = next((params.index(p) for p in _PAYLOAD if p in params), None)
     payload_name = params[payload] if payload is not None else None
     group_at = params.index("group") if "group" in params else None
+    # scatter's `tensor` is what a rank receives: the source rank sends its `scatter_list`.
+    sends_at = params.index("scatter_list") if op == "scatter" and "scatter_list" in params else None
     dist = sys.modules["torch.distributed"]
 
     @functools.wraps(fn)
@@ -166,6 +169,10 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
             nbytes = _tensor_bytes(args[payload])
         else:
             nbytes = _tensor_bytes(kwargs.get(payload_name))
+        if sends_at is not None:
+            sends = args[sends_at] if sends_at < len(args) else kwargs.get("scatter_list")
+            if sends:  # only on the source rank
+                nbytes = _tensor_bytes(sends)
         group = args[group_at] if group_at is not None and group_at < len(args) else kwargs.get("group")
         path = impl.current_path()
         gpu = rec.gpu
@@ -186,7 +193,7 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
         if fut is not None:
             # Async form: the operation lasts until its future completes (on another thread).
             def done(f: Any, t0: int = t0) -> None:
-                record(rec, op, nbytes, _group_size(dist, group), perf_counter_ns() - t0, path + (rid,), None)
+                record(rec, op, nbytes, _group_size(dist, group), perf_counter_ns() - t0, path + (rid,), None, t0)
 
             fut.add_done_callback(done) if hasattr(fut, "add_done_callback") else fut.then(done)
         else:
@@ -194,7 +201,7 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
             if ev is not None:
                 pending = {"gpu_ns": None}
                 gpu.stop(ev, pending)
-            record(rec, op, nbytes, _group_size(dist, group), dt, path + (rid,), pending)
+            record(rec, op, nbytes, _group_size(dist, group), dt, path + (rid,), pending, t0)
         return result
 
     wrapper.__sp_wrapped__ = True  # type: ignore[attr-defined]
@@ -202,10 +209,13 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
 
 
 def record(rec: "_recorder.Recorder", op: str, nbytes: int, group_size: int | None, time_ns: int,
-           path: tuple[int, ...], gpu: dict | None) -> None:
-    """Add one call to the communication summary of the current flush interval."""
+           path: tuple[int, ...], gpu: dict | None, start_ns: int | None = None) -> None:
+    """Add one call (it ran from `start_ns` for `time_ns`) to the communication summary of the
+    current flush interval, and its interval to the union the epoch and step records use."""
+    if start_ns is None:
+        start_ns = perf_counter_ns() - time_ns
+    rec.comm_spans.add(start_ns, start_ns + time_ns)
     with rec.comm_lock:
-        rec.comm_ns[0] += time_ns
         s = rec.comm.get((op, group_size, path))
         if s is None:
             s = rec.comm[(op, group_size, path)] = [0, 0, 0, 0, 0]
@@ -215,6 +225,83 @@ def record(rec: "_recorder.Recorder", op: str, nbytes: int, group_size: int | No
         if gpu is not None:
             # Resolved later by the GPU timer; the summary takes whatever resolved by its flush.
             gpu["summary"] = s
+
+
+class CommSpans:
+    """The union of the recorded communication intervals, for the `comm_ns` of epochs and steps.
+
+    Calls overlap: DDP's gradient buckets are all in flight during the backward pass, async
+    operations run beside each other. An iteration is charged the time within it during which at
+    least one recorded call was in progress, never the sum of the calls' durations, so its
+    `comm_ns` never exceeds its `duration_ns`. A call is known once it completes: one still in
+    progress when an iteration ends adds nothing to that iteration (only its part in later ones).
+
+    Intervals are kept while an epoch or step that may need them is open (merged, so calls that
+    overlap take one entry); past LIMIT entries the oldest half is folded into the open
+    iterations' running totals."""
+
+    LIMIT = 1 << 15
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.starts: list[int] = []  # disjoint intervals, sorted: starts[i] < ends[i] < starts[i+1]
+        self.ends: list[int] = []
+        self.open: dict[int, list[int]] = {}  # id of an open iteration -> [start, time folded away]
+        self.floor = 0  # parts of intervals before this were folded away
+
+    def add(self, s: int, e: int) -> None:
+        with self.lock:
+            s = max(s, self.floor)
+            if e <= s or not self.open:
+                return  # nothing is open to charge it to (an iteration that opens later clips it off)
+            starts, ends = self.starts, self.ends
+            i = bisect.bisect_left(ends, s)  # first interval that ends at or after s
+            j = bisect.bisect_right(starts, e)  # first interval that starts after e
+            if i < j:
+                s, e = min(s, starts[i]), max(e, ends[j - 1])
+            starts[i:j] = [s]
+            ends[i:j] = [e]
+            if len(starts) > self.LIMIT:
+                self._fold(len(starts) // 2)
+
+    def _fold(self, n: int) -> None:
+        for entry in self.open.values():
+            entry[1] += self._covered(entry[0], self.ends[n - 1], 0, n)
+        self.floor = self.ends[n - 1]
+        del self.starts[:n], self.ends[:n]
+
+    def _covered(self, a: int, b: int, lo: int, hi: int) -> int:
+        starts, ends = self.starts, self.ends
+        total = 0
+        for k in range(bisect.bisect_right(ends, a, lo, hi), hi):
+            s = starts[k]
+            if s >= b:
+                break
+            total += min(ends[k], b) - max(s, a)
+        return total
+
+    def begin(self, key: int, t0: int) -> None:
+        with self.lock:
+            self.open[key] = [t0, 0]
+
+    def end(self, key: int, t: int) -> int:
+        """Time in communication between the begin of `key` and `t`; forgets `key`."""
+        with self.lock:
+            entry = self.open.pop(key, None)
+            if entry is None:
+                return 0
+            a, folded = entry
+            total = folded + self._covered(a, t, 0, len(self.starts))
+            # Keep only what an iteration still open may need.
+            lo = min((v[0] for v in self.open.values()), default=None)
+            if lo is None:
+                self.starts.clear()
+                self.ends.clear()
+            else:
+                k = bisect.bisect_left(self.ends, lo)
+                if k:
+                    del self.starts[:k], self.ends[:k]
+            return min(total, max(t - a, 0))
 
 
 # ----- DDP -------------------------------------------------------------------------------------------
@@ -257,7 +344,7 @@ def _ddp_hook(state: _HookState, bucket: Any) -> Any:
         state.group_size = _group_size(sys.modules["torch.distributed"], state.process_group)
 
     def done(f: Any) -> Any:
-        record(rec, "ddp_allreduce", nbytes, state.group_size, perf_counter_ns() - t0, (state.rid,), None)
+        record(rec, "ddp_allreduce", nbytes, state.group_size, perf_counter_ns() - t0, (state.rid,), None, t0)
         return f.value()
 
     return fut.then(done)

@@ -64,8 +64,9 @@ class region:
 
     def __exit__(self, *exc: object) -> None:
         rec = _recorder.get()
-        if rec is not None and rec.on:
-            impl.exit(self._rid)
+        if rec is not None and rec.on and impl.exit(self._rid) is False:
+            # Not open on this thread: entered on another one (handed over with the work).
+            _exit_elsewhere(self)
 
     def __call__(self, fn: F) -> F:
         rid = self._rid
@@ -82,6 +83,24 @@ class region:
                 impl.exit(rid)
 
         return wrapper  # type: ignore[return-value]
+
+
+_warned: set[int] = set()
+
+
+def _exit_elsewhere(r: region) -> None:
+    """`with`-exit of a region on a thread where it is not open. If exactly one other thread has it
+    as its innermost open region, that visit ends now (a region entered on one thread and left on
+    another). Else nothing can be closed: said once per region, and the visit stays open where it
+    was entered (it ends with its enclosing region there, or with the run)."""
+    if impl.exit_elsewhere(r._rid) or r._rid in _warned:
+        return
+    _warned.add(r._rid)
+    import sys
+
+    print(f"scaleprobe: region {r.name!r} left on thread {threading.current_thread().name!r}, where it is"
+          " not open, and it is not the innermost open region of exactly one other thread: this visit is"
+          " not recorded", file=sys.stderr)
 
 
 def mark(name: str) -> None:

@@ -34,6 +34,10 @@ RESERVED_BASE = 1 << 16
 # loop of many tiny epochs does not turn into one write per epoch.
 EPOCH_FLUSH_SPACING_S = 1.0
 
+# Measurements a failed write (disk full, file size limit) leaves are kept and written first by the
+# next flush; past this many bytes waiting they are given up and counted in the end record.
+MAX_UNWRITTEN_BYTES = 64 << 20
+
 
 class Recorder:
     def __init__(self, cfg: Config) -> None:
@@ -49,13 +53,18 @@ class Recorder:
         self.series_wait: list[dict] = []  # records whose GPU time is not resolved yet
         self.comm: dict[tuple, list] = {}  # (op, group_size, callpath) -> [calls, bytes, time_ns, gpu_ns, gpu_calls]
         self.comm_lock = threading.Lock()
-        self.comm_ns = [0]  # running total, read by the step iterator
+        from .comm import CommSpans
+
+        self.comm_spans = CommSpans()  # when communication ran, for the epoch and step records
         self.region_totals: dict[int, list[int]] = {}  # rid -> [visits, incl]
         self.throttled: dict[int, tuple[int, float]] = {}
         self.writer: RunWriter | None = None
         self.path: str | None = None
         self.header: dict[str, Any] = {}
         self.flushes = 0
+        self.failed_writes = 0  # flushes in a row whose write failed (their records wait in the writer)
+        self.lost_flushes = 0  # flushes whose records were given up after failed writes
+        self.last_error: str | None = None  # the flush thread's last error message, said once
         self.steps_seen = 0  # steps of the whole run: the schedule counts these
         self.finished = False
         self.finishing = False
@@ -222,14 +231,19 @@ class Recorder:
             try:
                 self.flush()
             except Exception as e:  # a flusher that dies silently would lose the run
-                print(f"scaleprobe: flush failed: {e!r}", file=sys.stderr)
+                msg = f"scaleprobe: flush of {self.path} failed: {e!r}"
+                if msg != self.last_error:  # once, not at every flush
+                    print(msg, file=sys.stderr)
+                    self.last_error = msg
 
-    def flush(self, final_records: list[dict] | None = None, sync: bool = False) -> None:
+    def flush(self, final_records: list[dict] | None = None, sync: bool = False) -> bool:
+        """Write what was measured since the previous flush; False if the write failed (its records
+        are kept for the next flush, see _write)."""
         if not self.enabled or self.writer is None:
-            return
+            return True
         with self.lock:
             if self.writer is None:
-                return
+                return True
             # Before the records are taken: an epoch that ends after this asks again.
             self.flush_requested = False
             self.last_flush = time.monotonic()
@@ -240,7 +254,16 @@ class Recorder:
                 kind, name, file, line, module = self.regions[rid]
                 recs.append({"type": "region", "id": rid, "kind": kind, "name": name, "file": file, "line": line, "module": module})
             self.pending_regions = []
-            for path, visits, incl, excl, mn, mx, sq, rec in impl.take_deltas():
+            if final_records is None:
+                deltas = impl.take_deltas()
+            else:
+                # Daemon threads that run for the whole program still have visits open: they are
+                # counted as ending now (and said so in the end record), not left out.
+                closed, deltas = impl.take_final_deltas()
+                for r in final_records:
+                    if r.get("type") == "end":
+                        r["closed_at_end"] = closed
+            for path, visits, incl, excl, mn, mx, sq, rec in deltas:
                 recs.append(
                     {"type": "profile", "flush": n, "path": list(path), "visits": visits, "incl_ns": incl,
                      "excl_ns": excl, "min_ns": mn, "max_ns": mx, "sumsq_ns": sq, "recursive": rec}
@@ -272,12 +295,48 @@ class Recorder:
             for (op, group, path), (calls, nbytes, t_ns, gpu_ns, gpu_calls) in comm.items():
                 recs.append({"type": "comm", "flush": n, "op": op, "bytes": nbytes, "group_size": group, "calls": calls,
                              "time_ns": t_ns, "gpu_ns": gpu_ns if gpu_calls else None, "callpath": list(path)})
-            recs.extend(self._throttle())
+            if final_records is None:
+                # Not at the end: every visit of the run was timed, so nothing is partial yet.
+                recs.extend(self._throttle())
             if self.tracer is not None:
                 recs.extend(self.tracer.take(n))
             if final_records:
+                for r in final_records:
+                    if r.get("type") == "end":
+                        r["lost_flushes"] = self.lost_flushes
                 recs.extend(final_records)
-            self.writer.write_records(recs, sync=sync)
+            return self._write(recs, sync, final=final_records is not None)
+
+    def _write(self, recs: list[dict], sync: bool, final: bool) -> bool:
+        """Write a flush's records. A failed write (disk full, file size limit) keeps its bytes in
+        the writer, which writes them first at the next flush: nothing is lost while the failure is
+        temporary. Past MAX_UNWRITTEN_BYTES they are given up and counted in `lost_flushes`. Said
+        once per streak of failures, naming the file."""
+        writer = self.writer
+        try:
+            writer.write_records(recs, sync=sync)
+        except OSError as e:
+            self.failed_writes += 1
+            why = e.strerror or repr(e)
+            if final:
+                print(f"scaleprobe: cannot write run file {self.path}: {why}: the records of its last"
+                      f" {self.failed_writes} flush(es), the end record among them, are missing (the file reads"
+                      " as cut off)", file=sys.stderr)
+            elif writer.pending > MAX_UNWRITTEN_BYTES:
+                writer.drop_pending()
+                self.lost_flushes += self.failed_writes
+                print(f"scaleprobe: cannot write run file {self.path}: {why}: the measurements of {self.failed_writes}"
+                      " flush(es) are given up (the end record counts them in lost_flushes)", file=sys.stderr)
+                self.failed_writes = 0
+            elif self.failed_writes == 1:
+                print(f"scaleprobe: cannot write run file {self.path}: {why}; keeping the measurements and trying"
+                      " again at the next flush", file=sys.stderr)
+            return False
+        if self.failed_writes:
+            print(f"scaleprobe: run file {self.path} written again after {self.failed_writes} failed flush(es),"
+                  " nothing lost", file=sys.stderr)
+            self.failed_writes = 0
+        return True
 
     def _throttle(self) -> list[dict]:
         calls, limit = self.cfg.throttle_calls, self.cfg.throttle_ns
@@ -316,6 +375,7 @@ class Recorder:
                 "torch": _torch_version(), "cuda": _cuda_version(),
             }
             try:
+                # A failed write is said on stderr, never raised: the program's own outcome stands.
                 self.flush(final_records=[end], sync=True)
             finally:
                 self.finished = True
@@ -392,8 +452,12 @@ class Recorder:
         self.series = deque()
         self.series_wait = []
         self.comm = {}
+        self.comm_spans = type(self.comm_spans)()
         self.region_totals = {}
         self.flushes = 0
+        self.failed_writes = 0
+        self.lost_flushes = 0
+        self.last_error = None
         self.start_ns = time.perf_counter_ns()
         self.gpu = None  # CUDA does not survive fork
         if self.gpu_rotation is not None:
@@ -556,7 +620,8 @@ def _chain_signal(sig: int) -> None:
 def _left_open() -> int:
     """Visits of the main thread still open when the run ends: entered with probes on and never
     left with them on (a schedule switched them off after its window; a signal ended the run).
-    They are not in the profile; the end record counts them as dropped."""
+    They are not in the profile; the end record counts them as dropped. (Other threads' open
+    visits are counted as ending with the run: see take_final_deltas.)"""
     if threading.current_thread() is not threading.main_thread():
         return 0
     try:

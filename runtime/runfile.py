@@ -146,6 +146,11 @@ class RunWriter:
 
     Lines reach the kernel with each `write_records`, so a process killed with SIGKILL leaves a file
     readable up to its last batch; `sync=True` also fsyncs (used for the final batch).
+
+    A write that fails (disk full, file size limit) raises, but its bytes are kept: the next
+    `write_records` writes them first, so a temporary failure loses nothing and a line cut by a
+    partial write is completed rather than left in the middle of the file. `pending` says how many
+    bytes are waiting; `drop_pending()` gives them up (the next batch then starts on a fresh line).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -153,6 +158,21 @@ class RunWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._encode = _dumps()
+        self._pending = bytearray()  # bytes of earlier batches that could not be written yet
+        self._midline = False  # the file ends in a cut-off line whose rest was dropped
+        self._at_line_start = True  # the last byte written ends a line
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def drop_pending(self) -> int:
+        """Give up the bytes a failed write left; returns how many there were."""
+        n = len(self._pending)
+        if n:
+            self._midline = self._midline or not self._at_line_start
+            self._pending = bytearray()
+        return n
 
     def write_header(self, header: dict[str, Any]) -> None:
         rec = {"type": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION}
@@ -161,10 +181,21 @@ class RunWriter:
 
     def write_records(self, records: Iterable[dict[str, Any]], sync: bool = False) -> None:
         data = self._encode(records)
-        view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
+        if self._midline:  # after a dropped partial line: never glue a record onto its half
+            self._pending += b"\n"
+            self._midline = False
+        self._pending += data
+        pending = self._pending
+        view = memoryview(pending)
+        done = 0
+        try:
+            while done < len(view):
+                done += os.write(self._fd, view[done:])
+        finally:
+            if done:
+                self._at_line_start = pending[done - 1] == 0x0A
+                # a new buffer, never a resize: a failed write's traceback may still hold a view
+                self._pending = pending[done:]
         if sync:
             try:
                 os.fsync(self._fd)
@@ -234,6 +265,9 @@ def read_run(path: str | os.PathLike[str]) -> Run:
         raise RunFileError(f"{p}: empty run file (no header)")
     if run.end is None:
         run.problems.append(f"{p}: no end record (process still running or killed)")
+    elif run.end.get("lost_flushes"):
+        run.problems.append(f"{p}: {run.end['lost_flushes']} flush(es) could not be written (disk full?):"
+                            " the run's totals are short")
     return run
 
 

@@ -27,7 +27,7 @@ class _Series:
     StopIteration) reaches the `for` statement with the traceback it would have uninstrumented. The
     bookkeeping keeps no reference to the items."""
 
-    __slots__ = ("_rid", "_kind", "_index", "_t0", "_next0", "_wait", "_comm0", "_gpu0", "_rec", "__weakref__")
+    __slots__ = ("_rid", "_kind", "_index", "_t0", "_next0", "_wait", "_spans", "_gpu0", "_rec", "__weakref__")
 
     def __init__(self, rid: int, kind: str, rec: "_recorder.Recorder") -> None:
         self._rid = rid
@@ -36,7 +36,7 @@ class _Series:
         self._t0: int | None = None  # start of the open iteration (None: none is open)
         self._next0 = 0  # start of the next() in progress
         self._wait = 0
-        self._comm0 = 0
+        self._spans = getattr(rec, "comm_spans", None)  # runtime.comm.CommSpans
         self._gpu0 = None
         self._rec = rec
 
@@ -58,7 +58,8 @@ class _Series:
         self._wait = perf_counter_ns() - t0
         self._t0 = t0
         rec = self._rec
-        self._comm0 = rec.comm_ns[0]
+        if self._spans is not None:
+            self._spans.begin(id(self), t0)
         gpu = rec.gpu
         self._gpu0 = gpu.start() if gpu is not None else None
         if self._kind == "step" and rec.gpu_rotation is not None:
@@ -68,11 +69,12 @@ class _Series:
     def _close(self, t: int) -> None:
         rec = self._rec
         t0, self._t0 = self._t0, None
+        comm = self._spans.end(id(self), t) if self._spans is not None else 0
         if rec.finished:
             return
         r: dict[str, Any] = {
             "type": self._kind, "region": self._rid, "index": self._index, "start_ns": t0,
-            "duration_ns": t - t0, "data_wait_ns": self._wait, "comm_ns": rec.comm_ns[0] - self._comm0,
+            "duration_ns": t - t0, "data_wait_ns": self._wait, "comm_ns": comm,
             "gpu_ns": None, "memory": None,
         }
         if self._kind == "step":

@@ -39,7 +39,6 @@ typedef struct ThreadState {
     Slot *slots;
     uint32_t hmask, hused;
     struct ThreadState *next;
-    unsigned long ident; /* the owning thread's PyThread ident */
     volatile int dead; /* set by the thread-exit destructor; freed at the next take_deltas */
 } ThreadState;
 
@@ -155,7 +154,6 @@ static ThreadState *new_state(void) {
     s->stack[0].child_ns = 0;
     s->stack[0].t0 = 0;
     s->depth = 1;
-    s->ident = PyThread_get_thread_ident();
     s->next = all_states;
     all_states = s;
     tls = s;

@@ -323,7 +323,7 @@ def test_final_deltas_count_other_threads_open_visits_once(b):
     assert closed == 2 and set(d) == {(1,), (1, 2), (1, 3)}
     assert d[(1,)][1] == d[(1, 3)][1] == 1 and d[(1, 3)][2] >= 15 * MS
     assert d[(1,)][2] >= d[(1, 2)][2] + d[(1, 3)][2]
-    assert 0 <= d[(1,)][3] < 5 * MS  # its children's time is not its own
+    assert abs(d[(1,)][3] - (d[(1,)][2] - d[(1, 2)][2] - d[(1, 3)][2])) < 1000  # its children's time is not its own
 
 
 # ----- 10: a visit left open; a manual region that ends on another thread ---------------------------------------
@@ -395,7 +395,9 @@ def test_a_manual_region_may_end_on_another_thread(tmp_path, extra):
     assert done.returncode == 0, done.stderr
     got = _named(run)
     assert set(got) == {"main", "main->xfer", "main->xfer->busy", "main->later"}  # not main->xfer->later
-    assert got["main"].excl_ns < 5 * MS and run.end["dropped"] == 0
+    own = got["main"].incl_ns - got["main->xfer"].incl_ns - got["main->later"].incl_ns
+    assert abs(got["main"].excl_ns - own) < 1000 and run.end["dropped"] == 0  # its children counted once
+    assert got["main->xfer"].incl_ns >= 10 * MS and got["main->later"].incl_ns >= 20 * MS
     assert done.stderr.count("scaleprobe: region 'nowhere' left on thread") == 1
 
 

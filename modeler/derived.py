@@ -10,8 +10,10 @@ the measurements do (`modeler.aggregate`):
     parallel_efficiency(target) = speedup(target) * r0 / ranks
     cost(target)                = ranks * T(target)
 
-with `rest` the target's other parameters and r0 the fewest ranks at which the call path's time
-was measured (its baseline). T comes from one of two models of the call path (`choose_basis`):
+with `rest` the target's other parameters and r0 the call path's baseline: as in the
+measurements, the fewest ranks at which its time was measured with the same other parameters,
+here those of the measured combination nearest the target's (`Baselines.at`; the target's own
+where it was measured). T comes from one of two models of the call path (`choose_basis`):
 - its `time` model: exact where the time grows with ranks (weak scaling, communication), and
   where the work is split over the ranks, the time model is split too (`modeler.strong_scaling`);
 - its `cost` model divided by ranks: the same idea where the time model's split was not taken
@@ -21,13 +23,15 @@ is time x ranks at every point, so their relative errors compare) is used
 (`benchmarks/derived_speedup.py`, docs/modeling.md).
 
 `from_time` gives the figure; `disagreement_warning` names the models whose own prediction is far
-from it. Only where the `time` series is a time per rank (`--ranks mean` or `max`): under `sum` or
-`min` it is not what the three derive from.
+from it. Only where the `time` series is a time per rank (our runs with `--ranks mean` or `max`):
+under `sum` or `min`, and in Extra-P files (which may hold sums over ranks), it is not what the
+three derive from; nor under `--compat extrap`, which gives Extra-P's output and nothing more.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -43,12 +47,51 @@ BASES = ("time", "cost")
 RATIO = 1.5
 
 
-def baselines(series: Iterable[Series], parameters: Sequence[str]) -> dict[str, float]:
-    """Call path -> the fewest ranks at which its `time` was measured (empty without `ranks`)."""
+@dataclass(frozen=True)
+class Baselines:
+    """Per call path, the fewest ranks at which its time was measured, per combination of the other
+    parameters (as the measured speedups use them, `modeler.aggregate`)."""
+
+    parameters: tuple[str, ...]
+    fewest: Mapping[str, Mapping[tuple[float, ...], float]]
+
+    def at(self, callpath: str, target: Mapping[str, float]) -> float | None:
+        """The baseline for a prediction at `target`: that of the measured combination of the other
+        parameters nearest the target's (in log scale; its own where measured). None without one."""
+        table = self.fewest.get(callpath)
+        if not table:
+            return None
+        others = [p for p in self.parameters if p != RANKS_PARAMETER]
+        want = np.array([float(target[p]) for p in others])
+
+        def distance(combo: tuple[float, ...]) -> float:
+            c = np.array(combo, dtype=float)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                d = np.abs(np.log(np.where(c > 0, c, np.nan)) - np.log(np.where(want > 0, want, np.nan)))
+            # a parameter at or below 0 has no log scale: its plain difference
+            return float(np.where(np.isfinite(d), d, np.abs(c - want)).sum())
+
+        return table[min(table, key=lambda c: (distance(c), c))]
+
+
+def baselines(series: Iterable[Series], parameters: Sequence[str]) -> Baselines:
+    """The `Baselines` of the `time` series (none without `ranks`). Ranks of 0 or less are no
+    baseline: a per-rank time at 0 ranks means nothing to divide by."""
+    parameters = tuple(parameters)
     if RANKS_PARAMETER not in parameters:
-        return {}
-    r = list(parameters).index(RANKS_PARAMETER)
-    return {s.callpath: float(np.min(s.points[:, r])) for s in series if s.metric == "time" and s.n_points}
+        return Baselines(parameters, {})
+    r = parameters.index(RANKS_PARAMETER)
+    fewest: dict[str, dict[tuple[float, ...], float]] = {}
+    for s in series:
+        if s.metric != "time":
+            continue
+        table = fewest.setdefault(s.callpath, {})
+        for pt in s.points:
+            if pt[r] <= 0:
+                continue
+            key = tuple(float(v) for i, v in enumerate(pt) if i != r)
+            table[key] = min(table.get(key, float(pt[r])), float(pt[r]))
+    return Baselines(parameters, {cp: t for cp, t in fewest.items() if t})
 
 
 def basis_series_needed(data: Dataset, measured: Dataset | None, min_points: int = 3) -> list[Series]:
@@ -86,6 +129,8 @@ def from_time(metric: str, basis: FittedModel, at: Mapping[str, float], paramete
     if basis.metric not in BASES:
         raise ValueError(f"the basis must be a time or cost model, got {basis.metric!r}")
     ranks = float(at[RANKS_PARAMETER])
+    if not baseline > 0 or not ranks > 0:
+        return math.nan
     target = np.array([[float(at[p]) for p in parameters]])
     base = target.copy()
     base[0, list(parameters).index(RANKS_PARAMETER)] = baseline
@@ -103,7 +148,7 @@ def from_time(metric: str, basis: FittedModel, at: Mapping[str, float], paramete
 
 def derived_predictions(
     models: Sequence[FittedModel], companions: Sequence[FittedModel], at: Mapping[str, float],
-    parameters: Sequence[str], bases: Mapping[str, float],
+    parameters: Sequence[str], bases: Baselines | None,
 ) -> list[tuple[float, str] | None]:
     """Per model: (its metric at `at` from the per-rank time, the metric that time came from:
     `time` or `cost`; see `choose_basis`, `from_time`), or None where it is not a derived metric or
@@ -112,7 +157,7 @@ def derived_predictions(
     out: list[tuple[float, str] | None] = []
     for fm in models:
         basis = choose_basis(by_key.get((fm.callpath, "time")), by_key.get((fm.callpath, "cost")))
-        r0 = bases.get(fm.callpath)
+        r0 = None if bases is None or RANKS_PARAMETER not in at else bases.at(fm.callpath, at)
         if fm.metric not in DERIVED or basis is None or r0 is None or RANKS_PARAMETER not in at:
             out.append(None)
         else:

@@ -28,7 +28,8 @@ from .pmnf.fit import GroupFit
 from .pmnf.hypotheses import exponent_of
 from .pmnf.points import distinct_values, group_by_points
 from .pmnf.quality import quality
-from .strong_scaling import MARGIN, split, split_alternative, time_view
+from .pmnf.selection import noise_variance
+from .strong_scaling import choose, mix, split, split_alternative, time_view
 
 COMPAT_MODES = (None, "extrap")
 #: a series needs this many points, and a parameter this many distinct values, to get a term
@@ -103,6 +104,8 @@ class PMNFModeler:
             raise InputError(f"fit expects a modeler.dataset.Dataset, got {type(dataset).__name__}")
         if not dataset.series:
             raise TooFewPointsError("the dataset has no series to model")
+        for s in dataset.series:
+            _check_finite(s, dataset.parameters)
         kept = [_defined_points(s, dataset.parameters) for s in dataset.series]
         series = [k[0] or s for k, s in zip(kept, dataset.series)]
         dataset = Dataset(dataset.parameters, series, dataset.warnings, dataset.sources)
@@ -114,12 +117,15 @@ class PMNFModeler:
         for i, s in enumerate(dataset.series):
             values, spread = stats[i]
             if i in fits:
-                g, row, q, divided = fits[i]
+                g, row, q, divided, other = fits[i]
                 model = _to_model(dataset.parameters, g, row)
-                alternatives = _alternatives(dataset.parameters, g, row)
+                alternatives = _family_alternatives(dataset.parameters, g, row, divided)
                 if divided:  # fitted as values x ranks: back to the values (modeler.strong_scaling)
                     model = split(model, RANKS_PARAMETER)[0]
-                    alternatives = tuple(split_alternative(a, RANKS_PARAMETER) for a in alternatives)
+                if other is not None:  # both families in play: the range draws from both
+                    g_other, weight = other
+                    alternatives = mix(alternatives, _family_alternatives(dataset.parameters, g_other, row, not divided),
+                                       weight)
                 if not np.any(values) and alternatives:  # all zeros: nothing is uncertain
                     k = 1 + len(model.terms)
                     alternatives = (Alternative(1.0, model, np.zeros((k, k))),)
@@ -162,8 +168,9 @@ class PMNFModeler:
 
     def _fit_groups(self, dataset: Dataset, fittable: list[int], stats: list, aggregate: str) -> dict:
         """Series index -> (its group's fit, its row there, the group's quality, whether the fit is
-        of the values x ranks); one engine call per set of series measured at the same points (two
-        where the values x ranks are fitted too, `modeler.strong_scaling`)."""
+        of the values x ranks, None or (the other family's fit, its weight in the prediction range));
+        one engine call per set of series measured at the same points (two where the values x ranks
+        are fitted too, `modeler.strong_scaling`)."""
         fits = {}
         params = dataset.parameters
         for members in group_by_points([dataset.series[i].points for i in fittable]).values():
@@ -172,16 +179,28 @@ class PMNFModeler:
             Y = np.array([stats[i][0] for i in index])
             g, q = self._fit_scaled(pts, Y, index, stats, dataset, aggregate)
             for row, i in enumerate(index):
-                fits[i] = (g, row, q, False)
+                fits[i] = (g, row, q, False, None)
             if not self._splits(params, pts):
                 continue
             ranks = pts[:, params.index(RANKS_PARAMETER)]
-            g2, q2 = self._fit_scaled(pts, Y * ranks[None, :], index, stats, dataset, aggregate, ranks)
-            with np.errstate(invalid="ignore"):
-                better = q2.cv_smape < MARGIN * q.cv_smape  # nan (no cross-validation): not better
-            for row, i in enumerate(index):
-                if better[row]:
-                    fits[i] = (g2, row, q2, True)
+            with np.errstate(over="ignore", invalid="ignore"):
+                Y2 = Y * ranks[None, :]
+            ok = np.isfinite(Y2).all(axis=1)  # beyond the float range x ranks: plain only
+            if not ok.any():
+                continue
+            sub = [i for i, good in zip(index, ok) if good]
+            g2, q2 = self._fit_scaled(pts, Y2[ok], sub, stats, dataset, aggregate, ranks)
+            rows = np.flatnonzero(ok)
+            g1 = _rows(g, rows)
+            spread = np.array([stats[i][1] for i in sub])
+            reps = np.array([[r.size for r in dataset.series[i].repetitions] for i in sub])
+            noise = noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max") else np.full(len(sub), np.nan)
+            keep, other = choose(g1, g2, q.cv_smape[rows], q2.cv_smape, noise)
+            for j, i in enumerate(sub):
+                if keep[j]:
+                    fits[i] = (g2, j, q2, True, (g1, float(other[j])))
+                elif other[j] > 0:
+                    fits[i] = (g1, j, _quality_rows(q, rows), False, (g2, float(other[j])))
         return fits
 
     def _splits(self, params: tuple[str, ...], pts: np.ndarray) -> bool:
@@ -322,6 +341,18 @@ _OPTIONS = {"compat": None, "aggregate": None, "candidates": None, "allow_log": 
             "on_too_few": "warn", "strong_scaling": True}
 
 
+def _check_finite(s: Series, params: tuple[str, ...]) -> None:
+    """A value that is nan or infinite cannot be modeled (least squares spreads it everywhere):
+    an error naming the series and the point (the readers never produce one)."""
+    if np.isfinite(np.concatenate(s.repetitions)).all():
+        return
+    for pt, reps in zip(s.points, s.repetitions):
+        if not np.all(np.isfinite(reps)):
+            where = ", ".join(f"{p}={v:g}" for p, v in zip(params, pt))
+            raise InputError(f"{s.callpath}/{s.metric}: a value at ({where}) is {reps[~np.isfinite(reps)][0]}: "
+                             "values must be finite numbers")
+
+
 def _defined_points(s: Series, params: tuple[str, ...]) -> tuple[Series | None, tuple[str, ...]]:
     """The series without its points where a parameter that varies is negative, and a note naming
     them: PMNF terms (x^(1/2), log2 x) are not defined there, and the model is built on the other
@@ -363,6 +394,25 @@ def _model_of(params: tuple[str, ...], specs: list, coef: np.ndarray) -> Model:
 def _factor(parameter: str, hypothesis: int) -> Factor:
     e, lg = exponent_of(hypothesis)
     return Factor(parameter, e, lg)
+
+
+def _rows(g: GroupFit, rows: np.ndarray) -> GroupFit:
+    """The fit of some of a group's series."""
+    pick = lambda a: None if a is None else [a[r] for r in rows]  # noqa: E731
+    return GroupFit([g.index[r] for r in rows], g.points, g.y[rows], g.X[rows], g.coef[rows], g.w[rows],
+                    pick(g.terms), pick(g.alternatives),
+                    None if g.reported is None else tuple(v[rows] for v in g.reported))
+
+
+def _quality_rows(q, rows: np.ndarray):
+    return dataclasses.replace(q, **{f.name: getattr(q, f.name)[rows] for f in dataclasses.fields(q)})
+
+
+def _family_alternatives(params: tuple[str, ...], g: GroupFit, row: int, divided: bool) -> tuple[Alternative, ...]:
+    """A family's alternatives for one series, as models of the values (split over ranks where the
+    family was fitted as values x ranks)."""
+    alternatives = _alternatives(params, g, row)
+    return tuple(split_alternative(a, RANKS_PARAMETER) for a in alternatives) if divided else alternatives
 
 
 def _alternatives(params: tuple[str, ...], g: GroupFit, row: int) -> tuple[Alternative, ...]:

@@ -16,7 +16,7 @@ from typing import Collection, Iterable, Mapping, Sequence
 import numpy as np
 
 from .dataset import Dataset
-from .derived import derived_predictions, disagreement_warning
+from .derived import Baselines, derived_predictions, disagreement_warning
 from .errors import InputError
 from .listing import listing
 from .model import FittedModel, Model
@@ -88,20 +88,37 @@ def _finite_or_none(v: float | None) -> float | None:
 
 
 def growth(model: Model) -> tuple[float, float]:
-    """(total exponent, total log exponent) of the dominant term, negated when it decreases."""
-    best: tuple[float, float] | None = None
-    sign = 1.0
+    """(total exponent, total log exponent) of the dominant term, negated when it decreases.
+
+    Growth is taken as every parameter grows alike, so a term's degree is the sum of its exponents.
+    A term of positive degree dominates; a negative coefficient on it means the value eventually
+    falls. Without one, the model tends to its constant (or to a term of degree 0, such as
+    `batch^(1) * ranks^(-1)`, work split over the ranks): level, whatever sign a decaying term in
+    `ranks^(-1)` has (`c - a * ranks^(-1)` rises to a plateau). A model with nothing but decaying
+    terms falls, as its slowest-decaying term."""
+    rising: tuple[tuple[float, float], float] | None = None
+    level = model.constant != 0
+    decaying: list[tuple[float, float]] = []
     for t in model.terms:
+        if t.coefficient == 0:
+            continue
         if not any(f.exponent or f.log_exponent for f in t.factors):
-            continue  # a constant-valued term does not grow
-        # the sum of exponents: the growth when every parameter grows alike (batch * ranks^(-1),
-        # a term split over the ranks, is level then)
+            level = True  # a constant-valued term does not grow
+            continue
         g = (float(sum(f.exponent for f in t.factors)), float(sum(f.log_exponent for f in t.factors)))
-        if best is None or g > best:
-            best, sign = g, (1.0 if t.coefficient > 0 else -1.0 if t.coefficient < 0 else 0.0)
-    if best is None or sign == 0.0:
+        if g > (0.0, 0.0):
+            if rising is None or g > rising[0]:
+                rising = (g, 1.0 if t.coefficient > 0 else -1.0)
+        elif g == (0.0, 0.0):
+            level = True
+        else:
+            decaying.append(g)
+    if rising is not None:
+        g, sign = rising
+        return (sign * g[0], sign * g[1])
+    if level or not decaying:
         return (0.0, 0.0)
-    return (sign * best[0], sign * best[1])
+    return max(decaying)
 
 
 def measured_maximum(dataset: Dataset) -> dict[str, float]:
@@ -205,14 +222,14 @@ def rank_models(
     units: Mapping[tuple[str, str], str] | None = None,
     companions: Sequence[FittedModel] = (),
     nonnegative: Collection[tuple[str, str]] = (),
-    baselines: Mapping[str, float] | None = None,
+    baselines: Baselines | None = None,
 ) -> Ranking:
     """The models worst-scaling first; `units` maps (call path, metric) to the unit of its values.
 
     Every `time` prediction is checked against its parts' (`modeler.parts`), using `companions` too:
     models fitted for that check only (exclusive times that were not selected), not ranked. Models
     of the series in `nonnegative` (see `nonnegative_keys`) that predict below zero are named in a
-    warning. With `baselines` (call path -> fewest ranks of its time, `modeler.derived.baselines`),
+    warning. With `baselines` (the fewest ranks of each call path's time, `modeler.derived.baselines`),
     speedup, efficiency and cost also get their figure from the call path's time model (`from_time`),
     and those far from it are named in a warning."""
     point = np.array([[float(at[p]) for p in parameters]]) if parameters else np.zeros((1, 0))
@@ -229,7 +246,7 @@ def rank_models(
     at_text = ", ".join(f"{p}={float(at[p]):g}" for p in parameters)
     warnings = [*warnings, *(c.message(at_text) for c in check_parts(by_key))]
     ranges = _ranges(models, {p: float(at[p]) for p in parameters}, preds)
-    derived = derived_predictions(models, companions, at, parameters, baselines or {})
+    derived = derived_predictions(models, companions, at, parameters, baselines)
     rows = []
     for fm, pred, rng, ft in zip(models, preds, ranges, derived):
         low = high = None

@@ -69,7 +69,8 @@ def fit_dataset(
     path's time can be checked against its parts (`modeler.parts`), and so are the `time` and `cost`
     series of the call paths whose speedup, efficiency or cost is selected: those get their figure
     from a model of the per-rank time as well (`modeler.derived`), where `time` is a time per rank
-    (`per_rank_time`: False for `--ranks sum` or `min`)."""
+    (`per_rank_time`: False for `--ranks sum` or `min`, or for Extra-P inputs, whose `time` may be
+    a sum over ranks; never with `compat`)."""
     if not dataset.parameters:
         raise InputError("no parameter varies over the measurements: nothing to model (sweep at least one parameter)",
                          warnings=dataset.warnings)
@@ -81,9 +82,10 @@ def fit_dataset(
     if gaps:
         warnings.append(gaps)
     extra = parts_series(data, measured, min_points)
-    times = basis_series_needed(data, measured, min_points) if per_rank_time else []
+    derive = per_rank_time and compat is None  # --compat extrap: Extra-P's output, nothing more
+    times = basis_series_needed(data, measured, min_points) if derive else []
     extra += [s for s in times if all((s.callpath, s.metric) != (e.callpath, e.metric) for e in extra)]
-    bases = baselines([*data.series, *times], data.parameters) if per_rank_time else {}
+    bases = baselines([*data.series, *times], data.parameters) if derive else None
 
     from ..estimator import PMNFModeler  # the engine is heavy; `modeler export` never needs it
 
@@ -97,6 +99,14 @@ def fit_dataset(
                        companions=companions, nonnegative=nonnegative_keys(data.series), baselines=bases)
 
 
+def _per_rank_time(args: argparse.Namespace, loaded) -> bool:
+    """Whether the `time` read is a time per rank, which speedup, efficiency and cost derive from:
+    our runs combined with `--ranks mean` or `max` (Extra-P files say nothing of it: `modeler export
+    --ranks sum` writes rank-seconds)."""
+    formats = {f.format for f in loaded.files if f.status == "read"}
+    return getattr(args, "ranks", "mean") in ("mean", "max") and formats <= {"runs"}
+
+
 def run(args: argparse.Namespace) -> int:
     from ..cli import EXIT_OK, EXIT_PARTIAL
 
@@ -105,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_from_args(args)
     data = select(loaded.dataset, args)
     ranking = fit_dataset(data, at=args.at, compat=args.compat, repetitions=args.repetitions, min_points=args.min_points,
-                          measured=loaded.dataset, per_rank_time=getattr(args, "ranks", "mean") in ("mean", "max"))
+                          measured=loaded.dataset, per_rank_time=_per_rank_time(args, loaded))
     if args.top is not None:
         ranking = Ranking(ranking.parameters, ranking.at, ranking.rows[: args.top], ranking.warnings)
     write_output(render(ranking, args.format), args.output)

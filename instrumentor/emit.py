@@ -5,8 +5,13 @@ rewritten file can be numbered without a second parse.
 - prologue:  `if __sp_on__: __sp_enter__(N)` followed by the `try:` line;
 - epilogue:  `finally:` followed by `if __sp_on__: __sp_exit__(N)`;
 - per loop iteration: `if __sp_on__: __sp_mark__(N)`;
-- around yield/await: `__sp_on__ and __sp_exit__(N); ...` (never `if`, so that a user's `try:` or
-  `finally:` next to it is not taken for ours);
+- around yield/await: the operand first, then the exits, which note in the local `__sp_out__` that
+  the regions were left: `x = yield (v, (__sp_out__ := __sp_on__) and __sp_exit__(N))[0]`; the
+  statement holding the suspension is guarded by the line `__sp_out__ = 0`, then `try:`, and
+  `finally:` with `if __sp_out__: __sp_out__ = 0; __sp_on__ and __sp_enter__(N)`, which re-enters
+  the regions after the suspension whether it returned or raised (`gen.throw`, `close()`, a failed
+  await). Inside a larger expression the suspension re-enters in place as well:
+  `((yield (v, <exits>)[0]), __sp_out__ and ((__sp_out__ := 0), <enters>))[0]`;
 - the hidden awaits of `async for`/`async with` add no line: their operand is wrapped in place
   (`__sp_aiter__((N, M), it)`, `__sp_actx__((N,), cm)`);
 - the module header: lines starting with `from runtime.probe import enter as __sp_`,
@@ -16,6 +21,7 @@ rewritten file can be numbered without a second parse.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -24,6 +30,24 @@ import libcst as cst
 from .regions import Region
 
 ON = "__sp_on__"
+
+
+# In json.dumps' output: an escaped backslash, or the surrogate pair JSON writes for a character
+# outside the BMP (in a Python literal that pair would be two lone surrogates, not the character).
+_JSON_ESCAPE = re.compile(r"\\\\|\\ud([89ab][0-9a-f]{2})\\ud([c-f][0-9a-f]{2})")
+
+
+def _one_char(match: re.Match) -> str:
+    if match.group(1) is None:
+        return match.group(0)
+    high, low = int("d" + match.group(1), 16), int("d" + match.group(2), 16)
+    return f"\\U{0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00):08x}"
+
+
+def py_str(text: str) -> str:
+    """`text` as a double-quoted Python literal of ASCII characters only, so that it reads the
+    same in a file of any encoding (a name or file name may hold any character)."""
+    return _JSON_ESCAPE.sub(_one_char, json.dumps(text))
 
 
 def _name(value: str) -> cst.Name:
@@ -48,12 +72,6 @@ _ABI_NAMES = {"aiter": "async_iter", "actx": "async_ctx"}
 
 def _guarded(call: cst.BaseExpression) -> cst.If:
     return cst.If(test=_name(ON), body=cst.SimpleStatementSuite([cst.Expr(call)]))
-
-
-def _and_line(calls: Sequence[cst.BaseExpression]) -> cst.SimpleStatementLine:
-    return cst.SimpleStatementLine(
-        [cst.Expr(cst.BooleanOperation(_name(ON), cst.And(), call)) for call in calls]
-    )
 
 
 def _and_expr(calls: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
@@ -100,13 +118,13 @@ class RuntimeBackend:
         names = [n for n in ("enter", "exit", "mark", "iterate", "aiter", "actx") if f"__sp_{n}__" in used]
         imports = ", ".join(f"{_ABI_NAMES.get(n, n)} as __sp_{n}__" for n in [*names, "define"])
         table = ", ".join(
-            f"({r.id}, {json.dumps(r.kind)}, {json.dumps(r.name)}, {r.line})" for r in regions
+            f"({r.id}, {py_str(r.kind)}, {py_str(r.name)}, {r.line})" for r in regions
         )
         if len(regions) == 1:
             table += ","
         return [
             f"from runtime.probe import {imports}",
-            f"{ON} = __sp_define__(__name__, globals(), {json.dumps(relpath)}, ({table}))",
+            f"{ON} = __sp_define__(__name__, globals(), {py_str(relpath)}, ({table}))",
         ]
 
 
@@ -147,7 +165,7 @@ class NvtxBackend:
 
     def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[str]:
         attrs = ", ".join(
-            f"{r.id}: __sp_domain__.get_event_attributes(message={json.dumps(r.name)})" for r in regions
+            f"{r.id}: __sp_domain__.get_event_attributes(message={py_str(r.name)})" for r in regions
         )
         lines = [
             "import nvtx as __sp_nvtx__",
@@ -163,7 +181,7 @@ class NvtxBackend:
                 "__sp_spec__ and __sp_spec__.submodule_search_locations and "
                 '__import__("importlib.machinery").machinery.PathFinder.find_spec("runtime.linemap", '
                 "__sp_spec__.submodule_search_locations) and "
-                f'__import__("runtime.linemap").linemap.register(globals().get("__file__"), {json.dumps(relpath)})',
+                f'__import__("runtime.linemap").linemap.register(globals().get("__file__"), {py_str(relpath)})',
             ]
         return lines
 
@@ -207,19 +225,42 @@ def inline_mark(backend: Backend, rid: int) -> cst.Expr | None:
     return None if call is None else cst.Expr(cst.BooleanOperation(_name(ON), cst.And(), call))
 
 
-def suspend_line(backend: Backend, rids: Sequence[int]) -> cst.SimpleStatementLine:
-    """Exit the open regions innermost first before a yield/await."""
-    return _and_line([backend.exit(r) for r in rids])
+# The local of a generator or coroutine that says its regions were left at a suspension and not
+# entered again yet: the `finally:` of the statement re-enters them only then (an exception raised
+# while the operand was evaluated finds them still open).
+OUT = "__sp_out__"
 
 
-def resume_line(backend: Backend, rids: Sequence[int]) -> cst.SimpleStatementLine:
-    """Re-enter them outermost first after it."""
-    return _and_line([backend.enter(r) for r in reversed(rids)])
+def _set_out(value: cst.BaseExpression) -> cst.NamedExpr:
+    return cst.NamedExpr(_name(OUT), value, lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
-def bracket_expression(backend: Backend, rids: Sequence[int], inner: cst.BaseExpression) -> cst.BaseExpression:
-    """`(exit..., <yield/await>, enter...)[1]` for a suspension inside a larger expression."""
-    before = _and_expr([backend.exit(r) for r in rids])
-    after = _and_expr([backend.enter(r) for r in reversed(rids)])
-    tup = cst.Tuple([cst.Element(before), cst.Element(inner), cst.Element(after)])
-    return cst.Subscript(tup, [cst.SubscriptElement(cst.Index(_int(1)))])
+def leave_expr(backend: Backend, rids: Sequence[int], flagged: bool = True) -> cst.BaseExpression:
+    """Exit the open regions innermost first: `(__sp_out__ := __sp_on__) and __sp_exit__(N)`;
+    without `flagged` (where Python allows no `:=`, a comprehension's iterable) `__sp_on__ and ...`."""
+    calls = [backend.exit(r) for r in rids]
+    right = calls[0] if len(calls) == 1 else cst.Tuple([cst.Element(c) for c in calls])
+    return cst.BooleanOperation(_set_out(_name(ON)) if flagged else _name(ON), cst.And(), right)
+
+
+def reenter_expr(backend: Backend, rids: Sequence[int], flagged: bool = True) -> cst.BaseExpression:
+    """Re-enter them outermost first: `__sp_out__ and ((__sp_out__ := 0), __sp_on__ and __sp_enter__(N))`."""
+    enters = _and_expr([backend.enter(r) for r in reversed(rids)])
+    if not flagged:
+        return enters
+    return cst.BooleanOperation(
+        _name(OUT), cst.And(), cst.Tuple([cst.Element(_set_out(_int(0))), cst.Element(enters)])
+    )
+
+
+def _clear_out() -> cst.Assign:
+    return cst.Assign([cst.AssignTarget(_name(OUT))], _int(0))
+
+
+def guarded(backend: Backend, rids: Sequence[int], stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
+    """`stmt`, which suspends, in `__sp_out__ = 0` / `try:` / `finally:` + re-entry (see OUT)."""
+    enters = _and_expr([backend.enter(r) for r in reversed(rids)])
+    again = cst.If(test=_name(OUT), body=cst.SimpleStatementSuite([_clear_out(), cst.Expr(enters)]))
+    first = cst.SimpleStatementLine([_clear_out()], leading_lines=stmt.leading_lines)
+    body = cst.IndentedBlock([stmt.with_changes(leading_lines=())])
+    return [first, cst.Try(body=body, finalbody=cst.Finally(body=cst.IndentedBlock([again])))]

@@ -23,11 +23,13 @@ from types import CodeType
 
 from . import __version__, spawnhook
 from .linemap import MAP_FORMAT, indent_shifts, remap_tree
-from .project import decode
+from .project import RECURSION_LIMIT as _RECURSION_LIMIT, REWRITE_REVISION, decode
 from .regions import IdAllocator, region_bound
 from .transform import instrument_source
 
-_OURS = {"runtime", "instrumentor", "modeler", "nvtx"}
+# scaleprobe's own packages, found by path: a project may have modules of those names itself
+# (`modeler.py`, an `nvtx.py` shim), which are its own code like any other
+_OURS = tuple(Path(__file__).resolve().parent.parent / name for name in ("runtime", "instrumentor", "modeler"))
 _NOT_OWN = {"site-packages", "dist-packages", "__pycache__", ".git", "build", "dist", ".tox", ".nox"}
 _ID_CALLS = {"__sp_enter__", "__sp_exit__", "__sp_mark__", "__sp_iterate__"}
 _ID_TUPLE_CALLS = {"__sp_aiter__", "__sp_actx__"}  # their first argument is a tuple of region ids
@@ -52,19 +54,27 @@ class Instrumenter:
         self.prefix = Path(sys.prefix).resolve()
 
     def owns(self, path: Path, fullname: str) -> bool:
-        if fullname.split(".")[0] in _OURS or path.suffix != ".py":
+        # by name as well: the top-level modules the probes import (`from runtime.probe import ...`,
+        # the NVTX backend's `import nvtx`) are never rewritten to import themselves
+        top = fullname.split(".")[0]
+        if path.suffix != ".py" or top == "runtime" or (top == "nvtx" and self.backend == "nvtx"):
+            return False
+        resolved = path.resolve()
+        if any(resolved.is_relative_to(ours) for ours in _OURS):
             return False
         try:
-            rel = path.resolve().relative_to(self.root)
+            rel = resolved.relative_to(self.root)
         except ValueError:
             return False
-        if self.root != self.prefix and self.prefix.is_relative_to(self.root) and path.resolve().is_relative_to(self.prefix):
+        if self.root != self.prefix and self.prefix.is_relative_to(self.root) and resolved.is_relative_to(self.prefix):
             return False  # a virtualenv inside the project
         return not any(part in _NOT_OWN or part.startswith(".venv") for part in rel.parts[:-1])
 
     def _rewrite(self, path: Path, data: bytes) -> dict:
         """Instrumented text with local ids (cached), or {"code": None} when nothing changes."""
-        digest = hashlib.blake2b(data + f"|{__version__}|{self.backend}|{MAP_FORMAT}".encode(), digest_size=16).hexdigest()
+        # the revision too: a rewrite that changed keeps the version number until the next release
+        salt = f"|{__version__}.{REWRITE_REVISION}|{self.backend}|{MAP_FORMAT}"
+        digest = hashlib.blake2b(data + salt.encode(), digest_size=16).hexdigest()
         try:
             relpath = path.resolve().relative_to(self.root).as_posix()
         except ValueError:  # an entry script outside the project root
@@ -82,16 +92,17 @@ class Instrumenter:
         if entry is None:
             source, _ = decode(data)
             bound = region_bound(source)
-            result = instrument_source(source, relpath, ids=IdAllocator(range(bound)), backend=self.backend)
+            result = _instrument_deep(source, relpath, bound, self.backend)
             shifts = indent_shifts(source, result.code, result.linemap) if result.code else None
             entry = {"code": result.code, "n": bound, "linemap": result.linemap, "shifts": shifts,
                      "columns": result.columns, "error": result.error}
             if result.error and not _compiles(source, path):
                 entry["invalid"] = True  # Python's own loader reports it, exactly as without scaleprobe
-            elif result.error:
-                print(f"scaleprobe: not instrumented: {result.error}", file=sys.stderr)
-            if cache_file is not None:
+            # a failure of this process (recursion, memory) is tried again next time
+            if cache_file is not None and not result.transient:
                 _write_atomic(cache_file, json.dumps(entry))
+        if entry.get("error") and not entry.get("invalid"):  # computed or cached: said once per process
+            print(f"scaleprobe: not instrumented: {entry['error']}", file=sys.stderr)
         self.memory[key] = entry
         return entry
 
@@ -120,6 +131,17 @@ class Instrumenter:
         with _lock:  # NVTX ids only key a per-module dict; unique per process is enough
             base, _nvtx_next = _nvtx_next, _nvtx_next + n
         return base
+
+
+def _instrument_deep(source: str, relpath: str, bound: int, backend: str):
+    """instrument_source with the recursion limit `instrument`'s workers have (libcst recurses once
+    per nesting level: a chain of 500 `+` needs more than the default 1000), set back after."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+    try:
+        return instrument_source(source, relpath, ids=IdAllocator(range(bound)), backend=backend)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def _compiles(source: str, path: Path) -> bool:

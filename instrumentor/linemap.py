@@ -25,6 +25,8 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 _PROLOGUE = re.compile(r"if __sp_on__: __sp_(?:enter|push)__\(")
 _EPILOGUE = re.compile(r"if __sp_on__: __sp_(?:exit|pop)__\(")
 _MARK = re.compile(r"if __sp_on__: __sp_mark__\(")
+_REENTRY = re.compile(r"if __sp_out__: ")  # the `finally:` of a statement that suspends
+_GUARD = "__sp_out__ = 0"  # the line before that statement's `try:`
 
 
 def split_lines(text: str) -> list[str]:
@@ -43,13 +45,17 @@ def inserted_lines(out_lines: list[str]) -> list[bool]:
             continue
         if text.startswith("__sp_") or (text.startswith(("from runtime.probe import", "import nvtx as __sp_"))):
             flags[i] = True
+            if text == _GUARD and i + 1 < len(stripped) and stripped[i + 1] == "try:":
+                flags[i + 1] = True
         elif _PROLOGUE.match(text):
             flags[i] = True
             if i + 1 < len(stripped) and stripped[i + 1] == "try:":
                 flags[i + 1] = True
         elif _MARK.match(text):
             flags[i] = True
-        elif text == "finally:" and i + 1 < len(stripped) and _EPILOGUE.match(stripped[i + 1]):
+        elif text == "finally:" and i + 1 < len(stripped) and (
+            _EPILOGUE.match(stripped[i + 1]) or _REENTRY.match(stripped[i + 1])
+        ):
             flags[i] = flags[i + 1] = True
     return flags
 

@@ -4,7 +4,7 @@ Most lines of an instrumented file are original lines, moved and re-indented: a 
 original one shifted by the change of indentation (`linemap.indent_shifts`). A few lines hold
 original code at other places: the statements of a one-line `def f(): a; b` (each on a line of its
 own now), an inline loop body after its mark (`for k in r: __sp_on__ and __sp_mark__(3); d[k]`), a
-bracketed suspension (`(__sp_on__ and __sp_exit__(0), (yield 1), ...)[1]`) and a wrapped iterable
+bracketed suspension (`yield (v, (__sp_out__ := __sp_on__) and __sp_exit__(0))[0]`) and a wrapped iterable
 (`__sp_iterate__(7, loader)`). Tracebacks point at the start and end columns of AST nodes
 (`co_positions`), so for those lines this module pairs every node of the instrumented tree with
 the original node it came from, walking both trees together and stepping over what the probes
@@ -30,8 +30,11 @@ def _is_probe_name(node: ast.AST | None) -> bool:
 
 
 def _is_probe_expr(node: ast.AST) -> bool:
-    """`__sp_on__ and __sp_exit__(3)` (or a header's `__sp_x__ and ...`)."""
-    return isinstance(node, ast.BoolOp) and _is_probe_name(node.values[0])
+    """`__sp_on__ and __sp_exit__(3)`, `(__sp_out__ := __sp_on__) and ...` (or a header's `__sp_x__ and ...`)."""
+    if not isinstance(node, ast.BoolOp):
+        return False
+    first = node.values[0]
+    return _is_probe_name(first.target if isinstance(first, ast.NamedExpr) else first)
 
 
 def _is_probe_stmt(stmt: ast.stmt) -> bool:
@@ -64,15 +67,26 @@ def _unwrap(node: ast.AST) -> Iterator[ast.AST]:
     """The probe wrappers around an expression, outermost first, then the expression itself."""
     while True:
         yield node
-        if (
-            isinstance(node, ast.Subscript) and isinstance(node.value, ast.Tuple) and len(node.value.elts) == 3
-            and isinstance(node.slice, ast.Constant) and node.slice.value == 1 and _is_probe_expr(node.value.elts[0])
-        ):
-            node = node.value.elts[1]
+        picked = _picked(node)
+        if picked is not None:
+            node = picked
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _WRAPPERS and len(node.args) == 2:
             node = node.args[1]
         else:
             return
+
+
+def _picked(node: ast.AST) -> ast.AST | None:
+    """`x` of a suspension's `(x, <probes>)[0]` or `(<probes>, x, <probes>)[1]`, else None."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Tuple)
+            and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int):
+        return None
+    elts, index = node.value.elts, node.slice.value
+    if len(elts) < 2 or not 0 <= index < len(elts):
+        return None
+    if all(_is_probe_expr(e) for i, e in enumerate(elts) if i != index):
+        return elts[index]
+    return None
 
 
 def _pairs(orig: ast.AST, out: ast.AST) -> Iterator[tuple[ast.AST, ast.AST]]:

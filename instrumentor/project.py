@@ -39,8 +39,12 @@ STATE_NAME = "state.json"
 STATE_VERSION = 1
 # Bumped when the same source is rewritten differently, so a re-run redoes files kept from before
 # (2: compound statements walked in source order; comprehensions, lambdas, class-body loops in "skipped";
-#  3: none counted twice inside a subtree left out whole)
-REWRITE_REVISION = 3
+#  3: none counted twice inside a subtree left out whole;
+#  4: yield/await leave the regions after their operand and re-enter them in a `finally`, step/epoch
+#     loops whose body suspends are not wrapped, header strings escape characters outside the BMP)
+REWRITE_REVISION = 4
+# libcst recurses once per nesting level (long `a + b + ...` chains); the import hook uses the same
+RECURSION_LIMIT = 20000
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", STATE_DIR, ".mypy_cache", ".pytest_cache", ".tox", ".nox"}
 # Copied but never instrumented: not the project's own modules.
@@ -123,9 +127,9 @@ def _work(job: tuple) -> FileResult:
 
 
 def _instrument_file(relpath: str, path: str, pool: tuple, prior: dict, backend: str | NvtxBackend) -> FileResult:
-    # libcst recurses once per nesting level (long `a + b + ...` chains); deeper still, the native
-    # parser may overflow the C stack and kill this worker, which run_jobs reports for this file.
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+    # Deeper than RECURSION_LIMIT, the native parser may overflow the C stack and kill this
+    # worker, which run_jobs reports for this file.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     try:
         data = Path(path).read_bytes()
         source, encoding = decode(data)

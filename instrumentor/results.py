@@ -26,3 +26,4 @@ class FileResult:
     linemap: list[int] | None = None
     error: str | None = None
     columns: dict[str, list[list[int]]] | None = None  # see positions.column_points
+    transient: bool = False  # failed for want of this process's resources (recursion, memory): may work next time

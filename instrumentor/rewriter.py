@@ -21,8 +21,8 @@ from .linemap import split_lines
 from .regions import IdAllocator, Region
 from .results import Skip
 from .scopes import Func, Scope
-from .suspend import SuspendRewriter, wrap_async
-from .syntax import dotted, is_docstring, is_trivial, is_type_checking, split_docstring, suite_statements
+from .suspend import SuspendRewriter, leave_after_operand, wrap_async
+from .syntax import dotted, identifier, is_docstring, is_trivial, is_type_checking, split_docstring, suite_statements
 
 _OVERLOAD = {"overload", "typing.overload", "typing_extensions.overload"}
 _TORCHSCRIPT = {
@@ -50,6 +50,9 @@ class Rewriter:
         self.loop_ordinals: Counter[str] = Counter()
         self.used: set[str] = set()  # optional probe names the module's code calls
         self.splits: Counter[int] = Counter()  # original line -> lines it gained (see linemap.compute_linemap)
+        # the regions left by the flagged suspensions of the statement being rewritten (its headers
+        # and one-line bodies, not its nested blocks): the statement gets a guard that re-enters them
+        self.flagged: Sequence[int] | None = None
 
     # -- facts, names, ids ---------------------------------------------------------------------
 
@@ -58,6 +61,8 @@ class Rewriter:
             raise InstrumentError(f"internal: {self.relpath}: libcst and ast walks disagree (ran out of facts)")
         fact = self.facts[self.index]
         name = getattr(getattr(node, "name", None), "value", None)
+        if name is not None:
+            name = identifier(name)
         if not isinstance(fact.node, types) or (name is not None and getattr(fact.node, "name", None) != name):
             raise InstrumentError(f"internal: {self.relpath}:{fact.line}: libcst and ast walks disagree")
         self.index += 1
@@ -104,7 +109,21 @@ class Rewriter:
 
     def suspender(self, scope: Scope) -> SuspendRewriter:
         assert scope.func is not None
-        return SuspendRewriter(self.backend, (*reversed(scope.loops), scope.func.rid), scope.func, self.used)
+        return SuspendRewriter(self.backend, self.rids(scope), scope.func, self.used, self.note_flagged)
+
+    @staticmethod
+    def rids(scope: Scope) -> tuple[int, ...]:
+        """The regions open in `scope`, innermost first."""
+        assert scope.func is not None
+        return (*reversed(scope.loops), scope.func.rid)
+
+    def note_flagged(self, rids: Sequence[int]) -> None:
+        self.flagged = rids
+
+    def guard(self, stmt: cst.BaseStatement) -> cst.BaseStatement | list[cst.BaseStatement]:
+        """`stmt` in the re-entering `try`/`finally` when it suspends (emit.guarded)."""
+        rids, self.flagged = self.flagged, None
+        return stmt if rids is None else emit.guarded(self.backend, rids, stmt)
 
     def header_expr(self, expr: cst.CSTNode, scope: Scope) -> cst.CSTNode:
         if scope.func is not None and scope.func.scan:
@@ -116,9 +135,19 @@ class Rewriter:
         func = scope.func
         if func is None or not func.is_async:
             return expr
+        func.suspends += 1
         return wrap_async(self.backend, probe, (*reversed(scope.loops), func.rid), expr, self.used)
 
     def statement(self, stmt: cst.BaseStatement, scope: Scope) -> cst.BaseStatement | list[cst.BaseStatement]:
+        outer, self.flagged = self.flagged, None
+        try:
+            new = self.rewrite_statement(stmt, scope)
+            # loops guard their statement inside their own region's `try` (see loop)
+            return self.guard(new) if isinstance(new, cst.BaseStatement) else new
+        finally:
+            self.flagged = outer
+
+    def rewrite_statement(self, stmt: cst.BaseStatement, scope: Scope) -> cst.BaseStatement | list[cst.BaseStatement]:
         if isinstance(stmt, cst.SimpleStatementLine):
             return self.simple_line(stmt, scope)
         if isinstance(stmt, cst.FunctionDef):
@@ -163,11 +192,13 @@ class Rewriter:
             orelse = orelse.with_changes(body=self.suite(orelse.body, scope))
         return stmt.with_changes(test=self.header_expr(stmt.test, scope), body=body, orelse=orelse)
 
-    def simple_line(self, line: cst.SimpleStatementLine, scope: Scope) -> cst.BaseStatement | list[cst.BaseStatement]:
+    def simple_line(self, line: cst.SimpleStatementLine, scope: Scope) -> cst.SimpleStatementLine:
+        """A line of a generator or coroutine with its suspensions bracketed; `statement` guards it.
+        A statement that is one yield/await (`x = yield v`, `await f(x)`, `return await g()`) is
+        re-entered by the guard's `finally` alone."""
         func = scope.func
         if func is None or not func.scan:
             return line
-        rids = (*reversed(scope.loops), func.rid)
         if len(line.body) == 1:
             small = line.body[0]
             value = getattr(small, "value", None)
@@ -177,21 +208,22 @@ class Rewriter:
                 if isinstance(value, cst.Yield):
                     func.has_yield = True
                     operand = value.value
-                    if operand is not None:
+                    if isinstance(operand, cst.From):
+                        value = value.with_changes(value=operand.with_changes(item=operand.item.visit(self.suspender(scope))))
+                    elif operand is not None:
                         value = value.with_changes(value=operand.visit(self.suspender(scope)))
                 else:
                     value = value.with_changes(expression=value.expression.visit(self.suspender(scope)))
-                small = small.with_changes(value=value)
-                before = emit.suspend_line(self.backend, rids).with_changes(leading_lines=line.leading_lines)
-                middle = line.with_changes(leading_lines=(), body=[small])
-                if isinstance(small, cst.Return):
-                    return [before, middle]
-                return [before, middle, emit.resume_line(self.backend, rids)]
+                func.suspends += 1
+                rids = self.rids(scope)
+                self.note_flagged(rids)
+                value = leave_after_operand(value, emit.leave_expr(self.backend, rids))
+                return line.with_changes(body=[small.with_changes(value=value)])
         return line.visit(self.suspender(scope))
 
     def function(self, node: cst.FunctionDef, scope: Scope) -> cst.FunctionDef:
         fact = self.take_fact(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        qualname = scope.prefix + node.name.value
+        qualname = scope.prefix + identifier(node.name.value)
         reason = None
         for dec in node.decorators:
             name = dotted(dec.decorator)
@@ -245,7 +277,7 @@ class Rewriter:
 
     def klass(self, node: cst.ClassDef, scope: Scope) -> cst.ClassDef:
         fact = self.take_fact(node, (ast.ClassDef,))
-        qualname = scope.prefix + node.name.value
+        qualname = scope.prefix + identifier(node.name.value)
         names = [dotted(d.decorator) for d in node.decorators]
         if fact.marker == "off" or any(n in _TORCHSCRIPT for n in names):
             self.skip_subtree(fact, qualname, "# scaleprobe: off" if fact.marker == "off" else "TorchScript class")
@@ -273,16 +305,21 @@ class Rewriter:
         iterated = False
         if isinstance(node, cst.For):
             iterable = self.header_expr(node.iter, inner)
-            if kind in ("epoch", "step") and node.asynchronous is None:
+            if node.asynchronous is not None:
+                iterable = self.async_operand(iterable, inner, "aiter")
+        else:
+            changes["test"] = self.header_expr(node.test, inner)
+        suspends = scope.func.suspends if scope.func is not None else 0
+        body = self.suite(node.body, inner)
+        if isinstance(node, cst.For):
+            # Each step/epoch record runs from one `next()` to the next: in a body that suspends,
+            # that would take in the time the generator or coroutine spends suspended.
+            body_suspends = scope.func is not None and scope.func.suspends != suspends
+            if kind in ("epoch", "step") and node.asynchronous is None and not body_suspends:
                 wrapped = self.backend.iterate(rid, iterable)
                 if wrapped is not None:
                     iterable, iterated = wrapped, True
-            if node.asynchronous is not None:
-                iterable = self.async_operand(iterable, inner, "aiter")
             changes["iter"] = iterable
-        else:
-            changes["test"] = self.header_expr(node.test, inner)
-        body = self.suite(node.body, inner)
         if not iterated:
             if isinstance(body, cst.IndentedBlock):
                 mark = emit.mark_statement(self.backend, rid)
@@ -296,8 +333,8 @@ class Rewriter:
         if node.orelse is not None:
             changes["orelse"] = node.orelse.with_changes(body=self.suite(node.orelse.body, inner))
         changes["leading_lines"] = ()
-        new = node.with_changes(**changes)
+        new = self.guard(node.with_changes(**changes))  # re-entered inside the loop's own region
         return [
             emit.prologue(self.backend, rid).with_changes(leading_lines=node.leading_lines),
-            cst.Try(body=cst.IndentedBlock([new]), finalbody=emit.epilogue(self.backend, rid)),
+            cst.Try(body=cst.IndentedBlock(new if isinstance(new, list) else [new]), finalbody=emit.epilogue(self.backend, rid)),
         ]

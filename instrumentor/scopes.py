@@ -11,6 +11,7 @@ class Func:
     scan: bool  # visit expressions: the body may contain yield/await
     is_async: bool
     has_yield: bool = False
+    suspends: int = 0  # yields, awaits and wrapped async for/with bracketed so far
 
 
 @dataclass(frozen=True)

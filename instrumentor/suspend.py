@@ -1,9 +1,18 @@
 """Generators and coroutines: each yield/await, and the hidden awaits of `async for`/`async with`,
-leave the regions open around them and re-enter them after, so suspended time is not counted."""
+leave the regions open around them and re-enter them after, so suspended time is not counted.
+
+The operand is evaluated first, inside the regions (`yield transform(x)` is the generator's own
+work), then the regions are left: `yield (v, <exits>)[0]`, `await (f(x), <exits>)[0]`. The exits
+set the function's local `__sp_out__`; the statement is guarded by a `try`/`finally` that
+re-enters the regions when it is set (emit.guarded), so an exception raised at the suspension
+(`gen.throw()`, `close()`, a failed await, a cancelled task) runs the code that handles it inside
+the regions, and the function's own `finally` exits close this activation's visits, never another
+one's. One that the operand raised finds the flag clear and the regions still open.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
@@ -21,35 +30,98 @@ def wrap_async(backend: emit.Backend, probe: str, rids: Sequence[int], expr: cst
     return wrapped
 
 
-class SuspendRewriter(cst.CSTTransformer):
-    """Brackets each yield/await inside an expression with exits before and re-entries after."""
+def _pick(elements: Sequence[cst.BaseExpression], index: int) -> cst.Subscript:
+    tup = cst.Tuple([cst.Element(e) for e in elements])
+    return cst.Subscript(tup, [cst.SubscriptElement(cst.Index(cst.Integer(str(index))))])
 
-    def __init__(self, backend: emit.Backend, rids: Sequence[int], func: Func, used: set[str]) -> None:
+
+def _element(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`expr` as it can stand in a tuple display (`yield a, b` has an unparenthesized tuple)."""
+    if isinstance(expr, cst.Tuple) and not expr.lpar:
+        return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return expr
+
+
+def leave_after_operand(node: cst.Yield | cst.Await, leave: cst.BaseExpression) -> cst.BaseExpression:
+    """The suspension with the regions left after its operand: `yield (v, leave)[0]`,
+    `yield from (it, leave)[0]`, `await (aw, leave)[0]`; a bare `yield` is `(leave, (yield))[1]`."""
+    if isinstance(node, cst.Await):
+        return node.with_changes(expression=_pick([_element(node.expression), leave], 0))
+    value = node.value
+    if value is None:
+        inner = node if node.lpar else node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return _pick([leave, inner], 1)
+    if isinstance(value, cst.From):
+        return node.with_changes(value=value.with_changes(item=_pick([_element(value.item), leave], 0)))
+    return node.with_changes(value=_pick([_element(value), leave], 0))
+
+
+class SuspendRewriter(cst.CSTTransformer):
+    """Brackets each yield/await inside an expression: the regions are left after its operand and
+    re-entered in place after it (see the module docstring). `flagged` is False where Python allows
+    no `:=` (a comprehension's iterable): there the exits note nothing, and an exception raised at
+    that suspension is handled outside the regions. `noted(rids)` is told of every flagged one, so
+    that the statement gets its guard."""
+
+    def __init__(self, backend: emit.Backend, rids: Sequence[int], func: Func, used: set[str],
+                 noted: Callable[[Sequence[int]], None], flagged: bool = True) -> None:
         super().__init__()
         self.backend = backend
         self.rids = rids
         self.func = func
         self.used = used
+        self.noted = noted
+        self.flagged = flagged
+
+    def unflagged(self) -> SuspendRewriter:
+        if not self.flagged:
+            return self
+        return SuspendRewriter(self.backend, self.rids, self.func, self.used, self.noted, flagged=False)
+
+    def _bracket(self, node: cst.Yield | cst.Await) -> cst.BaseExpression:
+        self.func.suspends += 1
+        if self.flagged:
+            self.noted(self.rids)
+        left = leave_after_operand(node, emit.leave_expr(self.backend, self.rids, self.flagged))
+        if isinstance(left, cst.Yield) and not left.lpar:  # a tuple element needs them
+            left = left.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        again = emit.reenter_expr(self.backend, self.rids, self.flagged)
+        if isinstance(left, cst.Subscript):  # a bare yield: (leave, (yield))[1] -> (leave, (yield), again)[1]
+            elements = [e.value for e in left.value.elements]
+            return _pick([*elements, again], 1)
+        return _pick([left, again], 0)
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False
 
     def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
-        return False  # runs lazily in its consumer, not in this frame
+        return False  # runs lazily in its consumer, not in this frame; but see leave_GeneratorExp
+
+    def leave_GeneratorExp(self, original: cst.GeneratorExp, updated: cst.GeneratorExp) -> cst.GeneratorExp:
+        # its outermost iterable is evaluated at once, in this frame
+        for_in = updated.for_in
+        return updated.with_changes(for_in=for_in.with_changes(iter=for_in.iter.visit(self.unflagged())))
 
     def leave_Yield(self, original: cst.Yield, updated: cst.Yield) -> cst.BaseExpression:
         self.func.has_yield = True
-        # a tuple element needs them; its own may hold line breaks, which must stay
-        inner = updated if updated.lpar else updated.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        return emit.bracket_expression(self.backend, self.rids, inner)
+        return self._bracket(updated)
 
     def leave_Await(self, original: cst.Await, updated: cst.Await) -> cst.BaseExpression:
         # its own parentheses stay: they may hold line breaks (`(\n await x\n)[1]`), and lines must not merge
-        return emit.bracket_expression(self.backend, self.rids, updated)
+        return self._bracket(updated)
+
+    def visit_CompFor(self, node: cst.CompFor) -> bool:
+        return False  # visited in leave_CompFor: its iterable without `:=`
 
     def leave_CompFor(self, original: cst.CompFor, updated: cst.CompFor) -> cst.CompFor:
+        updated = updated.with_changes(
+            iter=updated.iter.visit(self.unflagged()),
+            ifs=[cond.visit(self) for cond in updated.ifs],
+            inner_for_in=updated.inner_for_in and updated.inner_for_in.visit(self),
+        )
         # `[x async for x in it]` awaits `__anext__` in the function's task (generator expressions
         # are never entered, see visit_GeneratorExp)
         if updated.asynchronous is None or not self.func.is_async:
             return updated
+        self.func.suspends += 1
         return updated.with_changes(iter=wrap_async(self.backend, "aiter", self.rids, updated.iter, self.used))

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import libcst as cst
+
+
+def identifier(name: str) -> str:
+    """The name as Python reads it: NFKC-normalised (PEP 3131; `ﬁnd` is `find`), as `ast` gives it."""
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
 
 
 def dotted(expr: cst.BaseExpression) -> str:

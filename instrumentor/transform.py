@@ -36,7 +36,8 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
     except SyntaxError as exc:
         return FileResult(relpath, "failed", error=f"{relpath}:{exc.lineno}: syntax error: {exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, too deeply nested
-        return FileResult(relpath, "failed", error=f"{relpath}:1: cannot parse: {type(exc).__name__}: {exc}")
+        return FileResult(relpath, "failed", error=f"{relpath}:1: cannot parse: {type(exc).__name__}: {exc}",
+                          transient=not isinstance(exc, ValueError))
     if max(map(len, source.splitlines()), default=0) > 2000:
         depth, line = max_depth(tree)
         if depth > MAX_DEPTH:
@@ -72,7 +73,9 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
     except InstrumentError as exc:
         return FileResult(relpath, "failed", error=str(exc))
     except RecursionError:
-        return FileResult(relpath, "failed", error=f"{relpath}:1: expression too deeply nested for libcst")
+        _, line = max_depth(tree)  # where the nesting is deepest (iterative: no recursion left here)
+        return FileResult(relpath, "failed", error=f"{relpath}:{line or 1}: expression too deeply nested for libcst",
+                          transient=True)
     linemap = compute_linemap(source, code, rewriter.splits)
     changed = changed_lines(source, code, linemap)
     columns = None
@@ -92,5 +95,5 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
         line = linemap[out_line - 1] if 1 <= out_line <= len(linemap) else 1
         why = getattr(exc, "msg", None) or f"{type(exc).__name__}: {exc}"
         return FileResult(relpath, "failed", error=f"{relpath}:{line}: the instrumented code does not compile ({why}); "
-                                                   "left as it is")
+                                                   "left as it is", transient=isinstance(exc, (RecursionError, MemoryError)))
     return FileResult(relpath, "instrumented", code, rewriter.regions, skipped, linemap, columns=columns)

@@ -8,11 +8,11 @@ import pytest
 from instr_helpers import body_after_header, code_of, rewrite
 
 
-def test_statement_level_yield_exits_loop_and_function_and_reenters():
+def test_statement_level_yield_exits_loop_and_function_after_its_operand_and_reenters_in_finally():
     code = code_of('''
         def g(n):
             for i in range(n):
-                x = yield i
+                x = yield f(i)
     ''')
     assert body_after_header(code) == textwrap.dedent('''
         def g(n):
@@ -22,9 +22,11 @@ def test_statement_level_yield_exits_loop_and_function_and_reenters():
                 try:
                     for i in range(n):
                         if __sp_on__: __sp_mark__(1)
-                        __sp_on__ and __sp_exit__(1); __sp_on__ and __sp_exit__(0)
-                        x = yield i
-                        __sp_on__ and __sp_enter__(0); __sp_on__ and __sp_enter__(1)
+                        __sp_out__ = 0
+                        try:
+                            x = yield (f(i), (__sp_out__ := __sp_on__) and (__sp_exit__(1), __sp_exit__(0)))[0]
+                        finally:
+                            if __sp_out__: __sp_out__ = 0; __sp_on__ and (__sp_enter__(0), __sp_enter__(1))
                 finally:
                     if __sp_on__: __sp_exit__(1)
             finally:
@@ -34,13 +36,15 @@ def test_statement_level_yield_exits_loop_and_function_and_reenters():
 
 def test_yield_inside_an_expression_is_bracketed_in_place():
     code = code_of("def g():\n    print((yield 1), 2)\n")
-    assert "print((__sp_on__ and __sp_exit__(0), (yield 1), __sp_on__ and __sp_enter__(0))[1], 2)" in code
+    assert ("print(((yield (1, (__sp_out__ := __sp_on__) and __sp_exit__(0))[0]), "
+            "__sp_out__ and ((__sp_out__ := 0), __sp_on__ and __sp_enter__(0)))[0], 2)") in code
+    assert "        __sp_out__ = 0\n        try:\n            print(" in code
 
 
-def test_return_await_only_exits():
+def test_return_await_reenters_before_the_function_exits():
     code = code_of("async def f(x):\n    return await x\n")
-    assert body_after_header(code).count("__sp_exit__(0)") == 2
-    assert "__sp_on__ and __sp_exit__(0)\n        return await x\n    finally:" in code
+    assert ("__sp_out__ = 0\n        try:\n            return await (x, (__sp_out__ := __sp_on__) and __sp_exit__(0))[0]\n"
+            "        finally:\n            if __sp_out__: __sp_out__ = 0; __sp_on__ and __sp_enter__(0)\n") in code
 
 
 def test_awaits_in_headers_and_comprehensions_are_bracketed():
@@ -51,10 +55,13 @@ def test_awaits_in_headers_and_comprehensions_are_bracketed():
             while await q.more():
                 pass
     ''')
-    assert "if (__sp_on__ and __sp_exit__(0), await q.ready(), __sp_on__ and __sp_enter__(0))[1]:" in code
-    assert "[(__sp_on__ and __sp_exit__(0), await q.get(x), __sp_on__ and __sp_enter__(0))[1] for x in xs]" in code
+    assert ("if (await (q.ready(), (__sp_out__ := __sp_on__) and __sp_exit__(0))[0], "
+            "__sp_out__ and ((__sp_out__ := 0), __sp_on__ and __sp_enter__(0)))[0]:") in code
+    assert ("[(await (q.get(x), (__sp_out__ := __sp_on__) and __sp_exit__(0))[0], "
+            "__sp_out__ and ((__sp_out__ := 0), __sp_on__ and __sp_enter__(0)))[0] for x in xs]") in code
     # the while test runs inside the loop region: both are left and re-entered
-    assert "while (__sp_on__ and (__sp_exit__(1), __sp_exit__(0)), await q.more(), __sp_on__ and (__sp_enter__(0), __sp_enter__(1)))[1]:" in code
+    assert ("while (await (q.more(), (__sp_out__ := __sp_on__) and (__sp_exit__(1), __sp_exit__(0)))[0], "
+            "__sp_out__ and ((__sp_out__ := 0), __sp_on__ and (__sp_enter__(0), __sp_enter__(1))))[0]:") in code
 
 
 def test_generator_expressions_and_lambdas_are_not_entered():
@@ -97,7 +104,7 @@ def test_async_comprehensions_are_wrapped_but_async_generator_expressions_are_no
 
 def test_awaits_in_the_operand_are_bracketed_inside_the_wrapper():
     code = code_of("async def f(q):\n    async for x in await q.stream():\n        pass\n")
-    assert "__sp_aiter__((1, 0), (__sp_on__ and (__sp_exit__(1), __sp_exit__(0)), await q.stream()," in code
+    assert "__sp_aiter__((1, 0), (await (q.stream(), (__sp_out__ := __sp_on__) and (__sp_exit__(1), __sp_exit__(0)))[0]," in code
 
 
 def test_nvtx_backend_leaves_async_for_and_with_alone():

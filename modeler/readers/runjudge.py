@@ -142,6 +142,9 @@ def _detail(f: "RankFile", known: str = "") -> str:
     end = f.run.end
     if end is None:
         return f"has no end record ({known or 'killed, or still running'})"
+    if end.get("lost_flushes") and end.get("status", "ok") == "ok":
+        return (f"ended, but {end['lost_flushes']} flush(es) of its records could not be written (disk full?): "
+                "its totals are short")
     detail = ", ".join(f"{k}={end[k]}" for k in ("status", "exit_code", "exception", "error", "signal")
                        if end.get(k) is not None)
     return f"ended with {detail or 'a failure'}" + (f" ({known})" if known else "")

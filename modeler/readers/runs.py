@@ -84,12 +84,13 @@ class RankFile:
 
     @property
     def status(self) -> str:
-        """`ok`, `failed` (the end record says so) or `incomplete` (no end record).
+        """`ok`, `failed` (the end record says so) or `incomplete` (no end record, or records the
+        recorder could not write and gave up: `lost_flushes`, its totals are short).
 
         A non-zero exit code fails the run even when the status says ok: `sys.exit(2)` from an
         argument check ends the program cleanly as far as the recorder is concerned."""
         end = self.run.end
-        if end is None:
+        if end is None or end.get("lost_flushes"):
             return "incomplete"
         code = end.get("exit_code")
         if end.get("status", "ok") != "ok" or (isinstance(code, int) and code != 0):

@@ -132,3 +132,16 @@ def test_a_value_that_is_not_finite_is_named():
     ds = Dataset(("ranks",), [Series("main", "speedup", pts, (np.array([np.nan]), np.array([1.0]), np.array([2.0])))])
     with pytest.raises(InputError, match=r"main/speedup: a value at \(ranks=1\) is nan: values must be finite"):
         PMNFModeler().fit(ds)
+
+
+def test_a_rank_whose_recorder_gave_up_records_makes_its_run_incomplete(tmp_path):
+    from modeler.readers import ReadOptions, read_inputs
+
+    for p in (2, 4, 8):
+        write_rank_file(tmp_path / f"p{p}", run_id=f"p{p}", params={"ranks": p}, profile={(0,): (1, p * 10**6, 10**6)},
+                        end={"status": "ok", "exit_code": 0, "lost_flushes": 3 if p == 8 else 0})
+    loaded = read_inputs([tmp_path])
+    (warning,) = [w for w in loaded.dataset.warnings if w.startswith("run p8 left out (incomplete)")]
+    assert "3 flush(es) of its records could not be written (disk full?): its totals are short" in warning
+    kept = read_inputs([tmp_path], ReadOptions(include_incomplete=True)).dataset
+    assert any("--include-incomplete kept" in w and "run p8" in w for w in kept.warnings)

@@ -139,7 +139,20 @@ def main() -> int:
         built = sh([sys.executable, "-m", "instrumentor.cli", str(stage), "-o", str(inst), "--all"], cwd=REPO)
         print(built.stdout, built.stderr, sep="", flush=True)
         before, where0 = run_suite(python, root, "", peer.module, args.work / f"{peer.name}-orig.xml", args.timeout, peer.ignore)
-        after, where1 = run_suite(python, root, f"{inst}{os.pathsep}{REPO}", peer.module, args.work / f"{peer.name}-inst.xml", args.timeout, peer.ignore)
+        # pytest puts the suite's root first on sys.path: a package kept at the root (not under src/)
+        # would be imported from there, and the instrumented copy never tested. Hidden meanwhile.
+        hidden = [root / Path(p).name for p in peer.packages if (root / Path(p).name).is_dir()]
+        for h in hidden:
+            h.rename(h.with_name(h.name + ".hidden-by-peer-suites"))
+        try:
+            after, where1 = run_suite(python, root, f"{inst}{os.pathsep}{REPO}", peer.module,
+                                      args.work / f"{peer.name}-inst.xml", args.timeout, peer.ignore)
+        finally:
+            for h in hidden:
+                h.with_name(h.name + ".hidden-by-peer-suites").rename(h)
+        if not where1.startswith(str(inst)):
+            ok = False
+            report.append(f"{peer.name}: the instrumented run did not import the instrumented copy ({where1})")
         passed0 = {t for t, s in before.items() if s == "passed"}
         passed1 = {t for t, s in after.items() if s == "passed"}
         lost, gained = sorted(passed0 - passed1), sorted(passed1 - passed0)

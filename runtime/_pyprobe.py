@@ -229,21 +229,36 @@ def _other_stacks() -> list[list]:
 
 def take_final_deltas() -> tuple[int, list[tuple]]:
     """take_deltas() of the final flush, with the visits still open on other threads counted as
-    ending now: (how many, deltas)."""
+    ending now: (how many, deltas). As in C, a visit is never counted twice, however the threads
+    switch meanwhile: each open visit is taken off its thread's stack by one atomic `list.pop`, so
+    either `_close_open` counts it or the thread's own exit does, never both (see _close_open)."""
     return _close_open(), take_deltas()
 
 
-def _close_open() -> int:
+def _close_open(_tries: int = 100000) -> int:
     """The end of the run: the visits still open on other threads (daemon threads that run for the
-    whole program) are counted as ending now. Their stacks stay as they are: nothing is flushed
-    after the final flush. Returns how many visits were counted."""
+    whole program) are counted as ending now, and taken off their stacks: a thread that leaves one
+    of them later finds it not open (exit() returns False) and counts nothing, so it is not counted
+    twice whatever happens between this and take_deltas(). Nothing is flushed after the final
+    flush. Returns how many visits were counted.
+
+    The thread may go on meanwhile. Each frame is removed with one `stack.pop(i)`, which is atomic,
+    at the index it had in a copy taken just before: if the thread left that visit first, the pop
+    fails (or takes what the thread pushed since, which is open too) and the copy is taken again.
+    The index is never 0, so the thread's root stays."""
     t = perf_counter()
     count = 0
     for stack in _other_stacks():
-        frames = list(stack)  # one copy: the thread may go on meanwhile
         inner = 0.0
-        for i in range(len(frames) - 1, 0, -1):
-            n = frames[i]
+        for _ in range(_tries):  # bounded: a thread that enters and leaves without pause cannot hold us
+            frames = list(stack)  # one copy, atomic
+            i = len(frames) - 1
+            if i < 1:
+                break
+            try:
+                n = stack.pop(i)
+            except IndexError:  # the thread left a visit meanwhile: look again
+                continue
             if n is frames[i - 1]:  # a folded direct-recursive visit: one visit with the outer one
                 continue
             _count_visit(n, t, inner)

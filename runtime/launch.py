@@ -18,15 +18,32 @@ from runtime.launch_args import Options, parse
 from runtime.launch_errors import LaunchError
 from runtime.launch_recording import check_environment
 from runtime.launch_toplevel import restore_program_limit
-from runtime.sweep_design import Run, run_name
+from runtime.sweep_design import Run, point_name, run_name
 from runtime.sweep_state import prepare_root
 
 
 def _next_repetition(opts: Options, params: dict) -> int:
-    """A plain run repeated by hand gets the next free repetition index rather than overwriting."""
-    pattern = re.compile(re.escape(run_name(params)) + r"_rep-(\d+)\Z")
+    """A plain run repeated by hand gets the next free repetition index rather than overwriting.
+    Repetitions an older scaleprobe made of this point under the name without the hash
+    (`point_name`) count too, unless their record says they are another point's."""
+    from runtime.sweep_state import read_record
+
+    names = {run_name(params), point_name(params)}
+    pattern = re.compile("(" + "|".join(re.escape(n) for n in names) + r")_rep-(\d+)\Z")
     root = opts.out / opts.experiment
-    taken = [int(m.group(1)) for p in (root.iterdir() if root.is_dir() else ()) if (m := pattern.match(p.name))]
+    taken = []
+    for p in (root.iterdir() if root.is_dir() else ()):
+        m = pattern.match(p.name)
+        if m is None:
+            continue
+        if m.group(1) != run_name(params):  # an older name, which two points may share
+            try:
+                record = read_record(p)
+            except LaunchError:
+                record = None  # unreadable: counted, as it may be this point's
+            if record is not None and record.params != params:
+                continue
+        taken.append(int(m.group(2)))
     return max(taken) + 1 if taken else 0
 
 

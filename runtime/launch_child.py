@@ -75,13 +75,21 @@ def run_rank(script: Path, args: list[str], rank: int, *, instrument: bool = Fal
 
 
 def write_error(target: Path | None, text: str) -> None:
+    """Write the error file whole or not at all: a write that fails (a full disk) leaves no empty
+    or cut file, which would read as a rank that failed without a message."""
     if target is None:
         return
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
     except OSError:
-        pass  # the message still reaches stderr; losing the copy must not mask the error
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        # the message still reaches stderr; losing the copy must not mask the error
 
 
 def stopped_by_sigterm(first_line: str | None) -> bool:
@@ -116,7 +124,8 @@ def _finish_recorder(code: int) -> str | None:
 
 
 def read_error(directory: Path, rank: int) -> str | None:
-    """The first line a failed rank left in its error file, if it left one."""
+    """The first line a failed rank left in its error file, if it left one; None also for an empty
+    one (an older scaleprobe left one on a full disk): no message."""
     try:
         with open(directory / f"rank{rank}.error.txt", encoding="utf-8") as handle:
             return handle.readline().strip() or None

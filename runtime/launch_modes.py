@@ -24,7 +24,7 @@ from runtime.launch_child import read_error, recorder_started, run_rank
 from runtime.launch_errors import LaunchError
 from runtime.launch_nsys import nsys_executable, nsys_prefix, parse_rank_filter
 from runtime.launch_recording import report_single_run, wrote_run_file
-from runtime.sweep_design import Run, point_name, run_name
+from runtime.sweep_design import Run, legacy_directory, run_name
 from runtime.sweep_state import RunRecord, claim, clear_attempt, place, prepare_root, write_record
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
@@ -68,11 +68,31 @@ def maybe_exec_nsys(opts: Options, rank: int, out_dir: Path, argv: list[str]) ->
     os.execv(nsys, command)
 
 
+PARENT_PID = "SCALEPROBE_PARENT_PID"  # the launcher's pid, given to the ranks it starts itself
+LAUNCHER_PID = "SCALEPROBE_LAUNCHER_PID"  # the launcher's pid, given to every rank (--spawn's too)
+
+
+def parent_gone(ppid: int, env: os._Environ | dict[str, str]) -> bool:
+    """Whether the process that started this rank has died already (this rank's parent is `ppid`
+    now). A rank the launcher started itself knows its parent's pid (PARENT_PID): any other parent
+    means that it was reparented (to init, to PID 1 of a container, to a subreaper). A rank started
+    by a `--spawn` command does not know its parent's pid: reparented to PID 1 is all it can see,
+    and only when the launcher itself is not PID 1 (a container's entrypoint, whose ranks' parent
+    may be PID 1 alive)."""
+    parent = env.get(PARENT_PID, "")
+    if parent.isdigit():
+        return ppid != int(parent)
+    return ppid == 1 and env.get(LAUNCHER_PID) != "1"
+
+
 def die_with_parent() -> None:
     """Linux: have the kernel send this rank SIGTERM when the process that started it dies, even by
     SIGKILL (the launcher, or the `--spawn` command), so that no rank outlives its launcher and
     competes with a resumed sweep. SIGTERM unwinds the program (`SystemExit(143)`). Elsewhere,
     nothing: see docs/launch.md for the limits."""
+    # Read once, and not passed on: the program's own processes (and the program that `--nsys`
+    # starts below nsys) have another parent.
+    parent = os.environ.pop(PARENT_PID, "")
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -84,7 +104,7 @@ def die_with_parent() -> None:
             return
     except (OSError, AttributeError):
         return
-    if os.getppid() == 1:
+    if parent_gone(os.getppid(), {**os.environ, PARENT_PID: parent}):
         # The parent died before the request was made: the kernel will not send it now.
         os.kill(os.getpid(), signal.SIGTERM)
 
@@ -190,7 +210,7 @@ def run_plain(opts: Options, run: Run, argv: list[str], cfg: Config) -> int:
     os.environ.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
                        "SCALEPROBE_LAUNCHER": "launch"})
-    legacy = run.directory.with_name(f"{point_name(run.params)}_rep-{run.repetition}")
+    legacy = legacy_directory(run, opts.repetition is not None)  # never when a fresh repetition was taken
     run = dataclasses.replace(run, directory=place(run.directory, run.params, legacy))
     held = claim(run.directory)  # held while the program runs; released when this process ends
     if isinstance(held, str):

@@ -90,11 +90,13 @@ def _signal(proc: subprocess.Popen, sig: int, group: bool = False) -> None:
 
 
 def _error_ranks(run_dir: Path) -> list[int]:
-    """Ranks that left an error file, oldest first."""
+    """Ranks that left an error file with a message, oldest first (an empty one says nothing)."""
     found = []
     for path in run_dir.glob("rank*.error.txt"):
         try:
-            found.append((path.stat().st_mtime, int(path.name[4:].split(".")[0])))
+            rank = int(path.name[4:].split(".")[0])
+            if read_error(run_dir, rank) is not None:
+                found.append((path.stat().st_mtime, rank))
         except (OSError, ValueError):
             continue
     return [rank for _, rank in sorted(found)]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import statistics
 import threading
+from threading import get_ident as _get_ident
 from time import perf_counter_ns
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
@@ -47,7 +48,7 @@ def _rid(name: str, kind: str) -> int:
 class region:
     """A timed region: `with region(name):` or `@region(name)`."""
 
-    __slots__ = ("name", "kind", "_rid")
+    __slots__ = ("name", "kind", "_rid", "_opened", "_skipped")
 
     def __init__(self, name: str, kind: str = "manual") -> None:
         if kind not in _KINDS:
@@ -55,18 +56,39 @@ class region:
         self.name = name
         self.kind = kind
         self._rid = _rid(name, kind)
+        # The threads that entered this very object and have not left it yet: with a visit opened,
+        # or skipped because probes were off. Only a visit this object opened is ever closed on
+        # another thread (a hand-over), never one that another object opened there.
+        self._opened: list[int] = []
+        self._skipped: list[int] = []
 
     def __enter__(self) -> "region":
         rec = _recorder.get()
         if rec is not None and rec.on:
             impl.enter(self._rid)
+            self._opened.append(_get_ident())
+        else:
+            self._skipped.append(_get_ident())
         return self
 
     def __exit__(self, *exc: object) -> None:
+        me = _get_ident()
+        if _forget(self._skipped, me):
+            return  # entered with probes off: nothing to end, whatever they are now
         rec = _recorder.get()
-        if rec is not None and rec.on and impl.exit(self._rid) is False:
-            # Not open on this thread: entered on another one (handed over with the work).
-            _exit_elsewhere(self)
+        if rec is None or not rec.on:  # the visit stays open (see probe.set_enabled)
+            _forget(self._opened, me) or _forget(self._opened, me, other=True)
+            return
+        if impl.exit(self._rid) is not False:
+            _forget(self._opened, me)
+            return
+        # Not open on this thread.
+        if _forget(self._opened, me):
+            return  # entered here, but its visit was dropped or ended with the run meanwhile
+        if _forget(self._opened, me, other=True):
+            _exit_elsewhere(self)  # entered on another thread (handed over with the work)
+        elif not _forget(self._skipped, me, other=True):
+            _not_entered(self)
 
     def __call__(self, fn: F) -> F:
         rid = self._rid
@@ -88,19 +110,41 @@ class region:
 _warned: set[int] = set()
 
 
-def _exit_elsewhere(r: region) -> None:
-    """`with`-exit of a region on a thread where it is not open. If exactly one other thread has it
-    as its innermost open region, that visit ends now (a region entered on one thread and left on
-    another). Else nothing can be closed: said once per region, and the visit stays open where it
-    was entered (it ends with its enclosing region there, or with the run)."""
-    if impl.exit_elsewhere(r._rid) or r._rid in _warned:
+def _forget(threads: list[int], me: int, other: bool = False) -> bool:
+    """Remove one entry of thread `me` (with `other`: of any other thread); False if none."""
+    for ident in reversed(threads):
+        if (ident != me) if other else (ident == me):
+            try:
+                threads.remove(ident)
+            except ValueError:  # taken by another thread meanwhile
+                continue
+            return True
+    return False
+
+
+def _warn_once(r: region, text: str) -> None:
+    if r._rid in _warned:
         return
     _warned.add(r._rid)
     import sys
 
-    print(f"scaleprobe: region {r.name!r} left on thread {threading.current_thread().name!r}, where it is"
-          " not open, and it is not the innermost open region of exactly one other thread: this visit is"
-          " not recorded", file=sys.stderr)
+    print(f"scaleprobe: region {r.name!r} left on thread {threading.current_thread().name!r}, {text}", file=sys.stderr)
+
+
+def _exit_elsewhere(r: region) -> None:
+    """`with`-exit of a region on a thread where it is not open, whose visit this region object
+    opened on another thread. If exactly one other thread has it as its innermost open region, that
+    visit ends now (a region entered on one thread and left on another). Else nothing can be closed:
+    said once per region, and the visit stays open where it was entered (it ends with its enclosing
+    region there, or with the run)."""
+    if not impl.exit_elsewhere(r._rid):
+        _warn_once(r, "where it is not open, and it is not the innermost open region of exactly one other "
+                      "thread: this visit is not recorded")
+
+
+def _not_entered(r: region) -> None:
+    """`with`-exit of a region object that was never entered: no visit of anyone's is closed."""
+    _warn_once(r, "but this region object was never entered: nothing is recorded")
 
 
 def mark(name: str) -> None:

@@ -95,6 +95,16 @@ def point_name(point: dict[str, Value]) -> str:
     return "_".join(f"{k}-{_UNSAFE.sub('_', str(v))}" for k, v in point.items())
 
 
+def legacy_directory(run: Run, replaces: bool) -> Path | None:
+    """Where an older scaleprobe put this run (`point_name`, without the hash), for `place`: only
+    when (point, repetition) names one run to resume or replace, in a sweep or with `--repetition
+    K`. A plain run that takes the next free repetition never goes there: a run of the same index
+    there is another, finished one (the index counts such names, see launch._next_repetition)."""
+    if not replaces:
+        return None
+    return run.directory.with_name(f"{point_name(run.params)}_rep-{run.repetition}")
+
+
 def run_name(point: dict[str, Value]) -> str:
     """The directory name of a point, a function of the point alone: `point_name`, plus a hash of
     the point when a value holds a character a name keeps only as `_` (`/`, a space, `_` itself),

@@ -20,7 +20,7 @@ from runtime.launch_args import Options, child_flags, without_dry_run
 from runtime.launch_recording import nothing_recorded, report_single_run, wrote_run_file
 from runtime.launch_ranks import Member, Outcome, SignalInbox, free_port, run_members
 from runtime.launch_errors import LaunchError
-from runtime.sweep_design import Run, point_name
+from runtime.sweep_design import Run, legacy_directory
 from runtime.sweep_progress import Progress
 from runtime.sweep_state import Claim, RunRecord, claim, clear_attempt, is_complete, place, write_record
 from runtime.sweep_values import substitute
@@ -29,7 +29,7 @@ from runtime.sweep_values import substitute
 # environment (the launcher may itself run inside an sbatch script or a torchrun job).
 _IDENTITY = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
              "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "SCALEPROBE_LAUNCHER",
-             "SCALEPROBE_NSYS_ACTIVE")
+             "SCALEPROBE_NSYS_ACTIVE", "SCALEPROBE_PARENT_PID", "SCALEPROBE_LAUNCHER_PID")
 
 
 def new_run_id() -> str:
@@ -44,6 +44,7 @@ def run_environment(opts: Options, run: Run, run_id: str) -> dict[str, str]:
         "SCALEPROBE_RUN_ID": run_id,
         "SCALEPROBE_PARAMS": json.dumps(run.params),
         "SCALEPROBE_REPETITION": str(run.repetition),
+        "SCALEPROBE_LAUNCHER_PID": str(os.getpid()),  # see launch_modes.parent_gone
     })
     return env
 
@@ -87,7 +88,8 @@ def members_for(opts: Options, run: Run, run_id: str) -> list[Member]:
         env = dict(base)
         env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(n),
                     "LOCAL_WORLD_SIZE": str(n), "GROUP_RANK": "0", "MASTER_ADDR": "127.0.0.1",
-                    "MASTER_PORT": port, "SCALEPROBE_LAUNCHER": "launch"})
+                    "MASTER_PORT": port, "SCALEPROBE_LAUNCHER": "launch",
+                    "SCALEPROBE_PARENT_PID": str(os.getpid())})
         members.append(Member(command, env, rank))
     return members
 
@@ -105,8 +107,7 @@ def dry_run(opts: Options, runs: list[Run], in_process_argv: list[str] | None = 
     todo = 0
     for run in runs:
         if opts.sweeping:
-            legacy = run.directory.with_name(f"{point_name(run.params)}_rep-{run.repetition}")
-            run = dataclasses.replace(run, directory=place(run.directory, run.params, legacy))
+            run = dataclasses.replace(run, directory=place(run.directory, run.params, legacy_directory(run, True)))
         done = opts.sweeping and is_complete(run.directory, run.params, program_of(opts, run))
         todo += not done
         command = (rank_command(opts, run) if in_process_argv is None
@@ -196,7 +197,8 @@ WAIT_S = 0.2
 
 def _take(opts: Options, run: Run) -> tuple[Claim, Run] | str:
     """The run, in the directory that is its own, held by this launcher; or who holds it."""
-    legacy = run.directory.with_name(f"{point_name(run.params)}_rep-{run.repetition}")
+    # A plain run without --repetition took a fresh repetition: never an older run's directory.
+    legacy = legacy_directory(run, opts.sweeping or opts.repetition is not None)
     while True:
         directory = place(run.directory, run.params, legacy)
         held = claim(directory)

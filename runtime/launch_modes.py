@@ -93,6 +93,7 @@ def die_with_parent() -> None:
     # Read once, and not passed on: the program's own processes (and the program that `--nsys`
     # starts below nsys) have another parent.
     parent = os.environ.pop(PARENT_PID, "")
+    launcher = os.environ.pop(LAUNCHER_PID, "")
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -104,7 +105,7 @@ def die_with_parent() -> None:
             return
     except (OSError, AttributeError):
         return
-    if parent_gone(os.getppid(), {**os.environ, PARENT_PID: parent}):
+    if parent_gone(os.getppid(), {PARENT_PID: parent, LAUNCHER_PID: launcher}):
         # The parent died before the request was made: the kernel will not send it now.
         os.kill(os.getpid(), signal.SIGTERM)
 

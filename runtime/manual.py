@@ -56,28 +56,30 @@ class region:
         self.name = name
         self.kind = kind
         self._rid = _rid(name, kind)
-        # The threads that entered this very object and have not left it yet: with a visit opened,
-        # or skipped because probes were off. Only a visit this object opened is ever closed on
-        # another thread (a hand-over), never one that another object opened there.
-        self._opened: list[int] = []
-        self._skipped: list[int] = []
+        # Per thread, how many times it entered this very object and has not left it yet: with a
+        # visit opened, or skipped because probes were off. Only a visit this object opened is
+        # ever closed on another thread (a hand-over), never one that another object opened there.
+        # A thread changes only its own count, except in a hand-over (under _handover_lock).
+        self._opened: dict[int, int] = {}
+        self._skipped: dict[int, int] = {}
 
     def __enter__(self) -> "region":
         rec = _recorder.get()
+        me = _get_ident()
         if rec is not None and rec.on:
             impl.enter(self._rid)
-            self._opened.append(_get_ident())
+            self._opened[me] = self._opened.get(me, 0) + 1
         else:
-            self._skipped.append(_get_ident())
+            self._skipped[me] = self._skipped.get(me, 0) + 1
         return self
 
     def __exit__(self, *exc: object) -> None:
         me = _get_ident()
-        if _forget(self._skipped, me):
+        if self._skipped and _forget(self._skipped, me):
             return  # entered with probes off: nothing to end, whatever they are now
         rec = _recorder.get()
         if rec is None or not rec.on:  # the visit stays open (see probe.set_enabled)
-            _forget(self._opened, me) or _forget(self._opened, me, other=True)
+            _forget(self._opened, me) or _forget_other(self._opened, me)
             return
         if impl.exit(self._rid) is not False:
             _forget(self._opened, me)
@@ -85,9 +87,9 @@ class region:
         # Not open on this thread.
         if _forget(self._opened, me):
             return  # entered here, but its visit was dropped or ended with the run meanwhile
-        if _forget(self._opened, me, other=True):
+        if _forget_other(self._opened, me):
             _exit_elsewhere(self)  # entered on another thread (handed over with the work)
-        elif not _forget(self._skipped, me, other=True):
+        elif not _forget_other(self._skipped, me):
             _not_entered(self)
 
     def __call__(self, fn: F) -> F:
@@ -110,15 +112,28 @@ class region:
 _warned: set[int] = set()
 
 
-def _forget(threads: list[int], me: int, other: bool = False) -> bool:
-    """Remove one entry of thread `me` (with `other`: of any other thread); False if none."""
-    for ident in reversed(threads):
-        if (ident != me) if other else (ident == me):
-            try:
-                threads.remove(ident)
-            except ValueError:  # taken by another thread meanwhile
-                continue
-            return True
+_handover_lock = threading.Lock()
+
+
+def _forget(counts: dict[int, int], thread: int) -> bool:
+    """Count one entry of `thread` as left; False if it has none. Only `thread` itself calls this
+    for its own count (or a hand-over, under the lock): no other thread writes that key."""
+    n = counts.get(thread)
+    if not n:
+        return False
+    if n == 1:
+        counts.pop(thread, None)  # no entry left behind: the dict does not grow with threads
+    else:
+        counts[thread] = n - 1
+    return True
+
+
+def _forget_other(counts: dict[int, int], me: int) -> bool:
+    """Count one entry of any thread but `me` as left (a region handed over between threads)."""
+    with _handover_lock:
+        for thread in list(counts):  # a snapshot: list() of a dict does not let other threads in
+            if thread != me and _forget(counts, thread):
+                return True
     return False
 
 

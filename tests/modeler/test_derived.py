@@ -15,7 +15,7 @@ from modeler import cli
 from modeler.derived import choose_basis, disagreement_warning, from_time
 from modeler.model import Factor, FittedModel, Model, Term
 from modeler.ranking import RankedModel
-from modeler_synthetic_runs import MS, write_rank_file
+from modeler_synthetic_runs import write_rank_file
 
 RANKS = (1, 2, 4, 8, 16)
 BATCH = (8, 16, 32, 64, 128)

@@ -13,13 +13,20 @@ except ImportError:
     pass
 
 
-@pytest.fixture(params=BACKENDS)
-def b(request):
-    mod = importlib.import_module(request.param)
-    mod.reset_after_fork()  # a clean slate: the same reset a forked child gets
+def fresh_backend(name: str):
+    """The backend module `name` on a clean slate (the same reset a forked child gets), with 64
+    region ids, all timed; for fixtures, which reset it again after the test."""
+    mod = importlib.import_module(name)
+    mod.reset_after_fork()
     mod.ensure_capacity(64)
     for rid in range(64):
         mod.set_off(rid, False)
+    return mod
+
+
+@pytest.fixture(params=BACKENDS)
+def b(request):
+    mod = fresh_backend(request.param)
     yield mod
     mod.reset_after_fork()
 

@@ -7,7 +7,6 @@ and scatter counts what the source rank sends."""
 from __future__ import annotations
 
 import errno
-import importlib
 import resource
 import subprocess
 import sys
@@ -21,32 +20,19 @@ import pytest
 from runtime import comm, series
 from runtime.runfile import RunWriter, find_run_files, read_run
 
+from .test_backend import BACKENDS, _by_path, fresh_backend
 from .test_review_fixes2 import _env, _python
 
 MS = 1_000_000
 
-BACKENDS = ["runtime._pyprobe"]
-try:
-    importlib.import_module("runtime._cprobe")
-    BACKENDS.append("runtime._cprobe")
-except ImportError:
-    pass
 PURE = [{"SCALEPROBE_PURE": "1"}] + ([{"SCALEPROBE_PURE": "0"}] if len(BACKENDS) > 1 else [])
 
 
 @pytest.fixture(params=BACKENDS)
 def b(request):
-    mod = importlib.import_module(request.param)
-    mod.reset_after_fork()
-    mod.ensure_capacity(64)
-    for rid in range(64):
-        mod.set_off(rid, False)
+    mod = fresh_backend(request.param)
     yield mod
     mod.reset_after_fork()
-
-
-def _by_path(deltas):
-    return {d[0]: d for d in deltas}
 
 
 def _run(tmp_path: Path, source: str, extra: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, object]:
@@ -154,14 +140,21 @@ class _Disk:
         return self.real(fd, data)
 
 
-def test_the_writer_keeps_what_a_failed_write_left_and_completes_the_cut_line(tmp_path, monkeypatch):
+def _writer_on_a_full_disk(tmp_path, monkeypatch, partial: int):
+    """A RunWriter whose header is written, on a disk that is now full (a write gets `partial` bytes
+    through, then fails)."""
     import runtime.runfile as runfile
 
     disk = _Disk(runfile.os.write)
     monkeypatch.setattr(runfile.os, "write", disk)
     w = RunWriter(tmp_path / "rank0.1.jsonl")
     w.write_header({"run_id": "x"})
-    disk.full, disk.partial = True, 30
+    disk.full, disk.partial = True, partial
+    return w, disk
+
+
+def test_the_writer_keeps_what_a_failed_write_left_and_completes_the_cut_line(tmp_path, monkeypatch):
+    w, disk = _writer_on_a_full_disk(tmp_path, monkeypatch, 30)
     prof = {"type": "profile", "flush": 1, "path": [1], "visits": 2, "incl_ns": 5, "excl_ns": 5, "min_ns": 2,
             "max_ns": 3, "sumsq_ns": 13.0, "recursive": 0}
     with pytest.raises(OSError):
@@ -177,13 +170,7 @@ def test_the_writer_keeps_what_a_failed_write_left_and_completes_the_cut_line(tm
 
 
 def test_a_record_after_given_up_bytes_starts_on_a_fresh_line(tmp_path, monkeypatch):
-    import runtime.runfile as runfile
-
-    disk = _Disk(runfile.os.write)
-    monkeypatch.setattr(runfile.os, "write", disk)
-    w = RunWriter(tmp_path / "rank0.1.jsonl")
-    w.write_header({"run_id": "x"})
-    disk.full, disk.partial = True, 10
+    w, disk = _writer_on_a_full_disk(tmp_path, monkeypatch, 10)
     with pytest.raises(OSError):
         w.write_records([{"type": "iterations", "flush": 1, "region": 1, "count": 3}])
     assert w.drop_pending() > 0 and w.pending == 0

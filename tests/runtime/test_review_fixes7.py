@@ -7,7 +7,6 @@ is written whole or not at all (an empty one is no message)."""
 from __future__ import annotations
 
 import errno
-import importlib
 import json
 import os
 import subprocess
@@ -23,6 +22,7 @@ from runtime.launch_ranks import Member, _error_ranks, run_members
 from runtime.sweep_design import point_name, run_name
 from runtime.sweep_state import RECORD, RunRecord, place, read_record, write_record
 
+from .test_backend import fresh_backend
 from .test_launch_cluster import write
 from .test_launch_e2e import clean_env, launch
 from .test_review_fixes5_recorder import PURE, _named, _run
@@ -218,11 +218,7 @@ def test_only_a_visit_the_region_object_opened_is_ended_elsewhere(tmp_path, extr
 
 @pytest.fixture
 def py():
-    mod = importlib.import_module("runtime._pyprobe")
-    mod.reset_after_fork()
-    mod.ensure_capacity(64)
-    for rid in range(64):
-        mod.set_off(rid, False)
+    mod = fresh_backend("runtime._pyprobe")
     yield mod
     mod.reset_after_fork()
 

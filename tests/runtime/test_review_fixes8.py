@@ -7,7 +7,7 @@ import pytest
 
 from runtime import launch_modes
 
-from .test_review_fixes5_recorder import PURE, _named, _run
+from .test_review_fixes5_recorder import PURE, _run
 
 # N1: one region object, entered and left by many threads at once (probes switched on and off
 # meanwhile): nothing may be left behind in its bookkeeping, and nothing said about other threads.

@@ -82,7 +82,12 @@ class region:
             _forget(self._opened, me) or _forget_other(self._opened, me)
             return
         if impl.exit(self._rid) is not False:
-            _forget(self._opened, me)
+            opened = self._opened  # _forget(opened, me), inlined: this is every `with` block's exit
+            n = opened.get(me)
+            if n == 1:
+                opened.pop(me, None)  # a hand-over may have taken it meanwhile
+            elif n:
+                opened[me] = n - 1
             return
         # Not open on this thread.
         if _forget(self._opened, me):

@@ -151,17 +151,27 @@ def derived_predictions(
     parameters: Sequence[str], bases: Baselines | None,
 ) -> list[tuple[float, str] | None]:
     """Per model: (its metric at `at` from the per-rank time, the metric that time came from:
-    `time` or `cost`; see `choose_basis`, `from_time`), or None where it is not a derived metric or
-    its call path has no time or cost model or no baseline."""
+    `time` or `cost`; see `choose_basis`, `from_time`; the other model where the chosen one gives
+    no figure), or None where it is not a derived metric or its call path has no time or cost model
+    or no baseline."""
     by_key = {(fm.callpath, fm.metric): fm for fm in [*companions, *models] if fm.metric in BASES}
     out: list[tuple[float, str] | None] = []
     for fm in models:
-        basis = choose_basis(by_key.get((fm.callpath, "time")), by_key.get((fm.callpath, "cost")))
+        time_model, cost_model = by_key.get((fm.callpath, "time")), by_key.get((fm.callpath, "cost"))
+        basis = choose_basis(time_model, cost_model)
         r0 = None if bases is None or RANKS_PARAMETER not in at else bases.at(fm.callpath, at)
         if fm.metric not in DERIVED or basis is None or r0 is None or RANKS_PARAMETER not in at:
             out.append(None)
-        else:
-            out.append((from_time(fm.metric, basis, at, parameters, r0), basis.metric))
+            continue
+        value = from_time(fm.metric, basis, at, parameters, r0)
+        other = cost_model if basis is time_model else time_model
+        if not math.isfinite(value) and other is not None:
+            # the chosen model falls to zero or below at the target or the baseline: the other one
+            # may not (a time model bending down through strong-scaling measurements, say)
+            fallback = from_time(fm.metric, other, at, parameters, r0)
+            if math.isfinite(fallback):
+                value, basis = fallback, other
+        out.append((value, basis.metric))
     return out
 
 

@@ -165,3 +165,16 @@ def test_disagreement_warning_names_only_models_far_from_the_time_figure():
     assert "main (speedup) 0.6 against 0.25 from time" in w
     assert "main (parallel_efficiency) -0.1 against 0.004 from time" in w
     assert "(cost)" not in w
+
+
+def test_the_other_basis_is_used_where_the_chosen_one_falls_below_zero():
+    from modeler.derived import Baselines, derived_predictions
+
+    falling = _time_model(10.0, -1.0, "time", 1.0)  # better cross-validated, but T(16) = -6
+    cost = _time_model(0.0, 2.0, "cost", 5.0)  # cost = 2 * ranks: a per-rank time of 2
+    speedup = FittedModel("main", "speedup", Model(("ranks", "n"), 1.0), 1.0, 0.0, 1.0, None, 25)
+    bases = Baselines(("ranks", "n"), {"main": {(1.0,): 1.0}})
+    (got,) = derived_predictions([speedup], [falling, cost], {"ranks": 16.0, "n": 1.0}, ("ranks", "n"), bases)
+    assert got == (pytest.approx(1.0), "cost")
+    (none,) = derived_predictions([speedup], [falling], {"ranks": 16.0, "n": 1.0}, ("ranks", "n"), bases)
+    assert none[1] == "time" and math.isnan(none[0])

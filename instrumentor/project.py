@@ -41,8 +41,9 @@ STATE_VERSION = 1
 # (2: compound statements walked in source order; comprehensions, lambdas, class-body loops in "skipped";
 #  3: none counted twice inside a subtree left out whole;
 #  4: yield/await leave the regions after their operand and re-enter them in a `finally`, step/epoch
-#     loops whose body suspends are not wrapped, header strings escape characters outside the BMP)
-REWRITE_REVISION = 4
+#     loops whose body suspends are not wrapped, header strings escape characters outside the BMP;
+#  5: a self-documenting f-string field `{(yield v)=}` is its text plus the bracketed expression)
+REWRITE_REVISION = 5
 # libcst recurses once per nesting level (long `a + b + ...` chains); the import hook uses the same
 RECURSION_LIMIT = 20000
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).

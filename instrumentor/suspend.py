@@ -56,6 +56,44 @@ def leave_after_operand(node: cst.Yield | cst.Await, leave: cst.BaseExpression) 
     return node.with_changes(value=_pick([_element(value), leave], 0))
 
 
+def _self_documenting(original: Sequence[cst.BaseFormattedStringContent],
+                      updated: Sequence[cst.BaseFormattedStringContent], start: str) -> list[cst.BaseFormattedStringContent]:
+    """f-string parts where each `{expr=}` whose expression was rewritten is the text Python would
+    show before the value (`expr=`, the user's own whitespace kept) and `{new!r}`: the rewritten
+    code must not be shown. `!r` is what `=` implies when there is neither a conversion nor a format
+    spec (with a spec and no conversion Python applies format(), so none is added). Text that a
+    literal part cannot hold as it is (a backslash or the string's quote: possible since 3.12), and
+    text over several lines (whose indentation libcst prints relative to the block) keep the
+    original expression, not bracketed."""
+    quote = start.lstrip("rRfFbBuU")[0]
+    parts: list[cst.BaseFormattedStringContent] = []
+    for old, new in zip(original, updated):
+        if not isinstance(new, cst.FormattedStringExpression):
+            parts.append(new)
+            continue
+        assert isinstance(old, cst.FormattedStringExpression)
+        if new.format_spec:
+            new = new.with_changes(format_spec=_self_documenting(old.format_spec or (), new.format_spec, start))
+        if old.equal is None or new.expression.deep_equals(old.expression):
+            parts.append(new)
+            continue
+        code = cst.Module([]).code_for_node
+        text = (code(old.whitespace_before_expression) + code(old.expression) + code(old.whitespace_after_expression)
+                + code(old.equal.whitespace_before) + "=" + code(old.equal.whitespace_after))
+        if "\\" in text or quote in text or "\n" in text or "\r" in text:
+            parts.append(old)
+            continue
+        conversion = new.conversion
+        if conversion is None and new.format_spec is None:
+            conversion = "r"
+        parts.append(cst.FormattedStringText(text.replace("{", "{{").replace("}", "}}")))
+        parts.append(new.with_changes(
+            conversion=conversion, equal=None,
+            whitespace_before_expression=cst.SimpleWhitespace(""), whitespace_after_expression=cst.SimpleWhitespace(""),
+        ))
+    return parts
+
+
 class SuspendRewriter(cst.CSTTransformer):
     """Brackets each yield/await inside an expression: the regions are left after its operand and
     re-entered in place after it (see the module docstring). `flagged` is False where Python allows
@@ -90,6 +128,9 @@ class SuspendRewriter(cst.CSTTransformer):
             elements = [e.value for e in left.value.elements]
             return _pick([*elements, again], 1)
         return _pick([left, again], 0)
+
+    def leave_FormattedString(self, original: cst.FormattedString, updated: cst.FormattedString) -> cst.FormattedString:
+        return updated.with_changes(parts=_self_documenting(original.parts, updated.parts, original.start))
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False

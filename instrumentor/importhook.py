@@ -83,7 +83,7 @@ class Instrumenter:
         entry = self.memory.get(key)
         if entry is not None:
             return entry
-        cache_file = self.cache_dir / f"{hashlib.blake2b(key.encode(), digest_size=16).hexdigest()}.json" if self.cache_dir else None
+        cache_file = self.cache_dir / f"{hashlib.blake2b(key.encode('utf-8', 'surrogatepass'), digest_size=16).hexdigest()}.json" if self.cache_dir else None
         if cache_file is not None:
             try:
                 entry = json.loads(cache_file.read_text(encoding="utf-8"))

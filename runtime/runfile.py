@@ -117,6 +117,22 @@ def _loads():
         return json.loads
 
 
+def _valid_utf8(value: Any) -> Any:
+    """`value` with lone surrogates in its strings shown as escapes: a file name or argument that is
+    not valid UTF-8 (`run_\\xff.py`, which Python holds as `run_\\udcff.py`) reaches the header and
+    the region table, and orjson takes no such string."""
+    if isinstance(value, str):
+        try:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_valid_utf8(k): _valid_utf8(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_valid_utf8(v) for v in value]
+    return value
+
+
 def _dumps():
     """Return a function: list of records -> bytes of complete lines."""
     try:
@@ -126,7 +142,10 @@ def _dumps():
         opt = orjson.OPT_NON_STR_KEYS
 
         def encode(records: Iterable[dict]) -> bytes:
-            return b"".join(dumps(r, option=opt) + b"\n" for r in records)
+            try:
+                return b"".join(dumps(r, option=opt) + b"\n" for r in records)
+            except TypeError:  # a str orjson refuses: see _valid_utf8 (records are lists: read again)
+                return b"".join(dumps(_valid_utf8(r), option=opt) + b"\n" for r in records)
 
     except ImportError:
         import json

@@ -42,8 +42,10 @@ STATE_VERSION = 1
 #  3: none counted twice inside a subtree left out whole;
 #  4: yield/await leave the regions after their operand and re-enter them in a `finally`, step/epoch
 #     loops whose body suspends are not wrapped, header strings escape characters outside the BMP;
-#  5: a self-documenting f-string field `{(yield v)=}` is its text plus the bracketed expression)
-REWRITE_REVISION = 5
+#  5: a self-documenting f-string field `{(yield v)=}` is its text plus the bracketed expression;
+#  6: suspensions in a nested def's decorators/defaults, a class's bases/keywords, a lambda's defaults
+#     and an `except` type are bracketed)
+REWRITE_REVISION = 6
 # libcst recurses once per nesting level (long `a + b + ...` chains); the import hook uses the same
 RECURSION_LIMIT = 20000
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).

@@ -21,7 +21,7 @@ from .linemap import split_lines
 from .regions import IdAllocator, Region
 from .results import Skip
 from .scopes import Func, Scope
-from .suspend import SuspendRewriter, leave_after_operand, wrap_async
+from .suspend import SuspendRewriter, leave_after_operand, with_defaults, wrap_async
 from .syntax import dotted, identifier, is_docstring, is_trivial, is_type_checking, split_docstring, suite_statements
 
 _OVERLOAD = {"overload", "typing.overload", "typing_extensions.overload"}
@@ -125,10 +125,26 @@ class Rewriter:
         rids, self.flagged = self.flagged, None
         return stmt if rids is None else emit.guarded(self.backend, rids, stmt)
 
-    def header_expr(self, expr: cst.CSTNode, scope: Scope) -> cst.CSTNode:
+    def header_expr(self, expr: cst.CSTNode, scope: Scope, flagged: bool = True) -> cst.CSTNode:
         if scope.func is not None and scope.func.scan:
-            return expr.visit(self.suspender(scope))
+            suspender = self.suspender(scope)
+            return expr.visit(suspender if flagged else suspender.unflagged())
         return expr
+
+    def definition_header(self, node: cst.FunctionDef | cst.ClassDef, scope: Scope) -> dict:
+        """Changes to a nested def's decorators and default values, or a class's decorators, bases and
+        keywords: they run in the enclosing generator or coroutine, and `statement` guards the
+        definition when they suspend. (Annotations are left alone: under `from __future__ import
+        annotations` their text is what they evaluate to.)"""
+        if scope.func is None or not scope.func.scan:
+            return {}
+        changes: dict = {"decorators": [d.with_changes(decorator=self.header_expr(d.decorator, scope)) for d in node.decorators]}
+        if isinstance(node, cst.FunctionDef):
+            changes["params"] = with_defaults(node.params, self.suspender(scope))
+        else:
+            changes["bases"] = [self.header_expr(a, scope) for a in node.bases]
+            changes["keywords"] = [self.header_expr(a, scope) for a in node.keywords]
+        return changes
 
     def async_operand(self, expr: cst.BaseExpression, scope: Scope, probe: str) -> cst.BaseExpression:
         """The iterable of `async for` / manager of `async with`, wrapped so its hidden awaits leave the regions."""
@@ -166,7 +182,15 @@ class Rewriter:
         if isinstance(stmt, (cst.Try, cst.TryStar)):
             # in source order, as facts.py walks them: try body, handlers, else, finally
             body = self.suite(stmt.body, scope)
-            handlers = [h.with_changes(body=self.suite(h.body, scope)) for h in stmt.handlers]
+            # An await/yield in an `except` type is bracketed in place; when it raises, the guard
+            # around the whole statement re-enters the regions. With a `finally:` clause, that would
+            # run before the guard, outside the regions, and its own guards would clear the flag:
+            # there the type's suspension is not flagged (handled outside the regions if it raises).
+            flagged = stmt.finalbody is None
+            handlers = [
+                h.with_changes(type=h.type and self.header_expr(h.type, scope, flagged), body=self.suite(h.body, scope))
+                for h in stmt.handlers
+            ]
             orelse = stmt.orelse and stmt.orelse.with_changes(body=self.suite(stmt.orelse.body, scope))
             final = stmt.finalbody and stmt.finalbody.with_changes(body=self.suite(stmt.finalbody.body, scope))
             return stmt.with_changes(body=body, handlers=handlers, orelse=orelse, finalbody=final)
@@ -232,7 +256,9 @@ class Rewriter:
             elif name in _TORCHSCRIPT:
                 reason = f"TorchScript (@{name})"
         if fact.marker == "off":
-            reason = "# scaleprobe: off"
+            self.skip_subtree(fact, qualname, "# scaleprobe: off")
+            return node
+        node = node.with_changes(**self.definition_header(node, scope))
         stmts = suite_statements(node.body)
         split = split_docstring(stmts[0]) if stmts else None
         if split is not None:
@@ -283,7 +309,7 @@ class Rewriter:
             self.skip_subtree(fact, qualname, "# scaleprobe: off" if fact.marker == "off" else "TorchScript class")
             return node
         inner = Scope(prefix=qualname + ".", owner=qualname, in_class=True)
-        return node.with_changes(body=self.suite(node.body, inner))
+        return node.with_changes(body=self.suite(node.body, inner), **self.definition_header(node, scope))
 
     def loop(self, node: cst.For | cst.While, scope: Scope) -> cst.BaseStatement | list[cst.BaseStatement]:
         fact = self.take_fact(node, (ast.For, ast.AsyncFor) if isinstance(node, cst.For) else (ast.While,))

@@ -94,6 +94,16 @@ def _self_documenting(original: Sequence[cst.BaseFormattedStringContent],
     return parts
 
 
+def with_defaults(params: cst.Parameters, visitor: cst.CSTTransformer) -> cst.Parameters:
+    """`params` with their default values visited (a nested def's or a lambda's: they are evaluated
+    where the definition runs)."""
+    def one(param: cst.Param) -> cst.Param:
+        return param if param.default is None else param.with_changes(default=param.default.visit(visitor))
+
+    return params.with_changes(params=[one(p) for p in params.params], kwonly_params=[one(p) for p in params.kwonly_params],
+                               posonly_params=[one(p) for p in params.posonly_params])
+
+
 class SuspendRewriter(cst.CSTTransformer):
     """Brackets each yield/await inside an expression: the regions are left after its operand and
     re-entered in place after it (see the module docstring). `flagged` is False where Python allows
@@ -133,7 +143,11 @@ class SuspendRewriter(cst.CSTTransformer):
         return updated.with_changes(parts=_self_documenting(original.parts, updated.parts, original.start))
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
+        return False  # its body runs when it is called; but see leave_Lambda
+
+    def leave_Lambda(self, original: cst.Lambda, updated: cst.Lambda) -> cst.Lambda:
+        # its default values are evaluated at once, in this frame
+        return updated.with_changes(params=with_defaults(updated.params, self))
 
     def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
         return False  # runs lazily in its consumer, not in this frame; but see leave_GeneratorExp

@@ -97,3 +97,174 @@ def test_file_name_not_valid_utf8_runs_as_the_original(tmp_path):
         assert not recorded.problems, recorded.problems
         assert "work > work:for@5" in {recorded.callpath_name(p, " > ") for p in recorded.profile}
         assert "run_\\\\xff.py" in path.read_text()  # the region table's file name, escaped
+
+
+# -- finding 3: suspensions in a nested def's decorators and defaults, a class's bases and keywords, ---
+# -- an `except` type, a lambda's defaults --------------------------------------------------------
+
+HEADERS = '''\
+import asyncio, time
+
+def spin(ms):
+    t = time.perf_counter() + ms / 1000
+    while time.perf_counter() < t:
+        pass
+
+async def make():
+    await asyncio.sleep(0.05)
+    return lambda f: f
+
+async def other():
+    await asyncio.sleep(0.01)
+    spin(30)
+
+async def deco_user():
+    @(await make())
+    def inner():
+        return 1
+    return inner()
+
+async def default_user():
+    def inner(x=(await asyncio.sleep(0.05, 5))):
+        return x
+    return inner()
+
+async def except_user():
+    try:
+        raise KeyError(1)
+    except (await asyncio.sleep(0.05, KeyError)):
+        return "caught"
+
+async def base_user():
+    class A(await asyncio.sleep(0.05, object)):
+        pass
+    return A.__name__
+
+async def lambda_user():
+    f = lambda x=(await asyncio.sleep(0.05, 3)): x
+    return f()
+
+async def main():
+    for f in (deco_user, default_user, except_user, base_user, lambda_user):
+        print(await asyncio.gather(f(), other()))
+
+asyncio.run(main())
+'''
+
+
+def _paths(tmp_path, files, *, hook: bool):
+    from instrumentor.cli import main as cli_main
+    from instr_helpers import project_tree, run, run_env
+    from runtime.runfile import find_run_files, read_run
+
+    src = project_tree(tmp_path, files)
+    env, runs = run_env(tmp_path), tmp_path / "runs"
+    if hook:
+        done = run([sys.executable, "-m", "runtime.launch", "--out", str(runs), "--instrument", "main.py"], cwd=src, env=env)
+    else:
+        cli_main([str(src), "-o", str(tmp_path / "out"), "-q"])
+        done = run([sys.executable, "main.py"], cwd=tmp_path / "out", env=env)
+    assert done.returncode == 0, done.stderr
+    (path,) = find_run_files(runs)
+    recorded = read_run(path)
+    assert not recorded.problems, recorded.problems
+    return {recorded.callpath_name(p, " > "): (s.visits, s.incl_ns / 1e9) for p, s in recorded.profile.items()}
+
+
+def test_suspensions_in_definition_headers_and_except_types_leave_the_regions(tmp_path):
+    for hook in (False, True):
+        profile = _paths(tmp_path / str(hook), {"main.py": HEADERS}, hook=hook)
+        for name in ("deco_user", "default_user", "except_user", "base_user", "lambda_user"):
+            visits, seconds = profile[name]
+            assert visits >= 2 and seconds < 0.02, (name, profile)
+            assert not any(p.startswith(name) and "other" in p for p in profile), profile
+        assert "other > spin" in profile, profile  # another task: at the root
+
+
+POSITIONS = '''\
+import asyncio
+
+def gen():
+    @(yield "deco")
+    def inner(a, b=(yield "b"), *, c=(yield "c")):
+        return a + b + c
+    f = lambda x=(yield "lam"): x
+    class A((yield "base"), metaclass=(yield "meta")):
+        pass
+    try:
+        raise KeyError(1)
+    except (yield "exc"):
+        print("caught")
+    try:
+        raise KeyError(2)
+    except (yield "exc2") as e:
+        print("caught2", e)
+    finally:
+        print("fin")
+    print(inner(1), f(), A.__name__, type(A).__name__)
+    yield "end"
+
+g = gen()
+out = [next(g)]
+vals = {"deco": lambda fn: fn, "b": 10, "c": 100, "lam": 7, "base": object, "meta": type, "exc": KeyError, "exc2": KeyError, "end": None}
+try:
+    while True:
+        out.append(g.send(vals[out[-1]]))
+except StopIteration:
+    pass
+print(out)
+
+async def boom():
+    await asyncio.sleep(0)
+    raise ValueError("no")
+
+async def c():
+    try:
+        raise KeyError(3)
+    except (await asyncio.sleep(0, KeyError)):
+        pass
+    try:
+        def h(x=(await boom())):
+            pass
+    except ValueError as e:
+        print("handled", e)
+    try:
+        try:
+            raise KeyError(4)
+        except (await boom()):
+            pass
+        finally:
+            print("fin2")
+    except ValueError as e:
+        print("handled2", e)
+    @(await asyncio.sleep(0, lambda f: f))
+    class B(
+        await boom()):
+        pass
+
+asyncio.run(c())
+'''
+
+
+def test_suspensions_in_definition_headers_and_except_types_behave_the_same(tmp_path):
+    plain, built, hooked = three_ways(tmp_path, {"main.py": POSITIONS})
+    assert "handled2 no" in plain.stdout and "ValueError: no" in plain.stderr and "await boom()):" in plain.stderr
+    assert_same(plain, built, hooked)
+
+
+def test_except_type_is_flagged_only_without_a_finally_clause():
+    code = code_of('''\
+        async def c(x):
+            try:
+                pass
+            except (await x):
+                pass
+            try:
+                pass
+            except (await x):
+                pass
+            finally:
+                pass
+        ''')
+    assert code.count("except ((await (x, (__sp_out__ := __sp_on__) and __sp_exit__(0))[0]") == 1
+    assert code.count("except ((await (x, __sp_on__ and __sp_exit__(0))[0]), __sp_on__ and __sp_enter__(0))[0]:") == 1

@@ -82,7 +82,8 @@ def write_error(target: Path | None, text: str) -> None:
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
+        # a traceback through a file whose name is not valid UTF-8 holds lone surrogates
+        tmp.write_text(text, encoding="utf-8", errors="backslashreplace")
         os.replace(tmp, target)
     except OSError:
         try:

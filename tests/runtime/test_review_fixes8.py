@@ -47,3 +47,11 @@ def test_the_launcher_pids_do_not_reach_the_program(monkeypatch):
     launch_modes.die_with_parent()
     assert launch_modes.PARENT_PID not in launch_modes.os.environ
     assert launch_modes.LAUNCHER_PID not in launch_modes.os.environ
+
+
+def test_an_error_file_naming_a_file_that_is_not_valid_utf8_is_written(tmp_path):
+    from runtime.launch_child import write_error
+
+    target = tmp_path / "rank0.error.txt"
+    write_error(target, 'ZeroDivisionError: division by zero\n  File "run_\udcff.py", line 3\n')
+    assert target.read_text(encoding="utf-8").splitlines()[1] == '  File "run_\\udcff.py", line 3'

@@ -280,7 +280,7 @@ def test_a_visit_the_thread_leaves_meanwhile_is_left_to_it(py):
 # ----- F5: an error file is written whole or not at all --------------------------------------------------------
 
 def test_an_error_file_that_cannot_be_written_is_not_left_empty(tmp_path, monkeypatch):
-    def full_disk(self, text, encoding=None):
+    def full_disk(self, text, encoding=None, errors=None):
         open(self, "w").close()  # created, then the write fails
         raise OSError(errno.ENOSPC, "No space left on device")
 

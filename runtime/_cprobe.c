@@ -233,17 +233,22 @@ static void note_outermost(void) {
     Py_XSETREF(exit_seen, code);
 }
 
-static void close_top(ThreadState *s, int64_t t) {
-    Frame *f = &s->stack[--s->depth];
+/* Add one visit of `f` ending at `t` to its node; `inner`: time of an open visit inside it. */
+static inline void count_visit(ThreadState *s, Frame *f, int64_t t, int64_t inner) {
     int64_t dt = t - f->t0;
     Node *n = &s->nodes[f->node];
     n->visits++;
     n->incl += dt;
-    n->excl += dt - f->child_ns;
+    n->excl += dt - f->child_ns - inner;
     if (dt < n->min) n->min = dt;
     if (dt > n->max) n->max = dt;
     n->sumsq += (double)dt * (double)dt;
-    s->stack[s->depth - 1].child_ns += dt;
+}
+
+static void close_top(ThreadState *s, int64_t t) {
+    Frame *f = &s->stack[--s->depth];
+    count_visit(s, f, t, 0);
+    s->stack[s->depth - 1].child_ns += t - f->t0;
     if (s->depth == 1) note_outermost();
 }
 
@@ -281,18 +286,6 @@ static PyObject *p_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     close_top(s, t);
     Py_RETURN_NONE;
-}
-
-/* Add one visit of `f` ending at `t` to its node; `inner`: time of an open visit inside it. */
-static void count_visit(ThreadState *s, Frame *f, int64_t t, int64_t inner) {
-    int64_t dt = t - f->t0;
-    Node *n = &s->nodes[f->node];
-    n->visits++;
-    n->incl += dt;
-    n->excl += dt - f->child_ns - inner;
-    if (dt < n->min) n->min = dt;
-    if (dt > n->max) n->max = dt;
-    n->sumsq += (double)dt * (double)dt;
 }
 
 /* The end of the run: the visits still open on other threads (daemon threads that run for the

@@ -145,16 +145,8 @@ def _close_top(stack: list, t: float) -> None:
     p = stack[-1]
     if p is n:
         return
-    dt = t - n[_T0]
-    p[_X] += dt
-    n[_V] += 1
-    n[_INCL] += dt
-    n[_EXCL] += t - n[_X]
-    if dt < n[_MIN]:
-        n[_MIN] = dt
-    if dt > n[_MAX]:
-        n[_MAX] = dt
-    n[_SQ] += dt * dt
+    p[_X] += t - n[_T0]
+    _count_visit(n, t, 0.0)
     if p[_RID] is _ROOT_RID:
         _note_outermost()
 

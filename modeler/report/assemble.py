@@ -12,7 +12,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..dataset import Dataset
+from ..dataset import RANKS_PARAMETER, Dataset
+from ..derived import Baselines
 from ..errors import InputError
 from ..listing import listing
 from ..model import FittedModel
@@ -24,7 +25,8 @@ from .regions import rank_regions, region_view
 from .runs import PER_RUN_KEYS, RunGroup
 from .training import scaling_view, training_view
 
-__all__ = ["Report", "ReportOptions", "build_report", "check_options", "parse_assignments"]
+__all__ = ["Report", "ReportOptions", "build_report", "check_options", "headline_series", "main_roots",
+           "parse_assignments"]
 
 
 def _about_other_metric(warning: str, metric: str, metrics: Sequence[str]) -> bool:
@@ -63,9 +65,13 @@ def build_report(
     models: Sequence[FittedModel],
     options: ReportOptions | None = None,
     companions: Sequence[FittedModel] = (),
+    baselines: Baselines | None = None,
 ) -> Report:
     """All findings of the report; `models` are fitted on `dataset` (same order as its series);
-    `companions` are models fitted only to check each time model against its parts (`modeler.parts`)."""
+    `companions` are models fitted only to check each time model against its parts (`modeler.parts`),
+    to derive speedup, efficiency and cost from the per-rank time (with `baselines`, as `modeler fit`
+    does: `modeler.derived`), and, under `--ranks sum` or `min`, the top-level regions' cost models
+    that the run time is taken from (`headline_series`)."""
     opt = options or ReportOptions()
     params = tuple(dataset.parameters)
     metrics = dataset.metrics()
@@ -89,7 +95,8 @@ def build_report(
         if p not in hold and measured[p]:
             hold[p] = measured[p][-1]
     ranking, common, parts_notes = rank_regions(series, models, params, target,
-                                                {p: v[-1] for p, v in measured.items() if v}, companions)
+                                                {p: v[-1] for p, v in measured.items() if v}, companions,
+                                                baselines)
     region_series = {s.callpath: s for s in series}
 
     regions = [
@@ -114,16 +121,81 @@ def build_report(
     ok_groups = [g for g in groups if g.ok]
     training_view(report, ok_groups, params, hold)
     scaling_view(report, ok_groups, params, hold)
-    roots = [row.predicted for row in ranking if "->" not in row.callpath]
-    if roots and metric == "time" and all(math.isfinite(v) for v in roots):
-        report.predicted_total = float(sum(roots))
-        if report.scaling_axis in target:
-            report.predicted_cost = report.predicted_total * target[report.scaling_axis]
+    if metric == "time":
+        _run_time(report, ranking, main_roots(groups), companions, opt.ranks)
     chosen = choose_run(ok_groups or list(groups), opt.run_id)
     if chosen is not None:
         imbalance_view(report, chosen)
         call_tree_view(report, chosen, opt.rank)
     return report
+
+
+def main_roots(groups: Sequence[RunGroup]) -> set[str] | None:
+    """Call paths of the top-level regions of the ranks' main processes in the completed runs (None
+    without runs: Extra-P inputs say nothing of processes). The top-level regions of DataLoader
+    workers and other processes a rank started are left out: they run in parallel with it."""
+    if not groups:
+        return None
+    ok = [g for g in groups if g.ok] or list(groups)
+    return {cp for g in ok for r in g.ranks for cp in r.roots()}
+
+
+def headline_series(dataset: Dataset, groups: Sequence[RunGroup], ranks: str) -> list:
+    """Under `--ranks sum` or `min` the `time` series is not a time per rank: the `cost` series of
+    the main processes' top-level regions (ranks x the mean time over ranks, `modeler.aggregate`),
+    which the run time is taken from; fitted for that only."""
+    if ranks not in PER_RANK_FROM_COST:
+        return []
+    roots = main_roots(groups)
+    return [s for s in dataset.series
+            if s.metric == "cost" and "->" not in s.callpath and (roots is None or s.callpath in roots)]
+
+
+#: `--ranks` choices whose `time` is no time per rank: rank-seconds, the fastest rank's
+PER_RANK_FROM_COST = ("sum", "min")
+
+
+def _run_time(report: Report, ranking: Sequence, roots: set[str] | None, companions: Sequence[FittedModel],
+              ranks: str) -> None:
+    """The headline run time at the target: the longest top-level region of the main process. Its
+    regions' times are not summed: the top-level regions of other threads are merged into the
+    process's profile (docs/format.md) and run in parallel with the main thread's, as workers do.
+    Under `--ranks sum` or `min`, the mean time over ranks from the regions' cost models, as `modeler
+    fit` derives cost there; without them (no `ranks` parameter), none, with a note saying why."""
+    target = report.target
+    candidates = [row for row in ranking if "->" not in row.callpath and (roots is None or row.callpath in roots)]
+    if not candidates:
+        return
+    what = "the longest top-level region of the main process" if roots is not None else "the longest top-level region"
+    if ranks in PER_RANK_FROM_COST:
+        ranks_at = target.get(RANKS_PARAMETER)
+        names = {row.callpath for row in candidates}
+        point = np.array([[target[p] for p in report.parameters]])
+        costs = []
+        for fm in companions:
+            if fm.metric == "cost" and fm.callpath in names and ranks_at:
+                with np.errstate(all="ignore"):
+                    costs.append((float(fm.predict(point)[0]), fm.callpath))
+        costs = [(c, cp) for c, cp in costs if math.isfinite(c)]
+        why = ("rank-seconds" if ranks == "sum" else "the fastest rank's")
+        if not costs:
+            report.predicted_note = (
+                f"under --ranks {ranks} a call path's time is {why}, not the time of a run, and without a "
+                "ranks parameter there is no cost model to take the mean time per rank from")
+            return
+        cost, callpath = max(costs)
+        report.predicted_total, report.predicted_cost, report.predicted_root = cost / ranks_at, cost, callpath
+        report.predicted_basis = (f"{what}; the mean over ranks, from its cost model: under --ranks {ranks} "
+                                  f"its time is {why}")
+        return
+    finite = [row for row in candidates if math.isfinite(row.predicted)]
+    if not finite:
+        return
+    row = max(finite, key=lambda r: (r.predicted, r.callpath))
+    report.predicted_total, report.predicted_root = float(row.predicted), row.callpath
+    if report.scaling_axis in target:
+        report.predicted_cost = report.predicted_total * target[report.scaling_axis]
+    report.predicted_basis = what
 
 
 def _design(report: Report, groups: Sequence[RunGroup], params: Sequence[str],

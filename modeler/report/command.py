@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 
 from ..dataset import REPETITION_AGGREGATES, Dataset
+from ..derived import baselines, basis_series_needed
 from ..errors import InputError
 from ..parts import parts_series
+from ..commands.fit import _per_rank_time
 from ..commands.inputs import add_input_options, load_from_args, name_skipped, read_options, select_callpaths
-from .assemble import ReportOptions, build_report, check_options, parse_assignments
+from .assemble import ReportOptions, build_report, check_options, headline_series, parse_assignments
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +49,10 @@ def _choose_metric(asked: str | None, metrics: list[str]) -> str:
     raise InputError(f"--metric: the inputs have no 'time'; choose one of {', '.join(metrics)}")
 
 
+def _new(series, extra) -> bool:
+    return all((series.callpath, series.metric) != (e.callpath, e.metric) for e in extra)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..estimator import PMNFModeler
     from ..ranking import measured_maximum, parse_at
@@ -64,16 +70,26 @@ def run(args: argparse.Namespace) -> int:
     hold = parse_assignments(args.hold, "--hold")
     run_files = [f.path for f in loaded.files if f.format == "runs"]
     groups = groups_from_runset(load_runs(run_files, read_opts)) if run_files else []
+    ranks = getattr(args, "ranks", "mean") if run_files else "mean"
     options = ReportOptions(metric=metric, target=target, hold=hold, run_id=args.run, rank=args.rank,
-                            top=args.top, title=args.title)
+                            top=args.top, title=args.title, ranks=ranks)
     # every option is checked before the fit, which is the slow part
     check_options(groups, selected.parameters, options)
-    # exclusive times of the parents are fitted too, only to check each time model against its parts
+    # fitted too, not shown: the exclusive times of the parents, only to check each time model
+    # against its parts; the time and cost of the call paths whose speedup, efficiency or cost is
+    # shown, to derive those from the per-rank time as `modeler fit` does; under --ranks sum or min,
+    # the top-level regions' cost, which the run time is taken from
     extra = parts_series(selected, dataset)
+    derive = _per_rank_time(args, loaded)
+    if derive:
+        extra += [s for s in basis_series_needed(selected, dataset) if _new(s, extra)]
+    if metric == "time":
+        extra += [s for s in headline_series(dataset, groups, ranks) if _new(s, extra)]
     both = Dataset(selected.parameters, [*selected.series, *extra], list(selected.warnings), list(selected.sources))
     models = PMNFModeler(aggregate=args.repetitions).fit(both).models_
     n = len(selected.series)
-    report = build_report(groups, selected, models[:n], options, companions=models[n:])
+    bases = baselines([*selected.series, *extra], selected.parameters) if derive else None
+    report = build_report(groups, selected, models[:n], options, companions=models[n:], baselines=bases)
     if args.format == "markdown":
         text = render_markdown(report, top=max(args.top, 20))
         if not args.output or args.output == "-":

@@ -27,6 +27,9 @@ class ReportOptions:
     rank: int | None = None
     top: int = 12
     title: str = "scaleprobe report"
+    #: how the runs' ranks were reduced (`--ranks`): under `sum` a time is rank-seconds, under
+    #: `min` the fastest rank's, so the headline run time comes from the cost models instead
+    ranks: str = "mean"
 
 
 @dataclass
@@ -48,6 +51,9 @@ class RankingRow:
     anchor: str
     #: the central 80% of the forms' predictions at the target (`modeler.uncertainty`), or None
     forms: tuple[float, float] | None = None
+    #: for speedup, parallel_efficiency and cost: (the same figure from the call path's per-rank
+    #: time, "time" or "cost": the model it came from), as `modeler fit` gives it; `modeler.derived`
+    from_time: tuple[float, str] | None = None
 
 
 @dataclass
@@ -92,8 +98,16 @@ class Report:
     scaling_held: dict[str, float] = field(default_factory=dict)
     scaling_table: list[dict] = field(default_factory=list)
     scaling_charts: list[Markup] = field(default_factory=list)
-    predicted_total: float | None = None  # the program (its top-level regions) at the target
+    #: the run time at the target: the prediction of the longest top-level region of the main
+    #: process (`predicted_root`); never a sum of top-level regions, which may run in parallel
+    #: (DataLoader workers, threads)
+    predicted_total: float | None = None
     predicted_cost: float | None = None  # predicted_total x ranks at the target, when ranks is a parameter
+    predicted_root: str | None = None
+    #: what `predicted_root` is and how its time was had
+    predicted_basis: str = ""
+    #: why there is no run time, where there is none for a reason worth saying
+    predicted_note: str = ""
     imbalance_run: str | None = None
     imbalance: list[dict] = field(default_factory=list)
     imbalance_chart: Markup | None = None

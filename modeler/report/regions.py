@@ -9,6 +9,7 @@ import numpy as np
 from markupsafe import Markup
 
 from ..dataset import Series
+from ..derived import Baselines
 from ..model import FittedModel
 from ..ranking import nonnegative_keys, rank_models
 from . import svg
@@ -18,13 +19,16 @@ from .findings import RankingRow, RegionView
 def rank_regions(
     series: Sequence[Series], models: Sequence[FittedModel], parameters: Sequence[str],
     target: Mapping[str, float], largest: Mapping[str, float], companions: Sequence[FittedModel] = (),
+    baselines: Baselines | None = None,
 ) -> tuple[list[RankingRow], set[str], list[str]]:
     """Rows worst-scaling first (as `modeler fit` ranks them), the warnings every model has,
-    which are taken off the rows to be said once, and the call paths whose time model and parts
-    disagree at the target (`modeler.parts`)."""
+    which are taken off the rows to be said once, and the ranking's own warnings: the call paths
+    whose time model and parts disagree at the target (`modeler.parts`), and, with `baselines`,
+    the speedup, efficiency and cost models far from what the per-rank time gives (`modeler.derived`)."""
     by_key = {(m.callpath, m.metric): m for m in models}
     ranked = rank_models([by_key[(s.callpath, s.metric)] for s in series if (s.callpath, s.metric) in by_key],
-                         parameters, target, companions=companions, nonnegative=nonnegative_keys(series))
+                         parameters, target, companions=companions, nonnegative=nonnegative_keys(series),
+                         baselines=baselines)
     largest_pt = np.array([[largest.get(p, 0.0) for p in parameters]])
     region_series = {s.callpath: s for s in series}
     ranking: list[RankingRow] = []
@@ -49,6 +53,7 @@ def rank_regions(
                 warnings=tuple(fm.warnings),
                 anchor=_anchor(i),
                 forms=rm.range,
+                from_time=rm.from_time,
             )
         )
     # a warning every model carries ("only 2 values of ranks") is said once, not on every row

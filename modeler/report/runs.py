@@ -9,7 +9,9 @@ rank, only what the reader contract documents (header, regions, profile, epochs,
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass, field
+from statistics import median
 from typing import Any, Sequence
 
 from ..dataset import RANKS_PARAMETER
@@ -34,6 +36,8 @@ class RankData:
     ok: bool
     status: str
     problems: list[str]
+    #: per kind ("steps", "epochs") and loop call path: this rank's medians, see `loop_stats`
+    loops: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
     def callpath(self, path: tuple[int, ...]) -> str:
         return "->".join(self.names.get(r, f"region{r}") for r in path)
@@ -41,6 +45,16 @@ class RankData:
     def total_ns(self) -> int:
         """Time of the instrumented program on this rank: the inclusive time of its top-level regions."""
         return sum(int(s.incl_ns) for p, s in self.profile.items() if len(p) == 1)
+
+    def longest_root_ns(self) -> int:
+        """The inclusive time of the longest top-level region: the run's time on this rank. The
+        top-level regions are not summed: those of other threads run in parallel with the main one."""
+        return max((int(s.incl_ns) for p, s in self.profile.items() if len(p) == 1), default=0)
+
+    def roots(self) -> set[str]:
+        """Call paths of the top-level regions of the rank's main process (those of all its threads:
+        a profile is merged over threads)."""
+        return {self.callpath(p) for p in self.profile if len(p) == 1}
 
     def incl_by_callpath(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -80,21 +94,69 @@ class RunGroup:
         return "; ".join(f"rank {r.rank}: {r.status}" for r in bad[:4])
 
     def time_ns(self) -> int:
-        """The run's time: its slowest rank's."""
-        return max((r.total_ns() for r in self.ranks), default=0)
+        """The run's time: its slowest rank's longest top-level region (`RankData.longest_root_ns`)."""
+        return max((r.longest_root_ns() for r in self.ranks), default=0)
 
-    def step_stats(self, kind: str = "steps") -> dict[str, float] | None:
-        """Mean per step (or epoch) over all steps of all ranks, in ns: duration, wait, comm, gpu."""
-        rows = [s for r in self.ranks for s in getattr(r, kind)]
-        if not rows:
-            return None
-        n = len(rows)
+    def loop_stats(self, kind: str = "steps") -> dict[str, dict[str, float]]:
+        """Per step (or epoch) loop, by call path: the mean over the ranks that ran it of each rank's
+        median `duration`, `data_wait`, `comm` and `gpu` (ns) over its active steps, and `count`,
+        the mean number of those steps per rank. Under `--ranks mean` this is what `modeler fit`
+        gives as `step_time`, `data_wait`, `step_comm_time`, `step_gpu_time` (and `epoch_time`)."""
+        per_loop: dict[str, list[dict[str, float]]] = defaultdict(list)
+        for r in self.ranks:
+            for cp, st in r.loops.get(kind, {}).items():
+                per_loop[cp].append(st)
+        out: dict[str, dict[str, float]] = {}
+        for cp, sts in per_loop.items():
+            stats = {}
+            for key in (*STEP_FIELDS, "count"):
+                vals = [st[key] for st in sts if key in st]
+                # no duration: nothing to show; no wait, communication or GPU time: none recorded
+                stats[key] = sum(vals) / len(vals) if vals else math.nan if key == "duration" else 0.0
+            out[cp] = stats
+        return out
 
-        def mean(key: str) -> float:
-            return sum(float(s.get(key) or 0) for s in rows) / n
 
-        return {"duration": mean("duration_ns"), "data_wait": mean("data_wait_ns"),
-                "comm": mean("comm_ns"), "gpu": mean("gpu_ns"), "count": n / max(1, len(self.ranks))}
+#: the fields of a step or epoch record that the training view shows, by their record field
+STEP_FIELDS = {"duration": "duration_ns", "data_wait": "data_wait_ns", "comm": "comm_ns", "gpu": "gpu_ns"}
+
+
+def loop_stats(files: Sequence[Any], names: Any) -> dict[str, dict[str, dict[str, float]]]:
+    """One rank's steps and epochs per loop: {kind: {loop call path: {field: median ns, "count": n}}}.
+
+    As `modeler.aggregate.rank_metrics` takes `step_time`, `data_wait`, `step_comm_time`,
+    `step_gpu_time` and `epoch_time`, so that the report and `modeler fit` agree: the steps outside
+    the schedule's active window (`active: false`: warm-up, skipped steps) are left out, each loop
+    (train, eval) is kept apart under its call path where it is reached one way (else its bare
+    name), a field a record lacks is not counted, and the rank's value is the median, which a slow
+    first step does not dominate."""
+    samples: dict[str, dict[str, dict[str, list[float]]]] = {"steps": {}, "epochs": {}}
+    counts: dict[str, dict[str, int]] = {"steps": defaultdict(int), "epochs": defaultdict(int)}
+    for rf in files:
+        run = rf.run
+        ends_in: dict[int, set[str]] = defaultdict(set)
+        for path in run.profile:
+            if path:
+                ends_in[path[-1]].add(names.callpath(rf, path))
+
+        def loop_callpath(rid: Any) -> str:
+            paths = ends_in.get(rid, set()) if isinstance(rid, int) else set()
+            return next(iter(paths)) if len(paths) == 1 else (names.label(rf, rid) if isinstance(rid, int) else str(rid))
+
+        for kind in ("steps", "epochs"):
+            for rec in getattr(run, kind):
+                if kind == "steps" and rec.get("active") is False:
+                    continue
+                cp = loop_callpath(rec.get("region"))
+                counts[kind][cp] += 1
+                fields = samples[kind].setdefault(cp, {})
+                for key, name in STEP_FIELDS.items():
+                    v = rec.get(name)
+                    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
+                        fields.setdefault(key, []).append(float(v))
+    return {kind: {cp: {**{k: float(median(v)) for k, v in fields.items() if v}, "count": float(counts[kind][cp])}
+                   for cp, fields in loops.items()}
+            for kind, loops in samples.items()}
 
 
 def _as_number(v: Any) -> float | None:
@@ -131,6 +193,7 @@ def _rank_data(rank: int, files: Sequence[Any], names: Any) -> RankData:
         ok=end is not None and status == "ok",
         status=status,
         problems=[p for f in files for p in f.run.problems],
+        loops=loop_stats(files, names),
     )
 
 

@@ -47,78 +47,94 @@ def _logish(xs: Sequence[float]) -> bool:
     return all(x > 0 for x in xs) and max(xs) / min(xs) >= 4
 
 
+def _loop_names(loops: Sequence[str]) -> dict[str, str]:
+    """How a loop is named on the page: its leaf, or its whole call path where two loops share a leaf."""
+    leaves = [cp.rsplit("->", 1)[-1] for cp in loops]
+    return {cp: leaf if leaves.count(leaf) == 1 else cp for cp, leaf in zip(loops, leaves)}
+
+
 def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[str], hold: Mapping[str, float]) -> None:
+    """Time per step and epoch, per loop (a train and an eval loop are apart, as `step_time` keeps
+    them under their call paths), from the active steps only (`RunGroup.loop_stats`)."""
     axes = list(params)
     if not axes:
         return
+    stats = {kind: [(g, g.loop_stats(kind)) for g in groups] for kind in ("steps", "epochs")}
     for kind, label in (("steps", "step"), ("epochs", "epoch")):
-        data = _points_by_config(groups, axes, lambda g: (g.step_stats(kind) or {}).get("duration", math.nan) * NS)
-        if not data:
-            continue
-        for axis, p in enumerate(axes):
-            keys, held = _along(data, axis, axes, hold)
-            if len(keys) < 2:
+        loops = sorted({cp for _, st in stats[kind] for cp in st})
+        names = _loop_names(loops)
+        for cp in loops:
+            by_group = {id(g): st[cp]["duration"] * NS for g, st in stats[kind] if cp in st}
+            data = _points_by_config(groups, axes, lambda g, d=by_group: d.get(id(g)))
+            if not data:
                 continue
-            xs = [k[axis] for k in keys]
-            meds = [float(np.median(data[k])) for k in keys]
-            series = [
-                svg.PlotSeries(
-                    f"time per {label}", xs, meds, "points", svg.PALETTE[0 if kind == "steps" else 2],
-                    [min(data[k]) for k in keys], [max(data[k]) for k in keys],
-                ),
-                svg.PlotSeries("", xs, meds, "line", svg.PALETTE[0 if kind == "steps" else 2]),
-            ]
-            held_text = ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
-            report.training_charts.append(
-                svg.xy_chart(
-                    series, x_label=p, y_label=f"time per {label}", x_log=_logish(xs), x_ticks=xs,
-                    title=f"time per {label} against {p}" + (f" ({held_text})" if held_text else ""),
-                    y_format=svg.format_seconds,
+            for axis, p in enumerate(axes):
+                keys, held = _along(data, axis, axes, hold)
+                if len(keys) < 2:
+                    continue
+                xs = [k[axis] for k in keys]
+                meds = [float(np.median(data[k])) for k in keys]
+                color = svg.PALETTE[0 if kind == "steps" else 2]
+                series = [
+                    svg.PlotSeries(f"time per {label}", xs, meds, "points", color,
+                                   [min(data[k]) for k in keys], [max(data[k]) for k in keys]),
+                    svg.PlotSeries("", xs, meds, "line", color),
+                ]
+                held_text = ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
+                report.training_charts.append(
+                    svg.xy_chart(
+                        series, x_label=p, y_label=f"time per {label}", x_log=_logish(xs), x_ticks=xs,
+                        title=f"time per {label} of {names[cp]} against {p}" + (f" ({held_text})" if held_text else ""),
+                        y_format=svg.format_seconds,
+                    )
                 )
-            )
-    # The split of a step, one bar per configuration along each parameter.
-    stats = {}
-    for g in groups:
-        st = g.step_stats("steps")
-        if st is None:
-            continue
+    # The split of a step, per loop, one bar per configuration along each parameter.
+    loops = sorted({cp for _, st in stats["steps"] for cp in st})
+    names = _loop_names(loops)
+    per_config: dict[tuple, dict[str, list[dict[str, float]]]] = {}
+    for g, st in stats["steps"]:
         coords = tuple(coordinate(g, a) for a in axes)
-        stats.setdefault(coords, []).append(st)
-    for coords, sts in sorted(stats.items()):
-        mean = {k: float(np.mean([s[k] for s in sts])) * NS for k in ("duration", "data_wait", "comm", "gpu")}
-        row = {a: c for a, c in zip(axes, coords)}
-        row.update(
-            step=mean["duration"], data_wait=mean["data_wait"], comm=mean["comm"], gpu=mean["gpu"],
-            compute=max(0.0, mean["duration"] - mean["data_wait"] - mean["comm"]),
-            steps=float(np.mean([s["count"] for s in sts])), runs=len(sts),
-        )
-        report.training_table.append(row)
+        for cp, s in st.items():
+            if math.isfinite(s["duration"]):
+                per_config.setdefault(coords, {}).setdefault(cp, []).append(s)
+    for coords, by_loop in sorted(per_config.items(), key=lambda kv: tuple(math.inf if c is None else c for c in kv[0])):
+        for cp in sorted(by_loop):
+            sts = by_loop[cp]
+            mean = {k: float(np.mean([s[k] for s in sts])) * NS for k in ("duration", "data_wait", "comm", "gpu")}
+            row = {a: c for a, c in zip(axes, coords)}
+            row.update(
+                loop=cp, loop_name=names[cp], step=mean["duration"], data_wait=mean["data_wait"], comm=mean["comm"], gpu=mean["gpu"],
+                compute=max(0.0, mean["duration"] - mean["data_wait"] - mean["comm"]),
+                steps=float(np.mean([s["count"] for s in sts])), runs=len(sts),
+            )
+            report.training_table.append(row)
     if not report.training_table:
         return
     has_gpu = any(r["gpu"] > 0 for r in report.training_table)
-    rows_by = {tuple(r[a] for a in axes): r for r in report.training_table}
-    for axis, p in enumerate(axes):
-        keys, held = _along({k: [0.0] for k in rows_by}, axis, axes, hold)
-        if len(keys) < 2:
-            continue
-        bars = [
-            svg.BarStack(
-                svg.short_number(k[axis]),
-                [("compute", rows_by[k]["compute"]), ("communication", rows_by[k]["comm"]),
-                 ("data wait", rows_by[k]["data_wait"])],
-                rows_by[k]["gpu"] if has_gpu else None,
+    for cp in loops:
+        rows_by = {tuple(r[a] for a in axes): r for r in report.training_table if r["loop"] == cp}
+        for axis, p in enumerate(axes):
+            keys, held = _along({k: [0.0] for k in rows_by}, axis, axes, hold)
+            if len(keys) < 2:
+                continue
+            bars = [
+                svg.BarStack(
+                    svg.short_number(k[axis]),
+                    [("compute", rows_by[k]["compute"]), ("communication", rows_by[k]["comm"]),
+                     ("data wait", rows_by[k]["data_wait"])],
+                    rows_by[k]["gpu"] if has_gpu else None,
+                )
+                for k in keys
+            ]
+            held_text = ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
+            report.split_charts.append(
+                svg.stacked_bars(
+                    bars, x_label=p, y_label="time per step", colors=STEP_COLORS,
+                    marker_name="GPU time" if has_gpu else "",
+                    title=f"split of a step of {names[cp]} against {p}" + (f" ({held_text})" if held_text else ""),
+                    y_format=svg.format_seconds,
+                )
             )
-            for k in keys
-        ]
-        held_text = ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
-        report.split_charts.append(
-            svg.stacked_bars(
-                bars, x_label=p, y_label="time per step", colors=STEP_COLORS,
-                marker_name="GPU time" if has_gpu else "",
-                title=f"split of a step against {p}" + (f" ({held_text})" if held_text else ""),
-                y_format=svg.format_seconds,
-            )
-        )
 
 
 def scaling_view(report: Report, groups: Sequence[RunGroup], params: Sequence[str], hold: Mapping[str, float]) -> None:

@@ -147,6 +147,11 @@ def _comm_callpath(names: RegionNames, rf: RankFile, rec: dict[str, Any]) -> str
     return cp if cp.split("->")[-1] == op else f"{cp}->{op}"
 
 
+_COMM_FIELDS = (("time_ns", "comm_time", 1e-9), ("bytes", "comm_bytes", 1.0), ("calls", "comm_calls", 1.0),
+                ("gpu_ns", "comm_gpu_time", 1e-9))
+_COMM_METRICS = tuple(m for _, m, _ in _COMM_FIELDS)
+
+
 @dataclass
 class RankMetrics:
     values: dict[Key, float]
@@ -174,6 +179,8 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
             cp = names.callpath(rf, path)
             ends_in[path[-1]].add(cp)
             visits_of[path[-1]] += st.visits
+            if path in rf.unknown_paths:
+                continue  # see below
             if path[-1] in run.throttled:
                 # timing stopped after the throttle limit: what was recorded is a part of unknown size
                 throttled.add(cp)
@@ -182,6 +189,12 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
             totals[(cp, "time")] += st.incl_ns / 1e9
             totals[(cp, "exclusive_time")] += st.excl_ns / 1e9
             totals[(cp, "visits")] += st.visits
+
+        # records left out for bad values (runvalues): the totals they add to are short, or gone
+        for path in rf.unknown_paths:
+            unknown.update((names.callpath(rf, path), m) for m in ("time", "exclusive_time", "visits"))
+        for rec in rf.unknown_comms:
+            unknown.update((_comm_callpath(names, rf, rec), m) for m in _COMM_METRICS)
 
         def loop_callpath(rid: Any) -> str:
             # the loop's call path when it is reached one way only, else its bare name
@@ -208,15 +221,16 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
                 _peak(peaks, (cp, "peak_rss"), _number(mem.get("rss_peak_bytes")))
         for rid, g in run.gpu_regions.items():
             n, ns = _number(g.get("samples")), _number(g.get("gpu_ns"))
-            if n and ns is not None and visits_of.get(rid) and rid not in run.throttled:
+            if rid in rf.unknown_gpu:
+                unknown.add((loop_callpath(rid), "gpu_time"))
+            elif n and ns is not None and visits_of.get(rid) and rid not in run.throttled:
                 # sampled visits: the mean GPU time per visit, scaled to all visits of the region
                 cp = loop_callpath(rid)
                 totals[(cp, "gpu_time")] += ns / n * visits_of[rid] / 1e9
         for rec in run.comms:
             cp = _comm_callpath(names, rf, rec)
             profiled = True
-            for field, metric, scale in (("time_ns", "comm_time", 1e-9), ("bytes", "comm_bytes", 1.0),
-                                         ("calls", "comm_calls", 1.0), ("gpu_ns", "comm_gpu_time", 1e-9)):
+            for field, metric, scale in _COMM_FIELDS:
                 v = rec.get(field)
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     totals[(cp, metric)] += float(v) * scale
@@ -335,6 +349,21 @@ def _repetitions(
     return by_key
 
 
+def _fill_unvisited(
+    times: dict[Point, list[dict[str, float]]], unknown: dict[Point, list[set[Key]]],
+    experiments: dict[Point, list[str]],
+) -> None:
+    """Per-rank times of 0 where `_repetitions` counts `time` as 0: a repetition that completed
+    without visiting a call path that another run of its experiment at the point visited. Cost,
+    speedup and efficiency then see the same repetitions as `time` (cost = time x ranks holds)."""
+    for pt, reps in times.items():
+        for cp in set().union(*reps):
+            having = {e for rep, e in zip(reps, experiments[pt]) if cp in rep}
+            for rep, unk, e in zip(reps, unknown[pt], experiments[pt]):
+                if cp not in rep and e in having and (cp, "time") not in unk:
+                    rep[cp] = 0.0
+
+
 def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = True) -> Dataset:
     """The completed runs of `runset` as a Dataset over its varying parameters."""
     if ranks not in _REDUCE:
@@ -364,6 +393,7 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
                     del rep[key]
     warnings = list(runset.warnings)
     if derived and RANKS_PARAMETER in params and measured:
+        _fill_unvisited(times, unknown, experiments)
         rows, late = _derived(times, params)
         for pt, extra in rows.items():
             for rep, row in zip(measured[pt], extra):

@@ -96,6 +96,9 @@ class Run:
     events: list[tuple[int, int, int, int]] = field(default_factory=list)  # SCALEPROBE_TRACE: (rid, start_ns, end_ns, tid)
     end: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    # lines whose record was malformed or out of place and left out (reported in `problems`): what
+    # they held is missing from the totals above
+    dropped_lines: list[int] = field(default_factory=list)
 
     @property
     def is_helper_process(self) -> bool:
@@ -258,9 +261,11 @@ def read_run(path: str | os.PathLike[str]) -> Run:
             rec = loads(line)
         except ValueError as e:
             run.problems.append(f"{p}:{lineno}: not valid JSON: {e}")
+            run.dropped_lines.append(lineno)
             continue
         if not isinstance(rec, dict) or "type" not in rec:
             run.problems.append(f"{p}:{lineno}: not a record object with a 'type'")
+            run.dropped_lines.append(lineno)
             continue
         if not seen_header:
             if rec["type"] != "header" or rec.get("format") != FORMAT_NAME:
@@ -272,12 +277,26 @@ def read_run(path: str | os.PathLike[str]) -> Run:
             run.header = {k: v for k, v in rec.items() if k not in ("type", "format", "version")}
             seen_header = True
             continue
+        t = rec["type"]
+        out_of_place = ("a second header record (two runs written to one file?)" if t == "header"
+                        else f"{t!r} record after the end record" if run.end is not None else None)
+        if out_of_place:
+            run.problems.append(f"{p}:{lineno}: {out_of_place}; skipped")
+            run.dropped_lines.append(lineno)
+            continue
+        if t not in _RECORD_TYPES:
+            # Newer minor additions are skipped rather than failing old readers.
+            run.problems.append(f"{p}:{lineno}: unknown record type {t!r} skipped")
+            continue
         try:
             _apply(run, rec)
         except KeyError as e:
-            run.problems.append(f"{p}:{lineno}: bad {rec.get('type')!r} record: missing field {e.args[0]!r}")
+            run.problems.append(f"{p}:{lineno}: bad {t!r} record: missing field {e.args[0]!r}")
+            run.dropped_lines.append(lineno)
         except (TypeError, ValueError) as e:
-            run.problems.append(f"{p}:{lineno}: bad {rec.get('type')!r} record: {type(e).__name__}: {e}")
+            why = str(e) if isinstance(e, _NotANumber) else f"{type(e).__name__}: {e}"
+            run.problems.append(f"{p}:{lineno}: bad {t!r} record: {why}")
+            run.dropped_lines.append(lineno)
     if not seen_header:
         if run.problems:
             raise RunFileError(f"{run.problems[0]}; no complete header")
@@ -294,7 +313,7 @@ def _apply(run: Run, rec: dict[str, Any]) -> None:
     t = rec["type"]
     if t == "profile":
         path = tuple(int(x) for x in rec["path"])
-        st = ProfileStats(*(rec[k] for k in _STATS_KEYS), recursive=int(rec.get("recursive", 0)))
+        st = ProfileStats(*(_count(rec, k) for k in _STATS_KEYS), recursive=int(rec.get("recursive", 0)))
         run.profile.setdefault(path, ProfileStats()).add(st)
     elif t == "region":
         rid = int(rec["id"])
@@ -318,9 +337,21 @@ def _apply(run: Run, rec: dict[str, Any]) -> None:
         run.throttled[int(rec["region"])] = {k: v for k, v in rec.items() if k not in ("type", "region")}
     elif t == "end":
         run.end = {k: v for k, v in rec.items() if k != "type"}
-    else:
-        # Newer minor additions are skipped rather than failing old readers.
-        run.problems.append(f"{run.path}: unknown record type {t!r} skipped")
+
+
+class _NotANumber(ValueError):
+    pass
+
+
+def _count(rec: dict[str, Any], key: str) -> int | float:
+    """A profile field, checked before anything is added: a string or NaN would leave the sums half updated."""
+    v = rec[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+        raise _NotANumber(f"{key}={v!r} is not a number")
+    return v
+
+
+_RECORD_TYPES = frozenset(("profile", "region", "iterations", "epoch", "step", "comm", "events", "gpu", "throttled", "end"))
 
 
 def _series(rec: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ never skipped.
 from __future__ import annotations
 
 import glob
+import hashlib
 import importlib
 import os
 from dataclasses import dataclass, field
@@ -240,6 +241,7 @@ def read_inputs(
         by_format.setdefault(fmt, []).append(path)
 
     datasets: list[Dataset] = []
+    copies: list[str] = []
     for fmt, fpaths in by_format.items():
         spec = READERS[fmt]
         reader = _import(spec.module, spec.function)
@@ -251,7 +253,14 @@ def read_inputs(
             if ds.series or ds.parameters:
                 datasets.append(ds)
         else:
+            seen: dict[bytes, Path] = {}
             for p in fpaths:
+                first = _copy_of(p, seen)
+                if first is not None:
+                    # a copy (a backup in a sub-folder) would add its values again as repetitions
+                    files.append(FileResult(str(p), fmt, "duplicate", f"a copy of {first}: read once"))
+                    copies.append(f"{p} (= {first})")
+                    continue
                 try:
                     ds = reader(p)
                 except (InputError, OSError, UnicodeDecodeError) as exc:
@@ -270,6 +279,9 @@ def read_inputs(
             why = why[:2000] + " ..."
         raise InputError("no usable measurements" + (f" ({why})" if why else ""), warnings=noticed)
     dataset = merge(datasets)
+    if copies:
+        dataset.warnings.append(f"{len(copies)} file(s) are byte-for-byte copies of another input, read once: "
+                                f"{listing(copies, 3, 'more')}")
     dataset.warnings.extend(noticed)
     dataset.warnings.extend(skipped_warning(f) for f in files if f.status == "skipped")
     return Loaded(dataset, files)
@@ -291,6 +303,16 @@ def skipped_warning(f: FileResult) -> str:
     if f.reason.startswith(f.path):
         return f"{f.reason}; file skipped"
     return f"{f.path}: skipped: {f.reason}"
+
+
+def _copy_of(path: Path, seen: dict[bytes, Path]) -> Path | None:
+    """The earlier input whose bytes `path` repeats, else None (and `path` is noted in `seen`)."""
+    try:
+        digest = hashlib.blake2b(path.read_bytes(), digest_size=16).digest()
+    except OSError:
+        return None  # the reader says why it cannot be read
+    first = seen.setdefault(digest, path)
+    return None if first is path else first
 
 
 def _is_empty(path: Path) -> bool:

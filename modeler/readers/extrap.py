@@ -8,10 +8,12 @@ DATA lines without POINTS) raise `InputError` naming the file and line.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import re
 from pathlib import Path
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -32,7 +34,7 @@ _DEFAULT_METRIC = "<default>"
 def sniff_extrap(path: str | Path) -> str | None:
     """"extrap-jsonl", "extrap-text" or None, from the first meaningful line of the file."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8-sig", errors="replace") as f:  # a BOM (Windows editors) is not content
             for _, line in zip(range(200), f):
                 s = line.strip()
                 if not s or s.startswith("#"):
@@ -107,11 +109,11 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
     parameters: list[str] | None = None
     data: dict[tuple[str, str], dict[tuple[float, ...], list[float]]] = {}
     try:
-        f = open(path, encoding="utf-8")
+        f = open(path, "rb")
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     with f:
-        for ln, line in enumerate(f, 1):
+        for ln, line in _text_lines(path, f, warnings):
             if not line.strip():
                 continue
             where = f"{path}:{ln}"
@@ -154,26 +156,43 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
 _COORD = re.compile(r"\(([^()]*)\)")
 
 
+def _text_lines(path: Path, f: Any, warnings: list[str]) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a binary file: a line that is not UTF-8 is said and skipped, not the
+    whole file; a byte-order mark at the start is not content."""
+    for ln, raw in enumerate(f, 1):
+        if ln == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8):]
+        try:
+            yield ln, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            warnings.append(f"{path}:{ln}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                            f"line skipped")
+
+
 def read_extrap_text(path: str | Path) -> Dataset:
     """Extra-P text format: PARAMETER lines, POINTS lines, then REGION / METRIC blocks whose DATA
     lines give the repetitions at each point in order."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from exc
     warnings: list[str] = []
+    try:
+        with open(path, "rb") as f:
+            numbered = list(_text_lines(path, f, warnings))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     parameters: list[str] = []
     points: list[tuple[float, ...]] = []
     data: dict[tuple[str, str], dict[tuple[float, ...], list[float]]] = {}
     callpath, metric = "", ""
     next_point = 0
-    for ln, raw in enumerate(lines, 1):
+    for ln, raw in numbered:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         where = f"{path}:{ln}"
         field, _, rest = line.partition(" ")
+        if "\t" in field:  # fields separated by tabs
+            field, _, more = field.partition("\t")
+            rest = f"{more} {rest}"
         rest = " ".join(rest.split())
         if field == "PARAMETER":
             if points:
@@ -194,6 +213,9 @@ def read_extrap_text(path: str | Path) -> Dataset:
                     raise InputError(
                         f"{where}: point ({g.strip()}) has {len(coord)} values for {len(parameters)} parameters"
                     )
+                if coord in points:
+                    # DATA lines follow POINTS in order: a point listed twice would merge two points' data
+                    raise InputError(f"{where}: point ({g.strip()}) is listed twice")
                 points.append(coord)
         elif field == "REGION":
             callpath, next_point = rest, 0

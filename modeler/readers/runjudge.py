@@ -190,10 +190,12 @@ def judge(run: "RunRecord", include_incomplete: bool) -> None:
     for f in main:
         per_rank[f.rank].append(f)
     doubled = {r: fs for r, fs in sorted(per_rank.items()) if len(fs) > 1}
-    damaged = [f for f in run.files if f.undefined]
+    damaged = [f for f in run.files if f.undefined or f.lost]
     failed = [f for f in main if f.status == "failed"]
     incomplete = [f for f in main if f.status == "incomplete"]
-    if doubled:
+    if run.disagree:
+        run.status, run.reason = "failed", run.disagree
+    elif doubled:
         rank, fs = next(iter(doubled.items()))
         run.status, run.reason = "ambiguous", (
             f"rank {rank} has {len(fs)} main-process files ({', '.join(str(f.path) for f in fs)}; a restarted "
@@ -202,11 +204,18 @@ def judge(run: "RunRecord", include_incomplete: bool) -> None:
         )
     elif damaged:
         f = damaged[0]
-        ids = ", ".join(str(i) for i in sorted(f.undefined))
-        run.status, run.reason = "damaged", (
-            f"{f.path}: records use region id(s) {ids} that the file does not define: their call paths "
-            f"cannot be named, and the rank's values would miss them"
-        )
+        if f.undefined:
+            ids = ", ".join(str(i) for i in sorted(f.undefined))
+            run.status, run.reason = "damaged", (
+                f"{f.path}: records use region id(s) {ids} that the file does not define: their call paths "
+                f"cannot be named, and the rank's values would miss them"
+            )
+        else:
+            assert f.lost is not None
+            run.status, run.reason = "damaged", (
+                f"{f.path}:{f.lost[0]}: {f.lost[1]} could not be used (see the warning for that line): "
+                f"the rank's totals would be short by what it held"
+            )
     elif failed:
         run.status, run.reason = "failed", _failure(run, failed + incomplete)
     elif incomplete or run.unreadable:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -63,6 +63,13 @@ class RankFile:
     path: Path
     run: Run
     undefined: dict[int, int] = field(default_factory=dict)  # region ids used, never defined -> line
+    #: call paths whose totals miss a left-out profile record (runvalues.ValueCheck.unknown_paths)
+    unknown_paths: set[tuple[int, ...]] = field(default_factory=set)
+    #: left-out comm records and the region ids of left-out gpu records (runvalues.ValueCheck)
+    unknown_comms: list[dict[str, Any]] = field(default_factory=list)
+    unknown_gpu: set[int] = field(default_factory=set)
+    #: the first left-out record whose loss cannot be pinned on call paths: (line, what it was)
+    lost: tuple[int, str] | None = None
     #: started by another process of its rank without the multiprocessing markers (a subprocess that
     #: runs an instrumented script inherits the rank and run id): see `spawned_by_rank`
     spawned: bool = False
@@ -110,6 +117,7 @@ class RunRecord:
     # (rank, file, why) of the ranks whose only file could not be read
     unreadable: list[tuple[int, Path, str]] = field(default_factory=list)
     kept_incomplete: str = ""  # why the run is incomplete, when --include-incomplete kept it
+    disagree: str = ""  # why its ranks' parameters make the run unusable (see _merge_disagreeing)
 
     @property
     def header(self) -> dict[str, Any]:
@@ -208,7 +216,39 @@ def _group(rank_files: list[RankFile]) -> list[RunRecord]:
             f.spawned = spawned
         params = files[0].header.get("params") or {}
         runs.append(RunRecord(name, files, dict(params) if isinstance(params, dict) else {}))
-    return runs
+    return _merge_disagreeing(runs)
+
+
+def _merge_disagreeing(runs: list[RunRecord]) -> list[RunRecord]:
+    """One run whose ranks disagree on the parameters, not several: the run-key (run id, repetition,
+    parameters) split it into parts, each with some of its ranks. Parts of one run id and repetition
+    whose main ranks do not overlap and are each fewer than the world size are one launch (separate
+    launches of one job each have every rank); joined, the run is `disagree`, and left out."""
+    by_attempt: dict[tuple[str, Any], list[RunRecord]] = defaultdict(list)
+    for r in runs:
+        if r.header.get("run_id") not in (None, ""):
+            by_attempt[(str(r.header.get("run_id")), json.dumps(r.header.get("repetition"), default=str))].append(r)
+    merged: dict[int, RunRecord] = {}
+    for parts in by_attempt.values():
+        if len(parts) < 2:
+            continue
+        ranks = [{f.rank for f in p.files if not f.is_child} for p in parts]
+        if sum(map(len, ranks)) != len(set().union(*ranks)) or any(len(rk) >= p.world_size for rk, p in zip(ranks, parts)):
+            continue
+        files = sorted((f for p in parts for f in p.files), key=lambda f: (f.rank, str(f.path)))
+        run = RunRecord(str(parts[0].header.get("run_id")), files, dict(parts[0].params))
+        said = "; ".join(f"rank{'s' if len(rk) > 1 else ''} {', '.join(map(str, sorted(rk)))}: {_params_text(p.header.get('params'))}"
+                         for rk, p in sorted(zip(ranks, parts), key=lambda x: min(x[0])))
+        run.disagree = f"its ranks disagree on the parameters ({said}): which point it measured is unknown"
+        for p in parts:
+            merged[id(p)] = run
+    out, seen = [], set()
+    for r in runs:
+        m = merged.get(id(r), r)
+        if id(m) not in seen:
+            seen.add(id(m))
+            out.append(m)
+    return out
 
 
 def _params_text(params: Any) -> str:
@@ -227,6 +267,21 @@ def spawned_by_rank(headers: Sequence[dict[str, Any]]) -> list[bool]:
             for h in headers]
 
 
+def _ranks_against_world_size(runs: list[RunRecord]) -> list[str]:
+    """Say where a `ranks` parameter is not the world size the run's headers give: cost (time x
+    ranks), speedup and efficiency take the parameter (a `--param ranks=...` beside a fixed
+    `torchrun --nproc`?)."""
+    off = [r for r in runs if _is_number(r.params.get(RANKS_PARAMETER)) and isinstance(r.header.get("world_size"), int)
+           and float(r.params[RANKS_PARAMETER]) != r.world_size]
+    if not off:
+        return []
+    r = off[0]
+    return [
+        f"{len(off)} run(s) have a 'ranks' parameter other than their world size (e.g. run {r.run_id}: ranks="
+        f"{r.params[RANKS_PARAMETER]}, world size {r.world_size}): cost, speedup and parallel_efficiency use the parameter"
+    ]
+
+
 def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, ...], dict[str, Any]]:
     """Modeling parameters: those that vary over the completed runs; the others are constants.
 
@@ -237,6 +292,8 @@ def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, 
         for r in runs:
             r.params[RANKS_PARAMETER] = r.world_size
         warnings.append("parameter 'ranks' taken from the headers' world_size (the runs do not record it)")
+    else:
+        warnings.extend(_ranks_against_world_size(ok))
     sets = Counter(tuple(sorted(r.params)) for r in ok)
     if len(sets) > 1:
         common = set(sets.most_common(1)[0][0])
@@ -293,7 +350,14 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
         warnings.extend(msg for msg in run.problems if _NO_END not in msg)
         check = check_values(p, run)
         warnings.extend(check.warnings)
-        rank_files.append(RankFile(p, run, check.undefined))
+        n_lost = len(check.unknown_paths) + len(check.unknown_comms) + len(check.unknown_gpu)
+        if n_lost and not check.lost and not check.undefined:
+            warnings.append(
+                f"{p}: {n_lost} left-out record(s) held part of a total (time, visits, communication or GPU "
+                f"time): this run gives those call paths no value for it (neither a value nor 0)"
+            )
+        rank_files.append(RankFile(p, run, check.undefined, check.unknown_paths, check.unknown_comms,
+                                   check.unknown_gpu, check.lost))
     rank_files, copies, copy_results = drop_copies(rank_files)
     warnings.extend(copies)
     files.extend(copy_results)

@@ -43,6 +43,15 @@ class ValueCheck:
 
     warnings: list[str] = field(default_factory=list)
     undefined: dict[int, int] = field(default_factory=dict)  # undefined region id -> first line using it
+    # call paths (region ids) whose totals miss a profile record that was left out: unknown on this
+    # rank, neither a value nor 0
+    unknown_paths: set[tuple[int, ...]] = field(default_factory=set)
+    # left-out comm records (their call path and operation are unknown on this rank) and the region
+    # ids of left-out gpu records
+    unknown_comms: list[dict[str, Any]] = field(default_factory=list)
+    unknown_gpu: set[int] = field(default_factory=set)
+    # the first left-out record whose loss cannot be pinned on call paths: (line, what it was)
+    lost: tuple[int, str] | None = None
 
 
 def _number(v: Any) -> bool:
@@ -108,6 +117,8 @@ def check_values(path: Path, run: Run) -> ValueCheck:
         raw = path.read_bytes()
     except OSError:
         return out  # read_run has just read it; a file gone since keeps what was read
+    if run.dropped_lines:
+        _note_dropped(raw, run.dropped_lines, out)
     if not undefined and not _NEGATIVE.search(raw, raw.find(b"\n") + 1):
         return out
     counts: dict[int, int] = {}
@@ -121,6 +132,7 @@ def check_values(path: Path, run: Run) -> ValueCheck:
         if why and not missing:
             out.warnings.append(f"{path}:{lineno}: impossible {rtype!r} record: {why}; record skipped")
             _take_back(run, rtype, rec)
+            _note_loss(lineno, rec, out)
     for rid, lineno in sorted(out.undefined.items(), key=lambda kv: kv[1]):
         out.warnings.append(
             f"{path}:{lineno}: region id {rid} is not defined in this file (its region record is missing or "
@@ -130,6 +142,64 @@ def check_values(path: Path, run: Run) -> ValueCheck:
         out.undefined[rid] = 0  # seen in the parsed run only (a line read_run reported is its source)
         out.warnings.append(f"{path}: region id {rid} is not defined in this file, yet records use it")
     return out
+
+
+# records that add up into totals the modeler uses: one left out makes them short. Steps and epochs
+# are samples of a median (one fewer changes little), iteration counts are not modeled, regions are
+# checked as undefined ids when used.
+_ADDITIVE = ("profile", "comm", "gpu")
+
+
+def _note_loss(lineno: int, rec: Any, out: ValueCheck) -> None:
+    """Record what leaving out `rec` (None: its line could not be read) takes from the totals: the
+    keys it adds to become unknown on this rank, or, where they cannot be told, the file is `lost`."""
+    rtype = rec.get("type") if isinstance(rec, dict) else None
+    if rtype is not None and rtype not in _ADDITIVE:
+        return
+    if rtype == "profile":
+        ids = _ids("profile", rec)
+        if ids and len(ids) == len(rec.get("path") or ()):
+            out.unknown_paths.add(tuple(ids))
+            return
+    elif rtype == "comm":
+        if isinstance(rec.get("op"), str) and _ids("comm", rec):
+            out.unknown_comms.append(rec)
+            return
+    elif rtype == "gpu":
+        ids = _ids("gpu", rec)
+        if ids:
+            out.unknown_gpu.add(ids[0])
+            return
+    if out.lost is None:
+        out.lost = (lineno, f"a {rtype!r} record" if rtype else "a line that is not a record")
+
+
+def _note_dropped(raw: bytes, linenos: list[int], out: ValueCheck) -> None:
+    """The lines `read_run` left out, read leniently (NaN allowed) to tell what they held."""
+    lines = raw.split(b"\n")
+    for lineno in linenos:
+        line = lines[lineno - 1] if lineno <= len(lines) else b""
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            rec = _salvage(line)
+        _note_loss(lineno, rec, out)
+
+
+_TYPE = re.compile(rb'"type"\s*:\s*"([a-z_]+)"')
+_PATH = re.compile(rb'"path"\s*:\s*\[([0-9,\s]+)\]')
+
+
+def _salvage(line: bytes) -> dict[str, Any] | None:
+    """What a line that is not JSON still says: its record type and a profile record's path."""
+    t = _TYPE.search(line)
+    if t is None:
+        return None
+    rec: dict[str, Any] = {"type": t.group(1).decode()}
+    path = _PATH.search(line)
+    if path is not None:
+        rec["path"] = [int(x) for x in path.group(1).split(b",") if x.strip()]
+    return rec
 
 
 def _take_back(run: Run, rtype: str, rec: dict[str, Any]) -> None:

@@ -5,13 +5,16 @@ rewritten file can be numbered without a second parse.
 - prologue:  `if __sp_on__: __sp_enter__(N)` followed by the `try:` line;
 - epilogue:  `finally:` followed by `if __sp_on__: __sp_exit__(N)`;
 - per loop iteration: `if __sp_on__: __sp_mark__(N)`;
-- around yield/await: the operand first, then the exits, which note in the local `__sp_out__` that
-  the regions were left: `x = yield (v, (__sp_out__ := __sp_on__) and __sp_exit__(N))[0]`; the
-  statement holding the suspension is guarded by the line `__sp_out__ = 0`, then `try:`, and
-  `finally:` with `if __sp_out__: __sp_out__ = 0; __sp_on__ and __sp_enter__(N)`, which re-enters
-  the regions after the suspension whether it returned or raised (`gen.throw`, `close()`, a failed
-  await). Inside a larger expression the suspension re-enters in place as well:
-  `((yield (v, <exits>)[0]), __sp_out__ and ((__sp_out__ := 0), <enters>))[0]`;
+- around yield/await: the operand first, then the exits, which tell the runtime that this frame
+  left its regions: `x = yield (v, __sp_on__ and (__sp_exit__(N), __sp_left__()))[0]`. Inside a
+  larger expression the suspension re-enters in place, if the frame left them:
+  `((yield (v, <exits>)[0]), __sp_back__() and __sp_on__ and <enters>)[0]`. The statement holding
+  the suspension is guarded by a `try:` line and a one-line clause that re-enters after a
+  suspension that raised (`gen.throw`, `close()`, a failed await):
+  `except BaseException: __sp_back__() and __sp_on__ and __sp_enter__(N); raise`, or, for a
+  statement that is one suspension, `finally: __sp_back__() and __sp_on__ and __sp_enter__(N)`,
+  which also re-enters when it returned. A user's `finally:` of a `try` that suspends in an
+  `except` type gets the line `__sp_back__() and __sp_on__ and __sp_enter__(N)` first;
 - the hidden awaits of `async for`/`async with` add no line: their operand is wrapped in place
   (`__sp_aiter__((N, M), it)`, `__sp_actx__((N,), cm)`);
 - the module header: lines starting with `from runtime.probe import enter as __sp_`,
@@ -115,7 +118,7 @@ class RuntimeBackend:
         return _call("__sp_actx__", _int_tuple(rids), manager)
 
     def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[str]:
-        names = [n for n in ("enter", "exit", "mark", "iterate", "aiter", "actx") if f"__sp_{n}__" in used]
+        names = [n for n in ("enter", "exit", "mark", "iterate", "left", "back", "aiter", "actx") if f"__sp_{n}__" in used]
         imports = ", ".join(f"{_ABI_NAMES.get(n, n)} as __sp_{n}__" for n in [*names, "define"])
         table = ", ".join(
             f"({r.id}, {py_str(r.kind)}, {py_str(r.name)}, {r.line})" for r in regions
@@ -174,6 +177,17 @@ class NvtxBackend:
             f"__sp_attr__ = {{{attrs}}}",
             f'{ON} = __import__("os").environ.get("SCALEPROBE_DISABLE") != "1"',
         ]
+        if LEFT in used:
+            # runtime.probe's left()/back() (see LEFT) in pure Python: this backend's code needs no
+            # `runtime`. The module's set of frame ids, each the frame of its function (a
+            # comprehension runs in a frame of its own before Python 3.12).
+            lines += [
+                '__sp_held__ = set(); __sp_frame__ = __import__("sys")._getframe',
+                '__sp_owner__ = lambda f: __sp_owner__(f.f_back) if f.f_code.co_name[-5:] == "comp>" and f.f_back else f',
+                f"{LEFT} = lambda inner=0: __sp_held__.add(id(__sp_owner__(__sp_frame__(1)) if inner else __sp_frame__(1))) or True",
+                f"{BACK} = lambda inner=0: bool(__sp_held__) and (__sp_k__ := id(__sp_owner__(__sp_frame__(1)) if inner else "
+                "__sp_frame__(1))) in __sp_held__ and not __sp_held__.discard(__sp_k__)",
+            ]
         if self.map_lines:
             # Found without importing anything: a `runtime` package that has a `linemap` module.
             lines += [
@@ -225,42 +239,63 @@ def inline_mark(backend: Backend, rid: int) -> cst.Expr | None:
     return None if call is None else cst.Expr(cst.BooleanOperation(_name(ON), cst.And(), call))
 
 
-# The local of a generator or coroutine that says its regions were left at a suspension and not
-# entered again yet: the `finally:` of the statement re-enters them only then (an exception raised
-# while the operand was evaluated finds them still open).
-OUT = "__sp_out__"
+# A generator or coroutine that leaves its regions at a suspension calls `__sp_left__()` after the
+# exits, and `__sp_back__()` after the suspension, which says whether it left them (and forgets
+# it): the runtime keeps that per suspending frame, so the function gets no local of ours (which
+# `locals()`, `f_locals` and debuggers would show). An exception raised while the operand was
+# evaluated finds nothing noted and the regions still open.
+LEFT = "__sp_left__"
+BACK = "__sp_back__"
 
 
-def _set_out(value: cst.BaseExpression) -> cst.NamedExpr:
-    return cst.NamedExpr(_name(OUT), value, lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+def _noting(func: str, in_comprehension: bool) -> cst.Call:
+    # In a comprehension's element, conditions or inner iterables: its own frame before Python 3.12,
+    # and the runtime looks for the function's frame (`__sp_left__(1)`); elsewhere it needs not.
+    return _call(func, _int(1)) if in_comprehension else _call(func)
 
 
-def leave_expr(backend: Backend, rids: Sequence[int], flagged: bool = True) -> cst.BaseExpression:
-    """Exit the open regions innermost first: `(__sp_out__ := __sp_on__) and __sp_exit__(N)`;
-    without `flagged` (where Python allows no `:=`, a comprehension's iterable) `__sp_on__ and ...`."""
-    calls = [backend.exit(r) for r in rids]
-    right = calls[0] if len(calls) == 1 else cst.Tuple([cst.Element(c) for c in calls])
-    return cst.BooleanOperation(_set_out(_name(ON)) if flagged else _name(ON), cst.And(), right)
+def leave_expr(backend: Backend, rids: Sequence[int], in_comprehension: bool = False) -> cst.BaseExpression:
+    """Exit the open regions innermost first and note it: `__sp_on__ and (__sp_exit__(1), __sp_exit__(0), __sp_left__())`."""
+    calls = [*(backend.exit(r) for r in rids), _noting(LEFT, in_comprehension)]
+    return cst.BooleanOperation(_name(ON), cst.And(), cst.Tuple([cst.Element(c) for c in calls]))
 
 
-def reenter_expr(backend: Backend, rids: Sequence[int], flagged: bool = True) -> cst.BaseExpression:
-    """Re-enter them outermost first: `__sp_out__ and ((__sp_out__ := 0), __sp_on__ and __sp_enter__(N))`."""
+def reenter_expr(backend: Backend, rids: Sequence[int], in_comprehension: bool = False) -> cst.BaseExpression:
+    """Re-enter them outermost first if they were left: `__sp_back__() and __sp_on__ and (__sp_enter__(0), __sp_enter__(1))`."""
     enters = _and_expr([backend.enter(r) for r in reversed(rids)])
-    if not flagged:
-        return enters
-    return cst.BooleanOperation(
-        _name(OUT), cst.And(), cst.Tuple([cst.Element(_set_out(_int(0))), cst.Element(enters)])
-    )
+    return cst.BooleanOperation(_noting(BACK, in_comprehension), cst.And(), enters)
 
 
-def _clear_out() -> cst.Assign:
-    return cst.Assign([cst.AssignTarget(_name(OUT))], _int(0))
+def reenter_statement(backend: Backend, rids: Sequence[int]) -> cst.Expr:
+    return cst.Expr(reenter_expr(backend, rids))
 
 
-def guarded(backend: Backend, rids: Sequence[int], stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
-    """`stmt`, which suspends, in `__sp_out__ = 0` / `try:` / `finally:` + re-entry (see OUT)."""
-    enters = _and_expr([backend.enter(r) for r in reversed(rids)])
-    again = cst.If(test=_name(OUT), body=cst.SimpleStatementSuite([_clear_out(), cst.Expr(enters)]))
-    first = cst.SimpleStatementLine([_clear_out()], leading_lines=stmt.leading_lines)
+def reenter_first(backend: Backend, rids: Sequence[int], suite: cst.BaseSuite) -> cst.BaseSuite:
+    """A `finally:` block of a statement that suspends in its headers (an `except` clause's type)
+    or one-line clauses, which runs before the statement's guard: it re-enters the regions first
+    if they were left (`__sp_back__() and __sp_on__ and __sp_enter__(0)`)."""
+    again = reenter_statement(backend, rids)
+    if isinstance(suite, cst.IndentedBlock):
+        return suite.with_changes(body=[cst.SimpleStatementLine([again]), *suite.body])
+    assert isinstance(suite, cst.SimpleStatementSuite)
+    return suite.with_changes(body=[again, *suite.body])
+
+
+def guarded(backend: Backend, rids: Sequence[int], stmt: cst.BaseStatement, inline: bool) -> cst.Try:
+    """`stmt`, which suspends, guarded so that the regions are re-entered after a suspension that
+    raised (`gen.throw()`, `close()`, a failed or cancelled await). `inline`: every suspension of
+    `stmt` re-enters in place when it returns, so only an exception needs the guard:
+    `try:` / stmt / `except BaseException: __sp_back__() and ...; raise` (nothing runs on the normal
+    path; the bare `raise` re-raises with the traceback as it was). Otherwise the statement is one
+    suspension (`x = yield v`, `return await f()`), re-entered by `finally: __sp_back__() and ...`.
+    Each clause is one line (linemap.py tells them from a user's `finally:` by that)."""
     body = cst.IndentedBlock([stmt.with_changes(leading_lines=())])
-    return [first, cst.Try(body=body, finalbody=cst.Finally(body=cst.IndentedBlock([again])))]
+    again = reenter_statement(backend, rids)
+    if not inline:
+        final = cst.Finally(body=cst.SimpleStatementSuite([again]))
+        return cst.Try(body=body, finalbody=final, leading_lines=stmt.leading_lines)
+    handler = cst.ExceptHandler(
+        body=cst.SimpleStatementSuite([again, cst.Raise()]),
+        type=_name("BaseException"),
+    )
+    return cst.Try(body=body, handlers=[handler], leading_lines=stmt.leading_lines)

@@ -25,8 +25,10 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 _PROLOGUE = re.compile(r"if __sp_on__: __sp_(?:enter|push)__\(")
 _EPILOGUE = re.compile(r"if __sp_on__: __sp_(?:exit|pop)__\(")
 _MARK = re.compile(r"if __sp_on__: __sp_mark__\(")
-_REENTRY = re.compile(r"if __sp_out__: ")  # the `finally:` of a statement that suspends
-_GUARD = "__sp_out__ = 0"  # the line before that statement's `try:`
+# The one-line clause of the guard of a statement that suspends (emit.guarded); its `try:` is the
+# nearest one above at the same indentation (everything between is the statement, indented deeper).
+# A user's `finally:` that re-enters first (emit.reenter_first) has its own code after a `;`.
+_GUARD_CLAUSE = re.compile(r"(?:finally: __sp_back__\(\) and [^;]*|except BaseException: __sp_back__\(\) and [^;]*; raise)$")
 
 
 def split_lines(text: str) -> list[str]:
@@ -41,22 +43,26 @@ def inserted_lines(out_lines: list[str]) -> list[bool]:
     flags = [False] * len(out_lines)
     stripped = [line.strip() for line in out_lines]
     for i, text in enumerate(stripped):
-        if flags[i] or "__sp_" not in text and text != "finally:":
+        if flags[i] or "__sp_" not in text:
             continue
         if text.startswith("__sp_") or (text.startswith(("from runtime.probe import", "import nvtx as __sp_"))):
             flags[i] = True
-            if text == _GUARD and i + 1 < len(stripped) and stripped[i + 1] == "try:":
-                flags[i + 1] = True
         elif _PROLOGUE.match(text):
             flags[i] = True
             if i + 1 < len(stripped) and stripped[i + 1] == "try:":
                 flags[i + 1] = True
         elif _MARK.match(text):
             flags[i] = True
-        elif text == "finally:" and i + 1 < len(stripped) and (
-            _EPILOGUE.match(stripped[i + 1]) or _REENTRY.match(stripped[i + 1])
-        ):
-            flags[i] = flags[i + 1] = True
+        elif _EPILOGUE.match(text):
+            if i > 0 and stripped[i - 1] == "finally:":
+                flags[i - 1] = flags[i] = True
+        elif _GUARD_CLAUSE.match(text):
+            flags[i] = True
+            indent = len(out_lines[i]) - len(out_lines[i].lstrip())
+            for j in range(i - 1, -1, -1):
+                if stripped[j] == "try:" and len(out_lines[j]) - len(out_lines[j].lstrip()) == indent:
+                    flags[j] = True
+                    break
     return flags
 
 

@@ -4,7 +4,7 @@ Most lines of an instrumented file are original lines, moved and re-indented: a 
 original one shifted by the change of indentation (`linemap.indent_shifts`). A few lines hold
 original code at other places: the statements of a one-line `def f(): a; b` (each on a line of its
 own now), an inline loop body after its mark (`for k in r: __sp_on__ and __sp_mark__(3); d[k]`), a
-bracketed suspension (`yield (v, (__sp_out__ := __sp_on__) and __sp_exit__(0))[0]`) and a wrapped iterable
+bracketed suspension (`yield (v, __sp_on__ and (__sp_exit__(0), __sp_left__()))[0]`) and a wrapped iterable
 (`__sp_iterate__(7, loader)`). Tracebacks point at the start and end columns of AST nodes
 (`co_positions`), so for those lines this module pairs every node of the instrumented tree with
 the original node it came from, walking both trees together and stepping over what the probes
@@ -30,11 +30,11 @@ def _is_probe_name(node: ast.AST | None) -> bool:
 
 
 def _is_probe_expr(node: ast.AST) -> bool:
-    """`__sp_on__ and __sp_exit__(3)`, `(__sp_out__ := __sp_on__) and ...` (or a header's `__sp_x__ and ...`)."""
+    """`__sp_on__ and __sp_exit__(3)`, `__sp_back__() and __sp_on__ and ...` (or a header's `__sp_x__ and ...`)."""
     if not isinstance(node, ast.BoolOp):
         return False
     first = node.values[0]
-    return _is_probe_name(first.target if isinstance(first, ast.NamedExpr) else first)
+    return _is_probe_name(first.func if isinstance(first, ast.Call) else first)
 
 
 def _is_probe_stmt(stmt: ast.stmt) -> bool:
@@ -49,14 +49,26 @@ def _is_probe_stmt(stmt: ast.stmt) -> bool:
     return False
 
 
+def _is_guard(stmt: ast.stmt) -> bool:
+    """A region's `try`/`finally` or a suspending statement's guard (`finally:` or `except BaseException:`
+    that re-enters the regions, emit.guarded)."""
+    if not isinstance(stmt, ast.Try) or stmt.orelse:
+        return False
+    if not stmt.handlers:
+        return len(stmt.finalbody) == 1 and _is_probe_stmt(stmt.finalbody[0])
+    if stmt.finalbody or len(stmt.handlers) != 1:
+        return False
+    handler = stmt.handlers[0]
+    return (isinstance(handler.type, ast.Name) and handler.type.id == "BaseException" and handler.name is None
+            and len(handler.body) == 2 and _is_probe_stmt(handler.body[0])
+            and isinstance(handler.body[1], ast.Raise) and handler.body[1].exc is None)
+
+
 def _user_statements(stmts: Sequence[ast.stmt]) -> list[ast.stmt]:
-    """`stmts` without probe statements, with the bodies of the probes' `try/finally` in their place."""
+    """`stmts` without probe statements, with the bodies of the probes' `try`s in their place."""
     out: list[ast.stmt] = []
     for stmt in stmts:
-        if (
-            isinstance(stmt, ast.Try) and not stmt.handlers and not stmt.orelse
-            and len(stmt.finalbody) == 1 and _is_probe_stmt(stmt.finalbody[0])
-        ):
+        if _is_guard(stmt):
             out.extend(_user_statements(stmt.body))
         elif not _is_probe_stmt(stmt):
             out.append(stmt)

@@ -50,9 +50,11 @@ class Rewriter:
         self.loop_ordinals: Counter[str] = Counter()
         self.used: set[str] = set()  # optional probe names the module's code calls
         self.splits: Counter[int] = Counter()  # original line -> lines it gained (see linemap.compute_linemap)
-        # the regions left by the flagged suspensions of the statement being rewritten (its headers
-        # and one-line bodies, not its nested blocks): the statement gets a guard that re-enters them
-        self.flagged: Sequence[int] | None = None
+        # the regions left by the suspensions of the statement being rewritten (its headers and
+        # one-line bodies, not its nested blocks): the statement gets a guard that re-enters them
+        self.suspended: Sequence[int] | None = None
+        # whether one of them is the statement itself (`x = yield v`), re-entered by the guard alone
+        self.whole = False
 
     # -- facts, names, ids ---------------------------------------------------------------------
 
@@ -109,7 +111,7 @@ class Rewriter:
 
     def suspender(self, scope: Scope) -> SuspendRewriter:
         assert scope.func is not None
-        return SuspendRewriter(self.backend, self.rids(scope), scope.func, self.used, self.note_flagged)
+        return SuspendRewriter(self.backend, self.rids(scope), scope.func, self.used, self.note_suspension)
 
     @staticmethod
     def rids(scope: Scope) -> tuple[int, ...]:
@@ -117,18 +119,18 @@ class Rewriter:
         assert scope.func is not None
         return (*reversed(scope.loops), scope.func.rid)
 
-    def note_flagged(self, rids: Sequence[int]) -> None:
-        self.flagged = rids
+    def note_suspension(self, rids: Sequence[int]) -> None:
+        self.suspended = rids
 
-    def guard(self, stmt: cst.BaseStatement) -> cst.BaseStatement | list[cst.BaseStatement]:
-        """`stmt` in the re-entering `try`/`finally` when it suspends (emit.guarded)."""
-        rids, self.flagged = self.flagged, None
-        return stmt if rids is None else emit.guarded(self.backend, rids, stmt)
+    def guard(self, stmt: cst.BaseStatement) -> cst.BaseStatement:
+        """`stmt` in the re-entering `try` when it suspends (emit.guarded)."""
+        rids, self.suspended = self.suspended, None
+        whole, self.whole = self.whole, False
+        return stmt if rids is None else emit.guarded(self.backend, rids, stmt, inline=not whole)
 
-    def header_expr(self, expr: cst.CSTNode, scope: Scope, flagged: bool = True) -> cst.CSTNode:
+    def header_expr(self, expr: cst.CSTNode, scope: Scope) -> cst.CSTNode:
         if scope.func is not None and scope.func.scan:
-            suspender = self.suspender(scope)
-            return expr.visit(suspender if flagged else suspender.unflagged())
+            return expr.visit(self.suspender(scope))
         return expr
 
     def definition_header(self, node: cst.FunctionDef | cst.ClassDef, scope: Scope) -> dict:
@@ -155,13 +157,14 @@ class Rewriter:
         return wrap_async(self.backend, probe, (*reversed(scope.loops), func.rid), expr, self.used)
 
     def statement(self, stmt: cst.BaseStatement, scope: Scope) -> cst.BaseStatement | list[cst.BaseStatement]:
-        outer, self.flagged = self.flagged, None
+        outer = self.suspended, self.whole
+        self.suspended, self.whole = None, False
         try:
             new = self.rewrite_statement(stmt, scope)
             # loops guard their statement inside their own region's `try` (see loop)
             return self.guard(new) if isinstance(new, cst.BaseStatement) else new
         finally:
-            self.flagged = outer
+            self.suspended, self.whole = outer
 
     def rewrite_statement(self, stmt: cst.BaseStatement, scope: Scope) -> cst.BaseStatement | list[cst.BaseStatement]:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -183,16 +186,17 @@ class Rewriter:
             # in source order, as facts.py walks them: try body, handlers, else, finally
             body = self.suite(stmt.body, scope)
             # An await/yield in an `except` type is bracketed in place; when it raises, the guard
-            # around the whole statement re-enters the regions. With a `finally:` clause, that would
-            # run before the guard, outside the regions, and its own guards would clear the flag:
-            # there the type's suspension is not flagged (handled outside the regions if it raises).
-            flagged = stmt.finalbody is None
+            # around the whole statement re-enters the regions. A `finally:` clause runs before
+            # that guard: it re-enters them first itself (a line more; see emit.guarded).
             handlers = [
-                h.with_changes(type=h.type and self.header_expr(h.type, scope, flagged), body=self.suite(h.body, scope))
+                h.with_changes(type=h.type and self.header_expr(h.type, scope), body=self.suite(h.body, scope))
                 for h in stmt.handlers
             ]
             orelse = stmt.orelse and stmt.orelse.with_changes(body=self.suite(stmt.orelse.body, scope))
+            left = self.suspended
             final = stmt.finalbody and stmt.finalbody.with_changes(body=self.suite(stmt.finalbody.body, scope))
+            if final is not None and left is not None:
+                final = final.with_changes(body=emit.reenter_first(self.backend, left, final.body))
             return stmt.with_changes(body=body, handlers=handlers, orelse=orelse, finalbody=final)
         if isinstance(stmt, cst.Match):
             cases = [
@@ -240,7 +244,9 @@ class Rewriter:
                     value = value.with_changes(expression=value.expression.visit(self.suspender(scope)))
                 func.suspends += 1
                 rids = self.rids(scope)
-                self.note_flagged(rids)
+                self.note_suspension(rids)
+                self.whole = True
+                self.used.update((emit.LEFT, emit.BACK))
                 value = leave_after_operand(value, emit.leave_expr(self.backend, rids))
                 return line.with_changes(body=[small.with_changes(value=value)])
         return line.visit(self.suspender(scope))

@@ -2,12 +2,14 @@
 leave the regions open around them and re-enter them after, so suspended time is not counted.
 
 The operand is evaluated first, inside the regions (`yield transform(x)` is the generator's own
-work), then the regions are left: `yield (v, <exits>)[0]`, `await (f(x), <exits>)[0]`. The exits
-set the function's local `__sp_out__`; the statement is guarded by a `try`/`finally` that
-re-enters the regions when it is set (emit.guarded), so an exception raised at the suspension
-(`gen.throw()`, `close()`, a failed await, a cancelled task) runs the code that handles it inside
-the regions, and the function's own `finally` exits close this activation's visits, never another
-one's. One that the operand raised finds the flag clear and the regions still open.
+work), then the regions are left and the runtime told so: `yield (v, <exits, __sp_left__()>)[0]`,
+`await (f(x), <exits ...>)[0]`. After the suspension `__sp_back__()` says whether this frame left
+them (and forgets it), and they are re-entered only then: in place inside an expression, or by the
+statement's `finally:` for a statement that is one suspension. Every statement that suspends is
+guarded (emit.guarded), so an exception raised at the suspension (`gen.throw()`, `close()`, a
+failed await, a cancelled task) runs the code that handles it inside the regions, and the
+function's own `finally` exits close this activation's visits, never another one's. One that the
+operand raised finds nothing noted and the regions still open. No local is added to the function.
 """
 
 from __future__ import annotations
@@ -106,34 +108,31 @@ def with_defaults(params: cst.Parameters, visitor: cst.CSTTransformer) -> cst.Pa
 
 class SuspendRewriter(cst.CSTTransformer):
     """Brackets each yield/await inside an expression: the regions are left after its operand and
-    re-entered in place after it (see the module docstring). `flagged` is False where Python allows
-    no `:=` (a comprehension's iterable): there the exits note nothing, and an exception raised at
-    that suspension is handled outside the regions. `noted(rids)` is told of every flagged one, so
+    re-entered in place after it (see the module docstring). `noted(rids)` is told of every one, so
     that the statement gets its guard."""
 
     def __init__(self, backend: emit.Backend, rids: Sequence[int], func: Func, used: set[str],
-                 noted: Callable[[Sequence[int]], None], flagged: bool = True) -> None:
+                 noted: Callable[[Sequence[int]], None]) -> None:
         super().__init__()
         self.backend = backend
         self.rids = rids
         self.func = func
         self.used = used
         self.noted = noted
-        self.flagged = flagged
-
-    def unflagged(self) -> SuspendRewriter:
-        if not self.flagged:
-            return self
-        return SuspendRewriter(self.backend, self.rids, self.func, self.used, self.noted, flagged=False)
+        # list/set/dict comprehensions being visited, and how many of them run the code visited
+        # now in a frame of their own (all but the outermost iterable of each, before Python 3.12)
+        self.outermost: list[cst.CompFor] = []
+        self.inside = 0
 
     def _bracket(self, node: cst.Yield | cst.Await) -> cst.BaseExpression:
         self.func.suspends += 1
-        if self.flagged:
-            self.noted(self.rids)
-        left = leave_after_operand(node, emit.leave_expr(self.backend, self.rids, self.flagged))
+        self.noted(self.rids)
+        self.used.update((emit.LEFT, emit.BACK))
+        nested = self.inside > 0
+        left = leave_after_operand(node, emit.leave_expr(self.backend, self.rids, nested))
         if isinstance(left, cst.Yield) and not left.lpar:  # a tuple element needs them
             left = left.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        again = emit.reenter_expr(self.backend, self.rids, self.flagged)
+        again = emit.reenter_expr(self.backend, self.rids, nested)
         if isinstance(left, cst.Subscript):  # a bare yield: (leave, (yield))[1] -> (leave, (yield), again)[1]
             elements = [e.value for e in left.value.elements]
             return _pick([*elements, again], 1)
@@ -155,7 +154,7 @@ class SuspendRewriter(cst.CSTTransformer):
     def leave_GeneratorExp(self, original: cst.GeneratorExp, updated: cst.GeneratorExp) -> cst.GeneratorExp:
         # its outermost iterable is evaluated at once, in this frame
         for_in = updated.for_in
-        return updated.with_changes(for_in=for_in.with_changes(iter=for_in.iter.visit(self.unflagged())))
+        return updated.with_changes(for_in=for_in.with_changes(iter=for_in.iter.visit(self)))
 
     def leave_Yield(self, original: cst.Yield, updated: cst.Yield) -> cst.BaseExpression:
         self.func.has_yield = True
@@ -165,15 +164,28 @@ class SuspendRewriter(cst.CSTTransformer):
         # its own parentheses stay: they may hold line breaks (`(\n await x\n)[1]`), and lines must not merge
         return self._bracket(updated)
 
-    def visit_CompFor(self, node: cst.CompFor) -> bool:
-        return False  # visited in leave_CompFor: its iterable without `:=`
+    def _enter_comprehension(self, node: cst.ListComp | cst.SetComp | cst.DictComp) -> bool:
+        self.outermost.append(node.for_in)
+        self.inside += 1
+        return True
+
+    def _leave_comprehension(self, original: cst.CSTNode, updated: cst.BaseExpression) -> cst.BaseExpression:
+        self.outermost.pop()
+        self.inside -= 1
+        return updated
+
+    visit_ListComp = visit_SetComp = visit_DictComp = _enter_comprehension
+    leave_ListComp = leave_SetComp = leave_DictComp = _leave_comprehension
+
+    def visit_CompFor_iter(self, node: cst.CompFor) -> None:
+        if self.outermost and node is self.outermost[-1]:
+            self.inside -= 1  # evaluated at once, in the enclosing frame
+
+    def leave_CompFor_iter(self, node: cst.CompFor) -> None:
+        if self.outermost and node is self.outermost[-1]:
+            self.inside += 1
 
     def leave_CompFor(self, original: cst.CompFor, updated: cst.CompFor) -> cst.CompFor:
-        updated = updated.with_changes(
-            iter=updated.iter.visit(self.unflagged()),
-            ifs=[cond.visit(self) for cond in updated.ifs],
-            inner_for_in=updated.inner_for_in and updated.inner_for_in.visit(self),
-        )
         # `[x async for x in it]` awaits `__anext__` in the function's task (generator expressions
         # are never entered, see visit_GeneratorExp)
         if updated.asynchronous is None or not self.func.is_async:

@@ -161,8 +161,8 @@ static ThreadState *new_state(void) {
     return s;
 }
 
-/* enter, exit and mark never count against the program's recursion limit. CPython 3.10/3.11 check
- * the limit on every call of a METH_O function, which made a probe at the deepest frame of a
+/* enter, exit, mark, left and back never count against the program's recursion limit. CPython
+ * 3.10/3.11 check the limit on every call of a METH_O function, which made a probe at the deepest frame of a
  * recursion fail one level early. They are METH_FASTCALL (a specialized call of those is not
  * checked on 3.11) and their function objects' vectorcall slots are set to calls without the
  * check (the first, unspecialized calls of every function go through those); see PyInit below. */
@@ -537,6 +537,123 @@ static PyObject *p_threads(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(n);
 }
 
+/* ----- suspensions: which frames left their regions at a yield/await -------------------------------
+ *
+ * An instrumented generator or coroutine leaves its open regions after a yield/await's operand and
+ * calls left(); after the suspension (returned or raised) back() says whether that happened, so it
+ * re-enters exactly what it left (an exception raised by the operand finds nothing noted). The
+ * state lives here, keyed by the suspending frame, not in a local of the user's function (which
+ * locals(), f_locals and debuggers would show).
+ *
+ * The key is the PyFrameObject of the function: a generator's or coroutine's frame object stays the
+ * same from its first left() to its last back(). A comprehension runs in a frame of its own before
+ * Python 3.12; its suspensions (left(1), back(1)) are keyed by the function's frame, as the
+ * function's statement guard, which re-enters when one of them raised, runs there. No references are held: every
+ * suspension that called left() is followed by a back() in the same frame, also when the generator
+ * is closed or dropped (close() throws GeneratorExit in at the suspension). One set for the whole
+ * process (a generator may be resumed on another thread), used with the GIL held. */
+
+static PyObject *comp_suffix = NULL; /* "comp>": <listcomp>, <setcomp>, <dictcomp> */
+static uintptr_t *held = NULL; /* open addressing, linear probing; 0 = empty */
+static size_t held_mask = 0, held_used = 0;
+
+static inline size_t held_slot(uintptr_t key) { return (size_t)hash_key((uint64_t)key) & held_mask; }
+
+static int held_grow(void) {
+    size_t ncap = held ? (held_mask + 1) * 2 : 64;
+    uintptr_t *nh = calloc(ncap, sizeof(uintptr_t));
+    if (!nh) return -1;
+    uintptr_t *old = held;
+    size_t oldcap = held ? held_mask + 1 : 0;
+    held = nh;
+    held_mask = ncap - 1;
+    for (size_t i = 0; i < oldcap; i++) {
+        if (!old[i]) continue;
+        size_t h = held_slot(old[i]);
+        while (held[h]) h = (h + 1) & held_mask;
+        held[h] = old[i];
+    }
+    free(old);
+    return 0;
+}
+
+static inline int is_comprehension(PyFrameObject *f) {
+    PyCodeObject *code = PyFrame_GetCode(f);
+    PyObject *name = code->co_name;
+    int found = PyUnicode_GET_LENGTH(name) > 5 && PyUnicode_READ_CHAR(name, 0) == '<' &&
+                PyUnicode_Tailmatch(name, comp_suffix, 1, PY_SSIZE_T_MAX, 1) == 1;
+    Py_DECREF(code);
+    return found;
+}
+
+/* The frame of the caller of left()/back(); `inner`: past comprehension frames. */
+static uintptr_t owner_frame(int inner) {
+    PyFrameObject *f = PyEval_GetFrame();
+    while (inner && f && is_comprehension(f)) {
+        PyFrameObject *back = PyFrame_GetBack(f);
+        if (!back) break;
+        Py_DECREF(back); /* alive: its frame is executing (it called the comprehension) */
+        f = back;
+    }
+    return (uintptr_t)f;
+}
+
+/* The optional argument `inner` of left()/back(): a true value from a comprehension's element,
+ * conditions or inner iterables, which may run in a frame of their own (before Python 3.12). */
+static int read_inner(const char *name, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs > 1) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most 1 argument (%zd given)", name, nargs);
+        return -1;
+    }
+    return nargs ? PyObject_IsTrue(args[0]) : 0;
+}
+
+static PyObject *p_left(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int inner = read_inner("left", args, nargs);
+    if (inner < 0) return NULL;
+    uintptr_t key = owner_frame(inner);
+    if (!key) Py_RETURN_TRUE;
+    if ((held_used + 1) * 2 > held_mask + 1 && held_grow() < 0) {
+        dropped++; /* its regions stay left: back() finds nothing to re-enter */
+        Py_RETURN_TRUE;
+    }
+    size_t h = held_slot(key);
+    while (held[h]) {
+        if (held[h] == key) Py_RETURN_TRUE;
+        h = (h + 1) & held_mask;
+    }
+    held[h] = key;
+    held_used++;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *p_back(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int inner = read_inner("back", args, nargs);
+    if (inner < 0) return NULL;
+    if (!held_used) Py_RETURN_FALSE;
+    uintptr_t key = owner_frame(inner);
+    size_t h = held_slot(key);
+    while (held[h] != key) {
+        if (!held[h]) Py_RETURN_FALSE;
+        h = (h + 1) & held_mask;
+    }
+    /* removed by shifting the rest of its cluster back: no tombstones */
+    held_used--;
+    size_t hole = h;
+    for (size_t j = (h + 1) & held_mask; held[j]; j = (j + 1) & held_mask) {
+        size_t home = held_slot(held[j]);
+        /* held[j] may move into the hole unless its home lies cyclically in (hole, j] */
+        if (((j - home) & held_mask) >= ((j - hole) & held_mask)) {
+            held[hole] = held[j];
+            hole = j;
+        }
+    }
+    held[hole] = 0;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *p_left_count(PyObject *self, PyObject *unused) { return PyLong_FromSize_t(held_used); }
+
 /* ----- the launcher: a script run at the recursion depth `python script.py` gives it ------------------ */
 
 /* The launcher runs the program's code some ten levels deep (runpy, its own functions). Python
@@ -612,6 +729,11 @@ static PyMethodDef methods[] = {
      "(visits still open on other threads, counted as ending now; take_deltas()) for the final flush."},
     {"exit_elsewhere", p_exit_elsewhere, METH_O, "exit_elsewhere(rid): close rid where it is innermost on another thread."},
     {"threads", p_threads, METH_NOARGS, "Call trees kept (ended threads go at the next take_deltas)."},
+    {"left", (PyCFunction)(void (*)(void))p_left, METH_FASTCALL,
+     "left(inner=0): the calling generator or coroutine left its regions at a suspension (inner: from a comprehension). True."},
+    {"back", (PyCFunction)(void (*)(void))p_back, METH_FASTCALL,
+     "back(inner=0): whether the calling generator or coroutine left its regions and has not come back yet; forgets it."},
+    {"_left_count", p_left_count, METH_NOARGS, "Frames noted by left() and not yet by back() (for tests)."},
     {"run_toplevel", p_run_toplevel, METH_VARARGS,
      "run_toplevel(code, globals): exec(code, globals) at the recursion depth of a script's module."},
     {"take_program_limit", p_take_program_limit, METH_NOARGS,
@@ -650,6 +772,8 @@ static inline PyObject *call_unchecked(PyObject *func, fastcall meth, const char
 static PyObject *vc_enter(PyObject *f, PyObject *const *a, size_t n, PyObject *k) { return call_unchecked(f, p_enter, "enter", a, n, k); }
 static PyObject *vc_exit(PyObject *f, PyObject *const *a, size_t n, PyObject *k) { return call_unchecked(f, p_exit, "exit", a, n, k); }
 static PyObject *vc_mark(PyObject *f, PyObject *const *a, size_t n, PyObject *k) { return call_unchecked(f, p_mark, "mark", a, n, k); }
+static PyObject *vc_left(PyObject *f, PyObject *const *a, size_t n, PyObject *k) { return call_unchecked(f, p_left, "left", a, n, k); }
+static PyObject *vc_back(PyObject *f, PyObject *const *a, size_t n, PyObject *k) { return call_unchecked(f, p_back, "back", a, n, k); }
 
 static int unchecked_call(PyObject *module, const char *name, vectorcallfunc vc) {
     PyObject *f = PyObject_GetAttrString(module, name);
@@ -660,7 +784,9 @@ static int unchecked_call(PyObject *module, const char *name, vectorcallfunc vc)
 }
 
 PyMODINIT_FUNC PyInit__cprobe(void) {
-    if (grow(1024) < 0) return PyErr_NoMemory();
+    if (grow(1024) < 0 || held_grow() < 0) return PyErr_NoMemory();
+    comp_suffix = PyUnicode_InternFromString("comp>");
+    if (!comp_suffix) return NULL;
     main_ident = find_main_ident();
     if (pthread_key_create(&exit_key, thread_gone) != 0) {
         PyErr_SetString(PyExc_OSError, "pthread_key_create failed");
@@ -668,7 +794,8 @@ PyMODINIT_FUNC PyInit__cprobe(void) {
     }
     PyObject *m = PyModule_Create(&moddef);
     if (m && (unchecked_call(m, "enter", vc_enter) < 0 || unchecked_call(m, "exit", vc_exit) < 0 ||
-              unchecked_call(m, "mark", vc_mark) < 0)) {
+              unchecked_call(m, "mark", vc_mark) < 0 || unchecked_call(m, "left", vc_left) < 0 ||
+              unchecked_call(m, "back", vc_back) < 0)) {
         Py_CLEAR(m);
     }
     /* named as sys.exit is, so that messages and inspect.signature read the same */

@@ -2,7 +2,7 @@
 
 The C extension `runtime._cprobe` implements the same functions faster; this module is the
 fallback when it is not built (no compiler) or when SCALEPROBE_PURE=1. Both expose:
-enter, exit, mark, ensure_capacity, set_off, take_deltas, take_iterations, current_path,
+enter, exit, mark, left, back, ensure_capacity, set_off, take_deltas, take_iterations, current_path,
 reset_after_fork, dropped, threads, exit_seen, set_exit_seen, take_final_deltas, exit_elsewhere.
 
 The hot path is bytecode-bound, so every choice below saves bytecodes or allocations
@@ -283,6 +283,47 @@ def mark(rid: int, _iters=_iters) -> None:
         _iters[rid] += 1
     except (IndexError, TypeError):
         _dropped[0] += 1
+
+
+# Frames (their ids) of the generators and coroutines that left their regions at a suspension and
+# have not come back yet (see left). One set for the process: a generator may be resumed on another
+# thread; set.add and set.discard are atomic under the GIL.
+_held: set[int] = set()
+
+
+def _owner(frame):
+    """The function's frame for a frame of a comprehension (its own before Python 3.12)."""
+    while frame.f_code.co_name[-5:] == "comp>" and frame.f_back is not None:  # <listcomp>, <setcomp>, <dictcomp>
+        frame = frame.f_back
+    return frame
+
+
+def left(inner: int = 0, _frame=sys._getframe, _add=_held.add, _id=id) -> bool:
+    """The calling generator or coroutine left its regions at a yield/await (after its operand).
+
+    Keyed by its frame, which is the same object from this call to the matching back(); no
+    reference is kept. Every suspension that calls left() is followed by back() in the same frame,
+    also when it raised or the generator was closed there (the statement's guard). `inner`: called
+    from a comprehension's element, conditions or inner iterables, which may run in a frame of
+    their own (before Python 3.12): the key is the function's frame, where its guard runs."""
+    _add(_id(_owner(_frame(1)) if inner else _frame(1)))
+    return True
+
+
+def back(inner: int = 0, _frame=sys._getframe, _held=_held, _forget=_held.discard, _id=id) -> bool:
+    """Whether the calling generator or coroutine left its regions and has not come back yet; forgets it."""
+    if not _held:
+        return False
+    key = _id(_owner(_frame(1)) if inner else _frame(1))
+    if key in _held:
+        _forget(key)
+        return True
+    return False
+
+
+def _left_count() -> int:
+    """Frames noted by left() and not yet by back() (for tests)."""
+    return len(_held)
 
 
 def ensure_capacity(n: int) -> None:

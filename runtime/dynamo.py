@@ -18,7 +18,7 @@ _hidden: set[int] = set()
 _pending: list[Callable] = []
 
 
-def _noop(rid: Any) -> None:
+def _noop(*args: Any) -> None:
     return None
 
 
@@ -44,7 +44,7 @@ def hide_probes() -> None:
     from . import _backend
 
     impl = _backend.impl
-    hide(impl.enter, impl.exit, impl.mark)
+    hide(impl.enter, impl.exit, impl.mark, impl.left, impl.back)
     if _pending and "torch._dynamo" in sys.modules:
         pending = _pending[:]
         del _pending[:]

@@ -3,12 +3,14 @@
     define(module_name, module_globals, relpath, regions) -> bool
     enter(rid) / exit(rid)       a region visit on the current thread
     mark(rid)                    one iteration of loop region rid
+    left() / back()              a generator or coroutine left its regions at a suspension / whether
+                                 it did and has not come back yet (then forgotten)
     iterate(rid, iterable)       epoch/step loops: per-iteration records with data wait
     async_iter(rids, aiterable)  `async for`: leave regions `rids` while awaiting each `__anext__`
     async_ctx(rids, cm)          `async with`: the same around `__aenter__` and `__aexit__`
     reserve(n) -> int            a fresh base of n region ids (on-the-fly instrumentation)
 
-enter/exit/mark are the backend's own functions (C when built, else pure Python), so a probe
+enter/exit/mark/left/back are the backend's own functions (C when built, else pure Python), so a probe
 call is one call into them and nothing more. Importing this module loads no torch, nvtx, numpy
 or json.
 """
@@ -26,6 +28,8 @@ from . import series as _series
 enter = _backend.impl.enter
 exit = _backend.impl.exit
 mark = _backend.impl.mark
+left = _backend.impl.left
+back = _backend.impl.back
 BACKEND = _backend.NAME
 
 _ENTER_NAME = "__sp_enter__"

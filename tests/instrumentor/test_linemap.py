@@ -47,7 +47,7 @@ def test_each_original_line_is_found_at_its_mapped_position():
 def test_users_try_finally_next_to_probe_lines_is_kept_apart():
     result = rewrite(SOURCE)
     out = split_lines(result.code)
-    user_finally = [i for i, line in enumerate(out) if line.strip() == "finally:" and out[i + 1].strip() == "__sp_out__ = 0"]
+    user_finally = [i for i, line in enumerate(out) if line.strip() == "finally:" and out[i + 1].strip() == "try:"]
     assert len(user_finally) == 1
     assert result.linemap[user_finally[0]] == 8
 

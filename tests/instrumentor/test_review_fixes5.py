@@ -174,12 +174,14 @@ def test_closing_a_suspended_generator_leaves_another_activation_of_it_open(tmp_
 # stack (an exit that is not the innermost visit closes visits that are not its own).
 
 def _logged(source: str) -> tuple[dict, list]:
+    from runtime import probe
+
     log: list = []
     namespace = {
         "__name__": "case", "__sp_on__": True, "log": log,
         "__sp_enter__": lambda rid: log.append(("enter", rid)),
         "__sp_exit__": lambda rid: log.append(("exit", rid)),
-        "__sp_mark__": lambda rid: None,
+        "__sp_mark__": lambda rid: None, "__sp_left__": probe.left, "__sp_back__": probe.back,
     }
     result = rewrite(source)
     assert result.status == "instrumented", result.error

@@ -44,7 +44,7 @@ def test_self_documenting_fstring_still_brackets_the_suspension():
         async def c(x):
             return f"{await x=}"
         ''')
-    assert 'f"await x={(await (x, (__sp_out__ := __sp_on__) and __sp_exit__(0))[0]' in code
+    assert 'f"await x={(await (x, __sp_on__ and (__sp_exit__(0), __sp_left__()))[0]' in code
     assert code.count("__sp_enter__(0)") >= 2
 
 
@@ -252,7 +252,7 @@ def test_suspensions_in_definition_headers_and_except_types_behave_the_same(tmp_
     assert_same(plain, built, hooked)
 
 
-def test_except_type_is_flagged_only_without_a_finally_clause():
+def test_except_type_re_enters_in_place_and_in_the_finally_clause_first():
     code = code_of('''\
         async def c(x):
             try:
@@ -264,7 +264,16 @@ def test_except_type_is_flagged_only_without_a_finally_clause():
             except (await x):
                 pass
             finally:
+                print("fin")
+            try:
                 pass
+            except (await x):
+                pass
+            finally: print("one line")
         ''')
-    assert code.count("except ((await (x, (__sp_out__ := __sp_on__) and __sp_exit__(0))[0]") == 1
-    assert code.count("except ((await (x, __sp_on__ and __sp_exit__(0))[0]), __sp_on__ and __sp_enter__(0))[0]:") == 1
+    bracketed = "except ((await (x, __sp_on__ and (__sp_exit__(0), __sp_left__()))[0]), __sp_back__() and __sp_on__ and __sp_enter__(0))[0]:"
+    assert code.count(bracketed) == 3
+    # the user's `finally:` runs before the statement's guard: it re-enters first
+    assert "finally:\n                __sp_back__() and __sp_on__ and __sp_enter__(0)\n                print(\"fin\")\n" in code
+    assert 'finally: __sp_back__() and __sp_on__ and __sp_enter__(0); print("one line")\n' in code
+    assert code.count("except BaseException: __sp_back__() and __sp_on__ and __sp_enter__(0); raise") == 3

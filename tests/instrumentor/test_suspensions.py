@@ -22,11 +22,9 @@ def test_statement_level_yield_exits_loop_and_function_after_its_operand_and_ree
                 try:
                     for i in range(n):
                         if __sp_on__: __sp_mark__(1)
-                        __sp_out__ = 0
                         try:
-                            x = yield (f(i), (__sp_out__ := __sp_on__) and (__sp_exit__(1), __sp_exit__(0)))[0]
-                        finally:
-                            if __sp_out__: __sp_out__ = 0; __sp_on__ and (__sp_enter__(0), __sp_enter__(1))
+                            x = yield (f(i), __sp_on__ and (__sp_exit__(1), __sp_exit__(0), __sp_left__()))[0]
+                        finally: __sp_back__() and __sp_on__ and (__sp_enter__(0), __sp_enter__(1))
                 finally:
                     if __sp_on__: __sp_exit__(1)
             finally:
@@ -36,15 +34,19 @@ def test_statement_level_yield_exits_loop_and_function_after_its_operand_and_ree
 
 def test_yield_inside_an_expression_is_bracketed_in_place():
     code = code_of("def g():\n    print((yield 1), 2)\n")
-    assert ("print(((yield (1, (__sp_out__ := __sp_on__) and __sp_exit__(0))[0]), "
-            "__sp_out__ and ((__sp_out__ := 0), __sp_on__ and __sp_enter__(0)))[0], 2)") in code
-    assert "        __sp_out__ = 0\n        try:\n            print(" in code
+    assert ("print(((yield (1, __sp_on__ and (__sp_exit__(0), __sp_left__()))[0]), "
+            "__sp_back__() and __sp_on__ and __sp_enter__(0))[0], 2)") in code
+    # re-entered in place: the guard runs only when the statement raised
+    assert ("        try:\n            print(((yield (1, __sp_on__ and (__sp_exit__(0), __sp_left__()))[0]), "
+            "__sp_back__() and __sp_on__ and __sp_enter__(0))[0], 2)\n"
+            "        except BaseException: __sp_back__() and __sp_on__ and __sp_enter__(0); raise\n") in code
 
 
 def test_return_await_reenters_before_the_function_exits():
     code = code_of("async def f(x):\n    return await x\n")
-    assert ("__sp_out__ = 0\n        try:\n            return await (x, (__sp_out__ := __sp_on__) and __sp_exit__(0))[0]\n"
-            "        finally:\n            if __sp_out__: __sp_out__ = 0; __sp_on__ and __sp_enter__(0)\n") in code
+    assert ("        try:\n            return await (x, __sp_on__ and (__sp_exit__(0), __sp_left__()))[0]\n"
+            "        finally: __sp_back__() and __sp_on__ and __sp_enter__(0)\n") in code
+    assert "left as __sp_left__, back as __sp_back__, define as __sp_define__" in code
 
 
 def test_awaits_in_headers_and_comprehensions_are_bracketed():
@@ -55,13 +57,14 @@ def test_awaits_in_headers_and_comprehensions_are_bracketed():
             while await q.more():
                 pass
     ''')
-    assert ("if (await (q.ready(), (__sp_out__ := __sp_on__) and __sp_exit__(0))[0], "
-            "__sp_out__ and ((__sp_out__ := 0), __sp_on__ and __sp_enter__(0)))[0]:") in code
-    assert ("[(await (q.get(x), (__sp_out__ := __sp_on__) and __sp_exit__(0))[0], "
-            "__sp_out__ and ((__sp_out__ := 0), __sp_on__ and __sp_enter__(0)))[0] for x in xs]") in code
+    assert ("if (await (q.ready(), __sp_on__ and (__sp_exit__(0), __sp_left__()))[0], "
+            "__sp_back__() and __sp_on__ and __sp_enter__(0))[0]:") in code
+    # a comprehension's element: its own frame before Python 3.12, the runtime looks for the function's
+    assert ("[(await (q.get(x), __sp_on__ and (__sp_exit__(0), __sp_left__(1)))[0], "
+            "__sp_back__(1) and __sp_on__ and __sp_enter__(0))[0] for x in xs]") in code
     # the while test runs inside the loop region: both are left and re-entered
-    assert ("while (await (q.more(), (__sp_out__ := __sp_on__) and (__sp_exit__(1), __sp_exit__(0)))[0], "
-            "__sp_out__ and ((__sp_out__ := 0), __sp_on__ and (__sp_enter__(0), __sp_enter__(1))))[0]:") in code
+    assert ("while (await (q.more(), __sp_on__ and (__sp_exit__(1), __sp_exit__(0), __sp_left__()))[0], "
+            "__sp_back__() and __sp_on__ and (__sp_enter__(0), __sp_enter__(1)))[0]:") in code
 
 
 def test_generator_expressions_and_lambdas_are_not_entered():
@@ -104,7 +107,7 @@ def test_async_comprehensions_are_wrapped_but_async_generator_expressions_are_no
 
 def test_awaits_in_the_operand_are_bracketed_inside_the_wrapper():
     code = code_of("async def f(q):\n    async for x in await q.stream():\n        pass\n")
-    assert "__sp_aiter__((1, 0), (await (q.stream(), (__sp_out__ := __sp_on__) and (__sp_exit__(1), __sp_exit__(0)))[0]," in code
+    assert "__sp_aiter__((1, 0), (await (q.stream(), __sp_on__ and (__sp_exit__(1), __sp_exit__(0), __sp_left__()))[0]," in code
 
 
 def test_nvtx_backend_leaves_async_for_and_with_alone():
@@ -138,6 +141,7 @@ def _load(source: str, on: bool = True) -> tuple[dict, dict, list]:
         "__sp_exit__": lambda rid: log.append(("exit", rid)),
         "__sp_mark__": lambda rid: None,
         "__sp_aiter__": probe.async_iter, "__sp_actx__": probe.async_ctx,
+        "__sp_left__": probe.left, "__sp_back__": probe.back,
     }
     exec(compile(body_after_header(code_of(source)), "case.py", "exec"), probed)
     return plain, probed, log

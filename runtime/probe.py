@@ -91,10 +91,10 @@ def _resume(g: dict, rids: tuple[int, ...]) -> None:
 class _AsyncIter:
     """What `async for` sees: the inner async iterator, with the regions left while `__anext__` awaits."""
 
-    __slots__ = ("_rids", "_g", "_it", "_anext")
+    __slots__ = ("_rids", "_g", "_it")
 
-    def __init__(self, rids: tuple[int, ...], it: Any, anext: Any, g: dict) -> None:
-        self._rids, self._it, self._anext, self._g = rids, it, anext, g
+    def __init__(self, rids: tuple[int, ...], it: Any, g: dict) -> None:
+        self._rids, self._it, self._g = rids, it, g
 
     def __aiter__(self) -> "_AsyncIter":
         return self
@@ -103,7 +103,9 @@ class _AsyncIter:
         g, rids = self._g, self._rids
         _leave(g, rids)
         try:
-            return await self._anext(self._it)  # the item is returned, never kept
+            # the builtin anext() calls the type's __anext__ slot on every step, as `async for` does
+            # (a method in __slots__, a staticmethod or a partial are bound the way Python binds them)
+            return await anext(self._it)  # the item is returned, never kept
         finally:
             _resume(g, rids)
 
@@ -116,19 +118,32 @@ def async_iter(rids: tuple[int, ...], aiterable: Any) -> AsyncIterator[Any]:
     returns or raises (StopAsyncIteration included), so suspended time is not counted as compute.
     """
     kind = type(aiterable)
-    if not hasattr(kind, "__aiter__"):
+    aiter_ = _special(aiterable, "__aiter__")
+    if aiter_ is None:
         return _series.raise_at_statement(
             TypeError(f"'async for' requires an object with __aiter__ method, got {kind.__name__}"), "__aiter__")
     try:
-        it = kind.__aiter__(aiterable)
+        it = aiter_()
     except BaseException as exc:  # noqa: BLE001 - raised by the `async for` statement itself
         return _series.raise_at_statement(exc, "__aiter__")
-    anext = getattr(type(it), "__anext__", None)
-    if anext is None:
+    if _special(it, "__anext__") is None:
         return _series.raise_at_statement(TypeError(
             f"'async for' received an object from __aiter__ that does not implement __anext__: {type(it).__name__}"),
             "__aiter__")
-    return _AsyncIter(rids, it, anext, sys._getframe(1).f_globals)
+    return _AsyncIter(rids, it, sys._getframe(1).f_globals)
+
+
+def _special(obj: Any, name: str) -> Any:
+    """A special method as the interpreter finds it: on the type (its MRO), bound through the
+    attribute's `__get__` when it has one (a function, a staticmethod, a member of `__slots__`),
+    else as it is (a `functools.partial`); None when the type has none."""
+    kind = type(obj)
+    for base in kind.__mro__:
+        if name in base.__dict__:
+            attr = base.__dict__[name]
+            get = getattr(type(attr), "__get__", None)
+            return attr if get is None else get(attr, obj, kind)
+    return None
 
 
 class _AsyncCtx:
@@ -143,7 +158,7 @@ class _AsyncCtx:
         g, rids = self._g, self._rids
         _leave(g, rids)
         try:
-            return await self._aenter(self._cm)
+            return await self._aenter()
         finally:
             _resume(g, rids)
 
@@ -152,7 +167,7 @@ class _AsyncCtx:
         _leave(g, rids)
         try:
             # returned as is: its truth value decides whether the exception is suppressed
-            return await self._aexit(self._cm, exc_type, exc, tb)
+            return await self._aexit(exc_type, exc, tb)
         finally:
             _resume(g, rids)
 
@@ -160,8 +175,9 @@ class _AsyncCtx:
 def async_ctx(rids: tuple[int, ...], cm: Any) -> Any:
     """`async with cm as v:` becomes `async with async_ctx(rids, cm) as v:` (`rids` as for async_iter)."""
     kind = type(cm)
-    aenter = getattr(kind, "__aenter__", None)
-    aexit = getattr(kind, "__aexit__", None)
+    # bound once, at entry, as BEFORE_ASYNC_WITH does
+    aenter = _special(cm, "__aenter__")
+    aexit = _special(cm, "__aexit__")
     if aenter is None or aexit is None:
         missed = " (missed __aexit__ method)" if aenter is not None else ""
         return _series.raise_at_statement(TypeError(

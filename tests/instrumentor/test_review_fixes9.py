@@ -1,0 +1,57 @@
+"""Review fixes, ninth round (instrumented peer suites): `async for`/`async with` call the special
+methods the way the interpreter does (asyncstdlib's borrowed iterators)."""
+
+from instr_helpers import assert_same, three_ways
+
+SPECIAL_METHODS = '''\
+import asyncio, functools
+
+class Borrowed:                     # asyncstdlib's _BorrowedAsyncIterator: a bound method in __slots__
+    __slots__ = ("__anext__",)
+    def __init__(self, it): self.__anext__ = it.__anext__
+    def __aiter__(self): return self
+
+class Ctx:                          # __aenter__/__aexit__ held per instance in __slots__
+    __slots__ = ("__aenter__", "__aexit__")
+    def __init__(self):
+        async def aenter(): return "entered"
+        async def aexit(*exc): return False
+        self.__aenter__, self.__aexit__ = aenter, aexit
+
+async def _next(items):
+    if not items:
+        raise StopAsyncIteration
+    return items.pop()
+
+class Partial:                      # no __get__: called without the instance
+    __anext__ = functools.partial(_next, [1, 2, 3])
+    def __aiter__(self): return self
+
+async def agen():
+    yield 1
+    yield 2
+
+class Static:
+    @staticmethod
+    def __aiter__(): return agen()
+
+async def main():
+    async for x in Borrowed(agen()):
+        print("item", x)
+    async with Ctx() as v:
+        print("with", v)
+    async for x in Partial():
+        print("partial", x)
+    async for x in Static():
+        print("static", x)
+    print([x async for x in Static()])
+
+asyncio.run(main())
+'''
+
+
+def test_async_for_and_with_bind_special_methods_as_python_does(tmp_path):
+    plain, built, hooked = three_ways(tmp_path, {"main.py": SPECIAL_METHODS})
+    assert plain.returncode == 0, plain.stderr
+    assert "partial 1" in plain.stdout and "with entered" in plain.stdout
+    assert_same(plain, built, hooked)

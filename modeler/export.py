@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -87,6 +88,7 @@ def write_extrap_jsonl(dataset: Dataset, out: str | os.PathLike[str] | TextIO) -
         sys.stdout.flush()
     elif isinstance(out, (str, os.PathLike)):
         try:
+            Path(out).parent.mkdir(parents=True, exist_ok=True)  # as `modeler report -o` does
             with open(out, "w", encoding="utf-8") as f:
                 f.write(text)
         except OSError as exc:

@@ -10,6 +10,7 @@ model ranks first.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Collection, Iterable, Mapping, Sequence
 
@@ -149,16 +150,18 @@ def parse_assignments(text: str | None, option: str, parameters: Sequence[str] |
         if parameters is not None and name not in parameters:
             known = ", ".join(parameters) if parameters else "none"
             raise InputError(f"{option}: unknown parameter {name!r}; the measurements have: {known}")
-        try:
-            v = float(value)
-        except ValueError:
+        if not _NUMBER.fullmatch(value):  # float() would take 1_000, '١٦' and 'nan' as well
             raise InputError(f"{option}: {name}={value!r} is not a number") from None
+        v = float(value)
         if not math.isfinite(v) or v <= 0:
             raise InputError(f"{option}: {name}={value}: values must be positive (PMNF models use x^i and log2(x))")
         if name in out and out[name] != v:
             raise InputError(f"{option}: {name} is given twice ({name}={out[name]:g} and {name}={v:g})")
         out[name] = v
     return out
+
+
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?inf(?:inity)?", re.IGNORECASE)
 
 
 def parse_at(text: str | None, parameters: Sequence[str], defaults: Mapping[str, float]) -> dict[str, float]:

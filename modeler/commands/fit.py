@@ -99,7 +99,7 @@ def fit_dataset(
                        companions=companions, nonnegative=nonnegative_keys(data.series), baselines=bases)
 
 
-def _per_rank_time(args: argparse.Namespace, loaded) -> bool:
+def per_rank_time(args: argparse.Namespace, loaded) -> bool:
     """Whether the `time` read is a time per rank, which speedup, efficiency and cost derive from:
     our runs combined with `--ranks mean` or `max` (Extra-P files say nothing of it: `modeler export
     --ranks sum` writes rank-seconds)."""
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_from_args(args)
     data = select(loaded.dataset, args)
     ranking = fit_dataset(data, at=args.at, compat=args.compat, repetitions=args.repetitions, min_points=args.min_points,
-                          measured=loaded.dataset, per_rank_time=_per_rank_time(args, loaded))
+                          measured=loaded.dataset, per_rank_time=per_rank_time(args, loaded))
     if args.top is not None:
         ranking = Ranking(ranking.parameters, ranking.at, ranking.rows[: args.top], ranking.warnings)
     write_output(render(ranking, args.format), args.output)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from collections import Counter
 from fnmatch import fnmatchcase
 from typing import Sequence
@@ -32,7 +33,8 @@ def add_input_options(
     parser.add_argument("--experiment", metavar="NAME", action="append",
                         help="only runs of this experiment (the launcher's --experiment; repeatable)")
     parser.add_argument("--include-incomplete", action="store_true",
-                        help="also use runs whose files have no end record (killed or still running)")
+                        help="also use incomplete runs: a rank file without an end record (killed or still running), "
+                        "an empty or header-cut rank file, or flushes lost to a full disk")
     parser.add_argument("--input-format", choices=FORMATS, help="read every input in this format instead of detecting it")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="do not print warnings (files that could not be read are still named)")
@@ -138,6 +140,7 @@ def write_output(text: str, output: str | None) -> None:
         sys.stdout.flush()
         return
     try:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)  # as `modeler report -o` does
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as exc:

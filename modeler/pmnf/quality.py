@@ -34,8 +34,10 @@ def quality(g: GroupFit) -> Quality:
         r2 = np.where(tss > 0, 1.0 - rss / tss, np.where(rss == 0, 1.0, 0.0))
         dof = n - n_terms - 1
         ar2 = np.where(dof > 0, 1.0 - (1.0 - r2) * (n - 1) / np.where(dof > 0, dof, 1), r2)
-        # a constant explains none of the variation, whatever rounding leaves in tss and rss
-        ar2 = np.where(n_terms == 0, 0.0, ar2)
+        # a constant explains none of the variation, whatever rounding leaves in tss and rss (a
+        # split model's constant of values x ranks is c * ranks^(-1) of the values: not constant)
+        constant = (n_terms == 0) & (np.ptp(X, axis=1) == 0).all(-1)
+        ar2 = np.where(constant, 0.0, ar2)
         # hat diagonal of the weighted fit; zero (padding) columns are left out
         sw = np.sqrt(w)
         Xw = X * sw[..., None]

@@ -10,7 +10,7 @@ from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..derived import baselines, basis_series_needed
 from ..errors import InputError
 from ..parts import parts_series
-from ..commands.fit import _per_rank_time
+from ..commands.fit import per_rank_time
 from ..commands.inputs import add_input_options, load_from_args, name_skipped, read_options, select_callpaths
 from .assemble import ReportOptions, build_report, check_options, headline_series, parse_assignments
 
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     # shown, to derive those from the per-rank time as `modeler fit` does; under --ranks sum or min,
     # the top-level regions' cost, which the run time is taken from
     extra = parts_series(selected, dataset)
-    derive = _per_rank_time(args, loaded)
+    derive = per_rank_time(args, loaded)
     if derive:
         extra += [s for s in basis_series_needed(selected, dataset) if _new(s, extra)]
     if metric == "time":

@@ -66,8 +66,9 @@ def test_no_parameters_is_an_error(tmp_path):
 
 def test_unwritable_target_names_option(tmp_path):
     s = Series("a", "time", np.array([[1.0]]), (np.array([1.0]),))
-    with pytest.raises(InputError, match="--extrap"):
-        write_extrap_jsonl(Dataset(("p",), [s]), tmp_path / "no" / "dir" / "x.jsonl")
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(InputError, match="--extrap"):  # a missing directory is made; a file is in the way
+        write_extrap_jsonl(Dataset(("p",), [s]), tmp_path / "a_file" / "x.jsonl")
 
 
 def test_export_reads_back_identically(tmp_path):

@@ -80,7 +80,7 @@ def test_parse_at():
 @pytest.mark.parametrize(
     "text, message",
     [("q=3", "unknown parameter 'q'"), ("p", "NAME=VALUE"), ("p=abc", "not a number"), ("p=0", "positive"),
-     ("p=-2", "positive"), ("=4", "NAME=VALUE"), ("p=nan", "positive"), ("p=4,n=2,p=8", "p is given twice")],
+     ("p=-2", "positive"), ("=4", "NAME=VALUE"), ("p=nan", "is not a number"), ("p=4,n=2,p=8", "p is given twice")],
 )
 def test_parse_at_errors_name_the_option(text, message):
     with pytest.raises(InputError, match="--at") as e:

@@ -35,6 +35,40 @@ def body_after_header(code: str) -> str:
     )
 
 
+def strict_replay(log: list) -> list[int]:
+    """Replay ("enter", rid)/("exit", rid) entries of `log` as a stack that must match exactly; the
+    regions left open at the end."""
+    stack: list[int] = []
+    for entry in log:
+        if isinstance(entry, tuple) and entry[0] == "enter":
+            stack.append(entry[1])
+        elif isinstance(entry, tuple):
+            assert stack and stack[-1] == entry[1], f"exit {entry[1]} with {stack} open"
+            stack.pop()
+    return stack
+
+
+def load_both(source: str, left, back, on: bool = True) -> tuple[dict, dict, list]:
+    """`source` run as is, and instrumented with probes that log ("enter"/"exit", rid) to `log`
+    (`left`/`back` from the backend under test): (plain namespace, probed namespace, log)."""
+    from runtime import probe
+
+    source = textwrap.dedent(source)
+    plain: dict = {"__name__": "case", "log": []}
+    exec(compile(source, "case.py", "exec"), plain)
+    log: list = []
+    probed = {
+        "__name__": "case", "log": log, "__sp_on__": on,
+        "__sp_enter__": lambda rid: log.append(("enter", rid)),
+        "__sp_exit__": lambda rid: log.append(("exit", rid)),
+        "__sp_mark__": lambda rid: None,
+        "__sp_left__": left, "__sp_back__": back,
+        "__sp_aiter__": probe.async_iter, "__sp_actx__": probe.async_ctx,
+    }
+    exec(compile(body_after_header(code_of(source)), "case.py", "exec"), probed)
+    return plain, probed, log
+
+
 def run(args: list[str], *, cwd: Path | None = None, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
     full_env["PYTHONPATH"] = str(REPO)

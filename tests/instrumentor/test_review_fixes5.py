@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from instr_helpers import REPO, code_of, project_tree, rewrite, run, run_env
+from instr_helpers import REPO, code_of, project_tree, rewrite, run, run_env, strict_replay
 from instrumentor import importhook
 from instrumentor.cli import main as cli_main
 from instrumentor.results import FileResult
@@ -191,17 +191,6 @@ def _logged(source: str) -> tuple[dict, list]:
     return namespace, log
 
 
-def _strict_replay(log: list) -> list[int]:
-    stack: list[int] = []
-    for entry in log:
-        if isinstance(entry, tuple) and entry[0] == "enter":
-            stack.append(entry[1])
-        elif isinstance(entry, tuple):
-            assert stack and stack[-1] == entry[1], f"exit {entry[1]} with {stack} open"
-            stack.pop()
-    return stack
-
-
 STACK_CASES = '''
 import asyncio
 
@@ -297,7 +286,7 @@ def test_every_exit_closes_the_innermost_visit_whatever_happens_at_a_suspension(
     assert stop.value.value == "caught"
     assert asyncio_run(ns["gather_failures"]()) == 6
     assert asyncio_run(ns["cancel_it"]()) == "cancelled" and "cancel handled" in log
-    assert _strict_replay(log) == []
+    assert strict_replay(log) == []
     # the handler of the thrown ValueError ran inside the generator's loop region (its last enter)
     (inside,) = [e for e in log if isinstance(e, list)]
     assert inside[1][0] == "enter"
@@ -417,7 +406,7 @@ def test_an_await_in_a_generator_expressions_outermost_iterable_leaves_the_regio
     '''
     ns, log = _logged(textwrap.dedent(source))
     assert asyncio_run(ns["total"]()) == 12
-    assert _strict_replay(log) == []
+    assert strict_replay(log) == []
     # fetch (region 0) was entered after total (region 1) was left: it is not nested under it
     at = log.index("fetching")
     assert log[at - 2 : at] == [("exit", 1), ("enter", 0)]

@@ -18,7 +18,7 @@ import traceback
 
 import pytest
 
-from instr_helpers import body_after_header, code_of, project_tree, rewrite, run, run_env
+from instr_helpers import body_after_header, code_of, load_both, project_tree, rewrite, run, run_env, strict_replay
 from instrumentor.cli import main as cli_main
 from instrumentor.linemap import inserted_lines, split_lines
 
@@ -35,35 +35,9 @@ BACKENDS = _backends()
 
 
 def _load(source: str, module: str, on: bool = True):
-    """(plain namespace, instrumented namespace, probe log, backend module)."""
-    from runtime import probe
-
     mod = importlib.import_module(module)
-    source = textwrap.dedent(source)
-    plain: dict = {"__name__": "case", "log": []}
-    exec(compile(source, "case.py", "exec"), plain)
-    log: list = []
-    probed = {
-        "__name__": "case", "log": log, "__sp_on__": on,
-        "__sp_enter__": lambda rid: log.append(("enter", rid)),
-        "__sp_exit__": lambda rid: log.append(("exit", rid)),
-        "__sp_mark__": lambda rid: None,
-        "__sp_left__": mod.left, "__sp_back__": mod.back,
-        "__sp_aiter__": probe.async_iter, "__sp_actx__": probe.async_ctx,
-    }
-    exec(compile(body_after_header(code_of(source)), "case.py", "exec"), probed)
+    plain, probed, log = load_both(source, mod.left, mod.back, on)
     return plain, probed, log, mod
-
-
-def _strict_replay(log: list) -> list[int]:
-    stack: list[int] = []
-    for entry in log:
-        if isinstance(entry, tuple) and entry[0] == "enter":
-            stack.append(entry[1])
-        elif isinstance(entry, tuple):
-            assert stack and stack[-1] == entry[1], f"exit {entry[1]} with {stack} open"
-            stack.pop()
-    return stack
 
 
 def _last_probe(log: list):
@@ -126,7 +100,7 @@ def test_locals_and_varnames_of_generators_and_coroutines_are_the_originals(modu
 
     assert drive(probed) == drive(plain)
     assert drive(probed)[0][0] == {"n": 2, "total": 0, "i": 0}  # `yield Row(**locals())`
-    assert _strict_replay(log) == []
+    assert strict_replay(log) == []
 
 
 # -- the state: what it promises --------------------------------------------------------------------
@@ -283,7 +257,7 @@ def test_no_entry_is_left_behind_however_a_suspension_ends(module):
     results = asyncio.run(tasks())
     assert results == [None, None, None, [[0, 0], [0, 1], [0, 2]], "done"]
     assert mod._left_count() == start
-    assert _strict_replay(log) == []
+    assert strict_replay(log) == []
     # every handler of an exception raised at a suspension ran inside the regions, and so did the
     # `finally:` after a failed await in an `except` type
     assert _inside(log) == ["enter"] * 8
@@ -304,7 +278,7 @@ def test_a_generator_resumed_on_another_thread_re_enters_there(module):
     # on the worker: the loop and the generator were re-entered (outermost first) before anything else
     first_left = log.index(("exit", 0))
     assert log[first_left + 1 : first_left + 3] == [("enter", 0), ("enter", 1)]
-    assert _strict_replay(log) == []
+    assert strict_replay(log) == []
 
 
 @pytest.mark.parametrize("module", BACKENDS)

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from instr_helpers import body_after_header, code_of, rewrite
+from instr_helpers import body_after_header, code_of, load_both, rewrite
 
 
 def test_statement_level_yield_exits_loop_and_function_after_its_operand_and_reenters_in_finally():
@@ -131,20 +131,7 @@ def test_instrumenting_twice_changes_nothing():
 def _load(source: str, on: bool = True) -> tuple[dict, dict, list]:
     from runtime import probe
 
-    source = textwrap.dedent(source)
-    log: list = []
-    plain: dict = {"__name__": "case", "log": []}
-    exec(compile(source, "case.py", "exec"), plain)
-    probed = {
-        "__name__": "case", "log": log, "__sp_on__": on,
-        "__sp_enter__": lambda rid: log.append(("enter", rid)),
-        "__sp_exit__": lambda rid: log.append(("exit", rid)),
-        "__sp_mark__": lambda rid: None,
-        "__sp_aiter__": probe.async_iter, "__sp_actx__": probe.async_ctx,
-        "__sp_left__": probe.left, "__sp_back__": probe.back,
-    }
-    exec(compile(body_after_header(code_of(source)), "case.py", "exec"), probed)
-    return plain, probed, log
+    return load_both(source, probe.left, probe.back, on)
 
 
 def _outcome(coro_fn, *args):

@@ -116,14 +116,19 @@ def test_one_failed_rank_fails_the_whole_run(tmp_path):
     assert [f.status for f in rs.files if "x" in Path(f.path).parent.name] == ["left out", "left out"]
 
 
+def _run_with_a_line_inside(tmp_path: Path, run_id: str, line: bytes) -> None:
+    """A run at p=8 whose file has `line` before its end record."""
+    with open(simple_run(tmp_path, run_id, 8, end=None), "ab") as f:
+        f.write(line + b"\n")
+    with RunWriter(tmp_path / run_id / "rank0.1000.jsonl") as w:
+        w.write_records([{"type": "end", "status": "ok", "exit_code": 0}])
+
+
 def test_malformed_and_cut_off_lines_reported_with_file_and_line(tmp_path):
     path = simple_run(tmp_path, "a", 2, tail=b'{"type": "profile", "path": [0], "vis')
     simple_run(tmp_path, "b", 4)
     # a broken step record in the middle of another file: reported, and the lines after it still count
-    with open(simple_run(tmp_path, "c", 8, end=None), "ab") as f:
-        f.write(b'{"type": "step", "region": 0, "duration_ns": 12,,}\n')
-    with RunWriter(tmp_path / "c" / "rank0.1000.jsonl") as w:
-        w.write_records([{"type": "end", "status": "ok", "exit_code": 0}])
+    _run_with_a_line_inside(tmp_path, "c", b'{"type": "step", "region": 0, "duration_ns": 12,,}')
     rs = load_runs([tmp_path])
     assert all(r.status == "ok" for r in rs.runs)
     assert any(w.startswith(f"{path}:") and "incomplete last line" in w for w in rs.warnings)
@@ -134,10 +139,7 @@ def test_a_garbage_line_that_may_have_held_totals_leaves_its_run_out(tmp_path):
     # what "this is not json" held is unknown: it may have been a profile or comm record, whose loss
     # would make the rank's totals short without a word (review 9, F4)
     simple_run(tmp_path, "a", 2)
-    with open(simple_run(tmp_path, "c", 8, end=None), "ab") as f:
-        f.write(b"this is not json\n")
-    with RunWriter(tmp_path / "c" / "rank0.1000.jsonl") as w:
-        w.write_records([{"type": "end", "status": "ok", "exit_code": 0}])
+    _run_with_a_line_inside(tmp_path, "c", b"this is not json")
     rs = load_runs([tmp_path])
     (bad,) = [r for r in rs.runs if r.status != "ok"]
     assert bad.run_id == "c" and bad.status == "damaged"

@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test install clean extrap-venv bench-modeler bench-derived bench-instrument bench-probes peer-suites
+.PHONY: demo test install clean extrap-venv bench-modeler bench-derived bench-instrument bench-probes bench-suspend peer-suites
 
 install: $(STAMP)
 
@@ -44,6 +44,10 @@ bench-instrument: $(STAMP)
 # Probe overhead per region and loop iteration, against nvtx and torch.profiler.record_function.
 bench-probes: $(STAMP)
 	$(PY) benchmarks/probe_overhead.py
+
+# Added cost per yield/await of an instrumented generator or coroutine, C and pure-Python backends.
+bench-suspend: $(STAMP)
+	$(PY) benchmarks/suspend_overhead.py --backend both
 
 # click, more-itertools and attrs: their own test suites, original vs instrumented (downloads sdists).
 peer-suites: $(STAMP)

@@ -45,8 +45,9 @@ STATE_VERSION = 1
 #  5: a self-documenting f-string field `{(yield v)=}` is its text plus the bracketed expression;
 #  6: suspensions in a nested def's decorators/defaults, a class's bases/keywords, a lambda's defaults
 #     and an `except` type are bracketed;
-#  7: no local `__sp_out__`: the runtime's left()/back() note per frame that the regions were left)
-REWRITE_REVISION = 7
+#  7: no local `__sp_out__`: the runtime's left()/back() note per frame that the regions were left;
+#  8: a one-line `try`/`with` that suspends gets the `finally:` guard)
+REWRITE_REVISION = 8
 # libcst recurses once per nesting level (long `a + b + ...` chains); the import hook uses the same
 RECURSION_LIMIT = 20000
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).

@@ -548,9 +548,16 @@ static PyObject *p_threads(PyObject *self, PyObject *unused) {
  * The key is the PyFrameObject of the function: a generator's or coroutine's frame object stays the
  * same from its first left() to its last back(). A comprehension runs in a frame of its own before
  * Python 3.12; its suspensions (left(1), back(1)) are keyed by the function's frame, as the
- * function's statement guard, which re-enters when one of them raised, runs there. No references are held: every
+ * function's statement guard, which re-enters when one of them raised, runs there. Every
  * suspension that called left() is followed by a back() in the same frame, also when the generator
- * is closed or dropped (close() throws GeneratorExit in at the suspension). One set for the whole
+ * is closed or dropped (close() throws GeneratorExit in at the suspension), or a statement of its
+ * own swallowed the exception (the guard's finally). Where none follows (a generator that ignores
+ * GeneratorExit, an async generator never finalized), the note stays: it holds a reference to the
+ * frame object, so no later frame can be allocated at that address and take the note for its own
+ * (the frame's locals stay alive with it; the generator itself is freed). Since Python 3.11 only:
+ * there a generator's frame object neither owns nor traverses its locals while the generator
+ * lives, so the reference keeps no reference cycle through a suspended generator alive; a 3.10
+ * frame object is the generator's frame, and holding it would. One set for the whole
  * process (a generator may be resumed on another thread), used with the GIL held. */
 
 static PyObject *comp_suffix = NULL; /* "comp>": <listcomp>, <setcomp>, <dictcomp> */
@@ -624,6 +631,9 @@ static PyObject *p_left(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     held[h] = key;
     held_used++;
+#if PY_VERSION_HEX >= 0x030B0000
+    Py_INCREF((PyObject *)key); /* see the section's comment: no address is reused while noted */
+#endif
     Py_RETURN_TRUE;
 }
 
@@ -649,6 +659,9 @@ static PyObject *p_back(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     held[hole] = 0;
+#if PY_VERSION_HEX >= 0x030B0000
+    Py_DECREF((PyObject *)key); /* not the last reference: the frame is executing */
+#endif
     Py_RETURN_TRUE;
 }
 

@@ -288,7 +288,11 @@ def mark(rid: int, _iters=_iters) -> None:
 # Frames (their ids) of the generators and coroutines that left their regions at a suspension and
 # have not come back yet (see left). One set for the process: a generator may be resumed on another
 # thread; set.add and set.discard are atomic under the GIL.
-_held: set[int] = set()
+# id of a frame -> the frame: held, so that a stale note (no back() came: a generator that ignores
+# GeneratorExit) cannot be taken by a later frame at the same address; since 3.11 only, where that
+# reference keeps no reference cycle through a suspended generator alive (see _cprobe.c)
+_held: dict[int, object] = {}
+_HOLD = sys.version_info >= (3, 11)
 
 
 def _owner(frame):
@@ -298,27 +302,24 @@ def _owner(frame):
     return frame
 
 
-def left(inner: int = 0, _frame=sys._getframe, _add=_held.add, _id=id) -> bool:
+def left(inner: int = 0, _frame=sys._getframe, _held=_held, _id=id, _hold=_HOLD) -> bool:
     """The calling generator or coroutine left its regions at a yield/await (after its operand).
 
-    Keyed by its frame, which is the same object from this call to the matching back(); no
-    reference is kept. Every suspension that calls left() is followed by back() in the same frame,
-    also when it raised or the generator was closed there (the statement's guard). `inner`: called
-    from a comprehension's element, conditions or inner iterables, which may run in a frame of
-    their own (before Python 3.12): the key is the function's frame, where its guard runs."""
-    _add(_id(_owner(_frame(1)) if inner else _frame(1)))
+    Keyed by its frame, which is the same object from this call to the matching back(). Every
+    suspension that calls left() is followed by back() in the same frame, also when it raised or
+    the generator was closed there (the statement's guard). `inner`: called from a comprehension's
+    element, conditions or inner iterables, which may run in a frame of their own (before Python
+    3.12): the key is the function's frame, where its guard runs."""
+    f = _owner(_frame(1)) if inner else _frame(1)
+    _held[_id(f)] = f if _hold else True
     return True
 
 
-def back(inner: int = 0, _frame=sys._getframe, _held=_held, _forget=_held.discard, _id=id) -> bool:
+def back(inner: int = 0, _frame=sys._getframe, _held=_held, _forget=_held.pop, _id=id) -> bool:
     """Whether the calling generator or coroutine left its regions and has not come back yet; forgets it."""
     if not _held:
         return False
-    key = _id(_owner(_frame(1)) if inner else _frame(1))
-    if key in _held:
-        _forget(key)
-        return True
-    return False
+    return _forget(_id(_owner(_frame(1)) if inner else _frame(1)), None) is not None
 
 
 def _left_count() -> int:

@@ -118,32 +118,50 @@ def async_iter(rids: tuple[int, ...], aiterable: Any) -> AsyncIterator[Any]:
     returns or raises (StopAsyncIteration included), so suspended time is not counted as compute.
     """
     kind = type(aiterable)
-    aiter_ = _special(aiterable, "__aiter__")
-    if aiter_ is None:
-        return _series.raise_at_statement(
-            TypeError(f"'async for' requires an object with __aiter__ method, got {kind.__name__}"), "__aiter__")
     try:
+        aiter_ = _special(aiterable, "__aiter__")
+        if aiter_ is _MISSING:
+            raise TypeError(f"'async for' requires an object with __aiter__ method, got {kind.__name__}")
         it = aiter_()
     except BaseException as exc:  # noqa: BLE001 - raised by the `async for` statement itself
-        return _series.raise_at_statement(exc, "__aiter__")
-    if _special(it, "__anext__") is None:
+        return _series.raise_at_statement(_without_special(exc), "__aiter__")
+    if _lookup(type(it), "__anext__") is _MISSING:  # found, not bound: anext() binds it at each step
         return _series.raise_at_statement(TypeError(
             f"'async for' received an object from __aiter__ that does not implement __anext__: {type(it).__name__}"),
             "__aiter__")
     return _AsyncIter(rids, it, sys._getframe(1).f_globals)
 
 
-def _special(obj: Any, name: str) -> Any:
-    """A special method as the interpreter finds it: on the type (its MRO), bound through the
-    attribute's `__get__` when it has one (a function, a staticmethod, a member of `__slots__`),
-    else as it is (a `functools.partial`); None when the type has none."""
-    kind = type(obj)
+_MISSING = object()
+
+
+def _lookup(kind: type, name: str) -> Any:
+    """`name` in the dicts of `kind`'s MRO, as the interpreter looks special methods up (never on
+    the instance, never through __getattr__); _MISSING when none has it (None is a value)."""
     for base in kind.__mro__:
-        if name in base.__dict__:
-            attr = base.__dict__[name]
-            get = getattr(type(attr), "__get__", None)
-            return attr if get is None else get(attr, obj, kind)
-    return None
+        found = base.__dict__.get(name, _MISSING)
+        if found is not _MISSING:
+            return found
+    return _MISSING
+
+
+def _special(obj: Any, name: str) -> Any:
+    """A special method as the interpreter finds it: on the type, bound through the attribute's
+    `__get__` when it has one (a function, a staticmethod, a member of `__slots__`), else as it is
+    (a `functools.partial`, None); _MISSING when the type has none."""
+    kind = type(obj)
+    attr = _lookup(kind, name)
+    get = getattr(type(attr), "__get__", None) if attr is not _MISSING else None
+    return attr if get is None else get(attr, obj, kind)
+
+
+def _without_special(exc: BaseException) -> BaseException:
+    """`exc` without the frames of _special/_lookup after the caller's (a `__get__` that raised
+    shows the statement and the `__get__`, as without the wrapper)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None and tb.tb_next.tb_frame.f_code in _OWN_CODE:
+        tb.tb_next = tb.tb_next.tb_next
+    return exc
 
 
 class _AsyncCtx:
@@ -176,14 +194,18 @@ def async_ctx(rids: tuple[int, ...], cm: Any) -> Any:
     """`async with cm as v:` becomes `async with async_ctx(rids, cm) as v:` (`rids` as for async_iter)."""
     kind = type(cm)
     # bound once, at entry, as BEFORE_ASYNC_WITH does
-    aenter = _special(cm, "__aenter__")
-    aexit = _special(cm, "__aexit__")
-    if aenter is None or aexit is None:
-        missed = " (missed __aexit__ method)" if aenter is not None else ""
-        return _series.raise_at_statement(TypeError(
-            f"'{kind.__name__}' object does not support the asynchronous context manager protocol{missed}"),
-            "__aenter__", "__aexit__")
+    try:
+        aenter = _special(cm, "__aenter__")
+        aexit = _special(cm, "__aexit__") if aenter is not _MISSING else _MISSING
+        if aenter is _MISSING or aexit is _MISSING:
+            missed = " (missed __aexit__ method)" if aenter is not _MISSING else ""
+            raise TypeError(f"'{kind.__name__}' object does not support the asynchronous context manager protocol{missed}")
+    except BaseException as exc:  # noqa: BLE001 - raised by the `async with` statement itself
+        return _series.raise_at_statement(_without_special(exc), "__aenter__", "__aexit__")
     return _AsyncCtx(rids, cm, aenter, aexit, sys._getframe(1).f_globals)
+
+
+_OWN_CODE = frozenset((_special.__code__, _lookup.__code__))
 
 
 def reserve(n: int) -> int:

@@ -21,6 +21,7 @@ import pytest
 from instr_helpers import body_after_header, code_of, load_both, project_tree, rewrite, run, run_env, strict_replay
 from instrumentor.cli import main as cli_main
 from instrumentor.linemap import inserted_lines, split_lines
+from runtime.runfile import find_run_files, read_run
 
 
 def _backends() -> list[str]:
@@ -576,3 +577,102 @@ def test_other_python_versions_keep_the_region_stack(tmp_path):
             assert done.stdout == "[None, None, 'done'] 0\n[] " + repr(["enter"] * 7) + "\n", version
         else:
             assert done.stdout == "[None, None, None, [[0, 0], [0, 1], [0, 2]], 'done'] 0\n[] " + repr(["enter"] * 8) + "\n", version
+
+
+def _depths_at(log: list, note: str) -> list[int]:
+    """How many regions were open at each `note` in the log."""
+    depth, out = 0, []
+    for e in log:
+        if isinstance(e, tuple):
+            depth += 1 if e[0] == "enter" else -1
+        elif e == note:
+            out.append(depth)
+    return out
+
+
+SWALLOWED = '''
+import contextlib
+
+def work():
+    log.append("work")
+
+async def fetch(i):
+    if i % 2:
+        raise KeyError(i)
+    return i
+
+async def one_line_try():
+    got = 0
+    for i in range(4):
+        try: got += await fetch(i)
+        except KeyError: pass
+        work()
+    return got
+
+def one_line_with():
+    with contextlib.suppress(ValueError): x = yield 1
+    work()
+'''
+
+
+@pytest.mark.parametrize("module", BACKENDS)
+def test_a_one_line_try_or_with_that_swallows_what_its_suspension_raised_re_enters(module):
+    # review 10, F1: the guard of a one-line `try:`/`with` suite ran only when the exception left the
+    # statement; swallowed there, the rest of the function ran outside its regions, and the frame's
+    # note stayed behind
+    _, ns, log, mod = _load(SWALLOWED, module)
+    start = mod._left_count()
+    assert asyncio.run(ns["one_line_try"]()) == 2
+    g = ns["one_line_with"]()
+    next(g)
+    with pytest.raises(StopIteration):
+        g.throw(ValueError)
+    assert mod._left_count() == start
+    assert strict_replay(log) == []
+    # every work() ran inside its function's regions (and the loop's): work, loop, function; work, generator
+    assert _depths_at(log, "work") == [3, 3, 3, 3, 2]
+
+
+STALE = '''
+import sys
+sys.unraisablehook = lambda u: None  # "generator ignored GeneratorExit"
+from runtime import _backend
+
+def stubborn():
+    while True:
+        try:
+            yield 1
+        except GeneratorExit:
+            pass
+
+def victim(n):
+    try:
+        yield 1 // n          # the operand raises: nothing was left
+    except ZeroDivisionError:
+        pass
+    yield 2
+
+g = stubborn(); next(g); del g
+print("stale", _backend.impl._left_count())
+for i in range(2000):
+    v = victim(0); next(v); del v
+print("stale", _backend.impl._left_count())
+'''
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="on 3.10 a note keeps the frame's address only (docs/instrument.md)")
+@pytest.mark.parametrize("pure", ["0", "1"])
+def test_a_stale_note_is_never_taken_by_a_later_frame(tmp_path, pure):
+    # review 10, F2: a generator that ignores GeneratorExit is freed with its note set; the next frame
+    # at its address took the note for its own, entered `victim` a second time, and every later
+    # visit was folded into that open one as recursive, with 0 s
+    src, out = project_tree(tmp_path, {"main.py": STALE}), tmp_path / "out"
+    cli_main([str(src), "-o", str(out), "-q"])
+    proc = run([sys.executable, "main.py"], cwd=out, env={**run_env(tmp_path), "SCALEPROBE_PURE": pure})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["stale", "1", "stale", "1"]  # the note stays; no frame takes it
+    (path,) = find_run_files(tmp_path / "runs")
+    recorded = read_run(path)
+    (st,) = [st for p, st in recorded.profile.items() if recorded.callpath_name(p).endswith("victim")]
+    assert (st.visits, st.recursive) == (4000, 0) and st.incl_ns > 0
+    assert recorded.end["dropped"] == 0

@@ -49,7 +49,7 @@ bench-probes: $(STAMP)
 bench-suspend: $(STAMP)
 	$(PY) benchmarks/suspend_overhead.py --backend both
 
-# click, more-itertools and attrs: their own test suites, original vs instrumented (downloads sdists).
+# click, more-itertools, attrs, asyncstdlib and boltons: their own test suites, original vs instrumented (downloads sdists).
 peer-suites: $(STAMP)
 	$(PY) benchmarks/peer_suites.py
 

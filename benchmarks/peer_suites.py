@@ -1,4 +1,4 @@
-"""Real code nobody here wrote: instrument click, more-itertools and attrs, run their own test suites.
+"""Real code nobody here wrote: instrument click, more-itertools, attrs, asyncstdlib and boltons, run their own test suites.
 
     .venv/bin/python benchmarks/peer_suites.py [--work DIR] [--only click,attrs] [--timeout 900]
 
@@ -36,11 +36,17 @@ class Peer:
     test_deps: list[str] = field(default_factory=list)
     expected: dict[str, str] = field(default_factory=dict)  # test id substring -> why it may differ
     ignore: dict[str, str] = field(default_factory=dict)  # test file -> why it is not run
+    tests: str = "tests"  # the test directory, relative to the sdist root
 
 
 PEERS = [
     Peer("more-itertools", "11.2.1", ["more_itertools"], "more_itertools"),
     Peer("attrs", "26.1.0", ["src/attr", "src/attrs"], "attr", test_deps=["hypothesis", "pympler", "cloudpickle"]),
+    # async iterators of every shape (bound methods in __slots__, borrowed iterators): the async
+    # for/with wrappers; and boltons' doctests, FunctionBuilder and tbutils
+    Peer("asyncstdlib", "3.14.0", ["asyncstdlib"], "asyncstdlib.builtins", test_deps=["typing-extensions"],
+         tests="unittests"),
+    Peer("boltons", "26.2.0", ["boltons"], "boltons.iterutils"),
     Peer(
         "click", "8.5.1", ["src/click"], "click",
         expected={
@@ -92,13 +98,13 @@ def venv(work: Path, deps: list[str]) -> Path:
 
 
 def run_suite(python: Path, root: Path, path: str, module: str, junit: Path, timeout: int,
-              ignore: dict[str, str]) -> tuple[dict[str, str], str]:
+              ignore: dict[str, str], tests: str = "tests") -> tuple[dict[str, str], str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SCALEPROBE_", "PYTHON"))}
     if path:
         env["PYTHONPATH"] = path
     env["SCALEPROBE_OUT"] = str(junit.parent / f"runs-{junit.stem}")
     where = sh([str(python), "-c", f"import {module}; print({module}.__file__)"], cwd=root, env=env)
-    proc = sh([str(python), "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", "--timeout=120",
+    proc = sh([str(python), "-m", "pytest", tests, "-q", "-p", "no:cacheprovider", "--timeout=120",
                f"--junitxml={junit}", "-o", "addopts=", *(f"--ignore={f}" for f in ignore)],
               cwd=root, env=env, timeout=timeout)
     outcomes: dict[str, str] = {}
@@ -138,7 +144,8 @@ def main() -> int:
             shutil.copytree(root / package, stage / Path(package).name)
         built = sh([sys.executable, "-m", "instrumentor.cli", str(stage), "-o", str(inst), "--all"], cwd=REPO)
         print(built.stdout, built.stderr, sep="", flush=True)
-        before, where0 = run_suite(python, root, "", peer.module, args.work / f"{peer.name}-orig.xml", args.timeout, peer.ignore)
+        before, where0 = run_suite(python, root, "", peer.module, args.work / f"{peer.name}-orig.xml", args.timeout, peer.ignore,
+                                   peer.tests)
         # pytest puts the suite's root first on sys.path: a package kept at the root (not under src/)
         # would be imported from there, and the instrumented copy never tested. Hidden meanwhile.
         hidden = [root / Path(p).name for p in peer.packages if (root / Path(p).name).is_dir()]
@@ -146,10 +153,13 @@ def main() -> int:
             h.rename(h.with_name(h.name + ".hidden-by-peer-suites"))
         try:
             after, where1 = run_suite(python, root, f"{inst}{os.pathsep}{REPO}", peer.module,
-                                      args.work / f"{peer.name}-inst.xml", args.timeout, peer.ignore)
+                                      args.work / f"{peer.name}-inst.xml", args.timeout, peer.ignore, peer.tests)
         finally:
             for h in hidden:
                 h.with_name(h.name + ".hidden-by-peer-suites").rename(h)
+        if not before:
+            ok = False
+            report.append(f"{peer.name}: no test ran in the original copy: wrong test directory ({peer.tests!r})?")
         if not where1.startswith(str(inst)):
             ok = False
             report.append(f"{peer.name}: the instrumented run did not import the instrumented copy ({where1})")

@@ -287,15 +287,16 @@ def guarded(backend: Backend, rids: Sequence[int], stmt: cst.BaseStatement, inli
     `stmt` re-enters in place when it returns, so only an exception needs the guard:
     `try:` / stmt / `except BaseException: __sp_back__() and ...; raise` (nothing runs on the normal
     path; the bare `raise` re-raises with the traceback as it was). Otherwise the statement is one
-    suspension (`x = yield v`, `return await f()`), or a `try`/`with` that may swallow what its
+    suspension (`x = yield v`, `return await f()`), or a `try`/`with`, which may swallow what its
     suspension raised, re-entered by `finally: __sp_back__() and ...` (after an in-place re-entry
     back() finds nothing: it re-enters once).
     Each clause is one line (linemap.py tells them from a user's `finally:` by that)."""
     body = cst.IndentedBlock([stmt.with_changes(leading_lines=())])
     again = reenter_statement(backend, rids)
-    # A one-line `try:` or `with` suite that suspends is guarded as a whole, and its own handlers
-    # (or `__exit__`) may swallow what the suspension raised: the guard must run then too.
-    if not inline or (isinstance(stmt, (cst.Try, cst.TryStar, cst.With)) and isinstance(stmt.body, cst.SimpleStatementSuite)):
+    # A `try` or `with` guarded as a whole (a one-line suite, an `except` type that suspends) may
+    # swallow what its suspension raised: its own handlers, `__exit__`, a `return`/`break` in its
+    # `finally:`. The guard must run then too.
+    if not inline or isinstance(stmt, (cst.Try, cst.TryStar, cst.With)):
         final = cst.Finally(body=cst.SimpleStatementSuite([again]))
         return cst.Try(body=body, finalbody=final, leading_lines=stmt.leading_lines)
     handler = cst.ExceptHandler(

@@ -276,4 +276,6 @@ def test_except_type_re_enters_in_place_and_in_the_finally_clause_first():
     # the user's `finally:` runs before the statement's guard: it re-enters first
     assert "finally:\n                __sp_back__() and __sp_on__ and __sp_enter__(0)\n                print(\"fin\")\n" in code
     assert 'finally: __sp_back__() and __sp_on__ and __sp_enter__(0); print("one line")\n' in code
-    assert code.count("except BaseException: __sp_back__() and __sp_on__ and __sp_enter__(0); raise") == 3
+    # each `try` is guarded as a whole by a `finally:` (a `return` in its own `finally:` could swallow
+    # what the `except` type raised: review 10)
+    assert code.count("finally: __sp_back__() and __sp_on__ and __sp_enter__(0)\n") == 3

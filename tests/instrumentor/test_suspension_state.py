@@ -676,3 +676,35 @@ def test_a_stale_note_is_never_taken_by_a_later_frame(tmp_path, pure):
     (st,) = [st for p, st in recorded.profile.items() if recorded.callpath_name(p).endswith("victim")]
     assert (st.visits, st.recursive) == (4000, 0) and st.incl_ns > 0
     assert recorded.end["dropped"] == 0
+
+
+@pytest.mark.parametrize("module", BACKENDS)
+def test_a_return_in_finally_that_swallows_an_except_type_await_re_enters(module):
+    # a `return` in the user's `finally:` ends the exception that the awaited `except` type raised
+    source = '''
+async def boom():
+    raise KeyError("x")
+
+async def swallowed():
+    try:
+        raise ValueError
+    except (await boom()):
+        pass
+    finally:
+        return "swallowed"
+
+async def one_line_handler():
+    for i in range(2):
+        try:
+            raise ValueError
+        except ValueError: await boom()
+        finally:
+            continue
+    return "handled"
+'''
+    _, ns, log, mod = _load(source, module)
+    start = mod._left_count()
+    assert asyncio.run(ns["swallowed"]()) == "swallowed"
+    assert asyncio.run(ns["one_line_handler"]()) == "handled"
+    assert mod._left_count() == start
+    assert strict_replay(log) == []

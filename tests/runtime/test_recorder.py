@@ -247,8 +247,11 @@ def test_without_flush_thread_epoch_ends_still_flush(tmp_path):
 def test_sigint_keyboard_interrupt_is_recorded_as_signal(tmp_path):
     e = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
     e.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"))
+    # SIGINT as in a terminal: a shell without job control starts background jobs with it ignored,
+    # and the child would inherit that (the test then timed out when pytest ran as `... &`)
     proc = subprocess.Popen([sys.executable, str(APP), "hang"], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=tmp_path)
+                            text=True, cwd=tmp_path,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stdout.readline().strip() == "ready"
         proc.send_signal(signal.SIGINT)

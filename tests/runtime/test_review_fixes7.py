@@ -132,7 +132,8 @@ def _unshare_works() -> bool:
 @pytest.mark.skipif(not sys.platform.startswith("linux") or not _unshare_works(),
                     reason="needs unshare --pid (Linux, privileges)")
 def test_ranks_run_when_the_launcher_is_pid_1(tmp_path):
-    write(tmp_path / "main.py", "import os\nprint('parent', os.getppid(), 'seen', os.environ.get('SCALEPROBE_PARENT_PID'))\n")
+    # one write per rank: two ranks' print() pieces could interleave on the shared pipe
+    write(tmp_path / "main.py", "import os\nos.write(1, f\"parent {os.getppid()} seen {os.environ.get('SCALEPROBE_PARENT_PID')}\\n\".encode())\n")
     done = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-m", "runtime.launch",
                            "--nproc", "2", "main.py"], cwd=tmp_path, env=clean_env(), capture_output=True,
                           text=True, timeout=120)

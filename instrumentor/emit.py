@@ -181,12 +181,16 @@ class NvtxBackend:
             # runtime.probe's left()/back() (see LEFT) in pure Python: this backend's code needs no
             # `runtime`. The module's set of frame ids, each the frame of its function (a
             # comprehension runs in a frame of its own before Python 3.12).
+            # A note holds its frame on 3.11+ (runtime/_pyprobe.py: a stale one is never taken by
+            # a later frame at the same address).
             lines += [
-                '__sp_held__ = set(); __sp_frame__ = __import__("sys")._getframe',
+                '__sp_held__ = {}; __sp_frame__ = __import__("sys")._getframe; '
+                '__sp_keep__ = __import__("sys").version_info >= (3, 11)',
                 '__sp_owner__ = lambda f: __sp_owner__(f.f_back) if f.f_code.co_name[-5:] == "comp>" and f.f_back else f',
-                f"{LEFT} = lambda inner=0: __sp_held__.add(id(__sp_owner__(__sp_frame__(1)) if inner else __sp_frame__(1))) or True",
-                f"{BACK} = lambda inner=0: bool(__sp_held__) and (__sp_k__ := id(__sp_owner__(__sp_frame__(1)) if inner else "
-                "__sp_frame__(1))) in __sp_held__ and not __sp_held__.discard(__sp_k__)",
+                f"{LEFT} = lambda inner=0: not __sp_held__.__setitem__(id(__sp_f__ := __sp_owner__(__sp_frame__(1)) if inner "
+                "else __sp_frame__(1)), __sp_f__ if __sp_keep__ else True)",
+                f"{BACK} = lambda inner=0: bool(__sp_held__) and __sp_held__.pop(id(__sp_owner__(__sp_frame__(1)) if inner "
+                "else __sp_frame__(1)), None) is not None",
             ]
         if self.map_lines:
             # Found without importing anything: a `runtime` package that has a `linemap` module.

@@ -46,8 +46,9 @@ STATE_VERSION = 1
 #  6: suspensions in a nested def's decorators/defaults, a class's bases/keywords, a lambda's defaults
 #     and an `except` type are bracketed;
 #  7: no local `__sp_out__`: the runtime's left()/back() note per frame that the regions were left;
-#  8: a one-line `try`/`with` that suspends gets the `finally:` guard)
-REWRITE_REVISION = 8
+#  8: a one-line `try`/`with` that suspends gets the `finally:` guard;
+#  9: the handlers of a one-line `try:` body that suspends re-enter first; NVTX notes hold frames)
+REWRITE_REVISION = 9
 # libcst recurses once per nesting level (long `a + b + ...` chains); the import hook uses the same
 RECURSION_LIMIT = 20000
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).

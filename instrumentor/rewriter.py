@@ -185,13 +185,17 @@ class Rewriter:
         if isinstance(stmt, (cst.Try, cst.TryStar)):
             # in source order, as facts.py walks them: try body, handlers, else, finally
             body = self.suite(stmt.body, scope)
+            body_left = self.suspended  # a one-line body that suspends
             # An await/yield in an `except` type is bracketed in place; when it raises, the guard
             # around the whole statement re-enters the regions. A `finally:` clause runs before
-            # that guard: it re-enters them first itself (a line more; see emit.guarded).
+            # that guard: it re-enters them first itself (a line more; see emit.guarded). So do the
+            # handlers of a one-line body that suspends: what they catch may come from there.
             handlers = [
                 h.with_changes(type=h.type and self.header_expr(h.type, scope), body=self.suite(h.body, scope))
                 for h in stmt.handlers
             ]
+            if body_left is not None:
+                handlers = [h.with_changes(body=emit.reenter_first(self.backend, body_left, h.body)) for h in handlers]
             orelse = stmt.orelse and stmt.orelse.with_changes(body=self.suite(stmt.orelse.body, scope))
             left = self.suspended
             final = stmt.finalbody and stmt.finalbody.with_changes(body=self.suite(stmt.finalbody.body, scope))

@@ -637,11 +637,23 @@ static PyObject *p_left(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_TRUE;
 }
 
+static PyObject *held_remove(uintptr_t key);
+
 static PyObject *p_back(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     int inner = read_inner("back", args, nargs);
     if (inner < 0) return NULL;
     if (!held_used) Py_RETURN_FALSE;
-    uintptr_t key = owner_frame(inner);
+    return held_remove(owner_frame(inner));
+}
+
+/* back() on behalf of `frame` (the `async with` wrapper's __aexit__, for the coroutine that awaits it). */
+static PyObject *p_back_of(PyObject *self, PyObject *frame) {
+    if (!held_used) Py_RETURN_FALSE;
+    return held_remove((uintptr_t)frame);
+}
+
+static PyObject *held_remove(uintptr_t key) {
+    if (!key) Py_RETURN_FALSE;
     size_t h = held_slot(key);
     while (held[h] != key) {
         if (!held[h]) Py_RETURN_FALSE;
@@ -746,6 +758,7 @@ static PyMethodDef methods[] = {
      "left(inner=0): the calling generator or coroutine left its regions at a suspension (inner: from a comprehension). True."},
     {"back", (PyCFunction)(void (*)(void))p_back, METH_FASTCALL,
      "back(inner=0): whether the calling generator or coroutine left its regions and has not come back yet; forgets it."},
+    {"back_of", p_back_of, METH_O, "back_of(frame): back() on behalf of `frame`."},
     {"_left_count", p_left_count, METH_NOARGS, "Frames noted by left() and not yet by back() (for tests)."},
     {"run_toplevel", p_run_toplevel, METH_VARARGS,
      "run_toplevel(code, globals): exec(code, globals) at the recursion depth of a script's module."},

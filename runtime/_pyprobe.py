@@ -322,6 +322,11 @@ def back(inner: int = 0, _frame=sys._getframe, _held=_held, _forget=_held.pop, _
     return _forget(_id(_owner(_frame(1)) if inner else _frame(1)), None) is not None
 
 
+def back_of(frame, _held=_held, _forget=_held.pop, _id=id) -> bool:
+    """back() on behalf of `frame` (the `async with` wrapper's __aexit__, for the coroutine that awaits it)."""
+    return bool(_held) and _forget(_id(frame), None) is not None
+
+
 def _left_count() -> int:
     """Frames noted by left() and not yet by back() (for tests)."""
     return len(_held)

@@ -30,6 +30,7 @@ exit = _backend.impl.exit
 mark = _backend.impl.mark
 left = _backend.impl.left
 back = _backend.impl.back
+_back_of = _backend.impl.back_of
 BACKEND = _backend.NAME
 
 _ENTER_NAME = "__sp_enter__"
@@ -182,6 +183,11 @@ class _AsyncCtx:
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
         g, rids = self._g, self._rids
+        if exc_type is not None and _back_of(sys._getframe(1)):
+            # what the body raised came from a suspension of the awaiting coroutine, which left
+            # these regions and had not re-entered them yet (a one-line body, a later item that
+            # awaits): re-entered here, so that they are open while __aexit__ runs and after it
+            _resume(g, rids)
         _leave(g, rids)
         try:
             # returned as is: its truth value decides whether the exception is suppressed

@@ -284,7 +284,9 @@ class Project:
             bound = region_bound(data.decode("latin-1"))
             block = entry["block"] if entry else None
             prior = {r["key"]: r["id"] for r in entry["regions"]} if entry else {}
-            if block is None or block[1] - block[0] < bound:
+            # the ids of the known regions stay theirs (IdAllocator leaves them out of the pool), so
+            # the block must hold `bound` more: a file rewritten with other regions needs new ids
+            if block is None or block[1] - block[0] - sum(block[0] <= i < block[1] for i in prior.values()) < bound:
                 block = [next_id, next_id + max(bound, 1)]
                 next_id = block[1]
                 # the outgrown block stays this file's, so its known regions keep their ids

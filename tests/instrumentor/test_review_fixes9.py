@@ -102,3 +102,21 @@ def test_a_special_method_set_to_none_or_a_raising_descriptor_acts_as_in_python(
     assert plain.returncode == 0, plain.stderr
     assert "aiter 'NoneType' object is not callable" in plain.stdout and "entered\nbody" in plain.stdout
     assert_same(plain, built, hooked)
+
+
+def test_a_file_rewritten_with_other_regions_is_instrumented_again_into_the_same_out(tmp_path):
+    # its block held the ids of its former regions, which stay reserved for them: the new regions
+    # found the pool empty ("internal: region id pool exhausted")
+    import json
+
+    from instrumentor.cli import main as cli_main
+
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    (src / "main.py").write_text("".join(f"def {n}():\n    return 1\n" for n in "abc"))
+    assert cli_main([str(src), "-o", str(out), "-q"]) == 0
+    (src / "main.py").write_text("".join(f"def {n}():\n    return 1\n" for n in "def"))
+    assert cli_main([str(src), "-o", str(out), "-q"]) == 0
+    manifest = json.loads((out / ".scaleprobe" / "manifest.json").read_text())
+    ids = [r["id"] for r in manifest["regions"]]
+    assert sorted(r["name"] for r in manifest["regions"]) == ["d", "e", "f"] and len(set(ids)) == 3

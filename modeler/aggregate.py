@@ -179,7 +179,7 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
             cp = names.callpath(rf, path)
             ends_in[path[-1]].add(cp)
             visits_of[path[-1]] += st.visits
-            if path in rf.unknown_paths:
+            if path in rf.check.unknown_paths:
                 continue  # see below
             if path[-1] in run.throttled:
                 # timing stopped after the throttle limit: what was recorded is a part of unknown size
@@ -191,9 +191,9 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
             totals[(cp, "visits")] += st.visits
 
         # records left out for bad values (runvalues): the totals they add to are short, or gone
-        for path in rf.unknown_paths:
+        for path in rf.check.unknown_paths:
             unknown.update((names.callpath(rf, path), m) for m in ("time", "exclusive_time", "visits"))
-        for rec in rf.unknown_comms:
+        for rec in rf.check.unknown_comms:
             unknown.update((_comm_callpath(names, rf, rec), m) for m in _COMM_METRICS)
 
         def loop_callpath(rid: Any) -> str:
@@ -221,7 +221,7 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
                 _peak(peaks, (cp, "peak_rss"), _number(mem.get("rss_peak_bytes")))
         for rid, g in run.gpu_regions.items():
             n, ns = _number(g.get("samples")), _number(g.get("gpu_ns"))
-            if rid in rf.unknown_gpu:
+            if rid in rf.check.unknown_gpu:
                 unknown.add((loop_callpath(rid), "gpu_time"))
             elif n and ns is not None and visits_of.get(rid) and rid not in run.throttled:
                 # sampled visits: the mean GPU time per visit, scaled to all visits of the region

@@ -190,7 +190,7 @@ def judge(run: "RunRecord", include_incomplete: bool) -> None:
     for f in main:
         per_rank[f.rank].append(f)
     doubled = {r: fs for r, fs in sorted(per_rank.items()) if len(fs) > 1}
-    damaged = [f for f in run.files if f.undefined or f.lost]
+    damaged = [f for f in run.files if f.check.undefined or f.check.lost]
     failed = [f for f in main if f.status == "failed"]
     incomplete = [f for f in main if f.status == "incomplete"]
     if run.disagree:
@@ -204,16 +204,16 @@ def judge(run: "RunRecord", include_incomplete: bool) -> None:
         )
     elif damaged:
         f = damaged[0]
-        if f.undefined:
-            ids = ", ".join(str(i) for i in sorted(f.undefined))
+        if f.check.undefined:
+            ids = ", ".join(str(i) for i in sorted(f.check.undefined))
             run.status, run.reason = "damaged", (
                 f"{f.path}: records use region id(s) {ids} that the file does not define: their call paths "
                 f"cannot be named, and the rank's values would miss them"
             )
         else:
-            assert f.lost is not None
+            assert f.check.lost is not None
             run.status, run.reason = "damaged", (
-                f"{f.path}:{f.lost[0]}: {f.lost[1]} could not be used (see the warning for that line): "
+                f"{f.path}:{f.check.lost[0]}: {f.check.lost[1]} could not be used (see the warning for that line): "
                 f"the rank's totals would be short by what it held"
             )
     elif failed:

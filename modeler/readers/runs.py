@@ -24,7 +24,7 @@ from ..errors import InputError
 from ..listing import listing
 from . import FileResult, ReadOptions, expand
 from .runjudge import attribute_unreadable, drop_copies, judge, run_file_rank
-from .runvalues import check_values
+from .runvalues import ValueCheck, check_values
 
 _NO_END = "no end record"
 #: how the runtime's writer starts every run file (compact JSON, the record type first)
@@ -62,14 +62,8 @@ class RankFile:
 
     path: Path
     run: Run
-    undefined: dict[int, int] = field(default_factory=dict)  # region ids used, never defined -> line
-    #: call paths whose totals miss a left-out profile record (runvalues.ValueCheck.unknown_paths)
-    unknown_paths: set[tuple[int, ...]] = field(default_factory=set)
-    #: left-out comm records and the region ids of left-out gpu records (runvalues.ValueCheck)
-    unknown_comms: list[dict[str, Any]] = field(default_factory=list)
-    unknown_gpu: set[int] = field(default_factory=set)
-    #: the first left-out record whose loss cannot be pinned on call paths: (line, what it was)
-    lost: tuple[int, str] | None = None
+    #: region ids used, never defined; totals short of left-out records (runvalues.ValueCheck)
+    check: ValueCheck = field(default_factory=ValueCheck)
     #: started by another process of its rank without the multiprocessing markers (a subprocess that
     #: runs an instrumented script inherits the rank and run id): see `spawned_by_rank`
     spawned: bool = False
@@ -350,14 +344,7 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
         warnings.extend(msg for msg in run.problems if _NO_END not in msg)
         check = check_values(p, run)
         warnings.extend(check.warnings)
-        n_lost = len(check.unknown_paths) + len(check.unknown_comms) + len(check.unknown_gpu)
-        if n_lost and not check.lost and not check.undefined:
-            warnings.append(
-                f"{p}: {n_lost} left-out record(s) held part of a total (time, visits, communication or GPU "
-                f"time): this run gives those call paths no value for it (neither a value nor 0)"
-            )
-        rank_files.append(RankFile(p, run, check.undefined, check.unknown_paths, check.unknown_comms,
-                                   check.unknown_gpu, check.lost))
+        rank_files.append(RankFile(p, run, check))
     rank_files, copies, copy_results = drop_copies(rank_files)
     warnings.extend(copies)
     files.extend(copy_results)

@@ -110,7 +110,19 @@ def _records(path: Path, raw: bytes, problems: list[str]) -> Iterator[tuple[int,
 
 def check_values(path: Path, run: Run) -> ValueCheck:
     """Report impossible values of `run` (read from `path`) with their lines and take those records
-    back out of `run`; list the region ids it uses without defining them."""
+    back out of `run`; list the region ids it uses without defining them, and the totals that the
+    records left out (by read_run or here) took from."""
+    out = _check_values(path, run)
+    n_lost = len(out.unknown_paths) + len(out.unknown_comms) + len(out.unknown_gpu)
+    if n_lost and not out.lost and not out.undefined:
+        out.warnings.append(
+            f"{path}: {n_lost} left-out record(s) held part of a total (time, visits, communication or GPU "
+            f"time): this run gives those call paths no value for it (neither a value nor 0)"
+        )
+    return out
+
+
+def _check_values(path: Path, run: Run) -> ValueCheck:
     out = ValueCheck()
     undefined = _undefined_ids(run)
     try:

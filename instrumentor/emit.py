@@ -12,9 +12,11 @@ rewritten file can be numbered without a second parse.
   the suspension is guarded by a `try:` line and a one-line clause that re-enters after a
   suspension that raised (`gen.throw`, `close()`, a failed await):
   `except BaseException: __sp_back__() and __sp_on__ and __sp_enter__(N); raise`, or, for a
-  statement that is one suspension, `finally: __sp_back__() and __sp_on__ and __sp_enter__(N)`,
-  which also re-enters when it returned. A user's `finally:` of a `try` that suspends in an
-  `except` type gets the line `__sp_back__() and __sp_on__ and __sp_enter__(N)` first;
+  statement that is one suspension or a `try`/`with` guarded as a whole,
+  `finally: __sp_back__() and __sp_on__ and __sp_enter__(N)`, which also re-enters when it
+  returned. A user's `finally:` of a `try` that suspends in a header or a one-line clause, and the
+  handlers of a one-line `try:` body that suspends, get `__sp_back__() and __sp_on__ and
+  __sp_enter__(N)` first;
 - the hidden awaits of `async for`/`async with` add no line: their operand is wrapped in place
   (`__sp_aiter__((N, M), it)`, `__sp_actx__((N,), cm)`);
 - the module header: lines starting with `from runtime.probe import enter as __sp_`,
@@ -276,8 +278,9 @@ def reenter_statement(backend: Backend, rids: Sequence[int]) -> cst.Expr:
 
 def reenter_first(backend: Backend, rids: Sequence[int], suite: cst.BaseSuite) -> cst.BaseSuite:
     """A `finally:` block of a statement that suspends in its headers (an `except` clause's type)
-    or one-line clauses, which runs before the statement's guard: it re-enters the regions first
-    if they were left (`__sp_back__() and __sp_on__ and __sp_enter__(0)`)."""
+    or one-line clauses, or a handler of a one-line `try:` body that suspends, which runs before
+    the statement's guard: it re-enters the regions first if they were left
+    (`__sp_back__() and __sp_on__ and __sp_enter__(0)`)."""
     again = reenter_statement(backend, rids)
     if isinstance(suite, cst.IndentedBlock):
         return suite.with_changes(body=[cst.SimpleStatementLine([again]), *suite.body])

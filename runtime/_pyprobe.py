@@ -2,7 +2,7 @@
 
 The C extension `runtime._cprobe` implements the same functions faster; this module is the
 fallback when it is not built (no compiler) or when SCALEPROBE_PURE=1. Both expose:
-enter, exit, mark, left, back, ensure_capacity, set_off, take_deltas, take_iterations, current_path,
+enter, exit, mark, left, back, back_of, ensure_capacity, set_off, take_deltas, take_iterations, current_path,
 reset_after_fork, dropped, threads, exit_seen, set_exit_seen, take_final_deltas, exit_elsewhere.
 
 The hot path is bytecode-bound, so every choice below saves bytecodes or allocations
@@ -285,12 +285,12 @@ def mark(rid: int, _iters=_iters) -> None:
         _dropped[0] += 1
 
 
-# Frames (their ids) of the generators and coroutines that left their regions at a suspension and
-# have not come back yet (see left). One set for the process: a generator may be resumed on another
-# thread; set.add and set.discard are atomic under the GIL.
-# id of a frame -> the frame: held, so that a stale note (no back() came: a generator that ignores
-# GeneratorExit) cannot be taken by a later frame at the same address; since 3.11 only, where that
-# reference keeps no reference cycle through a suspended generator alive (see _cprobe.c)
+# The generators and coroutines that left their regions at a suspension and have not come back yet
+# (see left): id of the frame -> the frame, held so that a stale note (no back() came: a generator
+# that ignores GeneratorExit) cannot be taken by a later frame at the same address; since 3.11 only,
+# where that reference keeps no reference cycle through a suspended generator alive (see _cprobe.c).
+# One dict for the process: a generator may be resumed on another thread; a dict item is set and
+# popped atomically under the GIL.
 _held: dict[int, object] = {}
 _HOLD = sys.version_info >= (3, 11)
 

@@ -13,7 +13,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import numpy as np
 
@@ -109,57 +109,55 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
     parameters: list[str] | None = None
     data: dict[tuple[str, str], dict[tuple[float, ...], list[float]]] = {}
     try:
-        f = open(path, "rb")
+        raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    with f:
-        for ln, line in _text_lines(path, f, warnings):
-            if not line.strip():
-                continue
-            where = f"{path}:{ln}"
-            try:
-                obj = _loads(line)
-            except ValueError as exc:
-                why = getattr(exc, "msg", None) or str(exc).split(":")[0]
-                warnings.append(f"{where}: not valid JSON ({why}); line skipped")
-                continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("params"), dict) or "value" not in obj:
-                warnings.append(f"{where}: needs an object with \"params\" and \"value\"; line skipped")
-                continue
-            params = obj["params"]
-            if parameters is None:
-                parameters = list(params)
-            if set(params) != set(parameters):
-                warnings.append(
-                    f"{where}: parameters {sorted(params)} differ from the file's {sorted(parameters)}; line skipped"
-                )
-                continue
-            coord = [params[p] for p in parameters]
-            if not _finite_numbers(coord):
-                warnings.append(f"{where}: parameter values must be finite numbers; line skipped")
-                continue
-            value = obj["value"]
-            values = value if isinstance(value, list) else [value]
-            if not values or not _finite_numbers(values):
-                warnings.append(f"{where}: \"value\" must be a finite number or a list of them; line skipped")
-                continue
-            callpath = obj.get("callpath", _DEFAULT_CALLPATH)
-            metric = obj.get("metric", _DEFAULT_METRIC)
-            if not isinstance(callpath, str) or not isinstance(metric, str):
-                warnings.append(f"{where}: \"callpath\" and \"metric\" must be strings; line skipped")
-                continue
-            key = (callpath, metric)
-            data.setdefault(key, {}).setdefault(tuple(map(float, coord)), []).extend(map(float, values))
+    for ln, line in _text_lines(path, raw, warnings):
+        if not line.strip():
+            continue
+        where = f"{path}:{ln}"
+        try:
+            obj = _loads(line)
+        except ValueError as exc:
+            why = getattr(exc, "msg", None) or str(exc).split(":")[0]
+            warnings.append(f"{where}: not valid JSON ({why}); line skipped")
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("params"), dict) or "value" not in obj:
+            warnings.append(f"{where}: needs an object with \"params\" and \"value\"; line skipped")
+            continue
+        params = obj["params"]
+        if parameters is None:
+            parameters = list(params)
+        if set(params) != set(parameters):
+            warnings.append(
+                f"{where}: parameters {sorted(params)} differ from the file's {sorted(parameters)}; line skipped"
+            )
+            continue
+        coord = [params[p] for p in parameters]
+        if not _finite_numbers(coord):
+            warnings.append(f"{where}: parameter values must be finite numbers; line skipped")
+            continue
+        value = obj["value"]
+        values = value if isinstance(value, list) else [value]
+        if not values or not _finite_numbers(values):
+            warnings.append(f"{where}: \"value\" must be a finite number or a list of them; line skipped")
+            continue
+        callpath = obj.get("callpath", _DEFAULT_CALLPATH)
+        metric = obj.get("metric", _DEFAULT_METRIC)
+        if not isinstance(callpath, str) or not isinstance(metric, str):
+            warnings.append(f"{where}: \"callpath\" and \"metric\" must be strings; line skipped")
+            continue
+        key = (callpath, metric)
+        data.setdefault(key, {}).setdefault(tuple(map(float, coord)), []).extend(map(float, values))
     return _to_dataset(path, parameters or [], data, warnings)
 
 
 _COORD = re.compile(r"\(([^()]*)\)")
 
 
-def _text_lines(path: Path, f: Any, warnings: list[str]) -> Iterator[tuple[int, str]]:
-    """(line number, text) of a binary file: a line that is not UTF-8 is said and skipped, not the
-    whole file; a byte-order mark at the start is not content."""
-    data = f.read()
+def _text_lines(path: Path, data: bytes, warnings: list[str]) -> Iterator[tuple[int, str]]:
+    """(line number, text) of the bytes of file `path`: a line that is not UTF-8 is said and
+    skipped, not the whole file; a byte-order mark at the start is not content."""
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
     try:
@@ -181,8 +179,7 @@ def read_extrap_text(path: str | Path) -> Dataset:
     path = Path(path)
     warnings: list[str] = []
     try:
-        with open(path, "rb") as f:
-            numbered = list(_text_lines(path, f, warnings))
+        numbered = _text_lines(path, path.read_bytes(), warnings)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     parameters: list[str] = []

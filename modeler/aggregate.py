@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -160,6 +160,39 @@ class RankMetrics:
     throttled: set[str]  # call paths of throttled regions
 
 
+#: a step record's fields and the metrics they give (an epoch's duration gives `epoch_time`)
+LOOP_FIELDS = (("duration_ns", "step_time"), ("data_wait_ns", "data_wait"), ("comm_ns", "step_comm_time"),
+               ("gpu_ns", "step_gpu_time"))
+
+
+def loop_callpaths(rf: RankFile, names: RegionNames,
+                   ends_in: dict[int, set[str]] | None = None) -> Callable[[Any], str]:
+    """How a step or epoch record's loop (a region id) is named: its call path when the file reaches
+    it one way only, else its bare name. `ends_in`: region id -> the call paths ending in it, when
+    the caller has them already."""
+    if ends_in is None:
+        ends_in = defaultdict(set)
+        for path in rf.run.profile:
+            if path:
+                ends_in[path[-1]].add(names.callpath(rf, path))
+
+    def loop_callpath(rid: Any) -> str:
+        paths = ends_in.get(int(rid), set()) if isinstance(rid, int) else set()
+        return next(iter(paths)) if len(paths) == 1 else (names.label(rf, rid) if isinstance(rid, int) else str(rid))
+
+    return loop_callpath
+
+
+def loop_records(rf: RankFile, loop_callpath: Callable[[Any], str]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """("step" or "epoch", loop call path, record) of a file's steps and epochs; steps outside the
+    schedule's active window (warm-up, skipped steps) are left out."""
+    for rec in rf.run.steps:
+        if rec.get("active") is not False:
+            yield "step", loop_callpath(rec.get("region")), rec
+    for rec in rf.run.epochs:
+        yield "epoch", loop_callpath(rec.get("region")), rec
+
+
 def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
     """One rank's metrics, its processes summed."""
     totals: dict[Key, float] = defaultdict(float)
@@ -196,28 +229,15 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
         for rec in rf.check.unknown_comms:
             unknown.update((_comm_callpath(names, rf, rec), m) for m in _COMM_METRICS)
 
-        def loop_callpath(rid: Any) -> str:
-            # the loop's call path when it is reached one way only, else its bare name
-            paths = ends_in.get(int(rid), set()) if isinstance(rid, int) else set()
-            return next(iter(paths)) if len(paths) == 1 else (names.label(rf, rid) if isinstance(rid, int) else str(rid))
-
-        for rec in run.steps:
-            if rec.get("active") is False:
-                continue  # outside the schedule's active window: warm-up and skipped steps
-            cp = loop_callpath(rec.get("region"))
-            for field, metric in (("duration_ns", "step_time"), ("data_wait_ns", "data_wait"),
-                                  ("comm_ns", "step_comm_time"), ("gpu_ns", "step_gpu_time")):
+        loop_callpath = loop_callpaths(rf, names, ends_in)
+        for kind, cp, rec in loop_records(rf, loop_callpath):
+            for field, metric in (LOOP_FIELDS if kind == "step" else LOOP_FIELDS[:1]):
                 v = _ns(rec.get(field))
                 if v is not None:
-                    samples[(cp, metric)].append(v)
-            _peak(peaks, (cp, "peak_memory"), _bytes(rec.get("memory"), "rss"))
-        for rec in run.epochs:
-            cp = loop_callpath(rec.get("region"))
-            v = _ns(rec.get("duration_ns"))
-            if v is not None:
-                samples[(cp, "epoch_time")].append(v)
-            mem = rec.get("memory")
-            if isinstance(mem, dict):
+                    samples[(cp, metric if kind == "step" else "epoch_time")].append(v)
+            if kind == "step":
+                _peak(peaks, (cp, "peak_memory"), _bytes(rec.get("memory"), "rss"))
+            elif isinstance(mem := rec.get("memory"), dict):
                 _peak(peaks, (cp, "peak_rss"), _number(mem.get("rss_peak_bytes")))
         for rid, g in run.gpu_regions.items():
             n, ns = _number(g.get("samples")), _number(g.get("gpu_ns"))

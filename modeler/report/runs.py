@@ -3,7 +3,8 @@
 The report needs more than the fitted dataset keeps: which run failed, how long each rank spent in
 each region (imbalance), the steps' split into compute, communication and data wait, and one run's
 call tree. It starts from the readers' `RunSet` (so that both agree on which runs failed) and keeps, per
-rank, only what the reader contract documents (header, regions, profile, epochs, steps, comms, end).
+rank, only what the reader contract documents (header, regions, profile, comms, end) and its steps' and
+epochs' medians per loop.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any, Sequence
 
+from ..aggregate import loop_callpaths, loop_records
 from ..dataset import RANKS_PARAMETER
 
 # Header keys that differ per rank or per run; everything else in a header describes the environment.
@@ -30,8 +32,6 @@ class RankData:
     header: dict
     names: dict[int, str]
     profile: dict[tuple[int, ...], Any]
-    steps: list[dict]
-    epochs: list[dict]
     comms: list[dict]
     ok: bool
     status: str
@@ -124,36 +124,21 @@ STEP_FIELDS = {"duration": "duration_ns", "data_wait": "data_wait_ns", "comm": "
 def loop_stats(files: Sequence[Any], names: Any) -> dict[str, dict[str, dict[str, float]]]:
     """One rank's steps and epochs per loop: {kind: {loop call path: {field: median ns, "count": n}}}.
 
-    As `modeler.aggregate.rank_metrics` takes `step_time`, `data_wait`, `step_comm_time`,
-    `step_gpu_time` and `epoch_time`, so that the report and `modeler fit` agree: the steps outside
-    the schedule's active window (`active: false`: warm-up, skipped steps) are left out, each loop
-    (train, eval) is kept apart under its call path where it is reached one way (else its bare
-    name), a field a record lacks is not counted, and the rank's value is the median, which a slow
-    first step does not dominate."""
+    Over the records `modeler fit` takes `step_time`, `data_wait`, `step_comm_time`,
+    `step_gpu_time` and `epoch_time` from (`aggregate.loop_records`: active steps only, each loop
+    under its call path), so that the report and `modeler fit` agree: a field a record lacks is not
+    counted, and the rank's value is the median, which a slow first step does not dominate."""
     samples: dict[str, dict[str, dict[str, list[float]]]] = {"steps": {}, "epochs": {}}
     counts: dict[str, dict[str, int]] = {"steps": defaultdict(int), "epochs": defaultdict(int)}
     for rf in files:
-        run = rf.run
-        ends_in: dict[int, set[str]] = defaultdict(set)
-        for path in run.profile:
-            if path:
-                ends_in[path[-1]].add(names.callpath(rf, path))
-
-        def loop_callpath(rid: Any) -> str:
-            paths = ends_in.get(rid, set()) if isinstance(rid, int) else set()
-            return next(iter(paths)) if len(paths) == 1 else (names.label(rf, rid) if isinstance(rid, int) else str(rid))
-
-        for kind in ("steps", "epochs"):
-            for rec in getattr(run, kind):
-                if kind == "steps" and rec.get("active") is False:
-                    continue
-                cp = loop_callpath(rec.get("region"))
-                counts[kind][cp] += 1
-                fields = samples[kind].setdefault(cp, {})
-                for key, name in STEP_FIELDS.items():
-                    v = rec.get(name)
-                    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
-                        fields.setdefault(key, []).append(float(v))
+        for kind, cp, rec in loop_records(rf, loop_callpaths(rf, names)):
+            kind = f"{kind}s"
+            counts[kind][cp] += 1
+            fields = samples[kind].setdefault(cp, {})
+            for key, name in STEP_FIELDS.items():
+                v = _as_number(rec.get(name))
+                if v is not None:
+                    fields.setdefault(key, []).append(v)
     return {kind: {cp: {**{k: float(median(v)) for k, v in fields.items() if v}, "count": float(counts[kind][cp])}
                    for cp, fields in loops.items()}
             for kind, loops in samples.items()}
@@ -187,8 +172,6 @@ def _rank_data(rank: int, files: Sequence[Any], names: Any) -> RankData:
         header=header,
         names={int(rid): names.label(main, int(rid)) for rid in run.regions},
         profile=dict(run.profile),
-        steps=list(run.steps),
-        epochs=list(run.epochs),
         comms=list(run.comms),
         ok=end is not None and status == "ok",
         status=status,

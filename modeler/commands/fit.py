@@ -10,8 +10,8 @@ import sys
 from collections import Counter
 from typing import Sequence
 
-from ..dataset import REPETITION_AGGREGATES, Dataset
-from ..derived import baselines, basis_series_needed
+from ..dataset import REPETITION_AGGREGATES, Dataset, Series
+from ..derived import Baselines, baselines, basis_series_needed
 from ..errors import InputError
 from ..grid import grid_gaps_warning
 from ..listing import listing
@@ -81,11 +81,8 @@ def fit_dataset(
     gaps = grid_gaps_warning(data.parameters, [s.points for s in data.series])
     if gaps:
         warnings.append(gaps)
-    extra = parts_series(data, measured, min_points)
     derive = per_rank_time and compat is None  # --compat extrap: Extra-P's output, nothing more
-    times = basis_series_needed(data, measured, min_points) if derive else []
-    extra += [s for s in times if all((s.callpath, s.metric) != (e.callpath, e.metric) for e in extra)]
-    bases = baselines([*data.series, *times], data.parameters) if derive else None
+    extra, bases = companion_series(data, measured, derive, min_points)
 
     from ..estimator import PMNFModeler  # the engine is heavy; `modeler export` never needs it
 
@@ -97,6 +94,23 @@ def fit_dataset(
     units = {(s.callpath, s.metric): s.unit for s in data.series}
     return rank_models(shown, data.parameters, target, warnings=[*data.warnings, *warnings, *notes], units=units,
                        companions=companions, nonnegative=nonnegative_keys(data.series), baselines=bases)
+
+
+def companion_series(data: Dataset, measured: Dataset | None, derive: bool,
+                     min_points: int = 3) -> tuple[list[Series], Baselines | None]:
+    """The series fitted beside `data` but not shown, and the baselines of the figures from the
+    per-rank time: the parents' exclusive times (each time model is checked against its parts)
+    and, when `derive`, the time and cost series that speedup, efficiency and cost derive from."""
+    extra = parts_series(data, measured, min_points)
+    times = basis_series_needed(data, measured, min_points) if derive else []
+    extra += new_series(times, extra)
+    return extra, baselines([*data.series, *times], data.parameters) if derive else None
+
+
+def new_series(series: Sequence[Series], have: Sequence[Series]) -> list[Series]:
+    """`series` less those whose (call path, metric) `have` has already."""
+    keys = {(s.callpath, s.metric) for s in have}
+    return [s for s in series if (s.callpath, s.metric) not in keys]
 
 
 def per_rank_time(args: argparse.Namespace, loaded) -> bool:

@@ -7,10 +7,8 @@ import sys
 from pathlib import Path
 
 from ..dataset import REPETITION_AGGREGATES, Dataset
-from ..derived import baselines, basis_series_needed
 from ..errors import InputError
-from ..parts import parts_series
-from ..commands.fit import per_rank_time
+from ..commands.fit import companion_series, new_series, per_rank_time
 from ..commands.inputs import add_input_options, load_from_args, name_skipped, read_options, select_callpaths
 from .assemble import ReportOptions, build_report, check_options, headline_series, parse_assignments
 
@@ -49,10 +47,6 @@ def _choose_metric(asked: str | None, metrics: list[str]) -> str:
     raise InputError(f"--metric: the inputs have no 'time'; choose one of {', '.join(metrics)}")
 
 
-def _new(series, extra) -> bool:
-    return all((series.callpath, series.metric) != (e.callpath, e.metric) for e in extra)
-
-
 def run(args: argparse.Namespace) -> int:
     from ..estimator import PMNFModeler
     from ..ranking import measured_maximum, parse_at
@@ -79,16 +73,12 @@ def run(args: argparse.Namespace) -> int:
     # against its parts; the time and cost of the call paths whose speedup, efficiency or cost is
     # shown, to derive those from the per-rank time as `modeler fit` does; under --ranks sum or min,
     # the top-level regions' cost, which the run time is taken from
-    extra = parts_series(selected, dataset)
-    derive = per_rank_time(args, loaded)
-    if derive:
-        extra += [s for s in basis_series_needed(selected, dataset) if _new(s, extra)]
+    extra, bases = companion_series(selected, dataset, per_rank_time(args, loaded))
     if metric == "time":
-        extra += [s for s in headline_series(dataset, groups, ranks) if _new(s, extra)]
+        extra += new_series(headline_series(dataset, groups, ranks), extra)
     both = Dataset(selected.parameters, [*selected.series, *extra], list(selected.warnings), list(selected.sources))
     models = PMNFModeler(aggregate=args.repetitions).fit(both).models_
     n = len(selected.series)
-    bases = baselines([*selected.series, *extra], selected.parameters) if derive else None
     report = build_report(groups, selected, models[:n], options, companions=models[n:], baselines=bases)
     if args.format == "markdown":
         text = render_markdown(report, top=max(args.top, 20))

@@ -168,20 +168,23 @@ def _run_time(report: Report, ranking: Sequence, roots: set[str] | None, compani
         return
     what = "the longest top-level region of the main process" if roots is not None else "the longest top-level region"
     if ranks in PER_RANK_FROM_COST:
-        ranks_at = target.get(RANKS_PARAMETER)
-        names = {row.callpath for row in candidates}
-        point = np.array([[target[p] for p in report.parameters]])
-        costs = []
-        for fm in companions:
-            if fm.metric == "cost" and fm.callpath in names and ranks_at:
-                with np.errstate(all="ignore"):
-                    costs.append((float(fm.predict(point)[0]), fm.callpath))
-        costs = [(c, cp) for c, cp in costs if math.isfinite(c)]
         why = ("rank-seconds" if ranks == "sum" else "the fastest rank's")
-        if not costs:
+        ranks_at = target.get(RANKS_PARAMETER)
+        if not ranks_at:
             report.predicted_note = (
                 f"under --ranks {ranks} a call path's time is {why}, not the time of a run, and without a "
                 "ranks parameter there is no cost model to take the mean time per rank from")
+            return
+        names = {row.callpath for row in candidates}
+        point = np.array([[target[p] for p in report.parameters]])
+        with np.errstate(all="ignore"):
+            costs = [(float(fm.predict(point)[0]), fm.callpath) for fm in companions
+                     if fm.metric == "cost" and fm.callpath in names]
+        costs = [(c, cp) for c, cp in costs if math.isfinite(c)]
+        if not costs:
+            report.predicted_note = (
+                f"under --ranks {ranks} a call path's time is {why}, not the time of a run, and no cost model "
+                "of a top-level region gives a finite value at the target")
             return
         cost, callpath = max(costs)
         report.predicted_total, report.predicted_cost, report.predicted_root = cost / ranks_at, cost, callpath

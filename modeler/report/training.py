@@ -60,10 +60,11 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
     if not axes:
         return
     stats = {kind: [(g, g.loop_stats(kind)) for g in groups] for kind in ("steps", "epochs")}
+    loops_of = {kind: sorted({cp for _, st in stats[kind] for cp in st}) for kind in stats}
+    names_of = {kind: _loop_names(loops) for kind, loops in loops_of.items()}
     for kind, label in (("steps", "step"), ("epochs", "epoch")):
-        loops = sorted({cp for _, st in stats[kind] for cp in st})
-        names = _loop_names(loops)
-        for cp in loops:
+        names = names_of[kind]
+        for cp in loops_of[kind]:
             by_group = {id(g): st[cp]["duration"] * NS for g, st in stats[kind] if cp in st}
             data = _points_by_config(groups, axes, lambda g, d=by_group: d.get(id(g)))
             if not data:
@@ -89,8 +90,7 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
                     )
                 )
     # The split of a step, per loop, one bar per configuration along each parameter.
-    loops = sorted({cp for _, st in stats["steps"] for cp in st})
-    names = _loop_names(loops)
+    names = names_of["steps"]
     per_config: dict[tuple, dict[str, list[dict[str, float]]]] = {}
     for g, st in stats["steps"]:
         coords = tuple(coordinate(g, a) for a in axes)
@@ -111,7 +111,7 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
     if not report.training_table:
         return
     has_gpu = any(r["gpu"] > 0 for r in report.training_table)
-    for cp in loops:
+    for cp in loops_of["steps"]:
         rows_by = {tuple(r[a] for a in axes): r for r in report.training_table if r["loop"] == cp}
         for axis, p in enumerate(axes):
             keys, held = _along({k: [0.0] for k in rows_by}, axis, axes, hold)

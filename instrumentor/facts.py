@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from .linemap import split_lines
 from .results import Skip
 
+_TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)  # except* is 3.11+
+
 # Nodes that get one fact each, in pre-order; the rewriter must visit exactly these.
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While)
 _MARKER = re.compile(r"#\s*scaleprobe:\s*(epoch|step|off)\b")
@@ -103,7 +105,7 @@ def collect(tree: ast.Module, source: str) -> ModuleFacts:
             walk_body(stmt.orelse, loop)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             walk_body(stmt.body, loop)
-        elif isinstance(stmt, (ast.Try, ast.TryStar)):
+        elif isinstance(stmt, _TRY):
             walk_body(stmt.body, loop)
             for handler in stmt.handlers:
                 walk_body(handler.body, loop)

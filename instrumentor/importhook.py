@@ -22,7 +22,7 @@ from pathlib import Path
 from types import CodeType
 
 from . import __version__, spawnhook
-from .linemap import MAP_FORMAT, indent_shifts, remap_tree
+from .linemap import MAP_FORMAT
 from .project import RECURSION_LIMIT as _RECURSION_LIMIT, REWRITE_REVISION, decode
 from .regions import IdAllocator, region_bound
 from .transform import instrument_source
@@ -93,6 +93,8 @@ class Instrumenter:
             source, _ = decode(data)
             bound = region_bound(source)
             result = _instrument_deep(source, relpath, bound, self.backend)
+            from runtime.original_lines import indent_shifts  # the hook runs in a process of the runtime
+
             shifts = indent_shifts(source, result.code, result.linemap) if result.code else None
             entry = {"code": result.code, "n": bound, "linemap": result.linemap, "shifts": shifts,
                      "columns": result.columns, "error": result.error}
@@ -117,6 +119,8 @@ class Instrumenter:
         entry = self._rewrite(path, data)
         if entry["code"] is None:
             return compile(data, str(path), "exec", dont_inherit=True)
+        from runtime.original_lines import remap_tree
+
         tree = ast.parse(entry["code"], filename=str(path))
         shift_ids(tree, self._base(entry["n"]))
         remap_tree(tree, entry["linemap"], entry["shifts"], entry.get("columns"))

@@ -4,7 +4,8 @@ An instrumented file cannot keep its line numbers (a `try:` needs a line of its 
 - build mode writes `OUT/.scaleprobe/linemap.json` (`{relpath: [orig line of out line 1, 2, ...]}`),
   which the runtime applies to tracebacks;
 - the import hook compiles the instrumented AST after setting every node's line back to the original
-  one, under the original file name, so tracebacks need no mapping at all.
+  one, under the original file name, so tracebacks need no mapping at all (`runtime.original_lines`
+  does the same for a built tree's modules at run time, and owns `remap_tree` and `indent_shifts`).
 
 The inserted lines are recognised by the shapes `emit.py` gives them; everything else is an original
 line, in order, where the rewriter's `splits` say how many lines each original line became (a one-line
@@ -14,7 +15,6 @@ lines are aligned in order instead (`_aligned_linemap`).
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Mapping
 
@@ -113,51 +113,3 @@ def changed_lines(source: str, code: str, linemap: list[int]) -> set[int]:
         if not flag and before.strip() != text.strip():
             changed.add(i + 1)
     return changed
-
-
-def indent_shifts(source: str, code: str, linemap: list[int]) -> list[int]:
-    """Per out line, original indentation minus ours (the try blocks indent the body further)."""
-    orig = split_lines(source)
-    out = split_lines(code)
-    shifts = []
-    for text, line in zip(out, linemap):
-        before = orig[line - 1] if 0 < line <= len(orig) else ""
-        if before.strip() and before.strip() == text.strip():
-            shifts.append((len(before) - len(before.lstrip())) - (len(text) - len(text.lstrip())))
-        else:
-            shifts.append(0)
-    return shifts
-
-
-def remap_tree(tree: ast.AST, linemap: list[int], shifts: list[int] | None = None,
-               columns: Mapping[str, list[list[int]]] | None = None) -> ast.AST:
-    """Set every node's lines (and, given `shifts`, columns) to the original ones. `columns`
-    (positions.column_points) maps the columns of lines changed in place, where no shift holds."""
-    last = len(linemap)
-    if not last:
-        return tree
-    points = {int(line): dict(map(tuple, pairs)) for line, pairs in (columns or {}).items()}
-
-    def column(line: int, col: int) -> int:
-        found = points.get(line)
-        if found is None:
-            return max(0, col + shifts[line - 1])  # type: ignore[index]
-        if col in found:
-            return found[col]
-        before = [c for c in found if c <= col]  # probe code: where the original code before it ends
-        return found[max(before)] if before else 0
-
-    for node in ast.walk(tree):
-        lineno = getattr(node, "lineno", None)
-        if lineno is None:
-            continue
-        end = getattr(node, "end_lineno", None) or lineno
-        if shifts is not None:
-            node.col_offset = column(min(lineno, last), node.col_offset)
-            if getattr(node, "end_col_offset", None) is not None:
-                node.end_col_offset = column(min(end, last), node.end_col_offset)
-        node.lineno = linemap[min(lineno, last) - 1]
-        node.end_lineno = max(node.lineno, linemap[min(end, last) - 1])
-        if node.end_lineno == node.lineno and node.end_col_offset is not None and node.end_col_offset < node.col_offset:
-            node.end_col_offset = node.col_offset  # compile() checks the ranges
-    return tree

@@ -1,8 +1,8 @@
 """Instrument a whole project: choose files, run the rewrite in worker processes, write OUT.
 
 OUT gets the instrumented modules, every other file copied byte for byte, and `.scaleprobe/` with
-`manifest.json` (regions), `linemap.json` (out line -> original line per instrumented file) and
-`state.json` (content hashes and id blocks, so a re-run only redoes files that changed and a file's
+`manifest.json` (regions), `linemap.json` (out line -> original line per instrumented file),
+`columns.json`, `sources.json` (the hash of each instrumented file's source) and `state.json` (content hashes and id blocks, so a re-run only redoes files that changed and a file's
 region ids stay the same across re-runs).
 """
 
@@ -35,6 +35,9 @@ from .transform import instrument_source
 
 LINEMAP_NAME = "linemap.json"
 COLUMNS_NAME = "columns.json"
+# relpath -> hash of the SRC file an instrumented file was built from: runtime.original_lines compiles
+# OUT's file with SRC's lines only while SRC's file is that one
+SOURCES_NAME = "sources.json"
 STATE_NAME = "state.json"
 STATE_VERSION = 1
 # Bumped when the same source is rewritten differently, so a re-run redoes files kept from before
@@ -321,6 +324,8 @@ class Project:
         written = set()
         linemaps: dict[str, list[int]] = {}
         columns: dict[str, dict] = {}
+        sources: dict[str, str] = {}
+        src_sources = self._source_state(SOURCES_NAME)
         regions: list[Region] = []
         files_state = self.state["files"]
         for rel in self.files:
@@ -351,6 +356,10 @@ class Project:
                 summary.instrumented.append(rel)
             if result.linemap:
                 linemaps[rel] = result.linemap
+                if result.status == "instrumented" and entry.get("hash"):
+                    sources[rel] = entry["hash"]
+                elif result.status == "already" and rel in src_sources:  # its map points there too
+                    sources[rel] = src_sources[rel]
             if result.columns:
                 columns[rel] = result.columns
             regions.extend(result.regions)
@@ -366,6 +375,7 @@ class Project:
         state_dir = self.out / STATE_DIR
         (state_dir / LINEMAP_NAME).write_text(json.dumps(linemaps, separators=(",", ":")) + "\n", encoding="utf-8")
         (state_dir / COLUMNS_NAME).write_text(json.dumps(columns, separators=(",", ":")) + "\n", encoding="utf-8")
+        (state_dir / SOURCES_NAME).write_text(json.dumps(sources, separators=(",", ":")) + "\n", encoding="utf-8")
         self.state["written"] = sorted(written)
         (state_dir / STATE_NAME).write_text(json.dumps(self.state, separators=(",", ":")), encoding="utf-8")
         return summary
@@ -383,7 +393,7 @@ class Project:
         return inherited if isinstance(inherited, str) else str(self.src)
 
     def _source_state(self, name: str) -> dict:
-        """SRC's own `.scaleprobe/<name>` (linemap.json, columns.json) when SRC is an instrumented tree."""
+        """SRC's own `.scaleprobe/<name>` (linemap.json, columns.json, sources.json) when SRC is an instrumented tree."""
         path = self.src / STATE_DIR / name
         try:
             found = json.loads(path.read_text(encoding="utf-8"))

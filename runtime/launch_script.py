@@ -46,6 +46,12 @@ def compile_script(path: Path) -> types.CodeType:
         source = path.read_bytes()
     except OSError as exc:
         raise LaunchError(f"cannot read script {path}: {exc.strerror}") from None
+    # A built tree's entry script gets its original file name and lines, as its modules do.
+    from runtime.original_lines import entry_code
+
+    code = entry_code(str(path), source)
+    if code is not None:
+        return code
     # Bytes, so that compile() honours a coding cookie the way the interpreter does.
     return compile(source, str(path), "exec", dont_inherit=True)
 

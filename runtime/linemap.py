@@ -30,6 +30,7 @@ STATE_DIR = ".scaleprobe"  # same as instrumentor.regions.STATE_DIR; the runtime
 
 _files: dict[str, str] = {}  # co_filename of an instrumented module -> its relpath inside OUT
 _trees: dict[str, "_Tree | None"] = {}  # OUT root -> its loaded maps (None: no usable map there)
+_roots_seen: set[str] = set()
 _lock = threading.Lock()
 _installed = False
 _next_hook: Callable[..., Any] | None = None
@@ -75,6 +76,12 @@ def register(filename: str | None, relpath: str) -> None:
     if not filename:
         return
     _files[filename] = relpath
+    root = filename[: len(filename) - len(relpath)]
+    if root not in _roots_seen and filename.replace(os.sep, "/").endswith("/" + relpath):
+        _roots_seen.add(root)
+        from . import original_lines
+
+        original_lines.install(root)  # the tree's other modules get its original lines
     if not _installed:
         _installed = True
         _preload()

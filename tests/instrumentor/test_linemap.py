@@ -4,7 +4,8 @@ import sys
 import textwrap
 
 from instr_helpers import TESTDATA, rewrite, run
-from instrumentor.linemap import remap_tree, split_lines
+from instrumentor.linemap import split_lines
+from runtime.original_lines import remap_tree
 
 SOURCE = textwrap.dedent('''\
     """Doc."""

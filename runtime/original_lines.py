@@ -1,0 +1,309 @@
+"""A built tree's modules, compiled with the user's own file names and line numbers.
+
+`instrument SRC -o OUT` writes files whose lines are shifted: probes need lines of their own. When
+the first instrumented module of OUT registers (`linemap.register`), `install(root)` puts a finder
+in front of `sys.meta_path`. From then on, a module of OUT whose file in SRC is still the one OUT
+was built from (`OUT/.scaleprobe/sources.json` holds its hash) is compiled from OUT's text with
+every line and column set back to SRC's, under SRC's file name, as the import hook of
+`--instrument` compiles. What the program sees of its own code is then what it sees
+uninstrumented: `frame.f_lineno`, `inspect.stack()`, `logging`'s `%(pathname)s:%(lineno)d`,
+`warnings`, the tracebacks it formats itself, a debugger's breakpoints. `__file__` stays OUT's.
+
+Under the launcher the entry script is compiled so too (`entry_code`); `python OUT/main.py` compiles
+it before any of this runs, so there the script alone keeps OUT's lines (uncaught tracebacks are
+mapped by `runtime.linemap`). A module whose SRC file is gone or edited since the build, or whose
+OUT file no longer matches its map, is compiled by Python as usual. `SCALEPROBE_OUT_LINES=1` keeps
+OUT's lines everywhere.
+
+The code is cached beside Python's own, as `__pycache__/NAME.TAG.opt-scaleprobe.pyc`, valid for
+the same OUT text, SRC file name and source hash; Python's own loader never reads it.
+
+    install(root)                 compile the modules of built tree `root` with original lines
+    entry_code(path, data)        the entry script's code so compiled, or None
+    remap_tree, indent_shifts     set an AST's lines and columns back (the import hook uses them)
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import re
+import sys
+import threading
+from collections.abc import Mapping
+from types import CodeType
+from typing import Any
+
+from . import linemap as _linemap
+
+SOURCES_NAME = "sources.json"  # same as instrumentor.project.SOURCES_NAME
+_CACHE_TAG = "scaleprobe"
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+_lock = threading.Lock()
+_roots: dict[str, dict[str, str]] = {}  # real OUT root -> {relpath: blake2b of the SRC file it was built from}
+_names: set[str] = set()  # last parts of the module names those files can have
+_finder: "_Finder | None" = None
+
+
+def install(root: str) -> None:
+    """From now on, compile the modules of built tree `root` with their original lines."""
+    global _finder
+    real = os.path.realpath(root)
+    with _lock:
+        if real in _roots:
+            return
+        _roots[real] = {}
+        if os.environ.get("SCALEPROBE_OUT_LINES", "") not in ("", "0"):
+            return
+        hashes = _read_hashes(real)
+        if not hashes:
+            return  # built before sources.json existed, or nothing instrumented
+        _roots[real] = hashes
+        for relpath in hashes:
+            parts = relpath.split("/")
+            _names.add(parts[-2] if parts[-1] == "__init__.py" and len(parts) > 1 else parts[-1].rsplit(".", 1)[0])
+        if _finder is None:
+            _finder = _Finder()
+            sys.meta_path.insert(0, _finder)
+
+
+def entry_code(path: str, data: bytes) -> CodeType | None:
+    """The code of an entry script of a built tree, compiled with its original lines; None when it
+    is not in one (or cannot be: see the module's doc)."""
+    real = os.path.realpath(path)
+    parent = os.path.dirname(real)
+    while True:
+        if os.path.isdir(os.path.join(parent, _linemap.STATE_DIR)):
+            install(parent)
+            return _original_code(path, data)
+        up = os.path.dirname(parent)
+        if up == parent:
+            return None
+        parent = up
+
+
+def _read_hashes(root: str) -> dict[str, str]:
+    import json
+
+    try:
+        with open(os.path.join(root, _linemap.STATE_DIR, SOURCES_NAME), encoding="utf-8") as handle:
+            found = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _where(path: str) -> tuple[str, str, str] | None:
+    """(real OUT root, relpath, source hash) of a file of a built tree handled here."""
+    real = os.path.realpath(path)
+    parent = os.path.dirname(real)
+    rel = [os.path.basename(real)]
+    while True:
+        hashes = _roots.get(parent)
+        if hashes is not None:
+            relpath = "/".join(reversed(rel))
+            digest = hashes.get(relpath)
+            return (parent, relpath, digest) if digest else None
+        up = os.path.dirname(parent)
+        if up == parent:
+            return None
+        rel.append(os.path.basename(parent))
+        parent = up
+
+
+class _Finder:
+    """Meta-path finder: modules of a built tree get `_Loader`; everything else is left alone."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname.rpartition(".")[2] not in _names:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader or not spec.origin:
+            return None
+        if _where(spec.origin) is None:
+            return None
+        spec.loader = _Loader(fullname, spec.origin)
+        return spec
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
+class _Loader(importlib.machinery.SourceFileLoader):
+    def get_code(self, fullname: str) -> CodeType | None:
+        path = self.get_filename(fullname)
+        try:
+            data = self.get_data(path)
+        except OSError:
+            return super().get_code(fullname)
+        code = _original_code(path, data)
+        return code if code is not None else super().get_code(fullname)
+
+
+def _original_code(path: str, data: bytes) -> CodeType | None:
+    where = _where(path)
+    if where is None:
+        return None
+    root, relpath, digest = where
+    tree = _linemap._load(root + os.sep)
+    if tree is None or tree.source is None or relpath not in tree.linemaps:
+        return None
+    src = os.path.join(tree.source, *relpath.split("/"))
+    try:
+        with open(src, "rb") as handle:
+            src_data = handle.read()
+    except OSError:
+        return None
+    import hashlib
+
+    if hashlib.blake2b(src_data, digest_size=16).hexdigest() != digest:
+        return None  # edited since the build: its lines are no longer the ones OUT was made from
+    cache = _cache_path(path)
+    key = hashlib.blake2b(data + b"\0" + src.encode("utf-8", "surrogatepass") + b"\0" + digest.encode(),
+                          digest_size=8).digest()
+    code = _read_cache(cache, key)
+    if code is not None:
+        return code
+    code = _compile(data, src_data, src, tree.linemaps[relpath], tree.columns.get(relpath))
+    if code is not None:
+        _write_cache(cache, key, code)
+    return code
+
+
+def _compile(data: bytes, src_data: bytes, src: str, lines: list[int], columns: Any) -> CodeType | None:
+    import ast
+    from importlib.util import decode_source
+
+    try:
+        text, original = decode_source(data), decode_source(src_data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+    if len(_split_lines(text)) != len(lines):
+        return None  # OUT's file was edited after the build: its map no longer holds
+    try:
+        tree = ast.parse(text, filename=src)
+        remap_tree(tree, lines, indent_shifts(original, text, lines), columns if isinstance(columns, dict) else None)
+        return compile(tree, src, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, TypeError, IndexError, RecursionError):
+        return None  # Python's own compile of OUT's text says what is wrong, at OUT's lines
+
+
+def _cache_path(path: str) -> str | None:
+    level = sys.flags.optimize
+    try:
+        from importlib.util import cache_from_source
+
+        return cache_from_source(path, optimization=f"{_CACHE_TAG}{level or ''}")
+    except (NotImplementedError, ValueError):
+        return None
+
+
+def _read_cache(cache: str | None, key: bytes) -> CodeType | None:
+    if cache is None:
+        return None
+    import marshal
+    from importlib.util import MAGIC_NUMBER
+
+    try:
+        with open(cache, "rb") as handle:
+            blob = handle.read()
+    except OSError:
+        return None
+    head = MAGIC_NUMBER + key
+    if not blob.startswith(head):
+        return None
+    try:
+        code = marshal.loads(blob[len(head):])
+    except (EOFError, ValueError, TypeError):
+        return None
+    return code if isinstance(code, CodeType) else None
+
+
+def _write_cache(cache: str | None, key: bytes, code: CodeType) -> None:
+    if cache is None or sys.dont_write_bytecode:
+        return
+    import marshal
+    from importlib.util import MAGIC_NUMBER
+
+    tmp = f"{cache}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        with open(tmp, "wb") as handle:
+            handle.write(MAGIC_NUMBER + key + marshal.dumps(code))
+        os.replace(tmp, cache)  # ranks that import at once each write a whole file
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines as Python's tokenizer counts them (str.splitlines also splits on form feeds)."""
+    lines = _NEWLINE.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def indent_shifts(source: str, code: str, linemap: list[int]) -> list[int]:
+    """Per out line, original indentation minus ours (the try blocks indent the body further)."""
+    orig = _split_lines(source)
+    out = _split_lines(code)
+    shifts = []
+    for text, line in zip(out, linemap):
+        before = orig[line - 1] if 0 < line <= len(orig) else ""
+        if before.strip() and before.strip() == text.strip():
+            shifts.append((len(before) - len(before.lstrip())) - (len(text) - len(text.lstrip())))
+        else:
+            shifts.append(0)
+    return shifts
+
+
+def remap_tree(tree: Any, linemap: list[int], shifts: list[int] | None = None,
+               columns: Mapping[str, list[list[int]]] | None = None) -> Any:
+    """Set every node's lines (and, given `shifts`, columns) to the original ones. `columns`
+    (instrumentor.positions.column_points) maps the columns of lines changed in place, where no
+    shift holds."""
+    import ast
+
+    last = len(linemap)
+    if not last:
+        return tree
+    points = {int(line): dict(map(tuple, pairs)) for line, pairs in (columns or {}).items()}
+
+    def column(line: int, col: int) -> int:
+        found = points.get(line)
+        if found is None:
+            return max(0, col + shifts[line - 1])  # type: ignore[index]
+        if col in found:
+            return found[col]
+        before = [c for c in found if c <= col]  # probe code: where the original code before it ends
+        return found[max(before)] if before else 0
+
+    AST = ast.AST
+    todo = [tree]
+    while todo:  # ast.walk, without its generator per node (a third of the time of a cold import)
+        node = todo.pop()
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                todo.extend(v for v in value if isinstance(v, AST))
+            elif isinstance(value, AST):
+                todo.append(value)
+        lineno = getattr(node, "lineno", None)
+        if lineno is None:
+            continue
+        end = getattr(node, "end_lineno", None) or lineno
+        if shifts is not None:
+            node.col_offset = column(min(lineno, last), node.col_offset)
+            if getattr(node, "end_col_offset", None) is not None:
+                node.end_col_offset = column(min(end, last), node.end_col_offset)
+        node.lineno = linemap[min(lineno, last) - 1]
+        node.end_lineno = max(node.lineno, linemap[min(end, last) - 1])
+        if node.end_lineno == node.lineno and node.end_col_offset is not None and node.end_col_offset < node.col_offset:
+            node.end_col_offset = node.col_offset  # compile() checks the ranges
+    return tree

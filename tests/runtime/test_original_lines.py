@@ -1,0 +1,287 @@
+"""A built tree's modules run with the user's own file names and line numbers (runtime.original_lines).
+
+What the program reads of its own code (`f_lineno`, `co_filename`, `inspect`, `logging`, tracebacks
+it formats itself) must be what it reads uninstrumented, and code that computes with line numbers
+(pyparsing's `_trim_arity`) must work as written.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from instrumentor.cli import main as instrument
+
+REPO = Path(__file__).resolve().parents[2]
+
+MAIN = '''\
+import json
+import logging
+import sys
+
+import helper
+from pkg import sub
+
+logging.basicConfig(format="%(filename)s:%(lineno)d %(message)s", level=logging.INFO, stream=sys.stdout)
+
+
+def where():
+    for i in range(2):
+        pass
+    frame = sys._getframe()
+    return [frame.f_lineno, frame.f_code.co_filename]
+
+
+logging.info("from main")
+report = {"main": where(), "helper": helper.where(), "sub": sub.where(), "trim": helper.trim_arity_works(),
+          "source": helper.source_of_work(), "stack": helper.stack_lines(), "caught": helper.caught()}
+print("REPORT " + json.dumps(report))
+'''
+HELPER = '''\
+import inspect
+import logging
+import sys
+import traceback
+
+
+def work(a, b):
+    total = 0
+    for i in range(a):
+        total += b
+    return total
+
+
+def where():
+    logging.info("from helper")
+    return [sys._getframe().f_lineno, sys._getframe().f_code.co_filename]
+
+
+def trim_arity_works():
+    # pyparsing's _trim_arity: a TypeError raised by *this* call line, not inside fn, means the
+    # arity was wrong; it finds the call line as its own line number plus a fixed offset
+    def call(fn, *args):
+        here = sys._getframe().f_lineno
+        try:
+            return fn(*args)
+        except TypeError:
+            tb = sys.exc_info()[2]
+            if traceback.extract_tb(tb, limit=1)[-1].lineno == here + 2:
+                return call(fn, *args[1:])
+            raise
+
+    return call(lambda x: x * 2, "dropped", 21)
+
+
+def source_of_work():
+    return inspect.getsource(work).splitlines()[0]
+
+
+def stack_lines():
+    return [(f.lineno, f.function) for f in inspect.stack()[:2]]
+
+
+def caught():
+    try:
+        {}["missing"]
+    except KeyError:
+        return traceback.format_exc().splitlines()[-3:-1]
+'''
+SUB = '''\
+import sys
+
+
+def where():
+    if True:
+        line = sys._getframe().f_lineno
+    return [line, sys._getframe().f_code.co_filename]
+'''
+
+
+def _expected(src: Path) -> dict:
+    """What the program prints uninstrumented."""
+    return _report(subprocess.run([sys.executable, str(src / "main.py")], capture_output=True, text=True,
+                                  cwd=src, env=_env()))
+
+
+def _env(**extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env.update(PYTHONPATH=str(REPO), SCALEPROBE_DISABLE="1", **extra)
+    return env
+
+
+def _report(proc: subprocess.CompletedProcess) -> dict:
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("REPORT ")]
+    assert lines, proc.stdout + proc.stderr
+    report = json.loads(lines[0][len("REPORT "):])
+    report["log"] = [line for line in proc.stdout.splitlines() if line.startswith(("main.py:", "helper.py:"))]
+    return report
+
+
+@pytest.fixture
+def built(tmp_path):
+    src = tmp_path / "src"
+    (src / "pkg").mkdir(parents=True)
+    (src / "main.py").write_text(MAIN)
+    (src / "helper.py").write_text(HELPER)
+    (src / "pkg" / "__init__.py").write_text("")
+    (src / "pkg" / "sub.py").write_text(SUB)
+    out = tmp_path / "out"
+    assert instrument([str(src), "-o", str(out), "-q"]) == 0
+    return src, out
+
+
+def _run(out: Path, *, launcher: bool = False, **env: str) -> dict:
+    cmd = [sys.executable, "-m", "runtime.launch", str(out / "main.py")] if launcher else [sys.executable, str(out / "main.py")]
+    return _report(subprocess.run(cmd, capture_output=True, text=True, cwd=out.parent, env=_env(**env)))
+
+
+def test_modules_of_a_built_tree_see_their_original_lines_and_files(built):
+    src, out = built
+    want = _expected(src)
+    got = _run(out)
+    for key in ("helper", "sub", "trim", "source", "caught"):
+        assert got[key] == want[key], key
+    assert got["stack"][0] == want["stack"][0]  # the caller's frame is the script's (below)
+    assert got["trim"] == 42  # the arity retry found its own call line
+    assert got["log"][1:] == want["log"][1:]  # helper's log line: helper.py:15
+    # `python OUT/main.py`: Python compiled the script itself, before the runtime was imported
+    assert got["main"][1] == str(out / "main.py") and got["main"][0] != want["main"][0]
+    assert (out / ".scaleprobe" / "sources.json").is_file()
+
+
+def test_the_launcher_compiles_the_entry_script_with_its_original_lines_too(built):
+    src, out = built
+    want = _expected(src)
+    got = _run(out, launcher=True)
+    assert got["main"] == want["main"]
+    assert got["log"] == want["log"]
+    assert got["stack"] == want["stack"] and got["trim"] == want["trim"]
+
+
+def test_a_source_file_edited_after_the_build_leaves_that_module_at_the_copys_lines(built):
+    src, out = built
+    want = _expected(src)
+    (src / "helper.py").write_text("# edited\n" + HELPER)
+    got = _run(out)
+    # helper is compiled as Python compiles OUT's file: its own name, the copy's lines
+    assert got["helper"][1] == str(out / "helper.py") and got["helper"][0] != want["helper"][0]
+    assert got["sub"] == want["sub"]  # its neighbours still get theirs
+
+
+def test_a_missing_source_tree_or_an_opt_out_keeps_the_copys_lines(built):
+    src, out = built
+    want = _expected(src)
+    got = _run(out, SCALEPROBE_OUT_LINES="1")
+    assert got["sub"][1] == str(out / "pkg" / "sub.py") and got["sub"][0] != want["sub"][0]
+    shutil.rmtree(src)
+    got = _run(out)
+    assert got["sub"][1] == str(out / "pkg" / "sub.py") and got["sub"][0] != want["sub"][0]
+
+
+def test_an_out_file_edited_after_the_build_is_compiled_as_written(built):
+    src, out = built
+    text = (out / "pkg" / "sub.py").read_text()
+    (out / "pkg" / "sub.py").write_text("import os\n" + text)  # one line more: the map no longer holds
+    got = _run(out)
+    assert got["sub"][1] == str(out / "pkg" / "sub.py")
+    assert got["helper"] == _expected(src)["helper"]
+
+
+def test_compiled_code_is_cached_beside_pythons_and_a_damaged_cache_is_rewritten(built):
+    src, out = built
+    want = _expected(src)
+    cmd = [sys.executable, str(out / "main.py")]
+    base = _env()
+    base.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    def run() -> dict:
+        return _report(subprocess.run(cmd, capture_output=True, text=True, cwd=out.parent, env=base))
+
+    assert run()["sub"] == want["sub"]
+    caches = sorted(p.name for p in (out / "pkg" / "__pycache__").iterdir())
+    assert [c for c in caches if "opt-scaleprobe" in c] == [f"sub.{sys.implementation.cache_tag}.opt-scaleprobe.pyc"]
+    cache = out / "pkg" / "__pycache__" / f"sub.{sys.implementation.cache_tag}.opt-scaleprobe.pyc"
+    stamp = cache.stat().st_mtime_ns
+    assert run()["sub"] == want["sub"]
+    assert cache.stat().st_mtime_ns == stamp  # read, not written again
+    cache.write_bytes(cache.read_bytes()[:40])  # cut short
+    assert run()["sub"] == want["sub"]
+    assert cache.stat().st_size > 40
+    # a rebuild from an edited source writes other text: the cached code of the old one is not used
+    (src / "pkg" / "sub.py").write_text("# first line\n" + SUB)
+    assert instrument([str(src), "-o", str(out), "-q"]) == 0
+    assert run()["sub"][0] == want["sub"][0] + 1
+
+
+@pytest.mark.parametrize("backend", ["nvtx"])
+def test_nvtx_modules_get_their_original_lines_too(tmp_path, backend):
+    pytest.importorskip("nvtx")
+    src = tmp_path / "src"
+    (src / "pkg").mkdir(parents=True)
+    (src / "main.py").write_text(MAIN)
+    (src / "helper.py").write_text(HELPER)
+    (src / "pkg" / "__init__.py").write_text("")
+    (src / "pkg" / "sub.py").write_text(SUB)
+    out = tmp_path / "out"
+    assert instrument([str(src), "-o", str(out), "-q", "--backend", backend]) == 0
+    want = _expected(src)
+    got = _run(out)
+    assert got["sub"] == want["sub"] and got["helper"] == want["helper"] and got["trim"] == 42
+
+
+TORCH_MAIN = '''\
+import torch
+from model import Net
+
+
+def main():
+    net = Net()
+    scripted = torch.jit.script(net)
+    print("scripted", scripted(torch.ones(1, 3)).tolist(), "eager", net(torch.ones(1, 3)).tolist())
+
+
+main()
+'''
+TORCH_MODEL = '''\
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+        torch.nn.init.constant_(self.lin.weight, 0.5)
+        torch.nn.init.constant_(self.lin.bias, 0.0)
+
+    def forward(self, x):
+        y = x
+        for _ in range(2):
+            y = y * 2.0
+        return self.lin(y)
+'''
+
+
+@pytest.mark.slow
+def test_torchscript_of_a_built_tree_scripts_the_original_source(tmp_path):
+    pytest.importorskip("torch")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "main.py").write_text(TORCH_MAIN)
+    (src / "model.py").write_text(TORCH_MODEL)
+    out = tmp_path / "out"
+    assert instrument([str(src), "-o", str(out), "-q"]) == 0
+    assert "try:" in (out / "model.py").read_text()
+    proc = subprocess.run([sys.executable, str(out / "main.py")], capture_output=True, text=True, cwd=tmp_path,
+                          env=_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "scripted [[6.0, 6.0]] eager [[6.0, 6.0]]"
+    shutil.rmtree(src)  # then only the instrumented source is left, and TorchScript rejects try/finally
+    proc = subprocess.run([sys.executable, str(out / "main.py")], capture_output=True, text=True, cwd=tmp_path,
+                          env=_env(), timeout=300)
+    assert proc.returncode == 1 and "try" in proc.stderr

@@ -1,4 +1,4 @@
-"""Real code nobody here wrote: instrument click, more-itertools, attrs, asyncstdlib and boltons, run their own test suites.
+"""Real code nobody here wrote: instrument click, more-itertools, attrs, asyncstdlib, boltons and pyparsing, run their own test suites.
 
     .venv/bin/python benchmarks/peer_suites.py [--work DIR] [--only click,attrs] [--timeout 900]
 
@@ -47,6 +47,8 @@ PEERS = [
     Peer("asyncstdlib", "3.14.0", ["asyncstdlib"], "asyncstdlib.builtins", test_deps=["typing-extensions"],
          tests="unittests"),
     Peer("boltons", "26.2.0", ["boltons"], "boltons.iterutils"),
+    # _trim_arity computes with its own line numbers: a built tree must run with the original ones
+    Peer("pyparsing", "3.3.3", ["pyparsing"], "pyparsing.core", test_deps=["railroad-diagrams", "jinja2", "matplotlib"]),
     Peer(
         "click", "8.5.1", ["src/click"], "click",
         expected={

@@ -246,3 +246,25 @@ def export_torch_env(identity: ProcessIdentity | None = None,
     changed = {k: v for k, v in wanted.items() if k not in env}
     env.update(changed)
     return changed
+
+
+def job_run_id(env: Mapping[str, str]) -> str | None:
+    """An id every rank of one job step derives alike from the scheduler's variables (None where
+    they do not give one: then the ranks cannot agree on an id without being told)."""
+    if env.get("SLURM_JOB_ID"):
+        step = env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")
+        return f"slurm-{env['SLURM_JOB_ID']}" + (f".{step}" if step else "")
+    if env.get("PBS_JOBID"):
+        return "pbs-" + env["PBS_JOBID"].split(".")[0]
+    if env.get("LSB_JOBID"):
+        return "lsf-" + env["LSB_JOBID"]
+    if "TORCHELASTIC_RUN_ID" in env:
+        if env["TORCHELASTIC_RUN_ID"] not in ("", "none"):
+            return "torchrun-" + env["TORCHELASTIC_RUN_ID"]
+        if env.get("LOCAL_WORLD_SIZE") == env.get("WORLD_SIZE"):
+            # torchrun's default rendezvous id is "none"; on one node, the workers' shared parent
+            # is the torchrun agent itself.
+            return f"torchrun-{os.uname().nodename}-{os.getppid()}"
+    if env.get("PMIX_NAMESPACE"):
+        return "pmix-" + env["PMIX_NAMESPACE"]
+    return None

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from runtime import launch_script
 from runtime.config import Config
-from runtime.environment import ProcessIdentity, detect, export_torch_env
+from runtime.environment import ProcessIdentity, detect, export_torch_env, job_run_id
 from runtime.launch_args import Options
 from runtime.launch_child import read_error, recorder_started, run_rank
 from runtime.launch_errors import LaunchError
@@ -28,27 +28,6 @@ from runtime.sweep_design import Run, legacy_directory, run_name
 from runtime.sweep_state import RunRecord, claim, clear_attempt, place, prepare_root, write_record
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
-
-
-def job_run_id(env: os._Environ | dict[str, str]) -> str | None:
-    """An id every rank of one job step derives alike from the scheduler's variables."""
-    if env.get("SLURM_JOB_ID"):
-        step = env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")
-        return f"slurm-{env['SLURM_JOB_ID']}" + (f".{step}" if step else "")
-    if env.get("PBS_JOBID"):
-        return "pbs-" + env["PBS_JOBID"].split(".")[0]
-    if env.get("LSB_JOBID"):
-        return "lsf-" + env["LSB_JOBID"]
-    if "TORCHELASTIC_RUN_ID" in env:
-        if env["TORCHELASTIC_RUN_ID"] not in ("", "none"):
-            return "torchrun-" + env["TORCHELASTIC_RUN_ID"]
-        if env.get("LOCAL_WORLD_SIZE") == env.get("WORLD_SIZE"):
-            # torchrun's default rendezvous id is "none"; on one node, the workers' shared parent
-            # is the torchrun agent itself.
-            return f"torchrun-{os.uname().nodename}-{os.getppid()}"
-    if env.get("PMIX_NAMESPACE"):
-        return "pmix-" + env["PMIX_NAMESPACE"]
-    return None
 
 
 def maybe_exec_nsys(opts: Options, rank: int, out_dir: Path, argv: list[str]) -> None:

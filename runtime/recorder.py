@@ -102,7 +102,7 @@ class Recorder:
             self.enabled = False
             self.on = False
             return
-        run_id = self.cfg.run_id or time.strftime("%Y%m%d-%H%M%S", time.localtime()) + f"-{self.pid}"
+        run_id = self.cfg.run_id or _job_run_id(ident["world_size"]) or time.strftime("%Y%m%d-%H%M%S", time.localtime()) + f"-{self.pid}"
         out = self.cfg.out_dir
         if out is None:
             out = os.path.join("scaleprobe-runs", run_id)
@@ -384,7 +384,8 @@ class Recorder:
             if self.writer is not None:
                 self.writer.close()
                 self.writer = None
-                if self.default_dir and not self.cfg.quiet:
+                # once per program: not by each of its DataLoader workers and other helper processes
+                if self.default_dir and not self.cfg.quiet and self.header.get("child_of") is None:
                     print(f"scaleprobe: run data written to {self.path}", file=sys.stderr)
 
     def _outcome(self, status: str | None, exit_code: int | None) -> tuple[str, int | None]:
@@ -699,6 +700,18 @@ def _identity() -> dict[str, Any]:
         env = os.environ
         return {"rank": int(env.get("RANK", 0)), "local_rank": int(env.get("LOCAL_RANK", 0)),
                 "world_size": int(env.get("WORLD_SIZE", 1)), "host": os.uname().nodename, "launcher": None}
+
+
+def _job_run_id(world_size: int) -> str | None:
+    """The ranks of one job started without our launcher (`torchrun main.py`, `srun python
+    main.py`) share the id their scheduler gives the job, so their files form one run."""
+    if world_size <= 1:
+        return None
+    try:
+        from .environment import job_run_id
+    except ImportError:
+        return None
+    return job_run_id(os.environ)
 
 
 def _mp_parent_pid() -> int | None:

@@ -1,0 +1,72 @@
+"""Review 12 (a new user's own program): ranks started by torchrun or srun without our launcher
+form one run; the "run data written" line is the program's, not each helper process's."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from runtime.runfile import find_run_files, read_run
+
+REPO = Path(__file__).resolve().parents[2]
+APP = Path(__file__).resolve().parent / "data" / "app.py"
+
+# Starts two "ranks" of app.py as torchrun's agent does: children of one process, torchrun's variables
+AGENT = '''\
+import os, subprocess, sys
+procs = []
+for rank in range(2):
+    env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
+               **{sys.argv[2]: sys.argv[3]})
+    procs.append(subprocess.Popen([sys.executable, sys.argv[1], "ok"], env=env))
+sys.exit(max(p.wait() for p in procs))
+'''
+
+
+def _agent(tmp_path: Path, name: str, value: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SCALEPROBE_", "SLURM_", "PBS_", "LSB_", "PMIX_", "TORCHELASTIC_"))
+           and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")}
+    env["PYTHONPATH"] = str(REPO)
+    (tmp_path / "agent.py").write_text(AGENT)
+    return subprocess.run([sys.executable, str(tmp_path / "agent.py"), str(APP), name, value], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+
+def test_ranks_of_plain_torchrun_write_one_run(tmp_path):
+    proc = _agent(tmp_path, "TORCHELASTIC_RUN_ID", "none")  # torchrun's default rendezvous id
+    assert proc.returncode == 0, proc.stderr
+    dirs = sorted(p.name for p in (tmp_path / "scaleprobe-runs").iterdir())
+    assert len(dirs) == 1 and dirs[0].startswith("torchrun-"), dirs
+    runs = [read_run(f) for f in find_run_files(tmp_path / "scaleprobe-runs")]
+    assert sorted(r.header["rank"] for r in runs) == [0, 1]
+    assert len({r.header["run_id"] for r in runs}) == 1
+    assert proc.stderr.count("scaleprobe: run data written to") == 2  # one per rank
+
+
+def test_ranks_of_one_slurm_step_write_one_run(tmp_path):
+    proc = _agent(tmp_path, "SLURM_JOB_ID", "4242")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "scaleprobe-runs").iterdir()) == ["slurm-4242"]
+
+
+def test_a_single_process_keeps_its_own_time_and_pid_run_id(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env.update(PYTHONPATH=str(REPO), SLURM_JOB_ID="4242", WORLD_SIZE="1")
+    proc = subprocess.run([sys.executable, str(APP), "ok"], env=env, capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (name,) = [p.name for p in (tmp_path / "scaleprobe-runs").iterdir()]
+    assert name.endswith(f"-{read_run(find_run_files(tmp_path / 'scaleprobe-runs')[0]).header['pid']}")
+
+
+def test_helper_processes_do_not_each_announce_their_file(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run([sys.executable, str(APP), "mp"], env=env, capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    files = find_run_files(tmp_path / "scaleprobe-runs")
+    assert len(files) >= 2, files  # the program's and its multiprocessing child's
+    assert proc.stderr.count("scaleprobe: run data written to") == 1, proc.stderr

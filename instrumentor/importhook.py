@@ -119,11 +119,11 @@ class Instrumenter:
         entry = self._rewrite(path, data)
         if entry["code"] is None:
             return compile(data, str(path), "exec", dont_inherit=True)
-        from runtime.original_lines import remap_tree
+        from runtime.original_lines import remap_tree, statement_ends
 
         tree = ast.parse(entry["code"], filename=str(path))
         shift_ids(tree, self._base(entry["n"]))
-        remap_tree(tree, entry["linemap"], entry["shifts"], entry.get("columns"))
+        remap_tree(tree, entry["linemap"], entry["shifts"], entry.get("columns"), statement_ends(ast.parse(data)))
         return compile(tree, str(path), "exec", dont_inherit=True)
 
     def _base(self, n: int) -> int:

@@ -35,8 +35,8 @@ from .transform import instrument_source
 
 LINEMAP_NAME = "linemap.json"
 COLUMNS_NAME = "columns.json"
-# relpath -> hash of the SRC file an instrumented file was built from: runtime.original_lines compiles
-# OUT's file with SRC's lines only while SRC's file is that one
+# relpath -> [hash of the SRC file an instrumented file was built from, hash of the file written]:
+# runtime.original_lines compiles OUT's file with SRC's lines only while both are those
 SOURCES_NAME = "sources.json"
 STATE_NAME = "state.json"
 STATE_VERSION = 1
@@ -51,7 +51,7 @@ STATE_VERSION = 1
 #  7: no local `__sp_out__`: the runtime's left()/back() note per frame that the regions were left;
 #  8: a one-line `try`/`with` that suspends gets the `finally:` guard;
 #  9: the handlers of a one-line `try:` body that suspends re-enter first; NVTX notes hold frames)
-REWRITE_REVISION = 9
+REWRITE_REVISION = 10
 # libcst recurses once per nesting level (long `a + b + ...` chains); the import hook uses the same
 RECURSION_LIMIT = 20000
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).
@@ -324,7 +324,7 @@ class Project:
         written = set()
         linemaps: dict[str, list[int]] = {}
         columns: dict[str, dict] = {}
-        sources: dict[str, str] = {}
+        sources: dict[str, list[str]] = {}
         src_sources = self._source_state(SOURCES_NAME)
         regions: list[Region] = []
         files_state = self.state["files"]
@@ -357,7 +357,7 @@ class Project:
             if result.linemap:
                 linemaps[rel] = result.linemap
                 if result.status == "instrumented" and entry.get("hash"):
-                    sources[rel] = entry["hash"]
+                    sources[rel] = [entry["hash"], _hash(dest.read_bytes())]
                 elif result.status == "already" and rel in src_sources:  # its map points there too
                     sources[rel] = src_sources[rel]
             if result.columns:

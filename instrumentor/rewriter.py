@@ -30,6 +30,14 @@ _TORCHSCRIPT = {
     "torch.jit.script_method", "jit.script_method", "script_method",
     "torch.jit.interface", "jit.interface", "interface",
 }
+# Compilers that take a function's source or bytecode (Triton and cupyx kernels, numba) reject the
+# probes' try/finally and calls; under a tracing JIT (jax) the probes would run once, while tracing
+_JIT = {
+    "triton.jit", "jit", "triton.autotune", "autotune", "triton.heuristics", "heuristics",
+    "numba.jit", "numba.njit", "njit", "numba.cuda.jit", "cuda.jit", "numba.vectorize", "numba.guvectorize",
+    "guvectorize", "numba.cfunc", "cfunc", "numba.stencil", "numba.generated_jit", "generated_jit",
+    "jax.jit", "jax.pmap", "cupy.fuse", "cupyx.jit.rawkernel", "jit.rawkernel", "rawkernel",
+}
 
 
 class Rewriter:
@@ -261,10 +269,14 @@ class Rewriter:
         reason = None
         for dec in node.decorators:
             name = dotted(dec.decorator)
+            if name in ("functools.partial", "partial") and dec.decorator.args:  # type: ignore[attr-defined]
+                name = dotted(dec.decorator.args[0].value)  # type: ignore[attr-defined]  # partial(jax.jit, ...)
             if name in _OVERLOAD:
                 reason = "overload stub"
             elif name in _TORCHSCRIPT:
                 reason = f"TorchScript (@{name})"
+            elif name in _JIT and reason is None:
+                reason = f"JIT-compiled (@{name})"
         if fact.marker == "off":
             self.skip_subtree(fact, qualname, "# scaleprobe: off")
             return node

@@ -113,7 +113,10 @@ def _map_warnings() -> None:
     def showwarning(message, category, filename, lineno, file=None, line=None):
         try:
             found = _lookup(filename)
-            if found is not None and line is None:
+            src = _compiled_source(filename)
+            if src is not None:
+                filename = src  # its lines are SRC's already
+            elif found is not None and line is None:
                 tree, relpath = found
                 lines = tree.linemaps[relpath]
                 if 1 <= lineno <= len(lines):
@@ -232,6 +235,15 @@ def _map_stack(stack: list, missing: set[str]) -> int:
 
     count = _drop_probe_frames(stack)
     for i, frame in enumerate(stack):
+        src = _compiled_source(frame.filename)
+        if src is not None:
+            stack[i] = traceback.FrameSummary(
+                src, frame.lineno, frame.name, lookup_line=False, locals=frame.locals, line=_raw_line(src, frame.lineno),
+                end_lineno=getattr(frame, "end_lineno", None), colno=getattr(frame, "colno", None),
+                end_colno=getattr(frame, "end_colno", None),
+            )
+            count += 1
+            continue
         found = _lookup(frame.filename)
         if found is None:
             continue
@@ -258,6 +270,15 @@ def _map_stack(stack: list, missing: set[str]) -> int:
     return count
 
 
+def _compiled_source(filename: str) -> str | None:
+    """SRC's file for a module that runs with its original lines (`runtime.original_lines`): its
+    frames need no mapping, only SRC's name where that file still is."""
+    from .original_lines import compiled
+
+    src = compiled.get(filename)
+    return src if src is not None and os.path.isfile(src) else None
+
+
 def _lookup(filename: str) -> tuple[_Tree, str] | None:
     relpath = _files.get(filename)
     if relpath is None:
@@ -265,6 +286,10 @@ def _lookup(filename: str) -> tuple[_Tree, str] | None:
     norm = filename.replace(os.sep, "/")
     if not norm.endswith(relpath) or (len(norm) > len(relpath) and norm[-len(relpath) - 1] != "/"):
         return None  # compiled under another name (the import hook uses the original file)
+    from .original_lines import compiled
+
+    if filename in compiled:
+        return None  # compiled with the original lines already
     root = filename[: len(filename) - len(relpath)]
     tree = _load(root)
     if tree is None or relpath not in tree.linemaps or not tree.matches(relpath, filename):

@@ -1,13 +1,15 @@
-"""A built tree's modules, compiled with the user's own file names and line numbers.
+"""A built tree's modules, compiled with the user's own line numbers.
 
 `instrument SRC -o OUT` writes files whose lines are shifted: probes need lines of their own. When
 the first instrumented module of OUT registers (`linemap.register`), `install(root)` puts a finder
-in front of `sys.meta_path`. From then on, a module of OUT whose file in SRC is still the one OUT
-was built from (`OUT/.scaleprobe/sources.json` holds its hash) is compiled from OUT's text with
-every line and column set back to SRC's, under SRC's file name, as the import hook of
-`--instrument` compiles. What the program sees of its own code is then what it sees
-uninstrumented: `frame.f_lineno`, `inspect.stack()`, `logging`'s `%(pathname)s:%(lineno)d`,
-`warnings`, the tracebacks it formats itself, a debugger's breakpoints. `__file__` stays OUT's.
+in `sys.meta_path`, just before Python's own path finder (import hooks installed before it, such
+as pytest's assertion rewriting, keep their modules). From then on, a module of OUT whose file in
+SRC is still the one OUT was built from (`OUT/.scaleprobe/sources.json` holds its hash) is compiled
+from OUT's text with every line and column set back to SRC's, and `linecache` holds SRC's text
+under OUT's file name. The names stay OUT's (`__file__`, `co_filename`), the numbers and the text
+become SRC's, so everything that reads code agrees with itself and with the uninstrumented
+program: `frame.f_lineno`, `inspect.stack()`, `inspect.getsource` of a function, class or module,
+`logging`'s `%(lineno)d`, `warnings`, the tracebacks the program formats itself, a debugger.
 
 Under the launcher the entry script is compiled so too (`entry_code`); `python OUT/main.py` compiles
 it before any of this runs, so there the script alone keeps OUT's lines (uncaught tracebacks are
@@ -16,11 +18,13 @@ OUT file no longer matches its map, is compiled by Python as usual. `SCALEPROBE_
 OUT's lines everywhere.
 
 The code is cached beside Python's own, as `__pycache__/NAME.TAG.opt-scaleprobe.pyc`, valid for
-the same OUT text, SRC file name and source hash; Python's own loader never reads it.
+the same OUT text, file name and source hash; Python's own loader never reads it.
 
     install(root)                 compile the modules of built tree `root` with original lines
     entry_code(path, data)        the entry script's code so compiled, or None
+    compiled                      {OUT file name: SRC file name} of the modules compiled so
     remap_tree, indent_shifts     set an AST's lines and columns back (the import hook uses them)
+    statement_ends                where SRC's compound statements end (probe lines close ours)
 """
 
 from __future__ import annotations
@@ -38,12 +42,15 @@ from . import linemap as _linemap
 
 SOURCES_NAME = "sources.json"  # same as instrumentor.project.SOURCES_NAME
 _CACHE_TAG = "scaleprobe"
+_CODE_VERSION = b"1"  # bumped when the same OUT text and maps compile to other code here
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 _lock = threading.Lock()
-_roots: dict[str, dict[str, str]] = {}  # real OUT root -> {relpath: blake2b of the SRC file it was built from}
+# real OUT root -> {relpath: (blake2b of the SRC file it was built from, blake2b of the OUT file written)}
+_roots: dict[str, dict[str, tuple[str, str]]] = {}
 _names: set[str] = set()  # last parts of the module names those files can have
 _finder: "_Finder | None" = None
+compiled: dict[str, str] = {}  # OUT file name -> the SRC file whose lines and text it runs with
 
 
 def install(root: str) -> None:
@@ -54,18 +61,22 @@ def install(root: str) -> None:
         if real in _roots:
             return
         _roots[real] = {}
-        if os.environ.get("SCALEPROBE_OUT_LINES", "") not in ("", "0"):
+        if os.environ.get("SCALEPROBE_OUT_LINES", "").strip().lower() in ("1", "true", "yes", "on"):
             return
         hashes = _read_hashes(real)
         if not hashes:
             return  # built before sources.json existed, or nothing instrumented
         _roots[real] = hashes
         for relpath in hashes:
-            parts = relpath.split("/")
-            _names.add(parts[-2] if parts[-1] == "__init__.py" and len(parts) > 1 else parts[-1].rsplit(".", 1)[0])
+            parts = [os.path.basename(real), *relpath.split("/")]  # OUT itself may be a package
+            _names.add(parts[-2] if parts[-1] == "__init__.py" else parts[-1].rsplit(".", 1)[0])
         if _finder is None:
             _finder = _Finder()
-            sys.meta_path.insert(0, _finder)
+            # just before Python's path finder: the hooks in front of it (pytest's assertion
+            # rewriting, typeguard's, a user's) keep the modules they take
+            at = next((i for i, f in enumerate(sys.meta_path) if f is importlib.machinery.PathFinder),
+                      len(sys.meta_path))
+            sys.meta_path.insert(at, _finder)
 
 
 def entry_code(path: str, data: bytes) -> CodeType | None:
@@ -76,14 +87,14 @@ def entry_code(path: str, data: bytes) -> CodeType | None:
     while True:
         if os.path.isdir(os.path.join(parent, _linemap.STATE_DIR)):
             install(parent)
-            return _original_code(path, data)
+            return _guarded(path, data)
         up = os.path.dirname(parent)
         if up == parent:
             return None
         parent = up
 
 
-def _read_hashes(root: str) -> dict[str, str]:
+def _read_hashes(root: str) -> dict[str, tuple[str, str]]:
     import json
 
     try:
@@ -93,11 +104,12 @@ def _read_hashes(root: str) -> dict[str, str]:
         return {}
     if not isinstance(found, dict):
         return {}
-    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
+    return {k: (v[0], v[1]) for k, v in found.items()
+            if isinstance(k, str) and isinstance(v, list) and len(v) == 2 and all(isinstance(h, str) for h in v)}
 
 
-def _where(path: str) -> tuple[str, str, str] | None:
-    """(real OUT root, relpath, source hash) of a file of a built tree handled here."""
+def _where(path: str) -> tuple[str, str, tuple[str, str]] | None:
+    """(real OUT root, relpath, (source hash, OUT hash)) of a file of a built tree handled here."""
     real = os.path.realpath(path)
     parent = os.path.dirname(real)
     rel = [os.path.basename(real)]
@@ -126,6 +138,8 @@ class _Finder:
         if _where(spec.origin) is None:
             return None
         spec.loader = _Loader(fullname, spec.origin)
+        if spec.cached is not None:
+            spec.cached = _cache_path(spec.origin) or spec.cached  # the file this loader writes
         return spec
 
     def invalidate_caches(self) -> None:
@@ -139,15 +153,35 @@ class _Loader(importlib.machinery.SourceFileLoader):
             data = self.get_data(path)
         except OSError:
             return super().get_code(fullname)
-        code = _original_code(path, data)
+        code = _guarded(path, data)
         return code if code is not None else super().get_code(fullname)
+
+    def get_source(self, fullname: str) -> str | None:
+        """SRC's text where the module runs with its lines (doctest, linecache's lazy loading)."""
+        src = compiled.get(self.get_filename(fullname))
+        if src is not None:
+            try:
+                with open(src, "rb") as handle:
+                    from importlib.util import decode_source
+
+                    return decode_source(handle.read())
+            except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+                pass
+        return super().get_source(fullname)
+
+
+def _guarded(path: str, data: bytes) -> CodeType | None:
+    try:
+        return _original_code(path, data)
+    except Exception:  # noqa: BLE001 - a damaged map or cache: Python compiles OUT's file as usual
+        return None
 
 
 def _original_code(path: str, data: bytes) -> CodeType | None:
     where = _where(path)
     if where is None:
         return None
-    root, relpath, digest = where
+    root, relpath, (digest, out_digest) = where
     tree = _linemap._load(root + os.sep)
     if tree is None or tree.source is None or relpath not in tree.linemaps:
         return None
@@ -161,19 +195,40 @@ def _original_code(path: str, data: bytes) -> CodeType | None:
 
     if hashlib.blake2b(src_data, digest_size=16).hexdigest() != digest:
         return None  # edited since the build: its lines are no longer the ones OUT was made from
+    if hashlib.blake2b(data, digest_size=16).hexdigest() != out_digest:
+        return None  # OUT's file was edited after the build: it runs as written, at its own lines
     cache = _cache_path(path)
-    key = hashlib.blake2b(data + b"\0" + src.encode("utf-8", "surrogatepass") + b"\0" + digest.encode(),
+    maps = repr((tree.linemaps[relpath], tree.columns.get(relpath))).encode()
+    key = hashlib.blake2b(b"\0".join((_CODE_VERSION, data, path.encode("utf-8", "surrogatepass"), digest.encode(), maps)),
                           digest_size=8).digest()
     code = _read_cache(cache, key)
-    if code is not None:
-        return code
-    code = _compile(data, src_data, src, tree.linemaps[relpath], tree.columns.get(relpath))
-    if code is not None:
+    if code is None:
+        code = _compile(data, src_data, path, tree.linemaps[relpath], tree.columns.get(relpath))
+        if code is None:
+            return None
         _write_cache(cache, key, code)
+    _show_source(path, src_data)
+    compiled[path] = src
     return code
 
 
-def _compile(data: bytes, src_data: bytes, src: str, lines: list[int], columns: Any) -> CodeType | None:
+def _show_source(path: str, src_data: bytes) -> None:
+    """linecache holds SRC's text under OUT's file name: the lines the code now names are those.
+    An entry without a modification time is never checked against the file (`linecache.checkcache`)."""
+    import io
+    import linecache
+    from importlib.util import decode_source
+
+    try:
+        lines = io.StringIO(decode_source(src_data)).readlines()
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[path] = (len(src_data), None, lines, path)
+
+
+def _compile(data: bytes, src_data: bytes, path: str, lines: list[int], columns: Any) -> CodeType | None:
     import ast
     from importlib.util import decode_source
 
@@ -184,9 +239,10 @@ def _compile(data: bytes, src_data: bytes, src: str, lines: list[int], columns: 
     if len(_split_lines(text)) != len(lines):
         return None  # OUT's file was edited after the build: its map no longer holds
     try:
-        tree = ast.parse(text, filename=src)
-        remap_tree(tree, lines, indent_shifts(original, text, lines), columns if isinstance(columns, dict) else None)
-        return compile(tree, src, "exec", dont_inherit=True)
+        tree = ast.parse(text, filename=path)
+        remap_tree(tree, lines, indent_shifts(original, text, lines), columns if isinstance(columns, dict) else None,
+                   statement_ends(ast.parse(original)))
+        return compile(tree, path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, TypeError, IndexError, RecursionError):
         return None  # Python's own compile of OUT's text says what is wrong, at OUT's lines
 
@@ -263,11 +319,30 @@ def indent_shifts(source: str, code: str, linemap: list[int]) -> list[int]:
     return shifts
 
 
+def statement_ends(tree: Any) -> dict[tuple[int, int, str], tuple[int, int]]:
+    """(line, column, kind) -> (end line, end column) of the compound statements of the original
+    source's AST. An instrumented def, class, loop or with ends on a probe line (`finally:
+    __sp_exit__(...)`), which has no original position: `remap_tree` gives them these ends, which
+    tools that match bytecode positions to the source (`executing`, and what uses it) rely on."""
+    ends = {}
+    todo = list(getattr(tree, "body", ()))
+    while todo:
+        node = todo.pop()
+        children = [getattr(node, name, None) for name in ("body", "orelse", "finalbody", "handlers", "cases")]
+        if any(children) and hasattr(node, "lineno"):  # a match_case has no position of its own
+            ends[(node.lineno, node.col_offset, type(node).__name__)] = (node.end_lineno, node.end_col_offset)
+        for group in children:
+            if group:
+                todo.extend(group)
+    return ends
+
+
 def remap_tree(tree: Any, linemap: list[int], shifts: list[int] | None = None,
-               columns: Mapping[str, list[list[int]]] | None = None) -> Any:
+               columns: Mapping[str, list[list[int]]] | None = None,
+               ends: Mapping[tuple[int, int, str], tuple[int, int]] | None = None) -> Any:
     """Set every node's lines (and, given `shifts`, columns) to the original ones. `columns`
     (instrumentor.positions.column_points) maps the columns of lines changed in place, where no
-    shift holds."""
+    shift holds; `ends` (`statement_ends`) where the original compound statements end."""
     import ast
 
     last = len(linemap)
@@ -304,6 +379,10 @@ def remap_tree(tree: Any, linemap: list[int], shifts: list[int] | None = None,
                 node.end_col_offset = column(min(end, last), node.end_col_offset)
         node.lineno = linemap[min(lineno, last) - 1]
         node.end_lineno = max(node.lineno, linemap[min(end, last) - 1])
+        if ends:
+            found = ends.get((node.lineno, node.col_offset, type(node).__name__))
+            if found is not None:
+                node.end_lineno, node.end_col_offset = found
         if node.end_lineno == node.lineno and node.end_col_offset is not None and node.end_col_offset < node.col_offset:
             node.end_col_offset = node.col_offset  # compile() checks the ranges
     return tree

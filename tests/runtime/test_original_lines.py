@@ -24,6 +24,7 @@ import json
 import logging
 import sys
 
+import deco
 import helper
 from pkg import sub
 
@@ -34,12 +35,14 @@ def where():
     for i in range(2):
         pass
     frame = sys._getframe()
-    return [frame.f_lineno, frame.f_code.co_filename]
+    return [frame.f_lineno, frame.f_code.co_filename == __file__]
 
 
 logging.info("from main")
+helper.warn()
 report = {"main": where(), "helper": helper.where(), "sub": sub.where(), "trim": helper.trim_arity_works(),
-          "source": helper.source_of_work(), "stack": helper.stack_lines(), "caught": helper.caught()}
+          "source": helper.source_of_work(), "stack": helper.stack_lines(), "caught": helper.caught(),
+          "sources": helper.module_and_class_source(), "positions": deco.positions()}
 print("REPORT " + json.dumps(report))
 '''
 HELPER = '''\
@@ -58,7 +61,25 @@ def work(a, b):
 
 def where():
     logging.info("from helper")
-    return [sys._getframe().f_lineno, sys._getframe().f_code.co_filename]
+    return [sys._getframe().f_lineno, sys._getframe().f_code.co_filename == __file__]
+
+
+def warn():
+    import warnings
+
+    warnings.warn("careful")
+
+
+class Thing:
+    def method(self):
+        return 1
+
+
+def module_and_class_source():
+    me = sys.modules[__name__]
+    text = inspect.getsource(me)
+    return [text.count("\\n"), ("__sp" + "_on__") in text, inspect.getsource(Thing).splitlines()[0],
+            inspect.getsourcelines(Thing.method)[1]]
 
 
 def trim_arity_works():
@@ -98,7 +119,39 @@ import sys
 def where():
     if True:
         line = sys._getframe().f_lineno
-    return [line, sys._getframe().f_code.co_filename]
+    return [line, sys._getframe().f_code.co_filename == __file__]
+'''
+DECO = '''\
+import dis
+import functools
+import sys
+
+
+def tag(obj):
+    return obj
+
+
+@tag
+class Top:
+    def method(self):
+        return [i for i in range(3)]
+
+
+@functools.lru_cache
+def foo(x):
+    return x + 1
+
+
+def positions():
+    # where the interpreter says the statements defining Top and foo are (tools such as `executing`
+    # match these against the source); Python 3.10 has no column positions
+    if sys.version_info < (3, 11):
+        return []
+    return [[i.argval, list(i.positions)] for i in dis.get_instructions(CODE)
+            if i.opname == "STORE_NAME" and i.argval in ("Top", "foo")]
+
+
+CODE = sys._getframe().f_code
 '''
 
 
@@ -120,20 +173,27 @@ def _report(proc: subprocess.CompletedProcess) -> dict:
     assert lines, proc.stdout + proc.stderr
     report = json.loads(lines[0][len("REPORT "):])
     report["log"] = [line for line in proc.stdout.splitlines() if line.startswith(("main.py:", "helper.py:"))]
+    report["warning"] = [line.split("/")[-1] for line in proc.stderr.splitlines() if "UserWarning" in line]
     return report
 
 
 @pytest.fixture
 def built(tmp_path):
+    src = _write_src(tmp_path)
+    out = tmp_path / "out"
+    assert instrument([str(src), "-o", str(out), "-q"]) == 0
+    return src, out
+
+
+def _write_src(tmp_path: Path) -> Path:
     src = tmp_path / "src"
     (src / "pkg").mkdir(parents=True)
     (src / "main.py").write_text(MAIN)
     (src / "helper.py").write_text(HELPER)
     (src / "pkg" / "__init__.py").write_text("")
     (src / "pkg" / "sub.py").write_text(SUB)
-    out = tmp_path / "out"
-    assert instrument([str(src), "-o", str(out), "-q"]) == 0
-    return src, out
+    (src / "deco.py").write_text(DECO)
+    return src
 
 
 def _run(out: Path, *, launcher: bool = False, **env: str) -> dict:
@@ -145,13 +205,15 @@ def test_modules_of_a_built_tree_see_their_original_lines_and_files(built):
     src, out = built
     want = _expected(src)
     got = _run(out)
-    for key in ("helper", "sub", "trim", "source", "caught"):
+    for key in ("helper", "sub", "trim", "source", "caught", "sources", "positions", "warning"):
         assert got[key] == want[key], key
+    assert got["helper"][1] and got["sub"][1]  # named as their files, OUT's: co_filename == __file__
+    assert got["sources"][1] is False and got["warning"] == ["helper.py:22: UserWarning: careful"]
     assert got["stack"][0] == want["stack"][0]  # the caller's frame is the script's (below)
     assert got["trim"] == 42  # the arity retry found its own call line
     assert got["log"][1:] == want["log"][1:]  # helper's log line: helper.py:15
     # `python OUT/main.py`: Python compiled the script itself, before the runtime was imported
-    assert got["main"][1] == str(out / "main.py") and got["main"][0] != want["main"][0]
+    assert got["main"][0] != want["main"][0]
     assert (out / ".scaleprobe" / "sources.json").is_file()
 
 
@@ -169,8 +231,8 @@ def test_a_source_file_edited_after_the_build_leaves_that_module_at_the_copys_li
     want = _expected(src)
     (src / "helper.py").write_text("# edited\n" + HELPER)
     got = _run(out)
-    # helper is compiled as Python compiles OUT's file: its own name, the copy's lines
-    assert got["helper"][1] == str(out / "helper.py") and got["helper"][0] != want["helper"][0]
+    # helper is compiled as Python compiles OUT's file: the copy's lines
+    assert got["helper"][0] != want["helper"][0] and got["sources"][1] is True
     assert got["sub"] == want["sub"]  # its neighbours still get theirs
 
 
@@ -178,10 +240,10 @@ def test_a_missing_source_tree_or_an_opt_out_keeps_the_copys_lines(built):
     src, out = built
     want = _expected(src)
     got = _run(out, SCALEPROBE_OUT_LINES="1")
-    assert got["sub"][1] == str(out / "pkg" / "sub.py") and got["sub"][0] != want["sub"][0]
+    assert got["sub"][0] != want["sub"][0]
     shutil.rmtree(src)
     got = _run(out)
-    assert got["sub"][1] == str(out / "pkg" / "sub.py") and got["sub"][0] != want["sub"][0]
+    assert got["sub"][0] != want["sub"][0] and got["sources"][1] is True
 
 
 def test_an_out_file_edited_after_the_build_is_compiled_as_written(built):
@@ -189,8 +251,9 @@ def test_an_out_file_edited_after_the_build_is_compiled_as_written(built):
     text = (out / "pkg" / "sub.py").read_text()
     (out / "pkg" / "sub.py").write_text("import os\n" + text)  # one line more: the map no longer holds
     got = _run(out)
-    assert got["sub"][1] == str(out / "pkg" / "sub.py")
-    assert got["helper"] == _expected(src)["helper"]
+    want = _expected(src)
+    assert got["sub"][0] != want["sub"][0]  # as Python compiles the edited copy
+    assert got["helper"] == want["helper"]
 
 
 def test_compiled_code_is_cached_beside_pythons_and_a_damaged_cache_is_rewritten(built):
@@ -222,12 +285,7 @@ def test_compiled_code_is_cached_beside_pythons_and_a_damaged_cache_is_rewritten
 @pytest.mark.parametrize("backend", ["nvtx"])
 def test_nvtx_modules_get_their_original_lines_too(tmp_path, backend):
     pytest.importorskip("nvtx")
-    src = tmp_path / "src"
-    (src / "pkg").mkdir(parents=True)
-    (src / "main.py").write_text(MAIN)
-    (src / "helper.py").write_text(HELPER)
-    (src / "pkg" / "__init__.py").write_text("")
-    (src / "pkg" / "sub.py").write_text(SUB)
+    src = _write_src(tmp_path)
     out = tmp_path / "out"
     assert instrument([str(src), "-o", str(out), "-q", "--backend", backend]) == 0
     want = _expected(src)
@@ -285,3 +343,64 @@ def test_torchscript_of_a_built_tree_scripts_the_original_source(tmp_path):
     proc = subprocess.run([sys.executable, str(out / "main.py")], capture_output=True, text=True, cwd=tmp_path,
                           env=_env(), timeout=300)
     assert proc.returncode == 1 and "try" in proc.stderr
+
+
+def test_import_hooks_installed_before_ours_keep_their_modules(tmp_path):
+    """pytest's assertion rewriting (a meta-path finder installed at start-up) still rewrites the
+    test modules of a built tree imported after the runtime's finder was installed."""
+    src = tmp_path / "src"
+    (src / "tests").mkdir(parents=True)
+    (src / "tests" / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture\ndef numbers():\n    return [1, 2]\n")
+    (src / "tests" / "test_a.py").write_text("def test_compare(numbers):\n    assert numbers == [1, 3]\n")
+    out = tmp_path / "out"
+    assert instrument([str(src), "-o", str(out), "-q", "--all"]) == 0
+    assert "__sp_on__" in (out / "tests" / "test_a.py").read_text()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                          capture_output=True, text=True, cwd=out, env=_env(), timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "At index 1 diff: 2 != 3" in proc.stdout  # rewritten: pytest explains the failed assert
+
+
+def test_an_out_file_edited_in_place_runs_as_written_at_its_own_lines(built):
+    """Review 13 M6: an edit that keeps the line count must not be run with SRC's lines and text."""
+    src, out = built
+    path = out / "pkg" / "sub.py"
+    text = path.read_text()
+    path.write_text(text.replace("if True:", "if 1 == 1:"))  # same number of lines
+    got, want = _run(out), _expected(src)
+    assert got["sub"][0] != want["sub"][0] and got["helper"] == want["helper"]
+
+
+def test_the_opt_out_reads_like_the_other_flags_and_a_damaged_map_is_harmless(built):
+    src, out = built
+    want = _expected(src)
+    assert _run(out, SCALEPROBE_OUT_LINES="off")["sub"] == want["sub"]  # off: the feature stays on
+    linemaps = out / ".scaleprobe" / "linemap.json"
+    data = json.loads(linemaps.read_text())
+    data["pkg/sub.py"] = {"not": "a list"}
+    linemaps.write_text(json.dumps(data))
+    got = _run(out)  # imported as Python imports OUT's file
+    assert got["sub"][0] != want["sub"][0] and got["helper"] == want["helper"]
+
+
+def test_a_tree_that_is_itself_a_package_gets_its_own_init_too(tmp_path):
+    """Review 13 M4: `instrument mypkg -o out/mypkg` then `import mypkg` from out/."""
+    src = tmp_path / "mypkg"
+    src.mkdir()
+    (src / "__init__.py").write_text("import sys\n\n\ndef where():\n    for i in range(1):\n        pass\n"
+                                     "    return sys._getframe().f_lineno\n\n\nfrom .mod import inner\n")
+    (src / "mod.py").write_text("def inner():\n    return 1\n")
+    out = tmp_path / "out" / "mypkg"
+    assert instrument([str(src), "-o", str(out), "-q", "--all"]) == 0
+    from runtime import original_lines
+
+    names = set()
+    original_lines._names, saved = names, original_lines._names
+    try:
+        original_lines._roots.pop(os.path.realpath(out), None)
+        original_lines.install(str(out))
+        assert "mypkg" in names and "__init__" not in names
+    finally:
+        original_lines._names = saved
+        original_lines._roots.pop(os.path.realpath(out), None)

@@ -153,8 +153,16 @@ def _dumps():
     except ImportError:
         import json
 
+        dumps = json.dumps
+
         def encode(records: Iterable[dict]) -> bytes:
-            return "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
+            # UTF-8 as orjson writes it; a lone surrogate (see _valid_utf8) would be written as a
+            # \udcff escape, which orjson, and so the readers where it is installed, refuses
+            try:
+                return "".join(dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in records).encode()
+            except UnicodeEncodeError:  # records are lists: read again
+                return "".join(dumps(_valid_utf8(r), separators=(",", ":"), ensure_ascii=False) + "\n"
+                               for r in records).encode()
 
     return encode
 

@@ -117,7 +117,17 @@ def _loads():
     except ImportError:  # orjson is optional: the standard library is enough, only slower
         import json
 
-        return json.loads
+        decoder = json.JSONDecoder(parse_constant=_not_json)
+
+        def loads(line: bytes) -> Any:
+            return decoder.decode(line.decode("utf-8"))
+
+        return loads
+
+
+def _not_json(name: str) -> Any:
+    """NaN, Infinity and -Infinity, which json.loads accepts: not JSON, and orjson refuses them."""
+    raise ValueError(f"{name} is not valid JSON")
 
 
 def _valid_utf8(value: Any) -> Any:

@@ -121,3 +121,26 @@ def test_both_encoders_write_a_name_not_valid_utf8_as_orjson_reads_it(monkeypatc
     assert lines[1] == '{"type":"end"}'
     if orjson is not None:  # what the readers use where it is installed
         assert orjson.loads(lines[0]) == json.loads(lines[0])
+
+
+@pytest.mark.parametrize("with_orjson", [True, False])
+def test_nan_and_infinity_are_not_json_with_either_reader(tmp_path, monkeypatch, with_orjson):
+    """The standard library's json.loads (the reader without orjson) took NaN and Infinity, which
+    orjson refuses: the same damaged line was then dropped for another reason, or kept."""
+    import sys
+
+    if with_orjson:
+        pytest.importorskip("orjson")
+    else:
+        monkeypatch.setitem(sys.modules, "orjson", None)  # `import orjson` raises ImportError
+    f = tmp_path / "rank0.1.jsonl"
+    _write(f, [_prof([3], 1, 30, 30, 30), _prof([3], 1, 30, 30, 30, flush=2),
+               {"type": "step", "region": 3, "index": 0, "duration_ns": 10}, {"type": "end", "status": "ok"}])
+    lines = f.read_text().splitlines()
+    lines[2] = lines[2].replace('"incl_ns":30', '"incl_ns":NaN')
+    lines[3] = lines[3].replace('"duration_ns":10', '"duration_ns":-Infinity')
+    f.write_text("\n".join(lines) + "\n")
+    run = read_run(f)
+    assert run.dropped_lines == [3, 4]
+    assert all(": not valid JSON: " in p for p in run.problems)
+    assert run.profile[(3,)].visits == 1 and run.steps == []

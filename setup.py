@@ -10,7 +10,9 @@ setup(
         Extension(
             "runtime._cprobe",
             sources=["runtime/_cprobe.c"],
-            extra_compile_args=["-O2", "-std=c11"],
+            # an undeclared function would be assumed to return int (a pointer cut to 32 bits):
+            # fail the build instead, and the runtime falls back to the pure-Python backend
+            extra_compile_args=["-O2", "-std=c11", "-Werror=implicit-function-declaration"],
             optional=True,
         )
     ]

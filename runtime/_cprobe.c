@@ -7,6 +7,9 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#if PY_VERSION_HEX < 0x030B0000
+#include <frameobject.h> /* PyFrame_GetBack: Python.h declares it only since 3.11 */
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -28,6 +28,9 @@ from typing import Any, Callable
 
 STATE_DIR = ".scaleprobe"  # same as instrumentor.regions.STATE_DIR; the runtime must not import it
 
+# Python 3.11+: frames have positions (end line, columns: the carets) and exceptions __notes__
+_POSITIONS = sys.version_info >= (3, 11)
+
 _files: dict[str, str] = {}  # co_filename of an instrumented module -> its relpath inside OUT
 _trees: dict[str, "_Tree | None"] = {}  # OUT root -> its loaded maps (None: no usable map there)
 _roots_seen: set[str] = set()
@@ -199,7 +202,10 @@ def format_exception(exc: BaseException, tb: TracebackType | None = None, *,
             notes.append(f"scaleprobe: {where}; frames in the instrumented copy show their original "
                          "line numbers but the copy's source text")
         te.__notes__ = notes
-    return "".join(te.format())
+    text = "".join(te.format())
+    if missing and not _POSITIONS:  # 3.10 shows no notes: after the exception's line, as 3.11 does
+        text += "".join(f"{note}\n" for note in notes)
+    return text
 
 
 def _map_all(te: Any, missing: set[str]) -> int:
@@ -252,7 +258,7 @@ def _map_stack(stack: list, missing: set[str]) -> int:
         if not 1 <= (frame.lineno or 0) <= len(lines):
             continue
         lineno = lines[frame.lineno - 1]
-        end = frame.end_lineno
+        end = getattr(frame, "end_lineno", None)
         end_lineno = lines[end - 1] if end is not None and 1 <= end <= len(lines) else lineno
         filename, line = _original(tree, relpath, lineno, frame.filename)
         out_line = _raw_line(frame.filename, frame.lineno)
@@ -262,9 +268,9 @@ def _map_stack(stack: list, missing: set[str]) -> int:
             colno = end_colno = None  # several out lines on one original line: columns mean nothing
         if tree.source is None:
             missing.add(tree.missing_source or "")
+        positions = {"end_lineno": end_lineno, "colno": colno, "end_colno": end_colno} if _POSITIONS else {}
         stack[i] = traceback.FrameSummary(
-            filename, lineno, frame.name, lookup_line=False, locals=frame.locals, line=line,
-            end_lineno=end_lineno, colno=colno, end_colno=end_colno,
+            filename, lineno, frame.name, lookup_line=False, locals=frame.locals, line=line, **positions,
         )
         count += 1
     return count

@@ -134,6 +134,8 @@ def async_iter(rids: tuple[int, ...], aiterable: Any) -> AsyncIterator[Any]:
 
 
 _MISSING = object()
+# Python 3.11+: a manager without __aenter__ or __aexit__ is a TypeError naming the protocol
+_PROTOCOL_ERRORS = sys.version_info >= (3, 11)
 
 
 def _lookup(kind: type, name: str) -> Any:
@@ -204,6 +206,8 @@ def async_ctx(rids: tuple[int, ...], cm: Any) -> Any:
         aenter = _special(cm, "__aenter__")
         aexit = _special(cm, "__aexit__") if aenter is not _MISSING else _MISSING
         if aenter is _MISSING or aexit is _MISSING:
+            if not _PROTOCOL_ERRORS:  # Python 3.10: the name of the first one missing
+                raise AttributeError("__aenter__" if aenter is _MISSING else "__aexit__")
             missed = " (missed __aexit__ method)" if aenter is not _MISSING else ""
             raise TypeError(f"'{kind.__name__}' object does not support the asynchronous context manager protocol{missed}")
     except BaseException as exc:  # noqa: BLE001 - raised by the `async with` statement itself

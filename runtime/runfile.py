@@ -117,7 +117,17 @@ def _loads():
     except ImportError:  # orjson is optional: the standard library is enough, only slower
         import json
 
-        return json.loads
+        decoder = json.JSONDecoder(parse_constant=_not_json)
+
+        def loads(line: bytes) -> Any:
+            return decoder.decode(line.decode("utf-8"))
+
+        return loads
+
+
+def _not_json(name: str) -> Any:
+    """NaN, Infinity and -Infinity, which json.loads accepts: not JSON, and orjson refuses them."""
+    raise ValueError(f"{name} is not valid JSON")
 
 
 def _valid_utf8(value: Any) -> Any:
@@ -153,8 +163,16 @@ def _dumps():
     except ImportError:
         import json
 
+        dumps = json.dumps
+
         def encode(records: Iterable[dict]) -> bytes:
-            return "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
+            # UTF-8 as orjson writes it; a lone surrogate (see _valid_utf8) would be written as a
+            # \udcff escape, which orjson, and so the readers where it is installed, refuses
+            try:
+                return "".join(dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in records).encode()
+            except UnicodeEncodeError:  # records are lists: read again
+                return "".join(dumps(_valid_utf8(r), separators=(",", ":"), ensure_ascii=False) + "\n"
+                               for r in records).encode()
 
     return encode
 

@@ -84,6 +84,8 @@ def test_import_hook_tracebacks_show_original_file_and_lines(tmp_path):
         assert hooked.returncode == plain.returncode == 1
         trace = [l for l in hooked.stderr.splitlines() if l.startswith("  File") or l.strip().startswith("^")]
         expected = [l for l in plain.stderr.splitlines() if l.startswith("  File") or l.strip().startswith("^")]
-        assert trace[-4:] == expected[-4:]
+        # the hooked run has one frame more, the `-c` script's, above the program's (whose frame
+        # lines and, from 3.11 on, caret lines are compared)
+        assert len(expected) >= 3 and trace[-len(expected):] == expected
         assert "instrumented: True" in hooked.stdout and "instrumented: False" in plain.stdout
     assert len(list((tmp_path / "cache").glob("*.json"))) == 2

@@ -170,6 +170,8 @@ async def comprehension_ok():  # (Python 3.10 refuses an async comprehension ins
     return [[await asyncio.sleep(0, x * y) for y in range(2)] for x in await asyncio.sleep(0, range(3))]
 
 '''
+# Python 3.11+ compiles NESTED (an async comprehension inside a comprehension); 3.10 runs the rest
+ASYNC_NESTED = sys.version_info >= (3, 11)
 
 CASES += '''
 async def except_type_with_finally():
@@ -198,6 +200,7 @@ async def except_type_with_finally():
         log.append(["fin", [e for e in log if isinstance(e, tuple)][-1]])
     return "done"
 '''
+CASES_HERE = CASES + NESTED if ASYNC_NESTED else CASES  # what the running Python compiles
 
 
 def _inside(log: list) -> list:
@@ -207,7 +210,7 @@ def _inside(log: list) -> list:
 
 @pytest.mark.parametrize("module", BACKENDS)
 def test_no_entry_is_left_behind_however_a_suspension_ends(module):
-    _, ns, log, mod = _load(CASES + NESTED, module)
+    _, ns, log, mod = _load(CASES_HERE, module)
     start = mod._left_count()
     g = ns["looped"](5)
     next(g)
@@ -253,21 +256,25 @@ def test_no_entry_is_left_behind_however_a_suspension_ends(module):
         c.send(None)
         c.close()
         return [await ns[name]() for name in ("comprehension_iterable", "comprehension_element",
-                                              "nested_comprehension", "comprehension_ok", "except_type_with_finally")]
+                                              "nested_comprehension", "comprehension_ok", "except_type_with_finally")
+                if name in ns]
 
     results = asyncio.run(tasks())
-    assert results == [None, None, None, [[0, 0], [0, 1], [0, 2]], "done"]
+    if ASYNC_NESTED:
+        assert results == [None, None, None, [[0, 0], [0, 1], [0, 2]], "done"]
+    else:
+        assert results == [None, None, "done"]
     assert mod._left_count() == start
     assert strict_replay(log) == []
     # every handler of an exception raised at a suspension ran inside the regions, and so did the
     # `finally:` after a failed await in an `except` type
-    assert _inside(log) == ["enter"] * 8
+    assert _inside(log) == ["enter"] * (8 if ASYNC_NESTED else 7)
     assert log.count("operand raised") == 2
 
 
 @pytest.mark.parametrize("module", BACKENDS)
 def test_a_generator_resumed_on_another_thread_re_enters_there(module):
-    _, ns, log, mod = _load(CASES + NESTED, module)
+    _, ns, log, mod = _load(CASES_HERE, module)
     start = mod._left_count()
     g = ns["looped"](3)
     assert next(g) == 0
@@ -284,7 +291,7 @@ def test_a_generator_resumed_on_another_thread_re_enters_there(module):
 
 @pytest.mark.parametrize("module", BACKENDS)
 def test_the_flag_may_flip_while_suspended(module):
-    _, ns, log, mod = _load(CASES + NESTED, module)
+    _, ns, log, mod = _load(CASES_HERE, module)
     start = mod._left_count()
     g = ns["looped"](4)
     next(g)  # left with probes on
@@ -577,13 +584,15 @@ print(stack, [e[1][0] for e in log if isinstance(e, list)])
 def test_other_python_versions_keep_the_region_stack(tmp_path):
     # comprehensions run in frames of their own before 3.12 (inlined since): their suspensions are
     # keyed by the function's frame either way
-    (tmp_path / "case.py").write_text(body_after_header(code_of(CASES + NESTED)))
+    # (the instrumentor compiles what it wrote: NESTED only where the running Python can)
+    (tmp_path / "case.py").write_text(body_after_header(code_of(CASES_HERE)))
     (tmp_path / "case310.py").write_text(body_after_header(code_of(CASES)))
     (tmp_path / "driver.py").write_text(STACK_DRIVER)
     for version, python in OTHER_PYTHONS.items():
-        done = run([python, "driver.py", "case310.py" if version == "3.10" else "case.py"], cwd=tmp_path)
+        nested = ASYNC_NESTED and version != "3.10"
+        done = run([python, "driver.py", "case.py" if nested else "case310.py"], cwd=tmp_path)
         assert done.returncode == 0, (version, done.stderr)
-        if version == "3.10":
+        if not nested:
             assert done.stdout == "[None, None, 'done'] 0\n[] " + repr(["enter"] * 7) + "\n", version
         else:
             assert done.stdout == "[None, None, None, [[0, 0], [0, 1], [0, 2]], 'done'] 0\n[] " + repr(["enter"] * 8) + "\n", version

@@ -7,12 +7,14 @@ protocol on a pipe (no port, no network), loads it: no console errors or excepti
 leaves the file, every chart has a size on the page, and a screenshot is taken (kept in
 $SCALEPROBE_SCREENSHOT_DIR when set, so people can look at it).
 
-Skips only when no chromium is installed (scripts/ensure_chromium.sh installs Debian's).
+Skips only when no chromium is installed (scripts/ensure_chromium.sh installs Debian's) or no torch (the
+sample application needs it).
 """
 
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import os
 import select
@@ -130,6 +132,8 @@ def run_checked(cmd: list[str], timeout: int, **env_extra: str) -> subprocess.Co
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> Path:
     """Real runs, traced: instrument the sample app, sweep ranks x batch, `modeler report`."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("the sample application needs torch, which is not installed")
     tmp = tmp_path_factory.mktemp("browser")
     py = sys.executable
     run_checked([py, "-m", "instrumentor.cli", str(SAMPLE), "-o", str(tmp / "build")], timeout=180)

@@ -1,4 +1,5 @@
 """torch.distributed operations and DDP's gradient all-reduce become communication records."""
+import importlib.util
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ APP = Path(__file__).resolve().parent / "data" / "comm_app.py"
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 def test_collectives_and_ddp_are_recorded(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k not in ("RANK", "WORLD_SIZE")}
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"), OMP_NUM_THREADS="1")

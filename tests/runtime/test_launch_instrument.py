@@ -33,6 +33,7 @@ def launch(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.Compl
 
 @pytest.mark.slow
 @pytest.mark.skipif(not SAMPLE.is_file(), reason="the sample application is not in testdata/")
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the sample application needs torch")
 def test_sample_app_instrumented_on_the_fly_on_two_ranks(tmp_path):
     done = launch(["--instrument", "--cache-dir", str(tmp_path / "cache"), "--nproc", "2",
                    "--param", "batch=16", "--out", str(tmp_path / "runs"), str(SAMPLE),

@@ -217,13 +217,21 @@ def compute(i):
 '''
 
 
-def test_chained_exceptions_and_groups_are_mapped(tmp_path):
-    src, out = _build(tmp_path, CHAINED)
+@pytest.mark.parametrize("group", [
+    pytest.param(True, marks=pytest.mark.skipif(sys.version_info < (3, 11), reason="ExceptionGroup is a builtin since Python 3.11")),
+    False,
+], ids=["group", "chained"])
+def test_chained_exceptions_and_groups_are_mapped(tmp_path, group):
+    program = CHAINED if group else CHAINED.replace('ExceptionGroup("many", [ValueError(i), RuntimeError("inner")])',
+                                                      'ValueError(i)')
+    src, out = _build(tmp_path, program)
     original = _run([sys.executable, str(src / "main.py")], tmp_path)
     mapped = _run([sys.executable, str(out / "main.py")], tmp_path)
     assert 'helper.py", line 4, in compute' in original.stderr
     assert 'helper.py", line 6, in compute' in original.stderr
-    assert "Exception Group Traceback" in original.stderr
+    assert "The above exception was the direct cause of the following exception" in original.stderr
+    if group:
+        assert "Exception Group Traceback" in original.stderr
     assert mapped.stderr == original.stderr
 
 

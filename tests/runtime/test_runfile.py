@@ -95,3 +95,52 @@ def test_profile_stats_variance():
     st = ProfileStats(visits=2, incl_ns=30, excl_ns=30, min_ns=10, max_ns=20, sumsq_ns=10 * 10 + 20 * 20)
     assert st.mean_ns == 15
     assert st.variance_ns2 == pytest.approx(25.0)
+
+
+@pytest.mark.parametrize("with_orjson", [True, False])
+def test_both_encoders_write_a_name_not_valid_utf8_as_orjson_reads_it(monkeypatch, with_orjson):
+    """Without orjson (optional) the standard library's json wrote a lone surrogate (`run_\\xff.py`,
+    held as `run_\\udcff.py`) as a `\\udcff` escape, which orjson refuses: a run file written so was
+    unreadable wherever orjson is installed. Both write UTF-8, the name shown as its escape."""
+    import sys
+
+    import runtime.runfile as runfile
+
+    try:
+        import orjson
+    except ImportError:
+        orjson = None
+    if with_orjson and orjson is None:
+        pytest.skip("orjson is not installed")
+    if not with_orjson:
+        monkeypatch.setitem(sys.modules, "orjson", None)  # `import orjson` raises ImportError
+    encode = runfile._dumps()
+    data = encode([{"type": "region", "file": "run_\udcff.py", "name": "é"}, {"type": "end"}])
+    lines = data.decode("utf-8").splitlines()  # strict: valid UTF-8
+    assert json.loads(lines[0]) == {"type": "region", "file": "run_\\xff.py", "name": "é"}
+    assert lines[1] == '{"type":"end"}'
+    if orjson is not None:  # what the readers use where it is installed
+        assert orjson.loads(lines[0]) == json.loads(lines[0])
+
+
+@pytest.mark.parametrize("with_orjson", [True, False])
+def test_nan_and_infinity_are_not_json_with_either_reader(tmp_path, monkeypatch, with_orjson):
+    """The standard library's json.loads (the reader without orjson) took NaN and Infinity, which
+    orjson refuses: the same damaged line was then dropped for another reason, or kept."""
+    import sys
+
+    if with_orjson:
+        pytest.importorskip("orjson")
+    else:
+        monkeypatch.setitem(sys.modules, "orjson", None)  # `import orjson` raises ImportError
+    f = tmp_path / "rank0.1.jsonl"
+    _write(f, [_prof([3], 1, 30, 30, 30), _prof([3], 1, 30, 30, 30, flush=2),
+               {"type": "step", "region": 3, "index": 0, "duration_ns": 10}, {"type": "end", "status": "ok"}])
+    lines = f.read_text().splitlines()
+    lines[2] = lines[2].replace('"incl_ns":30', '"incl_ns":NaN')
+    lines[3] = lines[3].replace('"duration_ns":10', '"duration_ns":-Infinity')
+    f.write_text("\n".join(lines) + "\n")
+    run = read_run(f)
+    assert run.dropped_lines == [3, 4]
+    assert all(": not valid JSON: " in p for p in run.problems)
+    assert run.profile[(3,)].visits == 1 and run.steps == []

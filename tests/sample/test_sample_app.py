@@ -4,6 +4,7 @@ Every run is tiny (width 4, batch 8, 64 samples): the cost is mostly importing t
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -27,6 +28,8 @@ TINY = [*WHOLE_SHARD, "--steps-per-epoch", "2"]
 _LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                 "GROUP_RANK", "TORCHELASTIC_RUN_ID")
 _FINAL = re.compile(r"^final_loss=(.+)$")
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the sample application needs torch")
 
 
 @dataclass

@@ -290,6 +290,6 @@ async def async_for_and_with():
     try:
         async with Countdown(1):
             pass
-    except TypeError as exc:
-        out["not_a_manager"] = str(exc)
+    except (TypeError, AttributeError) as exc:  # AttributeError: __aenter__ before Python 3.11
+        out["not_a_manager"] = f"{type(exc).__name__}: {exc}"
     return out

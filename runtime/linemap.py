@@ -243,10 +243,10 @@ def _map_stack(stack: list, missing: set[str]) -> int:
     for i, frame in enumerate(stack):
         src = _compiled_source(frame.filename)
         if src is not None:
+            positions = {"end_lineno": frame.end_lineno, "colno": frame.colno, "end_colno": frame.end_colno} if _POSITIONS else {}
             stack[i] = traceback.FrameSummary(
                 src, frame.lineno, frame.name, lookup_line=False, locals=frame.locals, line=_raw_line(src, frame.lineno),
-                end_lineno=getattr(frame, "end_lineno", None), colno=getattr(frame, "colno", None),
-                end_colno=getattr(frame, "end_colno", None),
+                **positions,
             )
             count += 1
             continue

@@ -71,7 +71,21 @@ def format_summary(summary: Summary) -> str:
         lines.append("skipped: " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items())))
     lines.append(f"files failed: {len(summary.failed)}")
     lines += [f"  {f}" for f in summary.failed]
+    lines += _epoch_hint(summary)
     return "\n".join(lines)
+
+
+def _epoch_hint(summary: Summary) -> list[str]:
+    """Step loops but no epoch loop: the epoch rule follows calls within a module only, and the
+    usual layout calls `trainer.train_epoch()` from main.py's loop (review 12)."""
+    if summary.regions.get("epoch") or not summary.regions.get("step"):
+        return []
+    steps = sorted(f"{r.file}:{r.line} ({r.name})" for result in summary.results.values()
+                   for r in result.regions if r.kind == "step")
+    shown = ", ".join(steps[:3]) + (f" and {len(steps) - 3} more" if len(steps) > 3 else "")
+    return [f"no epoch loop found around the step loop(s) {shown}: a loop is an epoch loop when it encloses "
+            "one or calls a function of its own module that holds one; mark the loop that calls it from "
+            "another module with `# scaleprobe: epoch` to get epoch records"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -205,3 +205,22 @@ def test_a_project_module_named_runtime_is_refused_for_the_runtime_backend(src, 
     assert main([str(src), "-o", str(tmp_path / "out")]) == 2
     assert "its own top-level module 'runtime'" in capsys.readouterr().err
     assert main([str(src), "-o", str(tmp_path / "out"), "--backend", "nvtx", "-q"]) == 0
+
+
+def test_a_step_loop_without_an_epoch_loop_gets_a_hint(tmp_path, capsys):
+    """Review 12 F5: the epoch loop in main.py calls the step loop's function in trainer.py, which
+    the epoch rule (calls within a module) does not follow: say so, and how to mark it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "main.py").write_text("from trainer import train_epoch\n\n\ndef main():\n    for epoch in range(2):\n"
+                                 "        train_epoch(epoch)\n\n\nmain()\n")
+    (src / "trainer.py").write_text("def train_epoch(epoch, model=None, opt=None):\n    for batch in range(3):\n"
+                                    "        model(batch).backward()\n        opt.step()\n")
+    assert main([str(src), "-o", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "no epoch loop found around the step loop(s) trainer.py:2 (train_epoch:for@2)" in printed
+    assert "# scaleprobe: epoch" in printed
+    (src / "main.py").write_text((src / "main.py").read_text().replace("range(2):", "range(2):  # scaleprobe: epoch"))
+    assert main([str(src), "-o", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "epoch 1" in printed and "no epoch loop" not in printed

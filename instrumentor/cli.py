@@ -76,16 +76,16 @@ def format_summary(summary: Summary) -> str:
 
 
 def _epoch_hint(summary: Summary) -> list[str]:
-    """Step loops but no epoch loop: the epoch rule follows calls within a module only, and the
-    usual layout calls `trainer.train_epoch()` from main.py's loop (review 12)."""
+    """Step loops but no epoch loop: the epoch rule follows calls by name, and a loop may run the
+    epochs through another name (an alias, a callback), or there are no epochs (review 12)."""
     if summary.regions.get("epoch") or not summary.regions.get("step"):
         return []
     steps = sorted(f"{r.file}:{r.line} ({r.name})" for result in summary.results.values()
                    for r in result.regions if r.kind == "step")
     shown = ", ".join(steps[:3]) + (f" and {len(steps) - 3} more" if len(steps) > 3 else "")
     return [f"no epoch loop found around the step loop(s) {shown}: a loop is an epoch loop when it encloses "
-            "one or calls a function of its own module that holds one; mark the loop that calls it from "
-            "another module with `# scaleprobe: epoch` to get epoch records"]
+            "one or calls, by its name, a function that holds one; if a loop runs the epochs through "
+            "another name, mark it with `# scaleprobe: epoch` to get epoch records"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -53,8 +53,11 @@ def is_type_checking_test(test: ast.expr) -> bool:
     return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
 
 
-def collect(tree: ast.Module, source: str) -> ModuleFacts:
-    """Return one fact per scope node (and per `if TYPE_CHECKING:`), in the rewriter's order."""
+def collect(tree: ast.Module, source: str, epoch_callees: frozenset[str] = frozenset()) -> ModuleFacts:
+    """Return one fact per scope node (and per `if TYPE_CHECKING:`), in the rewriter's order.
+
+    `epoch_callees`: names of functions of other modules of the project that run one epoch (hold a
+    step loop outside any loop of theirs, `epoch_bodies`): a loop calling one is an epoch loop."""
     lines = split_lines(source)  # as ast counts lines: not at form feeds
     has_markers = "scaleprobe:" in source
     facts: list[Fact] = []
@@ -116,9 +119,25 @@ def collect(tree: ast.Module, source: str) -> ModuleFacts:
                 walk_body(case.body, loop)
 
     walk_body(tree.body, None)
-    if "backward" in source or ".step(" in source or has_markers:
-        _classify_loops(facts, lines)
+    if "backward" in source or ".step(" in source or has_markers or epoch_callees:
+        _classify_loops(facts, lines, epoch_callees)
     return ModuleFacts(facts)
+
+
+def epoch_bodies(facts: list[Fact]) -> set[str]:
+    """Names of the functions and methods that hold a step loop outside any loop of their own: each
+    call runs one epoch (`Trainer.train_epoch`), so a loop calling one, in another module too, is an
+    epoch loop."""
+    names: set[str] = set()
+    stack: list[tuple[int, int]] = []  # (function fact index, end of its subtree)
+    for i, fact in enumerate(facts):
+        while stack and i > stack[-1][1]:
+            stack.pop()
+        if isinstance(fact.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            stack.append((i, i + fact.size))
+        elif fact.loop_kind == "step" and fact.parent_loop is None and stack:
+            names.add(facts[stack[-1][0]].node.name)  # type: ignore[attr-defined]
+    return names
 
 
 def untimed_expressions(tree: ast.Module, source: str) -> list[Skip]:
@@ -179,7 +198,16 @@ class _Callees:
         return False
 
 
-def _classify_loops(facts: list[Fact], lines: list[str]) -> None:
+def _inside_step(facts: list[Fact], index: int) -> bool:
+    parent = facts[index].parent_loop
+    while parent is not None:
+        if facts[parent].loop_kind == "step":
+            return True
+        parent = facts[parent].parent_loop
+    return False
+
+
+def _classify_loops(facts: list[Fact], lines: list[str], epoch_callees: frozenset[str] = frozenset()) -> None:
     """Innermost `for` loop that trains (calls `.backward()`/`opt.step()`, itself or through the
     module's own functions) is a step loop; the loop around it, or a loop calling a function that
     holds a step loop, is an epoch loop."""
@@ -214,10 +242,12 @@ def _classify_loops(facts: list[Fact], lines: list[str]) -> None:
             parent = fact.parent_loop
             if parent is not None and facts[parent].loop_kind == "loop":
                 facts[parent].loop_kind = "epoch"
-    if owner_of_step:
+    if owner_of_step or epoch_callees:
         for i, fact in enumerate(facts):
             if isinstance(fact.node, (ast.For, ast.While)) and fact.loop_kind == "loop":
-                if callees.reaches(callees.calls(i)[1], lambda j: j in owner_of_step, depth=2):
+                called = callees.calls(i)[1]
+                if (owner_of_step and callees.reaches(called, lambda j: j in owner_of_step, depth=2)) or (
+                        called & epoch_callees and not _inside_step(facts, i)):
                     fact.loop_kind = "epoch"
     for fact in facts:
         if fact.marker in ("epoch", "step") and isinstance(fact.node, (ast.For, ast.AsyncFor, ast.While)):

@@ -121,7 +121,8 @@ def decode(data: bytes) -> tuple[str, str]:
 
 
 def _work(job: tuple) -> FileResult:
-    relpath, path, pool, prior, backend, timeout = job
+    relpath, path, pool, prior, backend, timeout, *rest = job
+    epoch_callees = rest[0] if rest else frozenset()
     # libcst's native parser takes minutes on some inputs (a chain of 4000 `+` took 60 s, growing
     # faster than quadratically) and cannot be interrupted from Python: SIGALRM's default action
     # ends this worker, and run_jobs reports the file as failed.
@@ -129,13 +130,14 @@ def _work(job: tuple) -> FileResult:
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
         signal.alarm(timeout)
     try:
-        return _instrument_file(relpath, path, pool, prior, backend)
+        return _instrument_file(relpath, path, pool, prior, backend, epoch_callees)
     finally:
         if timeout:
             signal.alarm(0)
 
 
-def _instrument_file(relpath: str, path: str, pool: tuple, prior: dict, backend: str | NvtxBackend) -> FileResult:
+def _instrument_file(relpath: str, path: str, pool: tuple, prior: dict, backend: str | NvtxBackend,
+                     epoch_callees: frozenset[str] = frozenset()) -> FileResult:
     # Deeper than RECURSION_LIMIT, the native parser may overflow the C stack and kill this
     # worker, which run_jobs reports for this file.
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
@@ -144,10 +146,26 @@ def _instrument_file(relpath: str, path: str, pool: tuple, prior: dict, backend:
         source, encoding = decode(data)
     except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as exc:
         return FileResult(relpath, "failed", error=f"{relpath}:1: cannot read: {exc}")
-    result = instrument_source(source, relpath, ids=IdAllocator(range(*pool), prior), backend=backend)
+    result = instrument_source(source, relpath, ids=IdAllocator(range(*pool), prior), backend=backend,
+                               epoch_callees=epoch_callees)
     if result.code is not None:
         result.code = result.code.encode(encoding)  # type: ignore[assignment]  # bytes back to the parent
     return result
+
+
+def _epoch_bodies_of(data: bytes) -> set[str]:
+    """`facts.epoch_bodies` of one file; nothing for a file that does not parse (its own job says why)."""
+    import ast
+
+    from .facts import collect, epoch_bodies
+
+    try:
+        source, _ = decode(data)
+        if "backward" not in source and ".step(" not in source and "scaleprobe:" not in source:
+            return set()
+        return epoch_bodies(collect(ast.parse(source), source).facts)
+    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
+        return set()
 
 
 def run_jobs(jobs: list[tuple], workers: int, work=_work) -> dict[str, FileResult]:
@@ -267,6 +285,9 @@ class Project:
 
     def transform(self, targets: list[str], summary: Summary, *, reuse: bool) -> dict[str, FileResult]:
         files_state = self.state.setdefault("files", {})
+        callees = self._epoch_callees(targets)
+        # a file's loops depend on the other modules' epoch functions: other ones, rewrite again
+        fingerprint = self.fingerprint + ":" + _hash("\0".join(sorted(callees)).encode())[:8]
         src_manifest = self._source_manifest()
         next_id = max([self.state.get("next_id", 0), *(r.id + 1 for r in src_manifest)])
         jobs, results = [], {}
@@ -276,7 +297,7 @@ class Project:
             entry = files_state.get(rel)
             out_file = self.out / rel if self.out else None
             if (
-                reuse and entry and entry["hash"] == digest and entry["fingerprint"] == self.fingerprint
+                reuse and entry and entry["hash"] == digest and entry["fingerprint"] == fingerprint
                 and out_file is not None and out_file.exists() and out_file.stat().st_size == entry["out_size"]
             ):
                 summary.reused.append(rel)
@@ -293,8 +314,8 @@ class Project:
                 block = [next_id, next_id + max(bound, 1)]
                 next_id = block[1]
                 # the outgrown block stays this file's, so its known regions keep their ids
-            jobs.append((rel, str(self.src / rel), tuple(block), prior, self.backend, self.opts.file_timeout))
-            files_state[rel] = {"hash": digest, "fingerprint": self.fingerprint, "block": block, "regions": [], "status": "?", "out_size": -1}
+            jobs.append((rel, str(self.src / rel), tuple(block), prior, self.backend, self.opts.file_timeout, callees))
+            files_state[rel] = {"hash": digest, "fingerprint": fingerprint, "block": block, "regions": [], "status": "?", "out_size": -1}
         self.state["next_id"] = next_id
         results.update(run_jobs(jobs, max(1, self.opts.jobs)))
         by_rel = {r.file: [] for r in src_manifest}
@@ -308,6 +329,25 @@ class Project:
                 result.linemap = src_linemaps.get(rel)
                 result.columns = src_columns.get(rel)
         return results
+
+    def _epoch_callees(self, targets: list[str]) -> frozenset[str]:
+        """Names of the functions of the modules to instrument that run one epoch
+        (`facts.epoch_bodies`), remembered per file content in the state."""
+        known = self.state.setdefault("epoch_bodies", {})
+        names: set[str] = set()
+        for rel in targets:
+            try:
+                data = (self.src / rel).read_bytes()
+            except OSError:
+                continue
+            digest = _hash(data)
+            entry = known.get(rel)
+            if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == digest):
+                entry = known[rel] = [digest, sorted(_epoch_bodies_of(data))]
+            names.update(entry[1])
+        for rel in set(known) - set(targets):
+            del known[rel]
+        return frozenset(names)
 
     def _source_manifest(self) -> list[Region]:
         path = manifest_path(self.src)

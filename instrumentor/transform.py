@@ -28,8 +28,11 @@ from .scopes import Scope
 from .syntax import split_docstring
 
 
-def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: str | emit.Backend = "runtime") -> FileResult:
-    """Instrument one module's text. Never raises for bad input: a failure is a FileResult."""
+def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: str | emit.Backend = "runtime",
+                      epoch_callees: frozenset[str] = frozenset()) -> FileResult:
+    """Instrument one module's text. Never raises for bad input: a failure is a FileResult.
+
+    `epoch_callees`: functions of the project's other modules that run one epoch (`facts.collect`)."""
     be = emit.get_backend(backend) if isinstance(backend, str) else backend
     try:
         tree = ast.parse(source, filename=relpath)
@@ -50,7 +53,7 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
                 return FileResult(relpath, "failed", error=f"{relpath}:1: already instrumented with --backend {found}, "
                                   f"not {be.name}: instrument the original source (or use --backend {found})")
             return FileResult(relpath, "already")
-        facts = collect(tree, source)
+        facts = collect(tree, source, epoch_callees)
         try:
             module = cst.parse_module(source)
         except cst.ParserSyntaxError as exc:

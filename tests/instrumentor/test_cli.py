@@ -207,13 +207,35 @@ def test_a_project_module_named_runtime_is_refused_for_the_runtime_backend(src, 
     assert main([str(src), "-o", str(tmp_path / "out"), "--backend", "nvtx", "-q"]) == 0
 
 
-def test_a_step_loop_without_an_epoch_loop_gets_a_hint(tmp_path, capsys):
-    """Review 12 F5: the epoch loop in main.py calls the step loop's function in trainer.py, which
-    the epoch rule (calls within a module) does not follow: say so, and how to mark it."""
+def test_a_loop_calling_another_modules_epoch_function_is_an_epoch_loop(tmp_path, capsys):
+    """Review 12 F5: the usual layout, main.py's loop calling trainer.py's function that holds the
+    step loop, was a plain loop (the epoch rule followed calls within a module only)."""
     src = tmp_path / "src"
     src.mkdir()
-    (src / "main.py").write_text("from trainer import train_epoch\n\n\ndef main():\n    for epoch in range(2):\n"
-                                 "        train_epoch(epoch)\n\n\nmain()\n")
+    (src / "main.py").write_text("import trainer\n\n\ndef main():\n    for epoch in range(2):\n"
+                                 "        trainer.Trainer().train_epoch(epoch)\n\n\nmain()\n")
+    (src / "trainer.py").write_text("class Trainer:\n    def train_epoch(self, epoch, model=None, opt=None):\n"
+                                    "        for batch in range(3):\n            model(batch).backward()\n"
+                                    "            opt.step()\n")
+    out = tmp_path / "out"
+    assert main([str(src), "-o", str(out)]) == 0
+    assert "regions: 4 (epoch 1, function 1, method 1, step 1)" in capsys.readouterr().out
+    kinds = {r.name: r.kind for r in read_manifest(out / ".scaleprobe" / "manifest.json")}
+    assert kinds["main:for@5"] == "epoch" and kinds["Trainer.train_epoch:for@3"] == "step"
+    # the trainer's own change reaches main.py, which is rewritten again though it did not change
+    (src / "trainer.py").write_text((src / "trainer.py").read_text().replace(".backward()", ".detach()")
+                                    .replace("opt.step()", "pass"))
+    assert main([str(src), "-o", str(out)]) == 0
+    kinds = {r.name: r.kind for r in read_manifest(out / ".scaleprobe" / "manifest.json")}
+    assert kinds["main:for@5"] == "loop" and kinds["Trainer.train_epoch:for@3"] == "loop"
+
+
+def test_a_step_loop_without_an_epoch_loop_gets_a_hint(tmp_path, capsys):
+    """A call the rule cannot follow (through another name): say so, and how to mark the loop."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "main.py").write_text("from trainer import train_epoch as run\n\n\ndef main():\n    for epoch in range(2):\n"
+                                 "        run(epoch)\n\n\nmain()\n")
     (src / "trainer.py").write_text("def train_epoch(epoch, model=None, opt=None):\n    for batch in range(3):\n"
                                     "        model(batch).backward()\n        opt.step()\n")
     assert main([str(src), "-o", str(tmp_path / "out")]) == 0

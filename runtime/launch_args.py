@@ -37,6 +37,7 @@ class Options:
     run_id: str | None
     repetition: int | None
     child: bool
+    max_failures: int | None = None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--spawn", metavar="CMD",
                      help="start each run's ranks with this command instead, e.g. 'srun -n {ranks}'")
     run.add_argument("--timeout", type=float, metavar="S", help="stop a run after S seconds (status timeout)")
+    run.add_argument("--max-failures", type=int, metavar="N",
+                     help="stop a sweep after N runs in a row failed or timed out (a resumed sweep runs them again)")
     run.add_argument("--grace", type=float, default=10.0, metavar="S",
                      help="seconds between SIGTERM and SIGKILL when ranks are stopped (default 10)")
     exp = p.add_argument_group("parameters and sweeps")
@@ -146,6 +149,8 @@ def parse(argv: list[str]) -> Options:
         raise LaunchError(f"--timeout {ns.timeout}: must be positive")
     if ns.grace < 0:
         raise LaunchError(f"--grace {ns.grace}: must not be negative")
+    if ns.max_failures is not None and ns.max_failures < 1:
+        raise LaunchError(f"--max-failures {ns.max_failures}: must be at least 1")
     if ns.nsys_ranks is not None:
         parse_rank_filter(ns.nsys_ranks)
         if not ns.nsys:
@@ -176,7 +181,7 @@ def parse(argv: list[str]) -> Options:
         experiment=experiment, timeout=ns.timeout, grace=ns.grace, dry_run=ns.dry_run,
         instrument=ns.instrument, project_root=ns.project_root, cache_dir=ns.cache_dir, nsys=ns.nsys,
         nsys_ranks=ns.nsys_ranks, nsys_args=ns.nsys_args, spawn=ns.spawn, run_id=ns.run_id,
-        repetition=ns.repetition, child=ns.child)
+        repetition=ns.repetition, child=ns.child, max_failures=ns.max_failures)
 
 
 def _words(option: str, text: str) -> list[str]:

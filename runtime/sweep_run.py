@@ -133,6 +133,7 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
     todo: list[Run] = list(runs)
     held_elsewhere: dict[Path, str] = {}  # runs another launcher holds: tried again at the end
     waiting = False
+    in_a_row = 0  # runs that failed or timed out since the last one that completed
     while todo:
         if between.received:
             sig = between.received[0]
@@ -176,6 +177,11 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
             interrupted = outcome
             break
         if stopped is not None:
+            break
+        in_a_row = in_a_row + 1 if outcome.status in ("failed", "timeout") else 0
+        if opts.max_failures is not None and in_a_row >= opts.max_failures and todo:
+            stopped = (f"{in_a_row} runs in a row failed (--max-failures {opts.max_failures}), the last with: "
+                       f"{outcome.error}; resume with the same command to run the rest")
             break
     if progress is not None:
         why = interrupted.error if interrupted else (f"stopped: {stopped}" if stopped else None)

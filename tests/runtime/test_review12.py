@@ -70,3 +70,27 @@ def test_helper_processes_do_not_each_announce_their_file(tmp_path):
     files = find_run_files(tmp_path / "scaleprobe-runs")
     assert len(files) >= 2, files  # the program's and its multiprocessing child's
     assert proc.stderr.count("scaleprobe: run data written to") == 1, proc.stderr
+
+
+def test_max_failures_stops_a_sweep_whose_runs_all_fail(tmp_path):
+    """Review 12 F6: a mistyped option of the program failed each of 54 points alike."""
+    (tmp_path / "prog.py").write_text("import argparse\np = argparse.ArgumentParser()\np.add_argument('--batch')\n"
+                                      "p.parse_args()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env.update(PYTHONPATH=str(REPO), SCALEPROBE_QUIET="1")
+
+    def launch(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "runtime.launch", "--sweep", "batch=1,2,3,4", *extra,
+                               "--out", str(tmp_path / "runs"), "--", str(tmp_path / "prog.py"), "--batch-sz", "{batch}"],
+                              env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+    proc = launch("--max-failures", "2")
+    assert proc.returncode == 1, proc.stderr
+    assert "2 runs in a row failed (--max-failures 2)" in proc.stderr
+    assert len(list((tmp_path / "runs" / "prog").iterdir())) == 2  # the other two were not started
+    proc = launch()  # resumed without the option: every run is tried
+    assert proc.returncode == 1
+    assert len(list((tmp_path / "runs" / "prog").iterdir())) == 4
+    bad = subprocess.run([sys.executable, "-m", "runtime.launch", "--max-failures", "0", str(tmp_path / "prog.py")],
+                         env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert bad.returncode == 2 and "--max-failures 0: must be at least 1" in bad.stderr

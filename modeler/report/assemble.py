@@ -231,6 +231,10 @@ def _design(report: Report, groups: Sequence[RunGroup], params: Sequence[str],
     report.design.append(("ranks per run", ", ".join(map(str, sizes))))
     n_ok = sum(1 for g in groups if g.ok)
     report.design.append(("runs completed", f"{n_ok} of {len(groups)}"))
+    selected = sorted({(len(g.ranks), g.world_size) for g in groups if g.ok and g.left_out_ranks})
+    if selected:
+        # rank selection (SCALEPROBE_RANKS): the ranks left out wrote no file; the readers' warning says so too
+        report.design.append(("ranks recorded (rank selection)", ", ".join(f"{n} of {ws}" for n, ws in selected)))
     report.design.append(("rank files", str(sum(len(g.ranks) for g in groups))))
     for g in groups:
         if not g.ok:

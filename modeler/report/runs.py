@@ -75,6 +75,8 @@ class RunGroup:
     ranks: list[RankData] = field(default_factory=list)
     status: str = "ok"
     reason: str = ""
+    #: ranks whose only file could not be read (empty, cut in its header): they died at start-up
+    lost_ranks: list[int] = field(default_factory=list)
 
     @property
     def missing_ranks(self) -> list[int]:
@@ -82,13 +84,25 @@ class RunGroup:
         return [r for r in range(self.world_size) if r not in have]
 
     @property
+    def left_out_ranks(self) -> list[int]:
+        """Ranks without a file in a run the readers accept: rank selection (`SCALEPROBE_RANKS`)
+        left them out, and they write no file. The readers tell that from a rank that died
+        (`lost_ranks`, or a failed or unfinished rank: the run's status), as `modeler fit` does, and
+        the run's values come from the recorded ranks."""
+        if self.status != "ok":
+            return []
+        return [r for r in self.missing_ranks if r not in self.lost_ranks]
+
+    @property
     def ok(self) -> bool:
-        return self.status == "ok" and bool(self.ranks) and all(r.ok for r in self.ranks) and not self.missing_ranks
+        return self.status == "ok" and bool(self.ranks) and all(r.ok for r in self.ranks) and not self.lost_ranks
 
     def failure(self) -> str:
         if self.status != "ok" and self.reason:
             return f"{self.status}: {self.reason}"
-        if self.missing_ranks:
+        if self.lost_ranks:
+            return f"no readable file for rank(s) {', '.join(map(str, self.lost_ranks[:8]))}"
+        if self.missing_ranks and self.status != "ok":
             return f"no file for rank(s) {', '.join(map(str, self.missing_ranks[:8]))}"
         bad = [r for r in self.ranks if not r.ok]
         return "; ".join(f"rank {r.rank}: {r.status}" for r in bad[:4])
@@ -196,6 +210,7 @@ def groups_from_runset(runset: Any) -> list[RunGroup]:
             ranks=[_rank_data(rank, files, names) for rank, files in rec.ranks.items()],
             status=str(rec.status),
             reason=str(rec.reason),
+            lost_ranks=sorted({rank for rank, _, _ in rec.unreadable}),
         )
         groups.append(g)
     return sorted(groups, key=lambda g: (sorted(g.params.items()), g.world_size, g.repetition, g.run_id))

@@ -1,0 +1,72 @@
+"""Review 12 (a new user's own program), the modeler's findings: rank selection in the report (F1),
+communication and data wait per step under gradient accumulation (F3), loops renamed by an edit
+(F4), the "no usable measurements" error (F7), the export's note on series missing at 1 rank (F12),
+`report --run` and the folding of model notes (F13)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from modeler.readers import ReadOptions, read_inputs
+from modeler.readers.runs import load_runs
+from modeler.report.runs import groups_from_runset
+from modeler_synthetic_runs import MS, write_rank_file
+
+S = 10**9
+
+
+def _report_md(args: list[str], tmp_path: Path, code: int = 0) -> str:
+    from modeler.cli import main
+
+    out = tmp_path / "report.md"
+    assert main(["report", *args, "--format", "markdown", "-q", "-o", str(out)]) == code
+    return out.read_text(encoding="utf-8")
+
+
+# F1 --------------------------------------------------------------------------------------------
+
+
+def _selected_sweep(root: Path) -> None:
+    """ranks 2, 4 x batch 8, 16, 32 under SCALEPROBE_RANKS=0: only rank 0 writes a file."""
+    for ranks in (2, 4):
+        for batch in (8, 16, 32):
+            run_id = f"r{ranks}b{batch}"
+            t = int((1 + batch / ranks) * S)
+            write_rank_file(root / run_id, run_id=run_id, params={"ranks": ranks, "batch": batch}, world_size=ranks,
+                            profile={(0,): (1, t + MS, MS), (0, 1): (1, t, t // 5), (0, 1, 2): (4, t * 4 // 5, t // 2)},
+                            steps=[{"region": 2, "duration_ns": t // 5, "data_wait_ns": MS, "comm_ns": 2 * MS,
+                                    "gpu_ns": None, "memory": None} for _ in range(4)],
+                            epochs=[{"region": 1, "duration_ns": t}])
+
+
+def test_report_counts_runs_under_rank_selection_as_completed(tmp_path):
+    _selected_sweep(tmp_path / "runs")
+    groups = groups_from_runset(load_runs([tmp_path / "runs"]))
+    assert all(g.ok for g in groups)
+    assert {tuple(g.left_out_ranks) for g in groups} == {(1,), (1, 2, 3)}
+    md = _report_md([str(tmp_path / "runs")], tmp_path)
+    assert "| runs completed | 6 of 6 |" in md
+    assert "| configurations | 6 |" in md
+    assert "ranks recorded (rank selection) | 1 of 2, 1 of 4" in md
+    assert "Failed runs" not in md
+    # the same warning as `modeler fit`
+    assert "6 run(s) have files of fewer ranks than their world size" in md
+    training = md[md.index("## Training"):md.index("## Rank imbalance")]
+    assert "No step or epoch records" not in training
+    assert "| 4 | 32 | `train_epoch` |" in training
+    assert "### Scaling with ranks" in training
+
+
+def test_report_still_fails_a_run_whose_rank_died_at_start_up(tmp_path):
+    _selected_sweep(tmp_path / "runs")
+    # rank 1 of this run left an empty file: it died before its header, it was not left out
+    (tmp_path / "runs" / "r2b8" / "rank1.4242.jsonl").write_bytes(b"")
+    groups = {g.run_id: g for g in groups_from_runset(load_runs([tmp_path / "runs"]))}
+    assert not groups["r2b8"].ok and groups["r2b8"].left_out_ranks == []
+    assert all(g.ok for rid, g in groups.items() if rid != "r2b8")
+    md = _report_md([str(tmp_path / "runs")], tmp_path, code=3)  # 3: the empty file was skipped
+    assert "| runs completed | 5 of 6 |" in md
+    assert "**Failed runs (1):**" in md and "`r2b8`: incomplete:" in md
+    assert "rank 1's file could not be read (empty)" in md

@@ -70,3 +70,61 @@ def test_report_still_fails_a_run_whose_rank_died_at_start_up(tmp_path):
     assert "| runs completed | 5 of 6 |" in md
     assert "**Failed runs (1):**" in md and "`r2b8`: incomplete:" in md
     assert "rank 1's file could not be read (empty)" in md
+
+
+# F3 --------------------------------------------------------------------------------------------
+
+
+def _accumulating(root: Path) -> None:
+    """Gradient accumulation over 2 micro-steps, as in the review's program: the `no_sync` one takes
+    40 ms and communicates nothing, the synchronizing one 100 ms of which `10 * ranks` ms
+    all-reduce; a data wait of 4 ms on the first step of each pair; and a last iteration that
+    only fetched a batch before the loop's `break` (1 ms, all of it data wait). 5 of the 9 steps
+    communicate nothing: their median communication is 0."""
+    for ranks in (2, 4, 8):
+        run_id = f"acc{ranks}"
+        steps = []
+        for i in range(8):
+            sync = i % 2 == 1
+            steps.append({"region": 2, "duration_ns": (100 if sync else 40) * MS, "data_wait_ns": 0 if sync else 4 * MS,
+                          "comm_ns": 10 * ranks * MS if sync else 0, "gpu_ns": None, "memory": None})
+        steps.append({"region": 2, "duration_ns": MS, "data_wait_ns": MS, "comm_ns": 0, "gpu_ns": None, "memory": None})
+        for rank in range(ranks):
+            write_rank_file(root / run_id, run_id=run_id, params={"ranks": ranks}, rank=rank, world_size=ranks,
+                            profile={(0,): (1, 600 * MS, MS), (0, 1): (1, 570 * MS, MS), (0, 1, 2): (9, 560 * MS, MS)},
+                            steps=steps)
+
+
+def test_communication_of_every_other_micro_step_is_not_a_median_of_zero(tmp_path):
+    _accumulating(tmp_path / "runs")
+    ds = read_inputs([tmp_path / "runs"]).dataset
+    step = "main->train->train_epoch"
+
+    def fitted(metric: str) -> dict[float, float]:
+        s = next(s for s in ds.series if s.callpath == step and s.metric == metric)
+        return {float(pt[0]): float(reps[0]) for pt, reps in zip(s.points, s.repetitions)}
+
+    # the mean per step: 4 synchronizing steps of 10 x ranks ms over 9 steps; the wait 4 x 4 + 1 ms over 9
+    comm = {r: 0.040 * r / 9 for r in (2, 4, 8)}
+    wait, mean_step, median_step = 0.017 / 9, 0.561 / 9, 0.040
+    assert fitted("step_comm_time") == pytest.approx(comm)
+    assert fitted("data_wait") == pytest.approx({r: wait for r in (2, 4, 8)})
+    assert fitted("step_time") == pytest.approx({r: median_step for r in (2, 4, 8)})  # still the median step
+    md = _report_md([str(tmp_path / "runs")], tmp_path)
+    rows = {cells[1]: cells[3:9] for cells in ([c.strip() for c in ln.split("|")]
+                                               for ln in md[md.index("## Training"):].splitlines()
+                                               if ln.startswith("| ") and "`train_epoch`" in ln)}
+    from modeler.report.svg import format_seconds
+
+    for r in (2, 4, 8):
+        # time per step (median), mean step, compute (the rest of the mean step), communication, data wait
+        assert rows[str(r)][:5] == [format_seconds(median_step), format_seconds(mean_step),
+                                    format_seconds(mean_step - comm[r] - wait), format_seconds(comm[r]),
+                                    format_seconds(wait)]
+    # the report and `modeler fit --metric step_comm_time` agree
+    groups = groups_from_runset(load_runs([tmp_path / "runs"]))
+    for g in groups:
+        st = g.loop_stats("steps")[step]
+        assert st["comm"] / S == pytest.approx(fitted("step_comm_time")[g.params["ranks"]])
+        assert st["data_wait"] / S == pytest.approx(fitted("data_wait")[g.params["ranks"]])
+        assert st["duration"] / S == pytest.approx(fitted("step_time")[g.params["ranks"]])

@@ -279,6 +279,9 @@ def read_inputs(
             why = why[:2000] + " ..."
         raise InputError("no usable measurements" + (f" ({why})" if why else ""), warnings=noticed)
     dataset = merge(datasets)
+    from ..renamed_loops import renamed_loops_warnings
+
+    dataset.warnings.extend(renamed_loops_warnings(dataset))
     if copies:
         dataset.warnings.append(f"{len(copies)} file(s) are byte-for-byte copies of another input, read once: "
                                 f"{listing(copies, 3, 'more')}")

@@ -128,3 +128,40 @@ def test_communication_of_every_other_micro_step_is_not_a_median_of_zero(tmp_pat
         assert st["comm"] / S == pytest.approx(fitted("step_comm_time")[g.params["ranks"]])
         assert st["data_wait"] / S == pytest.approx(fitted("data_wait")[g.params["ranks"]])
         assert st["duration"] / S == pytest.approx(fitted("step_time")[g.params["ranks"]])
+
+
+# F4 --------------------------------------------------------------------------------------------
+
+
+def _loop_runs(root: Path, line: int, batches, *, second_loop: int | None = None) -> None:
+    """Runs whose epoch loop is `main:for@<line>` (and, with `second_loop`, another loop of `main`
+    at that line, measured at the same points)."""
+    regions = [(0, "function", "main", "main.py", 1), (1, "loop", f"main:for@{line}", "main.py", line),
+               (2, "function", "train_epoch", "train.py", 20)]
+    if second_loop is not None:
+        regions.append((3, "loop", f"main:for@{second_loop}", "main.py", second_loop))
+    for batch in batches:
+        run_id = f"l{line}b{batch}"
+        t = batch * 10 * MS
+        profile = {(0,): (1, 2 * t + MS, MS), (0, 1): (1, t, MS), (0, 1, 2): (2, t - MS, t - MS)}
+        if second_loop is not None:
+            profile[(0, 3)] = (1, t, t)
+        write_rank_file(root / run_id, run_id=run_id, params={"batch": batch}, regions=regions, profile=profile)
+
+
+def test_a_loop_renamed_by_an_edit_between_runs_is_named_in_a_warning(tmp_path):
+    _loop_runs(tmp_path / "runs", 65, (8, 16, 32, 64))
+    _loop_runs(tmp_path / "runs_ext", 76, (128, 256, 512))  # an edit above the loop moved it to line 76
+    warnings = read_inputs([tmp_path / "runs", tmp_path / "runs_ext"]).dataset.warnings
+    (w,) = [w for w in warnings if "differ only in the loop's line" in w]
+    assert "main:for@65 and main:for@76" in w
+    assert "2 call path(s) under both" in w  # the loop and train_epoch under it
+    assert "main->main:for@65 at 4 point(s), main->main:for@76 at 3" in w
+    assert "changed between runs" in w
+
+
+def test_two_loops_of_one_function_measured_together_are_no_rename(tmp_path):
+    _loop_runs(tmp_path / "runs", 65, (8, 16, 32, 64), second_loop=90)
+    warnings = read_inputs([tmp_path / "runs"]).dataset.warnings
+    assert {"main->main:for@65", "main->main:for@90"} <= {s.callpath for s in read_inputs([tmp_path / "runs"]).dataset.series}
+    assert not [w for w in warnings if "differ only in the loop's line" in w]

@@ -165,3 +165,55 @@ def test_two_loops_of_one_function_measured_together_are_no_rename(tmp_path):
     warnings = read_inputs([tmp_path / "runs"]).dataset.warnings
     assert {"main->main:for@65", "main->main:for@90"} <= {s.callpath for s in read_inputs([tmp_path / "runs"]).dataset.series}
     assert not [w for w in warnings if "differ only in the loop's line" in w]
+
+
+# F7 --------------------------------------------------------------------------------------------
+
+
+def _failed_runs(root: Path, n_runs: int = 12) -> None:
+    """Runs of 2 ranks whose rank 1 raised, each with the launcher's rank<R>.error.txt beside its
+    files, and one run killed (no end record)."""
+    for i in range(n_runs):
+        d = root / f"run{i}"
+        for rank in range(2):
+            write_rank_file(d, run_id=f"run{i}", params={"n": 2 ** i}, rank=rank, world_size=2,
+                            profile={(0,): (1, S, S)},
+                            end={"status": "exception", "exit_code": 1, "exception": "builtins.RuntimeError"})
+            (d / f"rank{rank}.error.txt").write_text("Traceback ...\nRuntimeError: rank 1 fails on purpose\n")
+    write_rank_file(root / "killed", run_id="killed", params={"n": 1}, rank=0, world_size=1,
+                    profile={(0,): (1, S, S)}, end=None)
+
+
+def test_nothing_usable_names_each_reason_once_and_ends_with_what_the_runs_came_to(tmp_path):
+    from modeler.errors import InputError
+
+    _failed_runs(tmp_path / "runs")
+    with pytest.raises(InputError) as exc:
+        read_inputs([tmp_path / "runs"])
+    msg = str(exc.value)
+    assert "error.txt" not in msg  # the launcher's own files are not measurements, never named
+    assert "run failed (2 files): " in msg  # the run's two rank files share its reason: said once
+    assert msg.startswith("no usable measurements ([1] run incomplete: ")  # the killed run's one file
+    assert msg.count("[") == 6 and msg.count("run failed") == 5
+    assert "and 7 more reasons" in msg and " ..." not in msg  # 13 runs: 6 named, the rest counted
+    assert msg.endswith("13 run(s) left out: 12 failed, 1 incomplete; --include-incomplete also uses incomplete "
+                        "runs (a rank without an end record counts up to its last flush)")
+    # no incomplete run: no option to suggest
+    _failed_runs(tmp_path / "failed_only", n_runs=1)
+    (tmp_path / "failed_only" / "killed" / "rank0.1000.jsonl").unlink()
+    with pytest.raises(InputError) as exc:
+        read_inputs([tmp_path / "failed_only"])
+    assert str(exc.value).endswith("; 1 run(s) left out: 1 failed")
+
+
+def test_the_launchers_error_files_are_ignored_even_when_named(tmp_path, capsys):
+    from modeler.cli import main
+
+    _selected_sweep(tmp_path / "runs")
+    err_file = tmp_path / "runs" / "r2b8" / "rank0.error.txt"
+    err_file.write_text("Traceback ...\n")
+    loaded = read_inputs([*sorted((tmp_path / "runs").glob("*/*"))])  # as a glob names every file
+    assert {f.status for f in loaded.files if f.path == str(err_file)} == {"ignored"}
+    assert not loaded.skipped
+    assert main(["fit", *map(str, sorted((tmp_path / "runs").glob("*/*"))), "-q"]) == 0
+    assert "error.txt" not in capsys.readouterr().err

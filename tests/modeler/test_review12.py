@@ -217,3 +217,26 @@ def test_the_launchers_error_files_are_ignored_even_when_named(tmp_path, capsys)
     assert not loaded.skipped
     assert main(["fit", *map(str, sorted((tmp_path / "runs").glob("*/*"))), "-q"]) == 0
     assert "error.txt" not in capsys.readouterr().err
+
+
+# F12 -------------------------------------------------------------------------------------------
+
+
+def test_export_says_why_communication_is_left_out_of_a_sweep_from_one_rank(tmp_path):
+    from modeler.export import write_extrap_jsonl
+
+    for ranks in (1, 2, 4):
+        for batch in (8, 16):
+            run_id = f"r{ranks}b{batch}"
+            comms = [] if ranks == 1 else [{"op": "all_reduce", "bytes": 4096, "group_size": ranks, "calls": 2,
+                                            "time_ns": ranks * MS, "gpu_ns": None, "callpath": [0, 1, 2]}]
+            for rank in range(ranks):
+                write_rank_file(tmp_path / "runs" / run_id, run_id=run_id, params={"ranks": ranks, "batch": batch},
+                                rank=rank, world_size=ranks, comms=comms,
+                                profile={(0,): (1, batch * 10 * MS, MS), (0, 1): (1, batch * 9 * MS, MS)})
+    summary = write_extrap_jsonl(read_inputs([tmp_path / "runs"]).dataset, tmp_path / "x.jsonl")
+    (note,) = [n for n in summary.notes() if "left out" in n]
+    assert note.startswith("3 series left out of the export: not measured where ranks=1 (a single rank does not "
+                           "communicate), and Extra-P refuses gaps. To hand them to Extra-P, export the runs at the "
+                           "other values of ranks on their own")
+    assert "main->train->train_epoch->all_reduce [comm_time] (4 of 6 points)" in note

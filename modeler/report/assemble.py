@@ -94,7 +94,7 @@ def build_report(
             target[p] = measured[p][-1]
         if p not in hold and measured[p]:
             hold[p] = measured[p][-1]
-    ranking, common, parts_notes = rank_regions(series, models, params, target,
+    ranking, folded, parts_notes = rank_regions(series, models, params, target,
                                                 {p: v[-1] for p, v in measured.items() if v}, companions,
                                                 baselines)
     region_series = {s.callpath: s for s in series}
@@ -114,7 +114,7 @@ def build_report(
         ranking=ranking,
         regions=regions,
         warnings=[w for w in dataset.warnings if not _about_other_metric(w, metric, metrics)]
-        + [f"every model: {w}" for w in sorted(common)]
+        + folded
         + parts_notes,
     )
     _design(report, groups, params, measured, len(series))

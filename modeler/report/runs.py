@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 from ..aggregate import loop_callpaths, loop_records, per_step
@@ -76,6 +77,8 @@ class RunGroup:
     reason: str = ""
     #: ranks whose only file could not be read (empty, cut in its header): they died at start-up
     lost_ranks: list[int] = field(default_factory=list)
+    #: where its files lie (`--run` takes a run's directory too)
+    directories: tuple[Path, ...] = ()
 
     @property
     def missing_ranks(self) -> list[int]:
@@ -216,6 +219,7 @@ def groups_from_runset(runset: Any) -> list[RunGroup]:
             status=str(rec.status),
             reason=str(rec.reason),
             lost_ranks=sorted({rank for rank, _, _ in rec.unreadable}),
+            directories=tuple(sorted({Path(f.path).parent for f in rec.files})),
         )
         groups.append(g)
     return sorted(groups, key=lambda g: (sorted(g.params.items()), g.world_size, g.repetition, g.run_id))

@@ -240,3 +240,85 @@ def test_export_says_why_communication_is_left_out_of_a_sweep_from_one_rank(tmp_
                            "communicate), and Extra-P refuses gaps. To hand them to Extra-P, export the runs at the "
                            "other values of ranks on their own")
     assert "main->train->train_epoch->all_reduce [comm_time] (4 of 6 points)" in note
+
+
+# F13 -------------------------------------------------------------------------------------------
+
+
+def _many_runs(root: Path) -> None:
+    for n in range(1, 13):
+        run_id = f"{n:012x}"  # an opaque id, as the launcher's hashes are
+        write_rank_file(root / f"n-{n}_rep-0", run_id=run_id, params={"n": n},
+                        profile={(0,): (1, n * 10 * MS, MS), (0, 1): (1, n * 9 * MS, n * 9 * MS)})
+
+
+def test_report_run_that_is_not_there_counts_the_runs_and_shows_their_parameters(tmp_path):
+    from modeler.errors import InputError
+    from modeler.report.assemble import ReportOptions, check_options
+
+    _many_runs(tmp_path / "runs")
+    groups = groups_from_runset(load_runs([tmp_path / "runs"]))
+    with pytest.raises(InputError) as exc:
+        check_options(groups, ("n",), ReportOptions(run_id="nope"))
+    msg = str(exc.value)
+    assert msg.startswith("--run: no run 'nope' (a run id, the run's directory or its name); the 12 runs are: "
+                          "000000000001 (n=1, rep 0), 000000000002 (n=2, rep 0), ")
+    assert msg.endswith("00000000000a (n=10, rep 0) and 2 more")
+
+
+def test_report_run_takes_the_runs_directory_or_its_name(tmp_path):
+    _many_runs(tmp_path / "runs")
+    by_id = _report_md([str(tmp_path / "runs"), "--run", "000000000003"], tmp_path)
+    assert "Run `000000000003`" in by_id
+    assert _report_md([str(tmp_path / "runs"), "--run", str(tmp_path / "runs" / "n-3_rep-0")], tmp_path) == by_id
+    assert _report_md([str(tmp_path / "runs"), "--run", "n-3_rep-0"], tmp_path) == by_id
+
+
+def test_a_warning_most_models_share_is_said_once_with_their_count(tmp_path):
+    from dataclasses import replace
+
+    from modeler.report.regions import fold_warnings
+    from modeler.report.findings import RankingRow
+
+    few, two = "fewer than 5 values of parameter ranks (3)", "only 2 value(s) of parameter ranks"
+    base = RankingRow(callpath="a", formula="1", growth="constant", growth_key=(0.0, 0.0), smape=1.0, cv_smape=None,
+                      ar2=1.0, points=9, measured_max=1.0, predicted=1.0, low=1.0, high=1.0, factor=1.0,
+                      warnings=(), anchor="region-0", forms=None, from_time=None)
+    rows = [replace(base, callpath=f"r{i}", warnings=(two,) if i < 2 else (few, "cut off") if i == 2 else (few,))
+            for i in range(20)]
+    assert fold_warnings(rows) == [f"18 of 20 models: {few}"]
+    assert [r.warnings for r in rows[:3]] == [(two,), (two,), ("cut off",)]
+    assert all(r.warnings == () for r in rows[3:])
+
+
+def test_the_markdown_notes_do_not_repeat_a_warning_most_models_share(tmp_path):
+    from dataclasses import replace
+
+    from modeler.report.assemble import build_report
+    from modeler.report.render import render_markdown
+    from test_report_synth import hand_models, load_sweep, write_sweep
+
+    groups, dataset = load_sweep(write_sweep(tmp_path / "runs"))
+    models = hand_models(dataset)
+    few, two = "fewer than 5 values of parameter ranks (3)", "only 2 value(s) of parameter ranks"
+    models = [replace(m, warnings=(two,) if i < 2 else (few,)) for i, m in enumerate(models)]
+    r = build_report(groups, dataset, models)
+    n = len(r.ranking)
+    assert n > 4
+    assert f"{n - 2} of {n} models: {few}" in r.warnings
+    md = render_markdown(r, top=n)
+    assert md.count(few) == 1
+    assert md.count(two) == 2  # the two models without it keep their own note
+
+
+def test_timeline_run_choice_is_the_same_as_the_reports(tmp_path):
+    from modeler.errors import InputError
+    from modeler.timeline import select_run
+    from runtime.runfile import read_run
+
+    _many_runs(tmp_path / "runs")
+    runs = [read_run(f) for f in sorted((tmp_path / "runs").rglob("rank*.jsonl"))]
+    assert [r.header["run_id"] for r in select_run(runs, "n-3_rep-0")] == ["000000000003"]
+    with pytest.raises(InputError, match=r"the inputs hold 12 runs \(000000000001 \(n=1, rep 0\), .* and 2 more\); "
+                                         r"choose one with --run"):
+        select_run(runs, None)

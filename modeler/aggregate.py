@@ -8,7 +8,8 @@ own. Runs at the same parameter point are repetitions: they stay separate in
 
 A call path that a completed rank did not visit took no time there: additive metrics (time,
 visits, communication) count it as 0 on that rank, and in a repetition that did not visit it where
-another run of the same experiment at that point did. Per-step medians exist only where steps ran.
+another run of the same experiment at that point did. Per-step values (the median step, the mean
+data wait, communication and GPU time per step: `STEP_PARTS`) exist only where steps ran.
 A rank whose profile is empty was not profiled (rank selection) and does not count at all.
 """
 
@@ -41,9 +42,9 @@ METRICS: dict[str, Metric] = {
     "visits": Metric("", True, "number of visits (calls, loop statements)"),
     "step_time": Metric("s", False, "median duration of one training step"),
     "epoch_time": Metric("s", False, "median duration of one epoch"),
-    "data_wait": Metric("s", False, "median time per step spent waiting for the data loader"),
-    "step_comm_time": Metric("s", False, "median communication time per step"),
-    "step_gpu_time": Metric("s", False, "median GPU time per step (runs on a GPU only)"),
+    "data_wait": Metric("s", False, "mean time per step spent waiting for the data loader"),
+    "step_comm_time": Metric("s", False, "mean communication time per step"),
+    "step_gpu_time": Metric("s", False, "mean GPU time per step (runs on a GPU only)"),
     "peak_memory": Metric("B", False, "largest peak GPU memory of a step (runs on a GPU only)"),
     "peak_rss": Metric("B", False, "largest peak resident memory of an epoch"),
     "gpu_time": Metric("s", False, "GPU time of a region, from sampled visits scaled to all visits (GPU runs only)"),
@@ -163,6 +164,20 @@ class RankMetrics:
 #: a step record's fields and the metrics they give (an epoch's duration gives `epoch_time`)
 LOOP_FIELDS = (("duration_ns", "step_time"), ("data_wait_ns", "data_wait"), ("comm_ns", "step_comm_time"),
                ("gpu_ns", "step_gpu_time"))
+#: The parts of a step: they may happen on some steps only (under gradient accumulation DDP
+#: synchronizes on every k-th micro-step, the `no_sync` ones communicate nothing; a loader waits
+#: when its prefetch runs dry), so a median over steps would drop them. Their value per step is
+#: the mean over the active steps (their total / the steps): the mean step is then compute +
+#: communication + data wait. A step's duration stays the median, which a slow first step does
+#: not dominate.
+STEP_PARTS = frozenset({"data_wait_ns", "comm_ns", "gpu_ns"})
+_MEAN_PER_STEP = frozenset(m for f, m in LOOP_FIELDS if f in STEP_PARTS)
+
+
+def per_step(field: str, values: list[float]) -> float:
+    """One rank's value of a step record's `field` over its active steps: the mean for the parts
+    of a step (`STEP_PARTS`), else the median."""
+    return sum(values) / len(values) if field in STEP_PARTS else _median(values)
 
 
 def loop_callpaths(rf: RankFile, names: RegionNames,
@@ -255,7 +270,7 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     totals[(cp, metric)] += float(v) * scale
     out: dict[Key, float] = dict(totals)
-    out.update((k, _median(v)) for k, v in samples.items() if v)
+    out.update((k, sum(v) / len(v) if k[1] in _MEAN_PER_STEP else _median(v)) for k, v in samples.items() if v)
     out.update(peaks)
     for k in unknown:
         out.pop(k, None)

@@ -13,9 +13,9 @@ import os
 import sys
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Sequence, TextIO
 
-from .dataset import Dataset
+from .dataset import RANKS_PARAMETER, Dataset
 from .errors import InputError
 from .listing import listing
 
@@ -27,16 +27,38 @@ class ExportSummary:
     points: int = 0
     lines: int = 0
     left_out: list[str] = field(default_factory=list)
+    #: the series left out because they lack exactly the points where one parameter has one value
+    #: (communication at ranks=1): (parameter, value) -> series
+    missing_where: dict[tuple[str, float], list[str]] = field(default_factory=dict)
 
     def describe(self) -> str:
         return f"wrote {self.lines} lines ({self.series} series at {self.points} points) to {self.target}"
 
     def notes(self) -> list[str]:
-        if not self.left_out:
-            return []
-        shown = listing(self.left_out, 10)
-        return [f"{len(self.left_out)} series left out of the export: not measured at every point, "
-                f"and Extra-P refuses gaps: {shown}"]
+        notes = []
+        for (p, v), items in self.missing_where.items():
+            why = " (a single rank does not communicate)" if p == RANKS_PARAMETER and v == 1 else ""
+            notes.append(
+                f"{len(items)} series left out of the export: not measured where {p}={v:g}{why}, and Extra-P "
+                f"refuses gaps. To hand them to Extra-P, export the runs at the other values of {p} on their "
+                f"own: name only their run directories as inputs (the launcher names them {p}-<value>_...), "
+                f"with --callpath to pick these series: {listing(items, 10)}")
+        if self.left_out:
+            shown = listing(self.left_out, 10)
+            notes.append(f"{len(self.left_out)} series left out of the export: not measured at every point, "
+                         f"and Extra-P refuses gaps: {shown}")
+        return notes
+
+
+def _missing_where(parameters: Sequence[str], points: Sequence[tuple[float, ...]],
+                   have: set[tuple[float, ...]]) -> tuple[str, float] | None:
+    """(p, v) when the points a series lacks are exactly those where parameter p is v."""
+    missing = {pt for pt in points if pt not in have}
+    for i, p in enumerate(parameters):
+        values = {pt[i] for pt in missing}
+        if len(values) == 1 and (v := values.pop()) is not None and missing == {pt for pt in points if pt[i] == v}:
+            return p, v
+    return None
 
 
 def _number(v: float) -> int | float:
@@ -51,7 +73,12 @@ def extrap_lines(dataset: Dataset, summary: ExportSummary) -> list[str]:
     for s in dataset.series:
         have = {tuple(map(float, pt)) for pt in s.points}
         if len(have) < len(points):
-            summary.left_out.append(f"{s.callpath} [{s.metric}] ({len(have)} of {len(points)} points)")
+            item = f"{s.callpath} [{s.metric}] ({len(have)} of {len(points)} points)"
+            where = _missing_where(dataset.parameters, points, have)
+            if where is None:
+                summary.left_out.append(item)
+            else:
+                summary.missing_where.setdefault(where, []).append(item)
             continue
         if not s.callpath:
             summary.left_out.append(f"<empty call path> [{s.metric}]")

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Sequence
 from runtime.runfile import is_helper_process
 
 from .errors import InputError
+from .runchoice import RunEntry, find_run, listed
 
 TID_EPOCHS, TID_STEPS, TID_REGIONS = 1, 2, 10
 
@@ -43,7 +44,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", metavar="RUN", help="a run directory, or the rank files of one run")
     parser.add_argument("-o", "--output", metavar="FILE", default="trace.json",
                         help="where to write the trace (default: trace.json; '-' for stdout)")
-    parser.add_argument("--run", metavar="RUN_ID", help="the run to draw when the inputs hold several")
+    parser.add_argument("--run", metavar="RUN_ID",
+                        help="the run to draw when the inputs hold several: its id, directory or directory name")
     parser.add_argument("--ranks", metavar="LIST", help="only these ranks: 0,1,4-7")
 
 
@@ -90,13 +92,13 @@ def select_run(runs: Sequence[Any], run_id: str | None) -> list[Any]:
     by_id: dict[str, list[Any]] = {}
     for r, name in zip(runs, run_names([r.header for r in runs], [getattr(r, "path", i) for i, r in enumerate(runs)])):
         by_id.setdefault(name, []).append(r)
+    entries = [RunEntry(name, rs[0].header.get("params") or {}, rs[0].header.get("repetition"),
+                        tuple(sorted({Path(r.path).parent for r in rs if getattr(r, "path", None) is not None})))
+               for name, rs in sorted(by_id.items())]
     if run_id is not None:
-        if run_id not in by_id:
-            raise InputError(f"--run: no run {run_id!r}; the inputs hold {', '.join(sorted(by_id)[:10])}")
-        return by_id[run_id]
+        return by_id[find_run(entries, run_id).name]
     if len(by_id) > 1:
-        listing = ", ".join(sorted(by_id)[:10]) + (" ..." if len(by_id) > 10 else "")
-        raise InputError(f"the inputs hold {len(by_id)} runs ({listing}); choose one with --run")
+        raise InputError(f"the inputs hold {len(by_id)} runs ({listed(entries)}); choose one with --run")
     return next(iter(by_id.values()))
 
 

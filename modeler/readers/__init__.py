@@ -25,6 +25,7 @@ import numpy as np
 from ..dataset import Dataset, Series
 from ..errors import InputError, ModelerError
 from ..listing import listing
+from .unusable import LAUNCHER_FILE, NOT_MEASUREMENTS, is_launcher_file, no_usable_message
 
 
 class ReaderImportError(ModelerError):
@@ -97,6 +98,8 @@ class FileResult:
     status: str
     reason: str = ""
     warnings: tuple[str, ...] = ()  # what the reader noticed before giving up on a skipped file
+    run: str = ""  # a left-out file's run, and its status (failed, incomplete, ...)
+    run_status: str = ""
 
 
 @dataclass
@@ -233,10 +236,14 @@ def read_inputs(
             # (the runs reader takes an empty rank file: it tells which run lacks that rank)
             files.append(FileResult(str(path), format, "skipped", "empty file"))
             continue
+        if fmt is None and is_launcher_file(path):
+            # the launcher's own files beside the run files (rank0.error.txt): never measurements
+            files.append(FileResult(str(path), None, "ignored", LAUNCHER_FILE))
+            continue
         if fmt is None:
             # inside a directory, other files (logs, notes) are expected; a file named explicitly is not
             status = "skipped" if explicit else "ignored"
-            files.append(FileResult(str(path), None, status, "not a scaleprobe run file nor an Extra-P input"))
+            files.append(FileResult(str(path), None, status, NOT_MEASUREMENTS))
             continue
         by_format.setdefault(fmt, []).append(path)
 
@@ -274,11 +281,11 @@ def read_inputs(
     # a skipped file's own warnings (its bad lines) come first: they say why it was skipped
     noticed = [w for f in files if f.status == "skipped" for w in f.warnings]
     if not datasets:
-        why = "; ".join(_named(f) for f in files if f.status != "read")
-        if len(why) > 2000:
-            why = why[:2000] + " ..."
-        raise InputError("no usable measurements" + (f" ({why})" if why else ""), warnings=noticed)
+        raise InputError(no_usable_message(files, options.include_incomplete), warnings=noticed)
     dataset = merge(datasets)
+    from ..renamed_loops import renamed_loops_warnings
+
+    dataset.warnings.extend(renamed_loops_warnings(dataset))
     if copies:
         dataset.warnings.append(f"{len(copies)} file(s) are byte-for-byte copies of another input, read once: "
                                 f"{listing(copies, 3, 'more')}")
@@ -291,11 +298,6 @@ def _sources(sources: Sequence[str], fallback: str) -> str:
     if not sources:
         return fallback
     return listing(sources, 3, "more file(s)")
-
-
-def _named(f: FileResult) -> str:
-    """`path: reason`, naming the file once (most readers' reasons start with it)."""
-    return f.reason if f.reason.startswith(f.path) else f"{f.path}: {f.reason}"
 
 
 def skipped_warning(f: FileResult) -> str:

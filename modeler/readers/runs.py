@@ -377,7 +377,8 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
             files.extend(FileResult(str(f.path), "runs", "read") for f in r.files)
         else:
             warnings.append(f"run {r.run_id} left out ({r.status}): {r.reason}")
-            files.extend(FileResult(str(f.path), "runs", "left out", f"run {r.status}: {r.reason}") for f in r.files)
+            files.extend(FileResult(str(f.path), "runs", "left out", f"run {r.status}: {r.reason}", run=r.run_id,
+                                    run_status=r.status) for f in r.files)
     return RunSet(runs, parameters, constants, files, warnings)
 
 

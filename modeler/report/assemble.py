@@ -94,7 +94,7 @@ def build_report(
             target[p] = measured[p][-1]
         if p not in hold and measured[p]:
             hold[p] = measured[p][-1]
-    ranking, common, parts_notes = rank_regions(series, models, params, target,
+    ranking, folded, parts_notes = rank_regions(series, models, params, target,
                                                 {p: v[-1] for p, v in measured.items() if v}, companions,
                                                 baselines)
     region_series = {s.callpath: s for s in series}
@@ -114,7 +114,7 @@ def build_report(
         ranking=ranking,
         regions=regions,
         warnings=[w for w in dataset.warnings if not _about_other_metric(w, metric, metrics)]
-        + [f"every model: {w}" for w in sorted(common)]
+        + folded
         + parts_notes,
     )
     _design(report, groups, params, measured, len(series))
@@ -231,6 +231,10 @@ def _design(report: Report, groups: Sequence[RunGroup], params: Sequence[str],
     report.design.append(("ranks per run", ", ".join(map(str, sizes))))
     n_ok = sum(1 for g in groups if g.ok)
     report.design.append(("runs completed", f"{n_ok} of {len(groups)}"))
+    selected = sorted({(len(g.ranks), g.world_size) for g in groups if g.ok and g.left_out_ranks})
+    if selected:
+        # rank selection (SCALEPROBE_RANKS): the ranks left out wrote no file; the readers' warning says so too
+        report.design.append(("ranks recorded (rank selection)", ", ".join(f"{n} of {ws}" for n, ws in selected)))
     report.design.append(("rank files", str(sum(len(g.ranks) for g in groups))))
     for g in groups:
         if not g.ok:

@@ -24,7 +24,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="target point for predictions, e.g. ranks=1024,batch=256 (default: the largest measured values)")
     parser.add_argument("--hold", metavar="NAME=VALUE,...",
                         help="values of the other parameters in the per-parameter plots (default: the largest measured)")
-    parser.add_argument("--run", metavar="RUN_ID", help="run shown in the rank and call-tree views (default: the largest)")
+    parser.add_argument("--run", metavar="RUN_ID", help="run shown in the rank and call-tree views: its id, directory or "
+                        "directory name (default: the largest)")
     parser.add_argument("--rank", type=int, metavar="R", help="rank shown in the call tree (default: the lowest)")
     parser.add_argument("--top", type=int, default=12, metavar="N",
                         help="regions drawn in detail (all are in the ranking table; default 12)")

@@ -8,16 +8,17 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..runchoice import RunEntry, find_run
 from . import svg
 from .findings import NS, Report, TreeNode
 from .runs import RankData, RunGroup
 
 def choose_run(groups: Sequence[RunGroup], run_id: str | None) -> RunGroup | None:
+    """The run `--run` names (its id, directory or directory's name: `runchoice.find_run`), else
+    the one with the most ranks and the largest parameters."""
     if run_id is not None:
-        for g in groups:
-            if g.run_id == run_id:
-                return g
-        raise InputError(f"--run: no run {run_id!r}; the runs are {', '.join(g.run_id for g in groups[:10])}")
+        entries = [RunEntry(g.run_id, g.params, g.repetition, g.directories) for g in groups]
+        return groups[entries.index(find_run(entries, run_id))]
     if not groups:
         return None
     return max(groups, key=lambda g: (g.world_size, sorted(g.params.values()), -g.repetition))

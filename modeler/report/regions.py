@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -20,9 +21,9 @@ def rank_regions(
     series: Sequence[Series], models: Sequence[FittedModel], parameters: Sequence[str],
     target: Mapping[str, float], largest: Mapping[str, float], companions: Sequence[FittedModel] = (),
     baselines: Baselines | None = None,
-) -> tuple[list[RankingRow], set[str], list[str]]:
-    """Rows worst-scaling first (as `modeler fit` ranks them), the warnings every model has,
-    which are taken off the rows to be said once, and the ranking's own warnings: the call paths
+) -> tuple[list[RankingRow], list[str], list[str]]:
+    """Rows worst-scaling first (as `modeler fit` ranks them), the warnings most models have,
+    which are taken off the rows to be said once (`fold_warnings`), and the ranking's own warnings: the call paths
     whose time model and parts disagree at the target (`modeler.parts`), and, with `baselines`,
     the speedup, efficiency and cost models far from what the per-rank time gives (`modeler.derived`)."""
     by_key = {(m.callpath, m.metric): m for m in models}
@@ -56,14 +57,21 @@ def rank_regions(
                 from_time=rm.from_time,
             )
         )
-    # a warning every model carries ("only 2 values of ranks") is said once, not on every row
-    common = set(ranking[0].warnings) if ranking else set()
-    for row in ranking[1:]:
-        common &= set(row.warnings)
-    if len(ranking) > 1:
-        for row in ranking:
-            row.warnings = tuple(w for w in row.warnings if w not in common)
-    return ranking, common, list(ranked.warnings)
+    return ranking, fold_warnings(ranking), list(ranked.warnings)
+
+
+def fold_warnings(ranking: Sequence[RankingRow]) -> list[str]:
+    """Take a warning that most models carry ("fewer than 5 values of parameter ranks") off their
+    rows, to be said once: `every model: <w>`, or `18 of 20 models: <w>` where a few models have
+    another (two models with only 2 values of ranks say that instead). A warning of fewer than half
+    the models, or of one, stays on its rows."""
+    counts = Counter(w for row in ranking for w in row.warnings)
+    n = len(ranking)
+    folded = {w: k for w, k in counts.items() if k > 1 and 2 * k >= n}
+    for row in ranking:
+        row.warnings = tuple(w for w in row.warnings if w not in folded)
+    return [f"{'every model' if k == n else f'{k} of {n} models'}: {w}"
+            for w, k in sorted(folded.items(), key=lambda wk: (-wk[1], wk[0]))]
 
 
 def _growth_label(fm: FittedModel) -> str:

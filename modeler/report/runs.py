@@ -4,7 +4,7 @@ The report needs more than the fitted dataset keeps: which run failed, how long 
 each region (imbalance), the steps' split into compute, communication and data wait, and one run's
 call tree. It starts from the readers' `RunSet` (so that both agree on which runs failed) and keeps, per
 rank, only what the reader contract documents (header, regions, profile, comms, end) and its steps' and
-epochs' medians per loop.
+epochs' values per loop (`loop_stats`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from statistics import median
+from pathlib import Path
 from typing import Any, Sequence
 
-from ..aggregate import loop_callpaths, loop_records
+from ..aggregate import loop_callpaths, loop_records, per_step
 from ..dataset import RANKS_PARAMETER
 
 # Header keys that differ per rank or per run; everything else in a header describes the environment.
@@ -36,7 +36,7 @@ class RankData:
     ok: bool
     status: str
     problems: list[str]
-    #: per kind ("steps", "epochs") and loop call path: this rank's medians, see `loop_stats`
+    #: per kind ("steps", "epochs") and loop call path: this rank's values, see `loop_stats`
     loops: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
     def callpath(self, path: tuple[int, ...]) -> str:
@@ -75,6 +75,10 @@ class RunGroup:
     ranks: list[RankData] = field(default_factory=list)
     status: str = "ok"
     reason: str = ""
+    #: ranks whose only file could not be read (empty, cut in its header): they died at start-up
+    lost_ranks: list[int] = field(default_factory=list)
+    #: where its files lie (`--run` takes a run's directory too)
+    directories: tuple[Path, ...] = ()
 
     @property
     def missing_ranks(self) -> list[int]:
@@ -82,13 +86,25 @@ class RunGroup:
         return [r for r in range(self.world_size) if r not in have]
 
     @property
+    def left_out_ranks(self) -> list[int]:
+        """Ranks without a file in a run the readers accept: rank selection (`SCALEPROBE_RANKS`)
+        left them out, and they write no file. The readers tell that from a rank that died
+        (`lost_ranks`, or a failed or unfinished rank: the run's status), as `modeler fit` does, and
+        the run's values come from the recorded ranks."""
+        if self.status != "ok":
+            return []
+        return [r for r in self.missing_ranks if r not in self.lost_ranks]
+
+    @property
     def ok(self) -> bool:
-        return self.status == "ok" and bool(self.ranks) and all(r.ok for r in self.ranks) and not self.missing_ranks
+        return self.status == "ok" and bool(self.ranks) and all(r.ok for r in self.ranks) and not self.lost_ranks
 
     def failure(self) -> str:
         if self.status != "ok" and self.reason:
             return f"{self.status}: {self.reason}"
-        if self.missing_ranks:
+        if self.lost_ranks:
+            return f"no readable file for rank(s) {', '.join(map(str, self.lost_ranks[:8]))}"
+        if self.missing_ranks and self.status != "ok":
             return f"no file for rank(s) {', '.join(map(str, self.missing_ranks[:8]))}"
         bad = [r for r in self.ranks if not r.ok]
         return "; ".join(f"rank {r.rank}: {r.status}" for r in bad[:4])
@@ -99,9 +115,10 @@ class RunGroup:
 
     def loop_stats(self, kind: str = "steps") -> dict[str, dict[str, float]]:
         """Per step (or epoch) loop, by call path: the mean over the ranks that ran it of each rank's
-        median `duration`, `data_wait`, `comm` and `gpu` (ns) over its active steps, and `count`,
-        the mean number of those steps per rank. Under `--ranks mean` this is what `modeler fit`
-        gives as `step_time`, `data_wait`, `step_comm_time`, `step_gpu_time` (and `epoch_time`)."""
+        median `duration`, mean `mean_duration`, and mean `data_wait`, `comm` and `gpu` (ns) over its
+        active steps (`loop_stats` below), and `count`, the mean number of those steps per rank.
+        Under `--ranks mean` this is what `modeler fit` gives as `step_time`, `data_wait`,
+        `step_comm_time`, `step_gpu_time` (and `epoch_time`)."""
         per_loop: dict[str, list[dict[str, float]]] = defaultdict(list)
         for r in self.ranks:
             for cp, st in r.loops.get(kind, {}).items():
@@ -109,10 +126,10 @@ class RunGroup:
         out: dict[str, dict[str, float]] = {}
         for cp, sts in per_loop.items():
             stats = {}
-            for key in (*STEP_FIELDS, "count"):
+            for key in (*STEP_FIELDS, "mean_duration", "count"):
                 vals = [st[key] for st in sts if key in st]
                 # no duration: nothing to show; no wait, communication or GPU time: none recorded
-                stats[key] = sum(vals) / len(vals) if vals else math.nan if key == "duration" else 0.0
+                stats[key] = sum(vals) / len(vals) if vals else math.nan if key.endswith("duration") else 0.0
             out[cp] = stats
         return out
 
@@ -122,12 +139,15 @@ STEP_FIELDS = {"duration": "duration_ns", "data_wait": "data_wait_ns", "comm": "
 
 
 def loop_stats(files: Sequence[Any], names: Any) -> dict[str, dict[str, dict[str, float]]]:
-    """One rank's steps and epochs per loop: {kind: {loop call path: {field: median ns, "count": n}}}.
+    """One rank's steps and epochs per loop: {kind: {loop call path: {field: ns, "count": n}}}.
 
     Over the records `modeler fit` takes `step_time`, `data_wait`, `step_comm_time`,
     `step_gpu_time` and `epoch_time` from (`aggregate.loop_records`: active steps only, each loop
-    under its call path), so that the report and `modeler fit` agree: a field a record lacks is not
-    counted, and the rank's value is the median, which a slow first step does not dominate."""
+    under its call path), and reduced as it does (`aggregate.per_step`), so that the report and
+    `modeler fit` agree: a field a record lacks is not counted; `duration` is the median, which a
+    slow first step does not dominate; the parts of a step (`data_wait`, `comm`, `gpu`) are the
+    mean per step, as is `mean_duration`, which they split: a part that happens on some steps only
+    (the synchronizing micro-steps of gradient accumulation) is not dropped."""
     samples: dict[str, dict[str, dict[str, list[float]]]] = {"steps": {}, "epochs": {}}
     counts: dict[str, dict[str, int]] = {"steps": defaultdict(int), "epochs": defaultdict(int)}
     for rf in files:
@@ -139,7 +159,9 @@ def loop_stats(files: Sequence[Any], names: Any) -> dict[str, dict[str, dict[str
                 v = _as_number(rec.get(name))
                 if v is not None:
                     fields.setdefault(key, []).append(v)
-    return {kind: {cp: {**{k: float(median(v)) for k, v in fields.items() if v}, "count": float(counts[kind][cp])}
+    return {kind: {cp: {**{k: per_step(STEP_FIELDS[k], v) for k, v in fields.items() if v},
+                        **({"mean_duration": sum(d) / len(d)} if (d := fields.get("duration")) else {}),
+                        "count": float(counts[kind][cp])}
                    for cp, fields in loops.items()}
             for kind, loops in samples.items()}
 
@@ -196,6 +218,8 @@ def groups_from_runset(runset: Any) -> list[RunGroup]:
             ranks=[_rank_data(rank, files, names) for rank, files in rec.ranks.items()],
             status=str(rec.status),
             reason=str(rec.reason),
+            lost_ranks=sorted({rank for rank, _, _ in rec.unreadable}),
+            directories=tuple(sorted({Path(f.path).parent for f in rec.files})),
         )
         groups.append(g)
     return sorted(groups, key=lambda g: (sorted(g.params.items()), g.world_size, g.repetition, g.run_id))

@@ -100,11 +100,15 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
     for coords, by_loop in sorted(per_config.items(), key=lambda kv: tuple(math.inf if c is None else c for c in kv[0])):
         for cp in sorted(by_loop):
             sts = by_loop[cp]
-            mean = {k: float(np.mean([s[k] for s in sts])) * NS for k in ("duration", "data_wait", "comm", "gpu")}
+            keys = ("duration", "mean_duration", "data_wait", "comm", "gpu")
+            mean = {k: float(np.mean([s[k] for s in sts])) * NS for k in keys}
             row = {a: c for a, c in zip(axes, coords)}
+            # `step` is the median step (as step_time); the split is of the mean step, which the
+            # parts (means per step, `RunGroup.loop_stats`) add up to: compute is the rest
             row.update(
-                loop=cp, loop_name=names[cp], step=mean["duration"], data_wait=mean["data_wait"], comm=mean["comm"], gpu=mean["gpu"],
-                compute=max(0.0, mean["duration"] - mean["data_wait"] - mean["comm"]),
+                loop=cp, loop_name=names[cp], step=mean["duration"], mean_step=mean["mean_duration"],
+                data_wait=mean["data_wait"], comm=mean["comm"], gpu=mean["gpu"],
+                compute=max(0.0, mean["mean_duration"] - mean["data_wait"] - mean["comm"]),
                 steps=float(np.mean([s["count"] for s in sts])), runs=len(sts),
             )
             report.training_table.append(row)
@@ -119,7 +123,7 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
                 continue
             bars = [
                 svg.BarStack(
-                    svg.short_number(k[axis]),
+                    svg.short_number(k[axis]),  # the bar's height: the mean step
                     [("compute", rows_by[k]["compute"]), ("communication", rows_by[k]["comm"]),
                      ("data wait", rows_by[k]["data_wait"])],
                     rows_by[k]["gpu"] if has_gpu else None,
@@ -129,9 +133,9 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
             held_text = ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
             report.split_charts.append(
                 svg.stacked_bars(
-                    bars, x_label=p, y_label="time per step", colors=STEP_COLORS,
+                    bars, x_label=p, y_label="mean time per step", colors=STEP_COLORS,
                     marker_name="GPU time" if has_gpu else "",
-                    title=f"split of a step of {names[cp]} against {p}" + (f" ({held_text})" if held_text else ""),
+                    title=f"split of a mean step of {names[cp]} against {p}" + (f" ({held_text})" if held_text else ""),
                     y_format=svg.format_seconds,
                 )
             )

@@ -79,7 +79,7 @@ def test_step_split_matches_the_written_step_records(report):
     row = next(r for r in report.training_table if r["ranks"] == 4 and r["batch"] == 32)
     assert row["data_wait"] == pytest.approx(0.0005 + 1e-5 * 4 * 32, rel=0.02)
     assert row["comm"] == pytest.approx(0.002 * math.log2(4), rel=0.02)
-    assert row["compute"] == pytest.approx(row["step"] - row["data_wait"] - row["comm"])
+    assert row["compute"] == pytest.approx(row["mean_step"] - row["data_wait"] - row["comm"])
     assert row["steps"] == STEPS and row["runs"] == 2
     assert len(report.training_table) == 25  # the broken run is not a configuration of its own
 

@@ -127,6 +127,9 @@ class Recorder:
             "schedule": None if self.cfg.schedule is None else vars(self.cfg.schedule),
             "throttle": {"calls": self.cfg.throttle_calls, "ns": self.cfg.throttle_ns},
         }
+        if self.cfg.ranks:  # rank selection: the ranks that record, so that readers can tell one that died
+            selected = RankSet.parse(self.cfg.ranks)
+            self.header["recorded_ranks"] = [r for r in range(max(1, int(ident["world_size"]))) if r in selected]
         parent = _mp_parent_pid()
         if parent is not None:  # a spawned multiprocessing child (e.g. a DataLoader worker), not a rank
             self.header["child_of"] = parent

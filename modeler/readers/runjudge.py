@@ -223,3 +223,20 @@ def judge(run: "RunRecord", include_incomplete: bool) -> None:
             run.kept_incomplete = _unfinished(run, incomplete)
         else:
             run.status, run.reason = "incomplete", _unfinished(run, incomplete)
+    elif _unrecorded(main, per_rank):
+        missing = _unrecorded(main, per_rank)
+        why = (f"no file for rank(s) {', '.join(map(str, missing[:8]))}{' ...' if len(missing) > 8 else ''}, "
+               "which rank selection (SCALEPROBE_RANKS) had to record: the rank ended before recording began")
+        if include_incomplete:
+            run.kept_incomplete = why
+        else:
+            run.status, run.reason = "incomplete", why
+
+
+def _unrecorded(main: list["RankFile"], per_rank: dict) -> list[int]:
+    """Ranks the run's headers say record (`recorded_ranks`, under rank selection) without a file."""
+    for f in main:
+        selected = f.header.get("recorded_ranks")
+        if isinstance(selected, list):
+            return [r for r in selected if isinstance(r, int) and r not in per_rank]
+    return []

@@ -2,6 +2,7 @@
 form one run; the "run data written" line is the program's, not each helper process's."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -94,3 +95,28 @@ def test_max_failures_stops_a_sweep_whose_runs_all_fail(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "runtime.launch", "--max-failures", "0", str(tmp_path / "prog.py")],
                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert bad.returncode == 2 and "--max-failures 0: must be at least 1" in bad.stderr
+
+
+def test_rank_selection_is_in_the_header_and_a_selected_rank_without_a_file_is_told_apart(tmp_path):
+    """Review 12 (modeler F1, left open): a rank that rank selection left out writes no file, and
+    neither does one that died before recording began: the header now says which ranks record."""
+    from modeler.readers import ReadOptions
+    from modeler.readers.runs import load_runs
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env.update(PYTHONPATH=str(REPO), SCALEPROBE_RANKS="0,2", SCALEPROBE_RUN_ID="sel", WORLD_SIZE="4")
+
+    def rank(r: int, out: str) -> None:
+        e = dict(env, RANK=str(r), SCALEPROBE_OUT=str(tmp_path / out))
+        proc = subprocess.run([sys.executable, str(APP), "ok"], env=e, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+
+    for r in range(4):  # ranks 1 and 3 are not selected: no file
+        rank(r, "all")
+    for r in (0, 1, 3):  # rank 2 was selected but never recorded
+        rank(r, "lost")
+    (header,) = {json.dumps(read_run(f).header["recorded_ranks"]) for f in find_run_files(tmp_path / "all")}
+    assert json.loads(header) == [0, 2]
+    assert [r.status for r in load_runs([tmp_path / "all"], ReadOptions()).runs] == ["ok"]
+    (lost,) = load_runs([tmp_path / "lost"], ReadOptions()).runs
+    assert lost.status == "incomplete" and "no file for rank(s) 2, which rank selection" in lost.reason

@@ -129,15 +129,21 @@ def epoch_bodies(facts: list[Fact]) -> set[str]:
     call runs one epoch (`Trainer.train_epoch`), so a loop calling one, in another module too, is an
     epoch loop."""
     names: set[str] = set()
+    for _, fact, around in _with_functions(facts):
+        if fact.loop_kind == "step" and fact.parent_loop is None and around:
+            names.add(facts[around[-1]].node.name)  # type: ignore[attr-defined]
+    return names
+
+
+def _with_functions(facts: list[Fact]):
+    """(index, fact, indexes of the functions around it, innermost last) for every fact, in order."""
     stack: list[tuple[int, int]] = []  # (function fact index, end of its subtree)
     for i, fact in enumerate(facts):
         while stack and i > stack[-1][1]:
             stack.pop()
+        yield i, fact, [index for index, _ in stack]
         if isinstance(fact.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             stack.append((i, i + fact.size))
-        elif fact.loop_kind == "step" and fact.parent_loop is None and stack:
-            names.add(facts[stack[-1][0]].node.name)  # type: ignore[attr-defined]
-    return names
 
 
 def untimed_expressions(tree: ast.Module, source: str) -> list[Skip]:
@@ -230,15 +236,10 @@ def _classify_loops(facts: list[Fact], lines: list[str], epoch_callees: frozense
             if callees.reaches(callees.calls(i)[1], holds_candidate):
                 fact.candidate_below = True
     owner_of_step: set[int] = set()
-    stack: list[tuple[int, int]] = []  # (function fact index, end of its subtree)
-    for i, fact in enumerate(facts):
-        while stack and i > stack[-1][1]:
-            stack.pop()
-        if isinstance(fact.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            stack.append((i, i + fact.size))
+    for i, fact, around in _with_functions(facts):
         if fact.step_candidate and not fact.candidate_below:
             fact.loop_kind = "step"
-            owner_of_step.update(index for index, _ in stack)
+            owner_of_step.update(around)
             parent = fact.parent_loop
             if parent is not None and facts[parent].loop_kind == "loop":
                 facts[parent].loop_kind = "epoch"

@@ -82,6 +82,8 @@ def _epoch_hint(summary: Summary) -> list[str]:
         return []
     steps = sorted(f"{r.file}:{r.line} ({r.name})" for result in summary.results.values()
                    for r in result.regions if r.kind == "step")
+    if not steps:  # --diff fills no results
+        return []
     shown = ", ".join(steps[:3]) + (f" and {len(steps) - 3} more" if len(steps) > 3 else "")
     return [f"no epoch loop found around the step loop(s) {shown}: a loop is an epoch loop when it encloses "
             "one or calls, by its name, a function that holds one; if a loop runs the epochs through "

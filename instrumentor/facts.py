@@ -131,8 +131,30 @@ def epoch_bodies(facts: list[Fact]) -> set[str]:
     names: set[str] = set()
     for _, fact, around in _with_functions(facts):
         if fact.loop_kind == "step" and fact.parent_loop is None and around:
-            names.add(facts[around[-1]].node.name)  # type: ignore[attr-defined]
+            function = facts[around[-1]].node
+            # a generator's caller iterates it per step, not per epoch; a name that common APIs
+            # have too (`model.train()`, `subprocess.run()`) would make their callers' loops epochs
+            if not _is_generator(function) and function.name not in _COMMON_NAMES:  # type: ignore[attr-defined]
+                names.add(function.name)  # type: ignore[attr-defined]
     return names
+
+
+_COMMON_NAMES = frozenset({
+    "train", "eval", "run", "fit", "step", "forward", "main", "call", "__call__", "start", "execute", "update",
+    "apply", "process", "loop", "test", "evaluate", "predict", "validate", "setup", "__init__", "__iter__",
+})
+
+
+def _is_generator(function: ast.AST) -> bool:
+    """Whether the function itself yields (its nested functions and classes do not count)."""
+    todo = list(ast.iter_child_nodes(function))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _with_functions(facts: list[Fact]):
@@ -244,12 +266,17 @@ def _classify_loops(facts: list[Fact], lines: list[str], epoch_callees: frozense
             if parent is not None and facts[parent].loop_kind == "loop":
                 facts[parent].loop_kind = "epoch"
     if owner_of_step or epoch_callees:
+        external = []  # loops calling another module's epoch function: the innermost ones are epochs
         for i, fact in enumerate(facts):
             if isinstance(fact.node, (ast.For, ast.While)) and fact.loop_kind == "loop":
                 called = callees.calls(i)[1]
-                if (owner_of_step and callees.reaches(called, lambda j: j in owner_of_step, depth=2)) or (
-                        called & epoch_callees and not _inside_step(facts, i)):
+                if owner_of_step and callees.reaches(called, lambda j: j in owner_of_step, depth=2):
                     fact.loop_kind = "epoch"
+                elif called & epoch_callees and not _inside_step(facts, i):
+                    external.append(i)
+        for i in external:
+            if not any(i < j <= i + facts[i].size for j in external):  # `for rep in ...: for epoch in ...:`
+                facts[i].loop_kind = "epoch"
     for fact in facts:
         if fact.marker in ("epoch", "step") and isinstance(fact.node, (ast.For, ast.AsyncFor, ast.While)):
             fact.loop_kind = fact.marker

@@ -342,8 +342,8 @@ class Project:
                 continue
             digest = _hash(data)
             entry = known.get(rel)
-            if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == digest):
-                entry = known[rel] = [digest, sorted(_epoch_bodies_of(data))]
+            if not (isinstance(entry, list) and len(entry) == 3 and entry[0] == digest and entry[2] == self.fingerprint):
+                entry = known[rel] = [digest, sorted(_epoch_bodies_of(data)), self.fingerprint]
             names.update(entry[1])
         for rel in set(known) - set(targets):
             del known[rel]

@@ -269,8 +269,8 @@ class Rewriter:
         reason = None
         for dec in node.decorators:
             name = dotted(dec.decorator)
-            if name in ("functools.partial", "partial") and dec.decorator.args:  # type: ignore[attr-defined]
-                name = dotted(dec.decorator.args[0].value)  # type: ignore[attr-defined]  # partial(jax.jit, ...)
+            if name in ("functools.partial", "partial") and isinstance(dec.decorator, cst.Call) and dec.decorator.args:
+                name = dotted(dec.decorator.args[0].value)  # partial(jax.jit, ...)
             if name in _OVERLOAD:
                 reason = "overload stub"
             elif name in _TORCHSCRIPT:

@@ -249,15 +249,11 @@ def export_torch_env(identity: ProcessIdentity | None = None,
 
 
 def job_run_id(env: Mapping[str, str]) -> str | None:
-    """An id every rank of one job step derives alike from the scheduler's variables (None where
-    they do not give one: then the ranks cannot agree on an id without being told)."""
-    if env.get("SLURM_JOB_ID"):
-        step = env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")
-        return f"slurm-{env['SLURM_JOB_ID']}" + (f".{step}" if step else "")
-    if env.get("PBS_JOBID"):
-        return "pbs-" + env["PBS_JOBID"].split(".")[0]
-    if env.get("LSB_JOBID"):
-        return "lsf-" + env["LSB_JOBID"]
+    """An id every rank of one launch derives alike from the launcher's or scheduler's variables
+    (None where they do not give one: then the ranks cannot agree on an id without being told).
+
+    torchrun's comes first: several torchrun launches in one batch job (an sbatch script, an salloc
+    shell: no job step of their own) share the job's id, but not the agent's."""
     if "TORCHELASTIC_RUN_ID" in env:
         if env["TORCHELASTIC_RUN_ID"] not in ("", "none"):
             return "torchrun-" + env["TORCHELASTIC_RUN_ID"]
@@ -265,6 +261,13 @@ def job_run_id(env: Mapping[str, str]) -> str | None:
             # torchrun's default rendezvous id is "none"; on one node, the workers' shared parent
             # is the torchrun agent itself.
             return f"torchrun-{os.uname().nodename}-{os.getppid()}"
+    if env.get("SLURM_JOB_ID"):
+        step = env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")
+        return f"slurm-{env['SLURM_JOB_ID']}" + (f".{step}" if step else "")
+    if env.get("PBS_JOBID"):
+        return "pbs-" + env["PBS_JOBID"].split(".")[0]
+    if env.get("LSB_JOBID"):
+        return "lsf-" + env["LSB_JOBID"]
     if env.get("PMIX_NAMESPACE"):
         return "pmix-" + env["PMIX_NAMESPACE"]
     return None

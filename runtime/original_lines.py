@@ -157,7 +157,7 @@ class _Loader(importlib.machinery.SourceFileLoader):
         return code if code is not None else super().get_code(fullname)
 
     def get_source(self, fullname: str) -> str | None:
-        """SRC's text where the module runs with its lines (doctest, linecache's lazy loading)."""
+        """SRC's text where the module runs with its lines (doctest, and whatever asks the loader)."""
         src = compiled.get(self.get_filename(fullname))
         if src is not None:
             try:

@@ -102,7 +102,12 @@ class Recorder:
             self.enabled = False
             self.on = False
             return
-        run_id = self.cfg.run_id or _job_run_id(ident["world_size"]) or time.strftime("%Y%m%d-%H%M%S", time.localtime()) + f"-{self.pid}"
+        run_id = self.cfg.run_id or _job_run_id(ident["world_size"])
+        if run_id and not self.cfg.run_id and _mp_parent_pid() is None:
+            # as our launcher gives it: the rank's spawned DataLoader workers (whose parent is
+            # the rank, not the torchrun agent) join its run
+            os.environ["SCALEPROBE_RUN_ID"] = run_id
+        run_id = run_id or time.strftime("%Y%m%d-%H%M%S", time.localtime()) + f"-{self.pid}"
         out = self.cfg.out_dir
         if out is None:
             out = os.path.join("scaleprobe-runs", run_id)

@@ -181,7 +181,8 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
         in_a_row = in_a_row + 1 if outcome.status in ("failed", "timeout") else 0
         if opts.max_failures is not None and in_a_row >= opts.max_failures and todo:
             stopped = (f"{in_a_row} runs in a row failed (--max-failures {opts.max_failures}), the last with: "
-                       f"{outcome.error}; resume with the same command to run the rest")
+                       f"{outcome.error}. Fix the cause first: a resume tries the failed runs again before the "
+                       "others (or give a larger --max-failures)")
             break
     if progress is not None:
         why = interrupted.error if interrupted else (f"stopped: {stopped}" if stopped else None)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from instr_helpers import instrument_cli
+from instr_helpers import instrument_cli, rewrite
 from instrumentor import __version__
 from instrumentor.cli import main
 from instrumentor.project import run_jobs
@@ -246,3 +246,84 @@ def test_a_step_loop_without_an_epoch_loop_gets_a_hint(tmp_path, capsys):
     assert main([str(src), "-o", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
     assert "epoch 1" in printed and "no epoch loop" not in printed
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    src = tmp_path / "src"
+    for rel, text in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    return src
+
+
+def _kinds(out: Path) -> dict[str, str]:
+    return {r.name: r.kind for r in read_manifest(out / ".scaleprobe" / "manifest.json")}
+
+
+STEP_FUNCTIONS = '''\
+class Trainer:
+    def run(self, loader, model=None, opt=None):
+        for batch in loader:
+            model(batch).backward()
+            opt.step()
+
+    def train_epoch(self, loader, model=None, opt=None):
+        for batch in loader:
+            model(batch).backward()
+            opt.step()
+
+    def batches(self, loader, model=None, opt=None):
+        for batch in loader:
+            model(batch).backward()
+            opt.step()
+            yield batch
+'''
+
+
+def test_the_cross_module_epoch_rule_leaves_common_names_generators_and_outer_loops_alone(tmp_path):
+    """Review 14 F4, F5: `subprocess.run()` in a loop is no epoch because a Trainer.run holds a step
+    loop; a generator that trains per item is iterated per step; of nested loops around the epoch
+    function's call, the innermost is the epoch loop."""
+    src = _project(tmp_path, {
+        "trainer.py": STEP_FUNCTIONS,
+        "main.py": "import subprocess\nimport trainer\n\n\ndef main(cmds, t):\n"
+                   "    for cmd in cmds:\n        subprocess.run(cmd)\n"
+                   "    for item in t.batches([1]):\n        print(item)\n"
+                   "    for rep in range(2):\n        for epoch in range(3):\n            t.train_epoch([1])\n\n\n"
+                   "main([], trainer.Trainer())\n",
+    })
+    out = tmp_path / "out"
+    assert main([str(src), "-o", str(out), "-q"]) == 0
+    kinds = _kinds(out)
+    assert kinds["main:for@6"] == "loop" and kinds["main:for@8"] == "loop"
+    assert kinds["main:for@10"] == "loop" and kinds["main:for@11"] == "epoch"
+
+
+def test_a_bare_partial_decorator_is_an_ordinary_decorator(tmp_path):
+    """Review 14 F3: `@partial` without a call crashed the rewriter (it looked for the call's arguments)."""
+    result = rewrite("from functools import partial\n\n\n@partial\ndef f(x):\n    return x\n")
+    assert result.status == "instrumented", result.error
+
+
+def test_diff_prints_no_empty_epoch_hint(src, tmp_path, capsys):
+    """Review 14 F7: --diff fills no results, and printed the hint with an empty list."""
+    project = _project(tmp_path, {"main.py": "def main(loader, model=None, opt=None):\n    for b in loader:\n"
+                                             "        model(b).backward()\n        opt.step()\n\n\nmain([])\n"})
+    assert main([str(project), "--diff"]) == 0
+    assert "step loop(s) :" not in capsys.readouterr().err  # the summary goes to stderr under --diff
+
+
+def test_the_epoch_functions_cache_is_redone_by_another_version(tmp_path):
+    """Review 14 F9: the per-file cache of epoch functions was keyed by the file's content only."""
+    src = _project(tmp_path, {"trainer.py": STEP_FUNCTIONS, "main.py": "import trainer\n\n\ndef main(t):\n"
+                              "    for epoch in range(3):\n        t.train_epoch([1])\n\n\nmain(trainer.Trainer())\n"})
+    out = tmp_path / "out"
+    assert main([str(src), "-o", str(out), "-q"]) == 0
+    state_file = out / ".scaleprobe" / "state.json"
+    state = json.loads(state_file.read_text())
+    assert state["epoch_bodies"]["trainer.py"][1] == ["train_epoch"]
+    state["epoch_bodies"]["trainer.py"][1:] = [["bogus"], "an older version"]
+    state_file.write_text(json.dumps(state))
+    assert main([str(src), "-o", str(out), "-q"]) == 0
+    assert json.loads(state_file.read_text())["epoch_bodies"]["trainer.py"][1] == ["train_epoch"]
+    assert _kinds(out)["main:for@5"] == "epoch"

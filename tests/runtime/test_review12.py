@@ -15,24 +15,25 @@ APP = Path(__file__).resolve().parent / "data" / "app.py"
 
 # Starts two "ranks" of app.py as torchrun's agent does: children of one process, torchrun's variables
 AGENT = '''\
-import os, subprocess, sys
+import json, os, subprocess, sys
 procs = []
 for rank in range(2):
     env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
-               **{sys.argv[2]: sys.argv[3]})
-    procs.append(subprocess.Popen([sys.executable, sys.argv[1], "ok"], env=env))
+               **json.loads(sys.argv[2]))
+    procs.append(subprocess.Popen([sys.executable, sys.argv[1], *sys.argv[3:]], env=env))
 sys.exit(max(p.wait() for p in procs))
 '''
 
 
-def _agent(tmp_path: Path, name: str, value: str) -> subprocess.CompletedProcess:
+def _agent(tmp_path: Path, name: str, value: str, *more: str, mode: tuple[str, ...] = ("ok",)) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SCALEPROBE_", "SLURM_", "PBS_", "LSB_", "PMIX_", "TORCHELASTIC_"))
            and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")}
     env["PYTHONPATH"] = str(REPO)
     (tmp_path / "agent.py").write_text(AGENT)
-    return subprocess.run([sys.executable, str(tmp_path / "agent.py"), str(APP), name, value], env=env,
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    variables = dict(zip((name, *more[::2]), (value, *more[1::2])))
+    return subprocess.run([sys.executable, str(tmp_path / "agent.py"), str(APP), json.dumps(variables), *mode],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
 
 
 def test_ranks_of_plain_torchrun_write_one_run(tmp_path):
@@ -87,7 +88,7 @@ def test_max_failures_stops_a_sweep_whose_runs_all_fail(tmp_path):
 
     proc = launch("--max-failures", "2")
     assert proc.returncode == 1, proc.stderr
-    assert "2 runs in a row failed (--max-failures 2)" in proc.stderr
+    assert "2 runs in a row failed (--max-failures 2)" in proc.stderr and "a resume tries the failed runs again" in proc.stderr
     assert len(list((tmp_path / "runs" / "prog").iterdir())) == 2  # the other two were not started
     proc = launch()  # resumed without the option: every run is tried
     assert proc.returncode == 1
@@ -120,3 +121,23 @@ def test_rank_selection_is_in_the_header_and_a_selected_rank_without_a_file_is_t
     assert [r.status for r in load_runs([tmp_path / "all"], ReadOptions()).runs] == ["ok"]
     (lost,) = load_runs([tmp_path / "lost"], ReadOptions()).runs
     assert lost.status == "incomplete" and "no file for rank(s) 2, which rank selection" in lost.reason
+
+
+def test_two_torchrun_launches_in_one_batch_job_are_two_runs(tmp_path):
+    """Review 14 F1: inside an sbatch script (a job id, no step id) both launches took `slurm-<job>`."""
+    for _ in range(2):
+        proc = _agent(tmp_path, "TORCHELASTIC_RUN_ID", "none", "SLURM_JOB_ID", "77")
+        assert proc.returncode == 0, proc.stderr
+    dirs = sorted(p.name for p in (tmp_path / "scaleprobe-runs").iterdir())
+    assert len(dirs) == 2 and all(d.startswith("torchrun-") for d in dirs), dirs
+
+
+def test_spawned_workers_of_a_plain_torchrun_rank_join_its_run(tmp_path):
+    """Review 14 F2: a spawned worker's parent is the rank, not the torchrun agent, so it derived
+    another run id and its file went to a directory of its own."""
+    proc = _agent(tmp_path, "TORCHELASTIC_RUN_ID", "none", mode=("mp", "spawn"))
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = list((tmp_path / "scaleprobe-runs").iterdir())
+    headers = [read_run(f).header for f in find_run_files(run_dir)]
+    assert sorted(h["rank"] for h in headers if h.get("child_of") is None) == [0, 1]
+    assert any(h.get("child_of") for h in headers)  # the workers' files are in the run

@@ -55,7 +55,9 @@ def renamed_loops_warnings(dataset: Dataset) -> list[str]:
         f"different points: {_list(items)}. They are probably one loop whose line changed between runs (code "
         f"edited above it: loops are named <function>:for@<line>), so each copy is modeled on part of the "
         f"points, and a copy with few points may rank as worst-scaling. Model runs of one version of the "
-        f"code (re-run the runs made before the edit), or read the runs of each version apart"
+        f"code (re-run the runs made before the edit), or read the runs of each version apart. (Two "
+        f"different loops of one function that run at different points, e.g. in branches on a "
+        f"parameter, look the same: then nothing is wrong)"
     ]
 
 

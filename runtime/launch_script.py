@@ -27,17 +27,27 @@ _OUR_FILES = frozenset(os.path.realpath(Path(__file__).parent / name) for name i
 
 
 received_sigterm = False
+_owner = 0  # the process whose SIGTERM unwinds (the rank), not its forked children
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     global received_sigterm
+    if os.getpid() != _owner:
+        # A forked child (a Pool or DataLoader worker) dies of SIGTERM as it would without the
+        # launcher: raised there, SystemExit can land in an at-fork callback, where Python drops it,
+        # and a worker that Pool.terminate() stopped would go on and hang its parent.
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     received_sigterm = True
     raise SystemExit(SIGTERM_EXIT)
 
 
 def install_sigterm_exit() -> None:
     """Let SIGTERM unwind the program instead of killing it, unless someone already handles it."""
+    global _owner
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        _owner = os.getpid()
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
 
 

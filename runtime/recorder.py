@@ -205,7 +205,14 @@ class Recorder:
             return
         t = threading.Thread(target=self._loop, name="scaleprobe-flush", daemon=True)
         self.thread = t
-        t.start()
+        # The thread starts with the signals the program may handle blocked, so that the kernel
+        # delivers them to the program's own threads: a SIGTERM taken by this thread would leave a
+        # main thread blocked on a lock asleep (a Pool worker told to stop by terminate() then hung)
+        mask = _block_async_signals()
+        try:
+            t.start()
+        finally:
+            _restore_signals(mask)
 
     def request_flush(self) -> None:
         """An epoch ended: have its records written soon, without waiting for the write here.
@@ -604,6 +611,14 @@ def _chain_signal(sig: int) -> None:
         return
 
     def handler(signum, frame):
+        if _in_fork_callback[0]:
+            # Inside our at-fork callback Python would drop whatever the handler raises ("Exception
+            # ignored in _after_fork"), and the child would go on: a Pool worker told to stop by
+            # terminate() then hangs its parent. The child has run nothing of the program yet:
+            # end it as the signal's default action does.
+            _signal.signal(signum, _signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
         r = _rec
         if r is not None and not r.finished and not r.finishing and os.getpid() == r.pid:
             r.signal = signum
@@ -668,10 +683,38 @@ def _wrap_quitter() -> None:
     quitter.__call__ = __call__
 
 
+_in_fork_callback = [False]
+_SYNCHRONOUS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGTRAP", "SIGABRT", "SIGSYS", "SIGKILL", "SIGSTOP")
+
+
+def _block_async_signals() -> Any:
+    """Block, in this thread, every signal but the synchronous ones (faults); returns the old mask."""
+    import signal as _signal
+
+    if not hasattr(_signal, "pthread_sigmask"):
+        return None
+    skip = {getattr(_signal, name) for name in _SYNCHRONOUS if hasattr(_signal, name)}
+    try:
+        return _signal.pthread_sigmask(_signal.SIG_BLOCK, set(_signal.valid_signals()) - skip)
+    except (OSError, ValueError):
+        return None
+
+
+def _restore_signals(mask: Any) -> None:
+    if mask is not None:
+        import signal as _signal
+
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
+
+
 def _after_fork() -> None:
     r = _rec
     if r is not None:
-        r.after_fork_child()
+        _in_fork_callback[0] = True
+        try:
+            r.after_fork_child()
+        finally:
+            _in_fork_callback[0] = False
 
 
 _mp_registered = [False]

@@ -141,3 +141,58 @@ def test_spawned_workers_of_a_plain_torchrun_rank_join_its_run(tmp_path):
     headers = [read_run(f).header for f in find_run_files(run_dir)]
     assert sorted(h["rank"] for h in headers if h.get("child_of") is None) == [0, 1]
     assert any(h.get("child_of") for h in headers)  # the workers' files are in the run
+
+
+THREAD_MASK = '''\
+import os, signal, sys, threading
+sys.path.insert(0, sys.argv[1])
+from runtime.probe import define
+define("__main__", globals(), "x.py", ((0, "function", "f", 1),))
+flush = [t for t in threading.enumerate() if t.name == "scaleprobe-flush"]
+with open(f"/proc/self/task/{flush[0].native_id}/status") as fh:
+    blocked = int(next(line for line in fh if line.startswith("SigBlk:")).split()[1], 16)
+print("TERM-BLOCKED", bool(blocked & (1 << (signal.SIGTERM - 1))), bool(blocked & (1 << (signal.SIGINT - 1))))
+'''
+
+FORKED_CHILD = '''\
+import os, signal, time
+pid = os.fork()
+if pid == 0:
+    time.sleep(30)
+    os._exit(0)
+time.sleep(0.5)
+os.kill(pid, signal.SIGTERM)
+_, status = os.waitpid(pid, 0)
+print("CHILD", "signal" if os.WIFSIGNALED(status) else "exit", os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+'''
+
+
+def test_the_flush_thread_leaves_the_programs_signals_to_its_threads(tmp_path):
+    """Review 12 peers rerun B: a SIGTERM that the flush thread took left a Pool worker blocked on a
+    lock alive (terminate() then hung its parent): the thread starts with those signals blocked."""
+    if not os.path.exists("/proc/self/task"):
+        import pytest
+        pytest.skip("needs Linux /proc to read a thread's signal mask")
+    (tmp_path / "mask.py").write_text(THREAD_MASK)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env.update(SCALEPROBE_OUT=str(tmp_path / "out"))
+    proc = subprocess.run([sys.executable, str(tmp_path / "mask.py"), str(REPO)], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "TERM-BLOCKED True True" in proc.stdout
+
+
+def test_a_forked_child_under_the_launcher_dies_of_sigterm_as_without_it(tmp_path):
+    """The launcher turns SIGTERM into SystemExit(143) in the rank; in a forked child (a Pool or
+    DataLoader worker) it is the default action again, as without the launcher: a SystemExit raised
+    in an at-fork callback is dropped, and the child went on."""
+    (tmp_path / "fork.py").write_text(FORKED_CHILD)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env.update(PYTHONPATH=str(REPO), SCALEPROBE_QUIET="1")
+    plain = subprocess.run([sys.executable, str(tmp_path / "fork.py")], env=env, capture_output=True, text=True,
+                           timeout=60, cwd=tmp_path)
+    launched = subprocess.run([sys.executable, "-m", "runtime.launch", "--out", str(tmp_path / "runs"),
+                               str(tmp_path / "fork.py")], env=env, capture_output=True, text=True, timeout=60,
+                              cwd=tmp_path)
+    assert "CHILD signal 15" in plain.stdout
+    assert "CHILD signal 15" in launched.stdout, launched.stdout + launched.stderr

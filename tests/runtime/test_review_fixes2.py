@@ -295,6 +295,9 @@ sys.exit(eval(sys.argv[1]))
 '''
 
 
+_LEAKED = {"2**70": "OverflowError: Python int too large to convert to C long", "Unprintable()": "ValueError: no str"}
+
+
 @pytest.mark.parametrize("value", ["None", "'a message'", "[1, 2]", "True", "-1", "2**70", "1.5", "Shown()",
                                    "Unprintable()"])
 def test_sys_exit_values_end_the_launched_script_as_python_does(tmp_path, value):
@@ -307,6 +310,14 @@ def test_sys_exit_values_end_the_launched_script_as_python_does(tmp_path, value)
     if original.returncode == 0:
         assert lines[-1].startswith(warning)
         launched.stderr = "".join(lines[:-1])
+    leaked = _LEAKED.get(value)
+    if leaked is not None and sys.version_info >= (3, 12) and original.stderr != launched.stderr:
+        # CPython 3.12.1 and 3.13.0 (not 3.11) leave the error of converting or printing the code
+        # set and report it at shutdown; later releases clear it (python/cpython#125842). The
+        # launcher ends such a script as Python does without that bug: same status, message, output.
+        assert original.stderr.startswith(launched.stderr)
+        assert original.stderr[len(launched.stderr):].rstrip().endswith(leaked)
+        original.stderr = launched.stderr
     _same(original, launched)
     (run_dir,) = (tmp_path / "launched" / "ex").iterdir()
     assert json.loads((run_dir / "launch.json").read_text())["exit_code"] == original.returncode

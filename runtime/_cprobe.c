@@ -56,6 +56,8 @@ static pthread_key_t exit_key;
  * (NULL: none was). sys.exit() patched by the recorder sets it too. How a program ended is
  * otherwise invisible to atexit, so this is how `raise SystemExit(n)` gets its exit code. */
 static PyObject *exit_seen = NULL;
+static PyObject *main_code = NULL; /* `__main__`'s code object (watch_main), compared by identity */
+static PyObject *main_exit = NULL; /* the code of the SystemExit that unwound main_code (main_unwind) */
 static unsigned long main_ident = 0; /* threading.main_thread().ident; a fork's child: its thread */
 
 /* Runs at thread exit, without the GIL: only flag the state; the flusher frees it (with the GIL)
@@ -491,6 +493,7 @@ static PyObject *p_reset_after_fork(PyObject *self, PyObject *unused) {
     }
     dropped = 0;
     Py_CLEAR(exit_seen);
+    Py_CLEAR(main_exit);
     main_ident = PyThread_get_thread_ident(); /* the forking thread is the child's main thread */
     Py_RETURN_NONE;
 }
@@ -506,6 +509,33 @@ static PyObject *p_set_exit_seen(PyObject *self, PyObject *code) {
     Py_INCREF(code);
     Py_XSETREF(exit_seen, code);
     Py_RETURN_NONE;
+}
+
+/* Python 3.12+: the recorder's sys.monitoring PY_UNWIND callback, which sees the SystemExit that
+ * unwinds `__main__` however it was raised. PY_UNWIND cannot be set for one code object only: it
+ * runs for every frame an exception leaves. In C it costs no frame, so no recursion level (a
+ * Python callback at the deepest frame of a program at its limit raised RecursionError in place of
+ * the program's own exception), and little time. */
+
+static PyObject *p_watch_main(PyObject *self, PyObject *code) {
+    Py_INCREF(code);
+    Py_XSETREF(main_code, code);
+    Py_RETURN_NONE;
+}
+
+static PyObject *p_main_unwind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs == 3 && main_code && args[0] == main_code &&
+        PyObject_TypeCheck(args[2], (PyTypeObject *)PyExc_SystemExit)) {
+        PyObject *code = PyObject_GetAttrString(args[2], "code");
+        if (code) Py_XSETREF(main_exit, code);
+        else PyErr_Clear();
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *p_main_exit(PyObject *self, PyObject *unused) {
+    if (!main_exit) Py_RETURN_NONE;
+    return Py_BuildValue("(O)", main_exit);
 }
 
 /* sys.exit as the recorder installs it: the real one (METH_FASTCALL, `status=None, /`), which also
@@ -756,6 +786,10 @@ static PyMethodDef methods[] = {
     {"take_final_deltas", p_take_final_deltas, METH_NOARGS,
      "(visits still open on other threads, counted as ending now; take_deltas()) for the final flush."},
     {"exit_elsewhere", p_exit_elsewhere, METH_O, "exit_elsewhere(rid): close rid where it is innermost on another thread."},
+    {"watch_main", p_watch_main, METH_O, "watch_main(code): the code object of `__main__`, for main_unwind."},
+    {"main_unwind", (PyCFunction)(void (*)(void))p_main_unwind, METH_FASTCALL,
+     "main_unwind(code, offset, exc): a sys.monitoring PY_UNWIND callback; notes a SystemExit leaving `__main__`."},
+    {"main_exit", p_main_exit, METH_NOARGS, "(code,) of the SystemExit that unwound `__main__` (main_unwind), or None."},
     {"threads", p_threads, METH_NOARGS, "Call trees kept (ended threads go at the next take_deltas)."},
     {"left", (PyCFunction)(void (*)(void))p_left, METH_FASTCALL,
      "left(inner=0): the calling generator or coroutine left its regions at a suspension (inner: from a comprehension). True."},

@@ -30,6 +30,9 @@ STATE_DIR = ".scaleprobe"  # same as instrumentor.regions.STATE_DIR; the runtime
 
 # Python 3.11+: frames have positions (end line, columns: the carets) and exceptions __notes__
 _POSITIONS = sys.version_info >= (3, 11)
+# Python 3.13+ shows every line of a frame's statement (lineno to end_lineno): a FrameSummary given
+# its text must be given all of them, and end_colno is a column of the last one
+_ALL_LINES = sys.version_info >= (3, 13)
 
 _files: dict[str, str] = {}  # co_filename of an instrumented module -> its relpath inside OUT
 _trees: dict[str, "_Tree | None"] = {}  # OUT root -> its loaded maps (None: no usable map there)
@@ -244,9 +247,11 @@ def _map_stack(stack: list, missing: set[str]) -> int:
         src = _compiled_source(frame.filename)
         if src is not None:
             positions = {"end_lineno": frame.end_lineno, "colno": frame.colno, "end_colno": frame.end_colno} if _POSITIONS else {}
+            text = _raw_line(src, frame.lineno)
+            if _ALL_LINES and frame.end_lineno is not None and frame.end_lineno > frame.lineno:
+                text = _joined(_raw_line(src, n) for n in range(frame.lineno, frame.end_lineno + 1))
             stack[i] = traceback.FrameSummary(
-                src, frame.lineno, frame.name, lookup_line=False, locals=frame.locals, line=_raw_line(src, frame.lineno),
-                **positions,
+                src, frame.lineno, frame.name, lookup_line=False, locals=frame.locals, line=text, **positions,
             )
             count += 1
             continue
@@ -264,8 +269,17 @@ def _map_stack(stack: list, missing: set[str]) -> int:
         out_line = _raw_line(frame.filename, frame.lineno)
         points = (tree.columns.get(relpath) or {}).get(str(frame.lineno)) if filename != frame.filename else None
         colno, end_colno = _shift_columns(frame, out_line, line, points)
+        if end_lineno < lineno:
+            end_lineno = lineno
         if end_lineno == lineno and end != frame.lineno:
             colno = end_colno = None  # several out lines on one original line: columns mean nothing
+        elif _ALL_LINES and end_lineno > lineno:
+            # shown from the first line to the last: the end column is one of the last line
+            last = _original(tree, relpath, end_lineno, frame.filename)[1]
+            last_points = (tree.columns.get(relpath) or {}).get(str(end)) if filename != frame.filename else None
+            end_colno = _shift_column(frame.end_colno, _raw_line(frame.filename, end), last, last_points)
+            line = _joined([line] + [_original(tree, relpath, n, frame.filename)[1]
+                                     for n in range(lineno + 1, end_lineno)] + [last])
         if tree.source is None:
             missing.add(tree.missing_source or "")
         positions = {"end_lineno": end_lineno, "colno": colno, "end_colno": end_colno} if _POSITIONS else {}
@@ -355,6 +369,22 @@ def _raw_line(filename: str, lineno: int) -> str:
     import linecache
 
     return linecache.getline(filename, lineno)  # with its newline, as FrameSummary keeps it
+
+
+def _joined(lines: Any) -> str:
+    """A statement's lines as Python 3.13's FrameSummary reads them: each without its line end."""
+    return "".join(line.rstrip() + "\n" for line in lines)
+
+
+def _shift_column(col: int | None, out_line: str, line: str, points: list | None) -> int | None:
+    """One column of `out_line` in the original `line` (as `_shift_columns`), or None."""
+    if col is None or not line.strip():
+        return None
+    if points:
+        return {p[0]: p[1] for p in points if isinstance(p, list) and len(p) == 2}.get(col)
+    if out_line.strip() != line.strip():
+        return None
+    return col + (len(line) - len(line.lstrip())) - (len(out_line) - len(out_line.lstrip()))
 
 
 def _shift_columns(frame: Any, out_line: str, line: str, points: list | None = None) -> tuple[int | None, int | None]:

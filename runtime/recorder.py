@@ -412,7 +412,7 @@ class Recorder:
         if exit_code is None:
             exit_code = self.exit_code
         if exit_code is None and status is None:
-            seen = self.main_exit or (self.exit_frozen if self.exit_frozen is not _UNSET else impl.exit_seen())
+            seen = self.main_exit or self._c_main_exit() or (self.exit_frozen if self.exit_frozen is not _UNSET else impl.exit_seen())
             if seen is not None:
                 exit_code = exit_status(seen[0])
         if exit_code is None and status in (None, "ok"):
@@ -420,6 +420,11 @@ class Recorder:
         if status in (None, "ok"):
             status = "ok" if exit_code == 0 else "exit"
         return status, exit_code
+
+    @staticmethod
+    def _c_main_exit() -> tuple | None:
+        main_exit = getattr(impl, "main_exit", None)
+        return main_exit() if main_exit is not None else None
 
     def freeze_exit(self) -> None:
         """Interpreter shutdown began: the exit code is decided. atexit handlers of the program
@@ -442,11 +447,18 @@ class Recorder:
         else:
             return
         self.main_code = code
-
-        def on_unwind(unwound: Any, offset: int, exc: BaseException) -> Any:
-            if unwound is code and isinstance(exc, SystemExit):
-                self.main_exit = (exc.code,)
-            return None
+        # PY_UNWIND runs for every frame an exception leaves, the deepest one too: the C backend's
+        # callback costs no frame, where a Python one would raise RecursionError in place of the
+        # program's own exception at its recursion limit
+        c_unwind = getattr(impl, "main_unwind", None)
+        if c_unwind is not None:
+            impl.watch_main(code)
+            on_unwind: Any = c_unwind
+        else:
+            def on_unwind(unwound: Any, offset: int, exc: BaseException) -> Any:
+                if unwound is code and isinstance(exc, SystemExit):
+                    self.main_exit = (exc.code,)
+                return None
 
         mon.register_callback(tool, mon.events.PY_UNWIND, on_unwind)
         mon.set_events(tool, mon.get_events(tool) | mon.events.PY_UNWIND)

@@ -246,6 +246,43 @@ def test_a_build_without_a_recorded_source_maps_lines_in_out(built, tmp_path):
     assert "scaleprobe: no source tree was recorded" in text
 
 
+# a statement over several lines, in a body the copy moves into `try:` (re-indented) and in a loop
+# the copy gives a mark line of its own: Python 3.13 shows every line of it, with the carets of
+# its first and last line
+SPANNING = '''\
+def compute(i):
+    for k in range(2):
+        if i == 2:
+            return divide(
+                i,
+                k)
+    return i
+
+
+def divide(a, b):
+    return (a
+            / b)
+'''
+
+
+def test_a_statement_over_several_lines_is_shown_as_the_original_shows_it(tmp_path):
+    src, out = _build(tmp_path, SPANNING)
+    original = _run([sys.executable, str(src / "main.py")], tmp_path)
+    mapped = _run([sys.executable, str(out / "main.py")], tmp_path)
+    assert "ZeroDivisionError" in original.stderr and 'helper.py", line 4, in compute' in original.stderr
+    if sys.version_info >= (3, 13):
+        assert "    return divide(\n        i,\n        k)\n" in original.stderr
+        assert "    return (a\n            ~\n            / b)\n" in original.stderr
+    assert _traceback(mapped.stderr) == _traceback(original.stderr)
+    # without the source tree the copy's lines are shown, at the original line numbers
+    manifest = out / ".scaleprobe/manifest.json"
+    doc = json.loads(manifest.read_text())
+    del doc["source"]
+    manifest.write_text(json.dumps(doc))
+    text = _traceback(_run([sys.executable, str(out / "main.py")], tmp_path).stderr)
+    assert f'File "{out / "helper.py"}", line 11, in divide\n' in text and "ZeroDivisionError" in text
+
+
 WARNS = '''\
 import warnings
 

@@ -182,6 +182,9 @@ def test_loop_reraises_what_iter_raised_from_the_for_statement():
 # C-level recursion checks (a comparison, the call of a C function) as a level, one less each.
 DOWN, BOTTOM, BYE = (58, 57, 58) if sys.version_info >= (3, 11) else (57, 57, 57)
 EXCEEDED = "maximum recursion depth exceeded" + ("" if sys.version_info >= (3, 11) else " in comparison")
+# the lowest limit sys.setrecursionlimit accepts in depth() (module and depth() in use): 4 before
+# Python 3.12, 3 from 3.12 on (the program's own output, the same uninstrumented)
+LOWEST = 4 if sys.version_info < (3, 12) else 3
 
 RECURSION = f'''\
 import sys
@@ -245,7 +248,7 @@ def test_recursion_headroom_is_the_originals(tmp_path):
     src, out = _build(tmp_path, RECURSION)
     original = _python([str(src / "main.py")], tmp_path)
     assert original.returncode == 1
-    assert original.stdout == f"depth 4 1000\n{DOWN}\n1\nexit 7\n60\n"
+    assert original.stdout == f"depth {LOWEST} 1000\n{DOWN}\n1\nexit 7\n60\n"
     assert original.stderr.rstrip().endswith(f"RecursionError: {EXCEEDED}")
     _same(original, _python([str(out / "main.py")], tmp_path))  # the built tree, C probes
     _same(original, _launch([str(out / "main.py")], tmp_path))  # ... and under the launcher
@@ -292,6 +295,9 @@ sys.exit(eval(sys.argv[1]))
 '''
 
 
+_LEAKED = {"2**70": "OverflowError: Python int too large to convert to C long", "Unprintable()": "ValueError: no str"}
+
+
 @pytest.mark.parametrize("value", ["None", "'a message'", "[1, 2]", "True", "-1", "2**70", "1.5", "Shown()",
                                    "Unprintable()"])
 def test_sys_exit_values_end_the_launched_script_as_python_does(tmp_path, value):
@@ -304,6 +310,14 @@ def test_sys_exit_values_end_the_launched_script_as_python_does(tmp_path, value)
     if original.returncode == 0:
         assert lines[-1].startswith(warning)
         launched.stderr = "".join(lines[:-1])
+    leaked = _LEAKED.get(value)
+    if leaked is not None and sys.version_info >= (3, 12) and original.stderr != launched.stderr:
+        # CPython 3.12.1 and 3.13.0 (not 3.11) leave the error of converting or printing the code
+        # set and report it at shutdown; later releases clear it (python/cpython#125842). The
+        # launcher ends such a script as Python does without that bug: same status, message, output.
+        assert original.stderr.startswith(launched.stderr)
+        assert original.stderr[len(launched.stderr):].rstrip().endswith(leaked)
+        original.stderr = launched.stderr
     _same(original, launched)
     (run_dir,) = (tmp_path / "launched" / "ex").iterdir()
     assert json.loads((run_dir / "launch.json").read_text())["exit_code"] == original.returncode

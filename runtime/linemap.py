@@ -392,12 +392,9 @@ def _shift_columns(frame: Any, out_line: str, line: str, points: list | None = N
     # into `try:`), so they hold for the original one only shifted by the change of indentation.
     # A line changed in place (`points` from columns.json) maps the columns of its nodes instead.
     colno, end_colno = getattr(frame, "colno", None), getattr(frame, "end_colno", None)
-    if points and colno is not None and end_colno is not None and line.strip():
-        found = {p[0]: p[1] for p in points if isinstance(p, list) and len(p) == 2}
-        if frame.end_lineno != frame.lineno:
-            return found.get(colno), end_colno  # the end is on another line; shown to the line's end
-        return found.get(colno), found.get(end_colno)
-    if colno is None or end_colno is None or out_line.strip() != line.strip() or not line.strip():
+    if colno is None or end_colno is None:
         return None, None
-    shift = (len(line) - len(line.lstrip())) - (len(out_line) - len(out_line.lstrip()))
-    return colno + shift, end_colno + shift
+    start = _shift_column(colno, out_line, line, points)
+    if points and line.strip() and frame.end_lineno != frame.lineno:
+        return start, end_colno  # the end is on another line; shown to the line's end
+    return start, _shift_column(end_colno, out_line, line, points)

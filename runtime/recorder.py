@@ -102,8 +102,9 @@ class Recorder:
             self.enabled = False
             self.on = False
             return
+        parent = _mp_parent_pid()
         run_id = self.cfg.run_id or _job_run_id(ident["world_size"])
-        if run_id and not self.cfg.run_id and _mp_parent_pid() is None:
+        if run_id and not self.cfg.run_id and parent is None:
             # as our launcher gives it: the rank's spawned DataLoader workers (whose parent is
             # the rank, not the torchrun agent) join its run
             os.environ["SCALEPROBE_RUN_ID"] = run_id
@@ -135,7 +136,6 @@ class Recorder:
         if self.cfg.ranks:  # rank selection: the ranks that record, so that readers can tell one that died
             selected = RankSet.parse(self.cfg.ranks)
             self.header["recorded_ranks"] = [r for r in range(max(1, int(ident["world_size"]))) if r in selected]
-        parent = _mp_parent_pid()
         if parent is not None:  # a spawned multiprocessing child (e.g. a DataLoader worker), not a rank
             self.header["child_of"] = parent
         self._open_file(out)

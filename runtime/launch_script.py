@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from runtime.launch_errors import LaunchError
+from runtime.fork_signals import stand_in
 from runtime.launch_toplevel import run_toplevel
 from runtime.sysexit import exit_status, print_message
 
@@ -49,6 +50,7 @@ def install_sigterm_exit() -> None:
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         _owner = os.getpid()
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        stand_in(signal.SIGTERM, _exit_on_sigterm)
 
 
 def compile_script(path: Path) -> types.CodeType:

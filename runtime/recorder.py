@@ -15,9 +15,10 @@ from collections import deque
 from fnmatch import fnmatchcase
 from typing import Any, NoReturn
 
-from . import _backend
+from . import _backend, signal_watch
 from .config import Config, ConfigError, RankSet, from_env
 from .errors import ScaleprobeRuntimeError
+from .fork_signals import stand_in, stands_in
 from .runfile import RunWriter, run_file_name
 from .sysexit import exit_status
 
@@ -77,6 +78,7 @@ class Recorder:
         self.main_exit: tuple | None = None  # (code,) of the SystemExit that unwound `__main__`
         self.wake = threading.Event()
         self.thread: threading.Thread | None = None
+        self.sigwatch: signal_watch.Watch | None = None  # forked children only: see signal_watch
         self.flush_requested = False  # an epoch ended since the last flush (see request_flush)
         self.last_flush = time.monotonic()  # when the last flush began (the start counts as one)
         self.pid = os.getpid()
@@ -237,8 +239,12 @@ class Recorder:
             due = self.last_flush + (spacing if self.flush_requested else interval)
             left = due - time.monotonic()
             if left > 0:
-                self.wake.wait(left)
+                watch = self.sigwatch
+                self.wake.wait(left if watch is None else min(left, signal_watch.POLL_S))
                 self.wake.clear()
+                lost = None if watch is None else watch.lost()
+                if lost is not None:
+                    self._die_of(lost)
                 continue
             if self.finished or os.getpid() != pid:
                 return
@@ -250,6 +256,11 @@ class Recorder:
                 if msg != self.last_error:  # once, not at every flush
                     print(msg, file=sys.stderr)
                     self.last_error = msg
+
+    def _die_of(self, signum: int) -> None:
+        """A stand-in signal that never reached Python (signal_watch): end as its handler would."""
+        signal_watch.take_default(
+            signum, lambda: self.finish(status="signal", exit_code=128 + signum, signal=signum))
 
     def flush(self, final_records: list[dict] | None = None, sync: bool = False) -> bool:
         """Write what was measured since the previous flush; False if the write failed (its records
@@ -504,6 +515,8 @@ class Recorder:
         self.header = dict(self.header, pid=self.pid, ppid=parent, forked_from=parent, child_of=parent,
                            start_ns=self.start_ns, start_unix=time.time())
         self._open_file(os.path.dirname(self.path or "."))
+        if self.cfg.flush_interval_s > 0:
+            self.sigwatch = signal_watch.arm(self.sigwatch)
         self.start_thread()
 
 
@@ -623,6 +636,9 @@ def _chain_signal(sig: int) -> None:
         return
 
     def handler(signum, frame):
+        r = _rec
+        if r is not None and r.sigwatch is not None:
+            r.sigwatch.note_seen(signum)
         if _in_fork_callback[0]:
             # Inside our at-fork callback Python would drop whatever the handler raises ("Exception
             # ignored in _after_fork"), and the child would go on: a Pool worker told to stop by
@@ -650,7 +666,9 @@ def _chain_signal(sig: int) -> None:
     try:
         _signal.signal(sig, handler)
     except (ValueError, OSError):
-        pass
+        return
+    if prev in (_signal.SIG_DFL, None) or stands_in(sig, prev):
+        stand_in(sig, handler)
 
 
 def _left_open() -> int:

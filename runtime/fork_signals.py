@@ -1,0 +1,63 @@
+"""Keep a signal sent to a freshly forked child from being lost.
+
+Where the program leaves SIGTERM (or SIGINT) to its default action, scaleprobe may handle it in
+Python instead: the launcher, to unwind the rank and write its data; the recorder, to flush first.
+A Python handler is run by the interpreter some time after the C-level signal arrives, and CPython
+clears every such arrived signal in a forked child before resuming it (`PyOS_AfterFork_Child` ->
+`_PySignal_AfterFork`, meant for signals the parent had not handled yet). A signal that reaches the
+child in that window is dropped. `Pool.terminate()` sends SIGTERM to workers the moment they exist,
+often before the scheduler has run them once: each such worker survived, blocked on a lock its
+parent holds, and the parent waited on it forever. With the default action the kernel would have
+ended the worker.
+
+So these "stand-in" handlers' signals are blocked across `fork()`: in the child a signal sent early
+stays pending, and arrives once the after-fork callbacks unblock it, past the clearing. A signal
+whose handler is the program's own is left as it is: the program would lose it the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from _thread import get_ident
+from typing import Any, Callable
+
+_stand_ins: dict[int, set[int]] = {}  # signal number -> ids of handlers standing in for SIG_DFL
+_handlers: dict[int, Callable[..., Any]] = {}  # id -> handler (keeps the ids valid)
+_saved: dict[int, Any] = {}  # forking thread -> its mask before _before blocked
+_registered = [False]
+
+
+def stand_in(signum: int, handler: Callable[..., Any]) -> None:
+    """Record that `handler`, installed for `signum`, stands in for the default action."""
+    _handlers[id(handler)] = handler
+    _stand_ins.setdefault(signum, set()).add(id(handler))
+    if not _registered[0] and hasattr(os, "register_at_fork") and hasattr(signal, "pthread_sigmask"):
+        os.register_at_fork(before=_before, after_in_parent=_after, after_in_child=_after)
+        _registered[0] = True
+
+
+def stands_in(signum: int, handler: object) -> bool:
+    """Whether `handler` is one of ours that stands in for `signum`'s default action."""
+    return id(handler) in _stand_ins.get(signum, ()) and _handlers.get(id(handler)) is handler
+
+
+def _before() -> None:
+    block = set()
+    for signum in _stand_ins:
+        try:
+            if stands_in(signum, signal.getsignal(signum)):
+                block.add(signum)
+        except (ValueError, OSError):
+            pass
+    if block:
+        try:
+            _saved[get_ident()] = signal.pthread_sigmask(signal.SIG_BLOCK, block)
+        except (ValueError, OSError):
+            pass
+
+
+def _after() -> None:
+    mask = _saved.pop(get_ident(), None)
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)

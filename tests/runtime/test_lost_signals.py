@@ -1,0 +1,149 @@
+"""A SIGTERM sent to a forked child whose handler is scaleprobe's stand-in for the default action
+(the launcher's, the recorder's) must end the child, as the kernel's default action would without
+scaleprobe. Two ways it was lost, each of which left a `Pool.terminate()` waiting forever:
+
+- sent before the child first ran: CPython clears arrived signals in a fresh child
+  (`runtime.fork_signals` blocks them across fork);
+- sent just before the child's main thread blocked on a lock: the C handler took it and the Python
+  handler never ran (`runtime.signal_watch`: the flush thread takes it after a grace period).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not hasattr(os, "sched_setaffinity"),
+                                reason="needs fork and sched_setaffinity (Linux)")
+
+# On one CPU the parent goes on after fork() and signals the child before the child has run once.
+EARLY = '''\
+import os, signal, time
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+outcomes = []
+for i in range(5):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(3)
+        os._exit(7)
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 2.0
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            outcomes.append(os.WTERMSIG(status) if os.WIFSIGNALED(status) else -1)
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            outcomes.append(0)
+            break
+        time.sleep(0.01)
+print("OUTCOMES", outcomes)
+'''
+
+# The child tells the watch a SIGTERM arrived (the byte the C handler writes) without a signal,
+# as when the Python handler never ran; MODE says what the program did first.
+UNSEEN = '''\
+import os, signal, sys, time
+
+def work():
+    return sum(range(1000))
+
+MODE = sys.argv[1]
+if MODE == "own-handler":
+    signal.signal(signal.SIGTERM, lambda s, f: None)
+if MODE == "own-wakeup-fd":
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    signal.set_wakeup_fd(w)
+work()
+pid = os.fork()
+if pid == 0:
+    work()
+    fd = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(fd)
+    print("CHILD-FD", "program" if MODE == "own-wakeup-fd" and fd == w else ("none" if fd == -1 else "other"),
+          flush=True)
+    if fd != -1:
+        os.write(fd, bytes([signal.SIGTERM]))
+    time.sleep(4)
+    os._exit(0)
+deadline = time.monotonic() + 8
+while True:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    time.sleep(0.02)
+print("CHILD", "signal" if os.WIFSIGNALED(status) else "exit",
+      os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status), flush=True)
+'''
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env.update(PYTHONPATH=str(REPO), SCALEPROBE_QUIET="1")
+    return env
+
+
+def _launch(tmp_path: Path, script: str, *args: str, instrument: bool = True) -> subprocess.CompletedProcess:
+    (tmp_path / "prog.py").write_text(script)
+    cmd = [sys.executable, "-m", "runtime.launch", "--out", str(tmp_path / "runs")]
+    cmd += ["--instrument"] if instrument else []
+    return subprocess.run([*cmd, str(tmp_path / "prog.py"), *args], env=_env(), capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("instrument", [False, True], ids=["launcher", "launcher+recorder"])
+def test_a_sigterm_sent_before_the_child_first_runs_ends_it(tmp_path, instrument):
+    proc = _launch(tmp_path, EARLY, instrument=instrument)
+    assert proc.returncode == 0, proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("OUTCOMES"))
+    assert line == "OUTCOMES [15, 15, 15, 15, 15]", line  # 0: survived the SIGTERM, killed after 2 s
+
+
+def _child_files(tmp_path: Path) -> list[dict]:
+    ends = []
+    for path in (tmp_path / "runs").rglob("*.jsonl"):
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        if records and records[0].get("forked_from"):
+            ends.append(records[-1])
+    return ends
+
+
+def test_a_stand_in_sigterm_that_never_reaches_python_still_ends_the_forked_child(tmp_path):
+    proc = _launch(tmp_path, UNSEEN, "plain")
+    assert "CHILD-FD other" in proc.stdout, proc.stdout + proc.stderr  # the watch's fd
+    assert "CHILD signal 15" in proc.stdout, proc.stdout + proc.stderr
+    ends = _child_files(tmp_path)
+    assert len(ends) == 1 and ends[0]["type"] == "end", ends
+    assert ends[0]["status"] == "signal" and ends[0]["signal"] == 15, ends[0]
+
+
+def test_the_watch_leaves_a_program_that_handles_sigterm_itself_alone(tmp_path):
+    proc = _launch(tmp_path, UNSEEN, "own-handler")
+    assert "CHILD-FD none" in proc.stdout, proc.stdout + proc.stderr
+    assert "CHILD exit 0" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_the_watch_leaves_a_program_with_its_own_wakeup_fd_alone(tmp_path):
+    proc = _launch(tmp_path, UNSEEN, "own-wakeup-fd")
+    assert "CHILD-FD program" in proc.stdout, proc.stdout + proc.stderr
+    assert "CHILD exit 0" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_without_the_flush_thread_nothing_is_watched(tmp_path):
+    env = _env()
+    env["SCALEPROBE_FLUSH_INTERVAL"] = "0"
+    (tmp_path / "prog.py").write_text(UNSEEN)
+    proc = subprocess.run([sys.executable, "-m", "runtime.launch", "--out", str(tmp_path / "runs"), "--instrument",
+                           str(tmp_path / "prog.py"), "plain"], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert "CHILD-FD none" in proc.stdout, proc.stdout + proc.stderr
+    assert "CHILD exit 0" in proc.stdout, proc.stdout + proc.stderr

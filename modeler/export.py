@@ -40,9 +40,8 @@ class ExportSummary:
             why = " (a single rank does not communicate)" if p == RANKS_PARAMETER and v == 1 else ""
             notes.append(
                 f"{len(items)} series left out of the export: not measured where {p}={v:g}{why}, and Extra-P "
-                f"refuses gaps. To hand them to Extra-P, export the runs at the other values of {p} on their "
-                f"own: name only their run directories as inputs (the launcher names them {p}-<value>_...), "
-                f"with --callpath to pick these series: {listing(items, 10)}")
+                f"refuses gaps. To hand them to Extra-P, export the other points on their own (--exclude "
+                f"{p}={v:g}), with --callpath to pick these series: {listing(items, 10)}")
         if self.left_out:
             shown = listing(self.left_out, 10)
             notes.append(f"{len(self.left_out)} series left out of the export: not measured at every point, "

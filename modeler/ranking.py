@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -22,6 +22,7 @@ from .errors import InputError
 from .listing import listing
 from .model import FittedModel, Model
 from .parts import check_parts, parts_sums
+from .share import Share, measured_shares, shares
 from .uncertainty import mixture_ranges, with_prediction
 
 
@@ -47,11 +48,14 @@ class RankedModel:
     #: for speedup, parallel_efficiency and cost: (the same figure from a model of the per-rank
     #: time, the metric of that model: "time" or "cost"), None where there is none; `modeler.derived`
     from_time: tuple[float, str] | None = None
+    #: the call path's share of the run's time (`modeler.share`), None where it has no time series
+    share: Share | None = None
 
     def to_json(self) -> dict:
         d = self.fitted.to_json()
         d.update(
             unit=self.unit,
+            share=None if self.share is None else self.share.to_json(),
             growth={"exponent": self.growth[0], "log_exponent": self.growth[1]},
             prediction=_finite_or_none(self.prediction),
             prediction_interval=None if self.low is None else [_finite_or_none(self.low), _finite_or_none(self.high)],
@@ -71,6 +75,17 @@ class Ranking:
     at: dict[str, float]
     rows: tuple[RankedModel, ...]
     warnings: tuple[str, ...] = ()
+    #: `--min-share`: the models of call paths under this share of the run's time are in `left_out`
+    min_share: float = 0.0
+    left_out: tuple[RankedModel, ...] = ()
+
+    def left_out_callpaths(self) -> list[str]:
+        """The call paths left out by `min_share`, each once, in ranking order."""
+        return list(dict.fromkeys(r.fitted.callpath for r in self.left_out))
+
+    def top(self, n: int) -> "Ranking":
+        """The `n` worst-scaling models (`--top`); what `min_share` left out stays said."""
+        return replace(self, rows=self.rows[:n])
 
 
 def _ranges(
@@ -226,6 +241,8 @@ def rank_models(
     companions: Sequence[FittedModel] = (),
     nonnegative: Collection[tuple[str, str]] = (),
     baselines: Baselines | None = None,
+    measured: Sequence = (),
+    min_share: float = 0.0,
 ) -> Ranking:
     """The models worst-scaling first; `units` maps (call path, metric) to the unit of its values.
 
@@ -234,7 +251,13 @@ def rank_models(
     of the series in `nonnegative` (see `nonnegative_keys`) that predict below zero are named in a
     warning. With `baselines` (the fewest ranks of each call path's time, `modeler.derived.baselines`),
     speedup, efficiency and cost also get their figure from the call path's time model (`from_time`),
-    and those far from it are named in a warning."""
+    and those far from it are named in a warning.
+
+    `measured`: the series read (their `time` and those of the top-level call paths give each call
+    path's share of the run's time, `modeler.share`); with `min_share` above 0, the models of the
+    call paths under that share at every measured point and at the target (from the `time` models
+    among `models` and `companions`) go to `Ranking.left_out` instead of the rows, and the warnings
+    about models speak of the rows only."""
     point = np.array([[float(at[p]) for p in parameters]]) if parameters else np.zeros((1, 0))
     models = list(models)
     preds = []
@@ -250,6 +273,7 @@ def rank_models(
     warnings = [*warnings, *(c.message(at_text) for c in check_parts(by_key))]
     ranges = _ranges(models, {p: float(at[p]) for p in parameters}, preds)
     derived = derived_predictions(models, companions, at, parameters, baselines)
+    share_of = _shares(measured, models, preds, ranges, companions, by_key, parameters, at)
     rows = []
     for fm, pred, rng, ft in zip(models, preds, ranges, derived):
         low = high = None
@@ -258,7 +282,7 @@ def rank_models(
             low, high = min(a, b), max(a, b)
         unit = (units or {}).get((fm.callpath, fm.metric), "")
         parts = sums[fm.callpath].parts if fm.metric == "time" and fm.callpath in sums else None
-        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng, ft))
+        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng, ft, share_of.get(fm.callpath)))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time
@@ -267,6 +291,27 @@ def rank_models(
         return (-sign * r.growth[0], -sign * r.growth[1], -pred, r.fitted.callpath, r.fitted.metric)
 
     rows.sort(key=key)
-    warnings.extend(w for w in (poor_fit_warning(rows), below_zero_warning(rows, nonnegative, at_text),
-                                disagreement_warning(rows, at_text)) if w)
-    return Ranking(tuple(parameters), dict(at), tuple(rows), tuple(warnings))
+    shown = [r for r in rows if r.share is None or r.share.kept(min_share)]
+    left_out = [r for r in rows if not (r.share is None or r.share.kept(min_share))]
+    warnings.extend(w for w in (poor_fit_warning(shown), below_zero_warning(shown, nonnegative, at_text),
+                                disagreement_warning(shown, at_text)) if w)
+    return Ranking(tuple(parameters), dict(at), tuple(shown), tuple(warnings), min_share, tuple(left_out))
+
+
+def _shares(measured: Sequence, models: Sequence[FittedModel], preds: Sequence[float],
+            ranges: Sequence[tuple[float, float] | None], companions: Sequence[FittedModel],
+            by_key: Mapping[tuple[str, str], float], parameters: Sequence[str],
+            at: Mapping[str, float]) -> dict[str, Share]:
+    """Each call path's share of the run's time (`modeler.share`): measured in `measured`, and at the
+    target from the `time` models (the low end from their 80% ranges)."""
+    if not measured:
+        return {}
+    lows = {fm.callpath: (None if rng is None else rng[0])
+            for fm, rng in zip(models, ranges) if fm.metric == "time"}
+    extra = [fm for fm in companions if fm.metric == "time" and fm.callpath not in lows]
+    if extra:
+        extra_preds = [by_key[(fm.callpath, "time")] for fm in extra]
+        for fm, rng in zip(extra, _ranges(extra, {p: float(at[p]) for p in parameters}, extra_preds)):
+            lows[fm.callpath] = None if rng is None else rng[0]
+    times = {cp: v for (cp, metric), v in by_key.items() if metric == "time"}
+    return shares(measured_shares(measured), times, lows)

@@ -18,6 +18,7 @@ from ..listing import listing
 from ..outputs import FORMATS, render
 from ..parts import parts_series
 from ..ranking import Ranking, measured_maximum, nonnegative_keys, parse_at, rank_models
+from ..share import DEFAULT_MIN_SHARE, parse_min_share, percent, share_series
 from .inputs import add_input_options, describe_files, load_from_args, name_skipped, select, warn, write_output
 
 DEFAULT_MIN_POINTS = 3
@@ -35,8 +36,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compat", choices=("extrap",), help="reproduce Extra-P 4.2.5's default modeler")
     parser.add_argument("--min-points", type=int, default=DEFAULT_MIN_POINTS, metavar="N",
                         help=f"leave out (with a warning) series measured at fewer than N points (default: {DEFAULT_MIN_POINTS})")
+    add_min_share_option(parser)
     parser.add_argument("--top", type=int, metavar="N", help="show only the N worst-scaling models")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the output here instead of to stdout")
+
+
+def add_min_share_option(parser: argparse.ArgumentParser) -> None:
+    """`--min-share`, as `modeler fit` and `modeler report` take it."""
+    parser.add_argument("--min-share", metavar="FRACTION",
+                        help="leave out of the ranking the call paths under this share of the run's time at every "
+                             "measured point and at the target (--at), e.g. 0.05 or 5%%; their count is said; "
+                             f"0 shows all (default: {DEFAULT_MIN_SHARE:g}, i.e. {percent(DEFAULT_MIN_SHARE)})")
 
 
 def enough_points(dataset: Dataset, min_points: int) -> tuple[Dataset, list[str]]:
@@ -61,6 +71,7 @@ def fit_dataset(
     min_points: int = DEFAULT_MIN_POINTS,
     measured: Dataset | None = None,
     per_rank_time: bool = True,
+    min_share: float | str | None = DEFAULT_MIN_SHARE,
 ) -> Ranking:
     """Fit every series of `dataset` and rank the models; warnings of every stage are in the Ranking.
 
@@ -70,7 +81,13 @@ def fit_dataset(
     series of the call paths whose speedup, efficiency or cost is selected: those get their figure
     from a model of the per-rank time as well (`modeler.derived`), where `time` is a time per rank
     (`per_rank_time`: False for `--ranks sum` or `min`, or for Extra-P inputs, whose `time` may be
-    a sum over ranks; never with `compat`)."""
+    a sum over ranks; never with `compat`).
+
+    `min_share` (a fraction, `"1%"`, or None for the default): the models of call paths under that
+    share of the run's time at every measured point and at the target are in `Ranking.left_out`,
+    not in its rows (`modeler.share`); 0 keeps every one. The `time` series of the top-level call
+    paths, and of the call paths selected for other metrics, are fitted for it (not shown)."""
+    min_share = parse_min_share(min_share)
     if not dataset.parameters:
         raise InputError("no parameter varies over the measurements: nothing to model (sweep at least one parameter)",
                          warnings=dataset.warnings)
@@ -82,7 +99,7 @@ def fit_dataset(
     if gaps:
         warnings.append(gaps)
     derive = per_rank_time and compat is None  # --compat extrap: Extra-P's output, nothing more
-    extra, bases = companion_series(data, measured, derive, min_points)
+    extra, bases = companion_series(data, measured, derive, min_points, min_share)
 
     from ..estimator import PMNFModeler  # the engine is heavy; `modeler export` never needs it
 
@@ -93,17 +110,28 @@ def fit_dataset(
     notes = [f"{w} ({n} model{'s' if n > 1 else ''})" for w, n in model_warnings.items()]
     units = {(s.callpath, s.metric): s.unit for s in data.series}
     return rank_models(shown, data.parameters, target, warnings=[*data.warnings, *warnings, *notes], units=units,
-                       companions=companions, nonnegative=nonnegative_keys(data.series), baselines=bases)
+                       companions=companions, nonnegative=nonnegative_keys(data.series), baselines=bases,
+                       measured=_all_series(data, measured), min_share=min_share)
+
+
+def _all_series(data: Dataset, measured: Dataset | None) -> list[Series]:
+    """Everything read (the run's time is taken from it), else `data`."""
+    if measured is not None and tuple(measured.parameters) == tuple(data.parameters):
+        return list(measured.series)
+    return list(data.series)
 
 
 def companion_series(data: Dataset, measured: Dataset | None, derive: bool,
-                     min_points: int = 3) -> tuple[list[Series], Baselines | None]:
+                     min_points: int = 3, min_share: float = 0.0) -> tuple[list[Series], Baselines | None]:
     """The series fitted beside `data` but not shown, and the baselines of the figures from the
-    per-rank time: the parents' exclusive times (each time model is checked against its parts)
-    and, when `derive`, the time and cost series that speedup, efficiency and cost derive from."""
+    per-rank time: the parents' exclusive times (each time model is checked against its parts),
+    when `derive`, the time and cost series that speedup, efficiency and cost derive from, and with
+    `min_share`, the time series that the shares at the target need (`modeler.share`)."""
     extra = parts_series(data, measured, min_points)
     times = basis_series_needed(data, measured, min_points) if derive else []
     extra += new_series(times, extra)
+    if min_share > 0:
+        extra += new_series(share_series(data.series, _all_series(data, measured), min_points), extra)
     return extra, baselines([*data.series, *times], data.parameters) if derive else None
 
 
@@ -126,17 +154,20 @@ def run(args: argparse.Namespace) -> int:
 
     if args.top is not None and args.top < 1:
         raise InputError(f"--top: must be at least 1, got {args.top}")
+    min_share = parse_min_share(args.min_share)  # checked before the inputs are read
     loaded = load_from_args(args)
     data = select(loaded.dataset, args)
     ranking = fit_dataset(data, at=args.at, compat=args.compat, repetitions=args.repetitions, min_points=args.min_points,
-                          measured=loaded.dataset, per_rank_time=per_rank_time(args, loaded))
+                          measured=loaded.dataset, per_rank_time=per_rank_time(args, loaded), min_share=min_share)
     if args.top is not None:
-        ranking = Ranking(ranking.parameters, ranking.at, ranking.rows[: args.top], ranking.warnings)
+        ranking = ranking.top(args.top)
     write_output(render(ranking, args.format), args.output)
     warn(ranking.warnings, args)
     name_skipped(loaded, args)
     if not args.quiet:
-        print(f"modeler: {describe_files(loaded)}; {len(ranking.rows)} model(s)", file=sys.stderr)
+        left = ranking.left_out_callpaths()
+        note = f", {len(left)} call path(s) under --min-share {ranking.min_share:g} left out" if left else ""
+        print(f"modeler: {describe_files(loaded)}; {len(ranking.rows)} model(s){note}", file=sys.stderr)
     return EXIT_PARTIAL if loaded.skipped else EXIT_OK
 
 

@@ -13,6 +13,7 @@ from ..aggregate import RANK_AGGREGATES
 from ..dataset import Dataset
 from ..errors import InputError
 from ..listing import listing
+from ..pointfilter import parse_point_filter
 from ..readers import FORMATS, Loaded, ReadOptions, read_inputs, skipped_warning
 
 
@@ -32,6 +33,12 @@ def add_input_options(
                         help="how the ranks of a run are combined (default: mean); imbalance = max/mean is its own metric")
     parser.add_argument("--experiment", metavar="NAME", action="append",
                         help="only runs of this experiment (the launcher's --experiment; repeatable)")
+    parser.add_argument("--where", metavar="COND", action="append",
+                        help="only the points (runs) where this holds, e.g. 'batch>=32', width=8,16, model=cnn "
+                             "(NAME OP VALUE, OP one of = != < <= > >=; quote < and >; repeatable: all must hold)")
+    parser.add_argument("--exclude", metavar="COND", action="append",
+                        help="leave out the points (runs) where this holds, e.g. ranks=1 or batch=48 (as --where; "
+                             "repeatable)")
     parser.add_argument("--include-incomplete", action="store_true",
                         help="also use incomplete runs: a rank file without an end record (killed or still running), "
                         "an empty or header-cut rank file, or flushes lost to a full disk")
@@ -43,7 +50,8 @@ def add_input_options(
 def read_options(args: argparse.Namespace) -> ReadOptions:
     """How run files are read, from the input options."""
     return ReadOptions(ranks=args.ranks, include_incomplete=args.include_incomplete,
-                       experiments=tuple(args.experiment or ()))
+                       experiments=tuple(args.experiment or ()),
+                       points=parse_point_filter(getattr(args, "where", None), getattr(args, "exclude", None)))
 
 
 def load_from_args(args: argparse.Namespace) -> Loaded:
@@ -61,8 +69,11 @@ def describe_files(loaded: Loaded) -> str:
         extra.append(f"{counts['skipped']} skipped: unreadable")
     if counts["ignored"]:
         extra.append(f"{counts['ignored']} ignored: not measurements")
-    if counts["deselected"]:
-        extra.append(f"{counts['deselected']} not selected: other experiments (--experiment)")
+    by_experiment = sum(1 for f in loaded.files if f.status == "deselected" and f.reason.endswith("(--experiment)"))
+    if by_experiment:
+        extra.append(f"{by_experiment} not selected: other experiments (--experiment)")
+    if counts["deselected"] - by_experiment:
+        extra.append(f"{counts['deselected'] - by_experiment} not selected: other points (--where, --exclude)")
     if counts["duplicate"]:
         extra.append(f"{counts['duplicate']} duplicate: copies of files read")
     total = sum(counts.values())

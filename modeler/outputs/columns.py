@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..ranking import RankedModel, Ranking
+from ..share import left_out_note
 
 # the model formula goes last: it is the only unbounded cell, so it may run past a terminal's width
 HEADERS = ("#", "callpath", "metric", "growth", "at target", "interval", "80% range", "SMAPE%", "adj.R2", "CV SMAPE%", "RSS",
@@ -62,3 +63,8 @@ def cells(i: int, row: RankedModel) -> tuple[str, ...]:
         str(fm.points),
         fm.model.formula(digits=4),
     )
+
+
+def left_out_text(ranking: Ranking) -> str:
+    """What `--min-share` left out, in words (empty when nothing)."""
+    return left_out_note(len(ranking.left_out_callpaths()), ranking.min_share) if ranking.left_out else ""

@@ -12,7 +12,7 @@ COLUMNS = (
     "rank", "callpath", "metric", "model", "constant", "growth_exponent", "growth_log_exponent",
     "smape", "rss", "ar2", "cv_smape", "points", "prediction", "interval_low", "interval_high", "unit",
     "prediction_from_parts", "range_low", "range_high", "prediction_from_time",
-    "prediction_from_time_basis",
+    "prediction_from_time_basis", "share_measured", "share_at_target", "share_at_target_low",
 )
 
 
@@ -34,6 +34,8 @@ def render_csv(ranking: Ranking) -> str:
                 _num(r.from_parts), _num(None if r.range is None else r.range[0]),
                 _num(None if r.range is None else r.range[1]),
                 _num(None if r.from_time is None else r.from_time[0]), "" if r.from_time is None else r.from_time[1],
+                *((_num(r.share.measured), _num(r.share.at_target), _num(r.share.at_target_low)) if r.share is not None
+                  else ("", "", "")),
             )
         )
     return buf.getvalue()

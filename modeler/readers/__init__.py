@@ -25,6 +25,7 @@ import numpy as np
 from ..dataset import Dataset, Series
 from ..errors import InputError, ModelerError
 from ..listing import listing
+from ..pointfilter import PointFilter, drop_single_valued, filter_dataset, nothing_left, values_of
 from .unusable import LAUNCHER_FILE, NOT_MEASUREMENTS, is_launcher_file, no_usable_message
 
 
@@ -85,6 +86,8 @@ class ReadOptions:
     include_incomplete: bool = False  # keep runs whose files have no end record
     derived: bool = True  # speedup, parallel efficiency and cost when `ranks` is a parameter
     experiments: tuple[str, ...] = ()  # only runs of these experiments (empty: all)
+    #: only the points (runs, or an Extra-P input's points) this keeps (`--where`, `--exclude`)
+    points: PointFilter = PointFilter()
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,8 @@ def read_inputs(
 
     datasets: list[Dataset] = []
     copies: list[str] = []
+    narrowed: set[str] = set()  # parameters that --where/--exclude left with one value in an Extra-P input
+    unfiltered: list[Dataset] = []  # Extra-P inputs of which --where/--exclude left no point
     for fmt, fpaths in by_format.items():
         spec = READERS[fmt]
         reader = _import(spec.module, spec.function)
@@ -275,14 +280,28 @@ def read_inputs(
                     continue
                 if not ds.sources:
                     ds.sources.append(str(p))
+                if options.points:
+                    whole = ds
+                    ds, single = filter_dataset(ds, options.points, str(p))  # an unknown name stops the command
+                    if not ds.series:
+                        unfiltered.append(whole)
+                        files.append(FileResult(str(p), fmt, "deselected", f"no point selected ({options.points})"))
+                        continue
+                    narrowed |= single
                 files.append(FileResult(str(p), fmt, "read"))
                 datasets.append(ds)
 
     # a skipped file's own warnings (its bad lines) come first: they say why it was skipped
     noticed = [w for f in files if f.status == "skipped" for w in f.warnings]
+    if not datasets and unfiltered:
+        values: dict[str, set[float]] = {}
+        for d in unfiltered:
+            for name, vals in values_of(d).items():
+                values.setdefault(name, set()).update(vals)
+        raise nothing_left(options.points, values, "point")
     if not datasets:
         raise InputError(no_usable_message(files, options.include_incomplete), warnings=noticed)
-    dataset = merge(datasets)
+    dataset = drop_single_valued(merge(datasets), narrowed)
     from ..renamed_loops import renamed_loops_warnings
 
     dataset.warnings.extend(renamed_loops_warnings(dataset))

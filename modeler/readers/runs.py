@@ -22,6 +22,7 @@ from runtime.runfile import FORMAT_NAME, Run, RunFileError, read_run
 from ..dataset import RANKS_PARAMETER, Dataset
 from ..errors import InputError
 from ..listing import listing
+from ..pointfilter import PointFilter, nothing_left
 from . import FileResult, ReadOptions, expand
 from .runjudge import attribute_unreadable, drop_copies, judge, run_file_rank
 from .runvalues import ValueCheck, check_values
@@ -356,6 +357,10 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
         runs, others = select_experiments(runs, options.experiments)
         files.extend(FileResult(str(f.path), "runs", "deselected", f"experiment {r.experiment_key or '(unnamed)'!r} "
                                 "not selected (--experiment)") for r in others for f in r.files)
+    if options.points:
+        runs, others = select_points(runs, options.points)
+        files.extend(FileResult(str(f.path), "runs", "deselected", f"{_params_text(r.params)} not selected "
+                                f"({options.points})") for r in others for f in r.files)
     parameters, constants = _parameters(runs, warnings)
     warnings.extend(_experiments_warning(runs, parameters))
     kept = [r for r in runs if r.status == "ok" and r.kept_incomplete]
@@ -393,6 +398,28 @@ def select_experiments(runs: list[RunRecord], names: Sequence[str]) -> tuple[lis
         raise InputError(f"--experiment: no run of experiment {unknown[0]!r}; the runs have: {shown}")
     wanted = set(names)
     return [r for r in runs if r.experiment_key in wanted], [r for r in runs if r.experiment_key not in wanted]
+
+
+def select_points(runs: list[RunRecord], points: PointFilter) -> tuple[list[RunRecord], list[RunRecord]]:
+    """(the runs whose parameters `points` keeps, the others); `ranks` is the world size where no
+    run records it, as `_parameters` takes it. A parameter no run has, or a filter that leaves no
+    completed run, is an error naming the option."""
+    recorded = any(RANKS_PARAMETER in r.params for r in runs)
+
+    def values(r: RunRecord) -> dict[str, Any]:
+        return r.params if recorded else {**r.params, RANKS_PARAMETER: r.world_size}
+
+    points.check_names({k for r in runs for k in values(r)}, "the runs")
+    keep = [points.keeps(values(r)) for r in runs]
+    chosen = [r for r, k in zip(runs, keep) if k]
+    if any(r.status == "ok" for r in runs) and not any(r.status == "ok" for r in chosen):
+        have: dict[str, list[Any]] = defaultdict(list)
+        for r in runs:
+            if r.status == "ok":
+                for k, v in values(r).items():
+                    have[k].append(v)
+        raise nothing_left(points, have, "completed run")
+    return chosen, [r for r, k in zip(runs, keep) if not k]
 
 
 def _experiments_warning(runs: list[RunRecord], parameters: tuple[str, ...]) -> list[str]:

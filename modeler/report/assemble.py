@@ -12,13 +12,14 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..dataset import RANKS_PARAMETER, Dataset
+from ..dataset import RANKS_PARAMETER, Dataset, Series
 from ..derived import Baselines
 from ..errors import InputError
 from ..listing import listing
 from ..model import FittedModel
 from . import svg
 from ..ranking import parse_assignments
+from ..share import parse_min_share
 from .findings import Report, ReportOptions, value_formatter
 from .ranks import call_tree_view, choose_run, imbalance_view
 from .regions import rank_regions, region_view
@@ -66,12 +67,15 @@ def build_report(
     options: ReportOptions | None = None,
     companions: Sequence[FittedModel] = (),
     baselines: Baselines | None = None,
+    series_read: Sequence[Series] = (),
 ) -> Report:
     """All findings of the report; `models` are fitted on `dataset` (same order as its series);
     `companions` are models fitted only to check each time model against its parts (`modeler.parts`),
     to derive speedup, efficiency and cost from the per-rank time (with `baselines`, as `modeler fit`
     does: `modeler.derived`), and, under `--ranks sum` or `min`, the top-level regions' cost models
-    that the run time is taken from (`headline_series`)."""
+    that the run time is taken from (`headline_series`). `series_read`: every series read (default:
+    `dataset`'s); their `time` gives each region's share of the run's time, and the regions under
+    `options.min_share` are left out of the ranking (`Report.left_out`; `modeler.share`)."""
     opt = options or ReportOptions()
     params = tuple(dataset.parameters)
     metrics = dataset.metrics()
@@ -94,9 +98,10 @@ def build_report(
             target[p] = measured[p][-1]
         if p not in hold and measured[p]:
             hold[p] = measured[p][-1]
-    ranking, folded, parts_notes = rank_regions(series, models, params, target,
-                                                {p: v[-1] for p, v in measured.items() if v}, companions,
-                                                baselines)
+    min_share = parse_min_share(opt.min_share)
+    ranking, left_out, folded, parts_notes = rank_regions(
+        series, models, params, target, {p: v[-1] for p, v in measured.items() if v}, companions, baselines,
+        measured=series_read or dataset.series, min_share=min_share)
     region_series = {s.callpath: s for s in series}
 
     regions = [
@@ -113,6 +118,8 @@ def build_report(
         hold=hold,
         ranking=ranking,
         regions=regions,
+        left_out=left_out,
+        min_share=min_share,
         warnings=[w for w in dataset.warnings if not _about_other_metric(w, metric, metrics)]
         + folded
         + parts_notes,
@@ -122,7 +129,7 @@ def build_report(
     training_view(report, ok_groups, params, hold)
     scaling_view(report, ok_groups, params, hold)
     if metric == "time":
-        _run_time(report, ranking, main_roots(groups), companions, opt.ranks)
+        _run_time(report, [*ranking, *left_out], main_roots(groups), companions, opt.ranks)
     chosen = choose_run(ok_groups or list(groups), opt.run_id)
     if chosen is not None:
         imbalance_view(report, chosen)

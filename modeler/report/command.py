@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
-from ..commands.fit import companion_series, new_series, per_rank_time
+from ..commands.fit import add_min_share_option, companion_series, new_series, per_rank_time
 from ..commands.inputs import add_input_options, load_from_args, name_skipped, read_options, select_callpaths
 from .assemble import ReportOptions, build_report, check_options, headline_series, parse_assignments
 
@@ -27,6 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", metavar="RUN_ID", help="run shown in the rank and call-tree views: its id, directory or "
                         "directory name (default: the largest)")
     parser.add_argument("--rank", type=int, metavar="R", help="rank shown in the call tree (default: the lowest)")
+    add_min_share_option(parser)
     parser.add_argument("--top", type=int, default=12, metavar="N",
                         help="regions drawn in detail (all are in the ranking table; default 12)")
     # the same option and default as `modeler fit`, so that the report shows the models the table shows
@@ -53,9 +54,11 @@ def run(args: argparse.Namespace) -> int:
     from ..ranking import measured_maximum, parse_at
     from ..readers import skipped_warning
     from ..readers.runs import load_runs
+    from ..share import parse_min_share
     from .render import render_html, render_markdown
     from .runs import groups_from_runset
 
+    min_share = parse_min_share(args.min_share)  # checked before the inputs are read
     read_opts = read_options(args)
     loaded = load_from_args(args)
     dataset = loaded.dataset
@@ -67,20 +70,23 @@ def run(args: argparse.Namespace) -> int:
     groups = groups_from_runset(load_runs(run_files, read_opts)) if run_files else []
     ranks = getattr(args, "ranks", "mean") if run_files else "mean"
     options = ReportOptions(metric=metric, target=target, hold=hold, run_id=args.run, rank=args.rank,
-                            top=args.top, title=args.title, ranks=ranks)
+                            top=args.top, title=args.title, ranks=ranks, min_share=min_share)
     # every option is checked before the fit, which is the slow part
     check_options(groups, selected.parameters, options)
     # fitted too, not shown: the exclusive times of the parents, only to check each time model
     # against its parts; the time and cost of the call paths whose speedup, efficiency or cost is
     # shown, to derive those from the per-rank time as `modeler fit` does; under --ranks sum or min,
     # the top-level regions' cost, which the run time is taken from
-    extra, bases = companion_series(selected, dataset, per_rank_time(args, loaded))
+    # the shares of the run's time (--min-share): the time of the top-level regions, and of the
+    # regions shown for another metric
+    extra, bases = companion_series(selected, dataset, per_rank_time(args, loaded), min_share=min_share)
     if metric == "time":
         extra += new_series(headline_series(dataset, groups, ranks), extra)
     both = Dataset(selected.parameters, [*selected.series, *extra], list(selected.warnings), list(selected.sources))
     models = PMNFModeler(aggregate=args.repetitions).fit(both).models_
     n = len(selected.series)
-    report = build_report(groups, selected, models[:n], options, companions=models[n:], baselines=bases)
+    report = build_report(groups, selected, models[:n], options, companions=models[n:], baselines=bases,
+                          series_read=dataset.series)
     if args.format == "markdown":
         text = render_markdown(report, top=max(args.top, 20))
         if not args.output or args.output == "-":

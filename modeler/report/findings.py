@@ -11,6 +11,7 @@ from typing import Callable, Mapping
 
 from markupsafe import Markup
 
+from ..share import DEFAULT_MIN_SHARE, Share, left_out_note
 from . import svg
 
 NS = 1e-9
@@ -30,6 +31,9 @@ class ReportOptions:
     #: how the runs' ranks were reduced (`--ranks`): under `sum` a time is rank-seconds, under
     #: `min` the fastest rank's, so the headline run time comes from the cost models instead
     ranks: str = "mean"
+    #: `--min-share`: regions under this share of the run's time (`modeler.share`) go to
+    #: `Report.left_out`, out of the ranking and the region views
+    min_share: float = DEFAULT_MIN_SHARE
 
 
 @dataclass
@@ -54,6 +58,8 @@ class RankingRow:
     #: for speedup, parallel_efficiency and cost: (the same figure from the call path's per-rank
     #: time, "time" or "cost": the model it came from), as `modeler fit` gives it; `modeler.derived`
     from_time: tuple[float, str] | None = None
+    #: the region's share of the run's time (`modeler.share`), None without a time series
+    share: Share | None = None
 
 
 @dataclass
@@ -87,6 +93,9 @@ class Report:
     ranking: list[RankingRow]
     regions: list[RegionView]
     warnings: list[str] = field(default_factory=list)
+    #: regions under `min_share` of the run's time, left out of the ranking (`--min-share`)
+    left_out: list[RankingRow] = field(default_factory=list)
+    min_share: float = 0.0
     design: list[tuple[str, str]] = field(default_factory=list)
     environment: list[tuple[str, str]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
@@ -115,6 +124,11 @@ class Report:
     tree_run: str | None = None
     tree_rank: int | None = None
     tree: list[TreeNode] = field(default_factory=list)
+
+    def left_out_text(self) -> str:
+        """What `--min-share` left out, in words (empty when nothing)."""
+        n = len({row.callpath for row in self.left_out})
+        return left_out_note(n, self.min_share) if n else ""
 
     def target_text(self) -> str:
         return ", ".join(f"{k}={svg.short_number(v)}" for k, v in self.target.items())

@@ -20,44 +20,48 @@ from .findings import RankingRow, RegionView
 def rank_regions(
     series: Sequence[Series], models: Sequence[FittedModel], parameters: Sequence[str],
     target: Mapping[str, float], largest: Mapping[str, float], companions: Sequence[FittedModel] = (),
-    baselines: Baselines | None = None,
-) -> tuple[list[RankingRow], list[str], list[str]]:
-    """Rows worst-scaling first (as `modeler fit` ranks them), the warnings most models have,
-    which are taken off the rows to be said once (`fold_warnings`), and the ranking's own warnings: the call paths
-    whose time model and parts disagree at the target (`modeler.parts`), and, with `baselines`,
-    the speedup, efficiency and cost models far from what the per-rank time gives (`modeler.derived`)."""
+    baselines: Baselines | None = None, measured: Sequence[Series] = (), min_share: float = 0.0,
+) -> tuple[list[RankingRow], list[RankingRow], list[str], list[str]]:
+    """Rows worst-scaling first (as `modeler fit` ranks them), the rows of the call paths under
+    `min_share` of the run's time (`modeler.share`, with the time series in `measured`), the
+    warnings most models have, which are taken off the rows to be said once (`fold_warnings`), and
+    the ranking's own warnings: the call paths whose time model and parts disagree at the target
+    (`modeler.parts`), and, with `baselines`, the speedup, efficiency and cost models far from what
+    the per-rank time gives (`modeler.derived`)."""
     by_key = {(m.callpath, m.metric): m for m in models}
     ranked = rank_models([by_key[(s.callpath, s.metric)] for s in series if (s.callpath, s.metric) in by_key],
                          parameters, target, companions=companions, nonnegative=nonnegative_keys(series),
-                         baselines=baselines)
+                         baselines=baselines, measured=measured, min_share=min_share)
     largest_pt = np.array([[largest.get(p, 0.0) for p in parameters]])
     region_series = {s.callpath: s for s in series}
-    ranking: list[RankingRow] = []
-    for i, rm in enumerate(ranked.rows):
-        fm, s = rm.fitted, region_series[rm.fitted.callpath]
-        base = float(fm.predict(largest_pt)[0])
-        ranking.append(
-            RankingRow(
-                callpath=fm.callpath,
-                formula=fm.model.formula(4),
-                growth=_growth_label(fm),
-                growth_key=rm.growth,
-                smape=float(fm.smape),
-                cv_smape=None if fm.cv_smape is None else float(fm.cv_smape),
-                ar2=float(fm.ar2),
-                points=int(fm.points),
-                measured_max=float(max(np.max(r) for r in s.repetitions)),
-                predicted=rm.prediction,
-                low=rm.low,
-                high=rm.high,
-                factor=rm.prediction / base if base > 0 else math.nan,
-                warnings=tuple(fm.warnings),
-                anchor=_anchor(i),
-                forms=rm.range,
-                from_time=rm.from_time,
-            )
-        )
-    return ranking, fold_warnings(ranking), list(ranked.warnings)
+    ranking = [_row(rm, region_series[rm.fitted.callpath], largest_pt, _anchor(i)) for i, rm in enumerate(ranked.rows)]
+    left_out = [_row(rm, region_series[rm.fitted.callpath], largest_pt, "") for rm in ranked.left_out]
+    return ranking, left_out, fold_warnings(ranking), list(ranked.warnings)
+
+
+def _row(rm, s: Series, largest_pt: np.ndarray, anchor: str) -> RankingRow:
+    fm = rm.fitted
+    base = float(fm.predict(largest_pt)[0])
+    return RankingRow(
+        callpath=fm.callpath,
+        formula=fm.model.formula(4),
+        growth=_growth_label(fm),
+        growth_key=rm.growth,
+        smape=float(fm.smape),
+        cv_smape=None if fm.cv_smape is None else float(fm.cv_smape),
+        ar2=float(fm.ar2),
+        points=int(fm.points),
+        measured_max=float(max(np.max(r) for r in s.repetitions)),
+        predicted=rm.prediction,
+        low=rm.low,
+        high=rm.high,
+        factor=rm.prediction / base if base > 0 else math.nan,
+        warnings=tuple(fm.warnings),
+        anchor=anchor,
+        forms=rm.range,
+        from_time=rm.from_time,
+        share=rm.share,
+    )
 
 
 def fold_warnings(ranking: Sequence[RankingRow]) -> list[str]:

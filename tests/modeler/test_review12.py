@@ -237,9 +237,17 @@ def test_export_says_why_communication_is_left_out_of_a_sweep_from_one_rank(tmp_
     summary = write_extrap_jsonl(read_inputs([tmp_path / "runs"]).dataset, tmp_path / "x.jsonl")
     (note,) = [n for n in summary.notes() if "left out" in n]
     assert note.startswith("3 series left out of the export: not measured where ranks=1 (a single rank does not "
-                           "communicate), and Extra-P refuses gaps. To hand them to Extra-P, export the runs at the "
-                           "other values of ranks on their own")
+                           "communicate), and Extra-P refuses gaps. To hand them to Extra-P, export the other points "
+                           "on their own (--exclude ranks=1)")
     assert "main->train->train_epoch->all_reduce [comm_time] (4 of 6 points)" in note
+    # and the advice works: without ranks=1 the communication goes out
+    from modeler.pointfilter import parse_point_filter
+    from modeler.readers import ReadOptions
+
+    rest = read_inputs([tmp_path / "runs"], ReadOptions(points=parse_point_filter(exclude=["ranks=1"]))).dataset
+    summary = write_extrap_jsonl(rest, tmp_path / "y.jsonl")
+    assert not summary.missing_where and not summary.left_out
+    assert '"metric": "comm_time"' in (tmp_path / "y.jsonl").read_text()
 
 
 # F13 -------------------------------------------------------------------------------------------

@@ -1,0 +1,161 @@
+"""How much of the run's time a call path takes, and `--min-share`: leave the small ones out of the
+ranking.
+
+The ranking sorts by growth first, so a millisecond init function whose noisy values happen to fit
+`width^3 * log2(width)` ranks above the training step. What a performance engineer asks is which
+function *that matters* scales worst; a call path matters when it takes a fair share of the run's
+time, now or at the target point:
+
+- measured: at every measured point, its `time` over the run's time there (the longest top-level
+  call path, as the report's run time: top-level regions of threads and workers run beside the
+  main one, so they are not summed); its share is the largest over the points, so a region that
+  grows into the run at the large points is never left out;
+- at the target (`--at`): its time model's prediction over the longest prediction of a top-level
+  call path's time model, from the low end of the call path's 80% range (`modeler.uncertainty`),
+  so that a poor fit extrapolated far (a millisecond with a cubic term) does not keep it, while a
+  region that is small at the measured points but clearly grows into the run at the target is kept.
+
+A call path is left out when both are below the fraction. The share of a call path's time stands
+for all its metrics (visits, bytes, imbalance, speedup ...): a region that takes no time does not
+matter whatever else it does. A call path without a `time` series (Extra-P inputs of other metrics)
+has no share and is always kept.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .dataset import Series
+from .errors import InputError
+
+#: the default of `--min-share`: Score-P and TAU users look at regions above 1% of the run as well
+DEFAULT_MIN_SHARE = 0.01
+SEPARATOR = "->"
+
+
+@dataclass(frozen=True)
+class Share:
+    """A call path's share of the run's time: the largest over the measured points, and at the target
+    (its prediction, and the low end of its 80% range; None where there is no time model or no run
+    time at the target)."""
+
+    measured: float | None
+    at_target: float | None = None
+    at_target_low: float | None = None
+
+    def kept(self, fraction: float) -> bool:
+        if fraction <= 0 or self.measured is None:
+            return True
+        if self.measured >= fraction:
+            return True
+        low = self.at_target_low if self.at_target_low is not None else self.at_target
+        return low is not None and low >= fraction
+
+    def to_json(self) -> dict:
+        return {"measured": _finite(self.measured), "at_target": _finite(self.at_target),
+                "at_target_low": _finite(self.at_target_low)}
+
+
+def _finite(v: float | None) -> float | None:
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+_FRACTION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(%?)\s*")
+
+
+def parse_min_share(text: str | float | None, option: str = "--min-share") -> float:
+    """`0.01` or `1%` -> 0.01; None -> the default. Errors name `option`."""
+    if text is None:
+        return DEFAULT_MIN_SHARE
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value, percent = float(text), False
+    else:
+        m = _FRACTION.fullmatch(str(text))
+        if not m:
+            raise InputError(f"{option}: {text!r} is not a fraction of the run's time (examples: {option} 0.01, "
+                             f"{option} 1%, {option} 0 to show every call path)")
+        value, percent = float(m.group(1)), bool(m.group(2))
+    if percent:
+        value /= 100.0
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{option}: {text!r} must be a fraction from 0 to 1 (0 shows every call path)")
+    if value > 1:
+        hint = f" (for {value:g}%, write {value / 100:g} or {value:g}%)" if value <= 100 else ""
+        raise InputError(f"{option}: {text!r} is more than the whole run: give a fraction from 0 to 1{hint}")
+    return value
+
+
+def percent(fraction: float) -> str:
+    return f"{fraction * 100:g}%"
+
+
+def run_time_series(series: Sequence[Series]) -> list[Series]:
+    """The `time` series of the top-level call paths, which the run's time is taken from."""
+    return [s for s in series if s.metric == "time" and SEPARATOR not in s.callpath]
+
+
+def measured_shares(series: Sequence[Series]) -> dict[str, float]:
+    """Per call path with a `time` series: the largest over the measured points of its time (the
+    median of the repetitions) over the run's time there. Points where no top-level call path was
+    measured, or where the run took no time, say nothing."""
+    total: dict[tuple[float, ...], float] = {}
+    for s in run_time_series(series):
+        for pt, v in zip(s.points, s.values("median")):
+            key = tuple(map(float, pt))
+            if math.isfinite(v):
+                total[key] = max(total.get(key, 0.0), float(v))
+    out: dict[str, float] = {}
+    for s in series:
+        if s.metric != "time":
+            continue
+        shares = [float(v) / total[k] for pt, v in zip(s.points, s.values("median"))
+                  if total.get(k := tuple(map(float, pt)), 0.0) > 0 and math.isfinite(v)]
+        if shares:
+            out[s.callpath] = max(shares)
+    return out
+
+
+def predicted_run_time(time_predictions: Mapping[str, float]) -> float | None:
+    """The run's time at the target: the longest prediction of a top-level call path's time."""
+    roots = [v for cp, v in time_predictions.items() if SEPARATOR not in cp and math.isfinite(v)]
+    total = max(roots, default=math.nan)
+    return total if total > 0 else None
+
+
+def shares(measured: Mapping[str, float], predictions: Mapping[str, float],
+           lows: Mapping[str, float | None]) -> dict[str, Share]:
+    """Every call path's `Share`: `measured` from `measured_shares`; `predictions` and `lows`: each
+    call path's time prediction at the target and the low end of its 80% range there."""
+    total = predicted_run_time(predictions)
+    out: dict[str, Share] = {}
+    for cp in {*measured, *predictions}:
+        at = low = None
+        if total is not None and cp in predictions and math.isfinite(predictions[cp]):
+            at = predictions[cp] / total
+            lo = lows.get(cp)
+            low = min(lo, predictions[cp]) / total if lo is not None and math.isfinite(lo) else None
+        out[cp] = Share(measured.get(cp), at, low)
+    return out
+
+
+def left_out_note(count: int, fraction: float) -> str:
+    """`12 call paths under 1% of the run's time (at every measured point and at the target) left out;
+    --min-share 0 shows all`."""
+    return (f"{count} call path{'s' if count != 1 else ''} under {percent(fraction)} of the run's time (at every "
+            f"measured point and at the target) left out; --min-share 0 shows all")
+
+
+def share_series(data: Sequence[Series], measured: Sequence[Series], min_points: int = 3) -> list[Series]:
+    """The `time` series of `measured` that `data` lacks and the shares at the target need: those of
+    the top-level call paths (the run's time) and of the call paths `data` holds other metrics of.
+    Fitted beside `data`, not shown."""
+    have = {(s.callpath, s.metric) for s in data}
+    wanted = {s.callpath for s in data}
+    return [s for s in measured
+            if s.metric == "time" and (s.callpath, "time") not in have and s.n_points >= min_points
+            and (SEPARATOR not in s.callpath or s.callpath in wanted)]

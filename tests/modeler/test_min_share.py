@@ -1,0 +1,191 @@
+"""`--min-share`: call paths under a share of the run's time, measured and at the target, are left
+out of the ranking (`modeler fit`, `modeler report`, `fit_dataset`), and the output says so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from modeler import cli
+from modeler.commands.fit import fit_dataset
+from modeler.errors import InputError
+from modeler.readers import load
+from modeler.share import Share, measured_shares, parse_min_share
+
+N = (2, 4, 8, 16, 32)
+# a millisecond region whose values jump around: a poor fit that may take any growth term
+NOISY = (0.002, 0.0035, 0.0018, 0.0031, 0.0021)
+
+
+def _time(cp: str, n: float, i: int) -> float:
+    grows = 0.0002 * n * n  # 0.49% of the run at n=32, 17% at n=1024
+    return {
+        "main": 10 + n + grows + NOISY[i] + 0.5,
+        "main->train": 9 + n,
+        "main->grows": grows,
+        "main->init": NOISY[i],
+        "main->late": 0.001 if n < 32 else 0.05 * (10 + n),  # 5% of the run at the largest point only
+    }[cp]
+
+
+def write_inputs(path: Path, with_late: bool = False) -> Path:
+    lines = []
+    cps = ["main", "main->train", "main->grows", "main->init"] + (["main->late"] if with_late else [])
+    for i, n in enumerate(N):
+        for cp in cps:
+            v = _time(cp, n, i)
+            lines.append({"params": {"n": n}, "callpath": cp, "metric": "time", "value": [v, v * 1.001]})
+            lines.append({"params": {"n": n}, "callpath": cp, "metric": "visits", "value": [n, n]})
+        # a call path with visits but no time: it has no share and is always kept
+        lines.append({"params": {"n": n}, "callpath": "main->counted", "metric": "visits", "value": [3 * n, 3 * n]})
+    path.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
+    return path
+
+
+def fit_json(capsys, *args: str) -> dict:
+    assert cli.main(["fit", *args, "--format", "json", "-q"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def callpaths(out: dict) -> set[str]:
+    return {m["callpath"] for m in out["models"]}
+
+
+def test_a_tiny_noisy_region_is_left_out_by_default_and_said(tmp_path, capsys):
+    src = write_inputs(tmp_path / "m.jsonl")
+    out = fit_json(capsys, str(src), "--at", "n=1024")
+    assert "main->init" not in callpaths(out)
+    assert {"main", "main->train", "main->grows"} <= callpaths(out)
+    assert out["min_share"] == 0.01
+    (left,) = out["left_out"]
+    assert left["callpath"] == "main->init" and left["metrics"] == ["time"]
+    assert left["share"]["measured"] < 0.001
+    # the table says what it left out, with the count and how to see all
+    assert cli.main(["fit", str(src), "--at", "n=1024"]) == 0
+    captured = capsys.readouterr()
+    assert "1 call path under 1% of the run's time (at every measured point and at the target) left out; " \
+           "--min-share 0 shows all" in captured.out
+    assert "main->init" not in captured.out
+    assert "1 call path(s) under --min-share 0.01 left out" in captured.err
+
+
+def test_a_small_region_that_grows_into_the_run_at_the_target_is_kept(tmp_path, capsys):
+    src = write_inputs(tmp_path / "m.jsonl")
+    far = fit_json(capsys, str(src), "--at", "n=1024")
+    grows = next(m for m in far["models"] if m["callpath"] == "main->grows")
+    assert grows["share"]["measured"] < 0.01 < grows["share"]["at_target_low"] <= grows["share"]["at_target"]
+    # at the largest measured point it is still under 1%: left out there
+    near = fit_json(capsys, str(src))
+    assert "main->grows" not in callpaths(near)
+    assert "main->grows" in {e["callpath"] for e in near["left_out"]}
+
+
+def test_a_region_large_at_one_measured_point_is_kept(tmp_path, capsys):
+    src = write_inputs(tmp_path / "m.jsonl", with_late=True)
+    out = fit_json(capsys, str(src), "--at", "n=2")  # small at the target and at most points
+    late = next(m for m in out["models"] if m["callpath"] == "main->late")
+    assert late["share"]["measured"] == pytest.approx(0.05 * 42 / _time("main", 32, 4), rel=1e-3)
+
+
+def test_min_share_0_keeps_every_model(tmp_path, capsys):
+    src = write_inputs(tmp_path / "m.jsonl")
+    out = fit_json(capsys, str(src), "--min-share", "0", "--metric", "all")
+    assert len(out["models"]) == 9 and out["left_out"] == [] and out["min_share"] == 0
+    assert cli.main(["fit", str(src), "--min-share", "0"]) == 0
+    assert "left out" not in capsys.readouterr().out
+
+
+def test_the_share_of_time_applies_to_every_metric_of_a_call_path(tmp_path, capsys):
+    src = write_inputs(tmp_path / "m.jsonl")
+    out = fit_json(capsys, str(src), "--metric", "visits", "--at", "n=1024")
+    assert "main->init" not in callpaths(out)
+    assert {"main->grows", "main->counted"} <= callpaths(out)  # no time: no share, kept
+    assert next(m for m in out["models"] if m["callpath"] == "main->counted")["share"] is None
+    # the time models the shares at the target need were fitted, though not shown
+    assert {m["metric"] for m in out["models"]} == {"visits"}
+
+
+def test_a_larger_fraction_leaves_out_more_and_percent_is_accepted(tmp_path, capsys):
+    src = write_inputs(tmp_path / "m.jsonl")
+    out = fit_json(capsys, str(src), "--min-share", "50%", "--at", "n=1024")
+    assert callpaths(out) == {"main", "main->train"}
+    assert out["min_share"] == 0.5
+
+
+def test_callpath_selection_still_takes_the_run_time_from_the_top_level(tmp_path, capsys):
+    src = write_inputs(tmp_path / "m.jsonl")
+    out = fit_json(capsys, str(src), "--callpath", "main->*", "--at", "n=1024")
+    assert callpaths(out) == {"main->train", "main->grows"}  # main itself not selected, yet the denominator
+
+
+@pytest.mark.parametrize("value", ["-0.1", "2", "150", "abc", "nan", "1%%"])
+def test_bad_values_are_errors_naming_the_option(tmp_path, capsys, value):
+    src = write_inputs(tmp_path / "m.jsonl")
+    assert cli.main(["fit", str(src), f"--min-share={value}"]) == cli.EXIT_ERROR
+    assert "--min-share" in capsys.readouterr().err
+    assert cli.main(["report", str(src), f"--min-share={value}", "-o", str(tmp_path / "r.html")]) == cli.EXIT_ERROR
+    assert "--min-share" in capsys.readouterr().err
+
+
+def test_parse_min_share():
+    assert parse_min_share(None) == 0.01
+    assert parse_min_share("0") == 0.0 and parse_min_share("1") == 1.0
+    assert parse_min_share("2.5%") == pytest.approx(0.025)
+    with pytest.raises(InputError, match="for 5%, write 0.05 or 5%"):
+        parse_min_share("5")
+
+
+def test_the_low_end_of_the_range_decides_at_the_target():
+    # a poor fit extrapolated far: its prediction is above the fraction, its 80% range reaches below
+    assert not Share(measured=0.004, at_target=0.03, at_target_low=0.005).kept(0.01)
+    assert Share(measured=0.004, at_target=0.03, at_target_low=0.012).kept(0.01)
+    assert Share(measured=0.004, at_target=0.03, at_target_low=None).kept(0.01)  # no range (--compat extrap)
+    assert Share(measured=None).kept(0.5)
+    assert Share(measured=0.0).kept(0.0)
+
+
+def test_measured_share_is_taken_against_the_longest_top_level_call_path(tmp_path):
+    ds = load([write_inputs(tmp_path / "m.jsonl")])
+    shares = measured_shares(ds.series)
+    assert shares["main"] == pytest.approx(1.0)
+    assert shares["main->train"] == pytest.approx(41 / _time("main", 32, 4), rel=1e-3)
+
+
+def test_fit_dataset_takes_min_share(tmp_path):
+    ds = load([write_inputs(tmp_path / "m.jsonl")])
+    ranking = fit_dataset(ds.select(metrics=["time"]), at="n=1024", measured=ds)
+    assert "main->init" in ranking.left_out_callpaths()
+    assert "main->init" not in {r.fitted.callpath for r in ranking.rows}
+    everything = fit_dataset(ds.select(metrics=["time"]), at="n=1024", measured=ds, min_share=0)
+    assert len(everything.rows) == 4 and not everything.left_out
+    with pytest.raises(InputError, match="--min-share"):
+        fit_dataset(ds, min_share=-1)
+    assert ranking.top(1).left_out == ranking.left_out  # --top keeps saying what was left out
+
+
+def test_csv_has_the_shares(tmp_path, capsys):
+    src = write_inputs(tmp_path / "m.jsonl")
+    assert cli.main(["fit", str(src), "--format", "csv", "-q"]) == 0
+    header, first, *_ = capsys.readouterr().out.splitlines()
+    assert header.endswith("share_measured,share_at_target,share_at_target_low")
+    assert first.split(",")[1] == "main" and float(first.split(",")[-3]) == pytest.approx(1.0)
+
+
+def test_report_leaves_them_out_and_lists_them_apart(tmp_path, capsys):
+    src = write_inputs(tmp_path / "m.jsonl")
+    out = tmp_path / "r.html"
+    assert cli.main(["report", str(src), "--at", "n=1024", "-o", str(out), "-q"]) == 0
+    html = out.read_text(encoding="utf-8")
+    ranking = html.split('id="ranking-table"')[1].split("</table>")[0]
+    left = html.split('id="left-out-table"')[1].split("</table>")[0]
+    assert "init" not in ranking and "grows" in ranking
+    assert "init" in left and "grows" not in left
+    assert "1 more under 1% of the run's time left out" in html
+    assert cli.main(["report", str(src), "--at", "n=1024", "--format", "markdown", "-q"]) == 0
+    md = capsys.readouterr().out
+    assert "1 call path under 1% of the run's time (at every measured point and at the target) left out" in md
+    assert cli.main(["report", str(src), "--at", "n=1024", "-o", str(out), "-q", "--min-share", "0"]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert 'id="left-out-table"' not in html and "init" in html.split('id="ranking-table"')[1].split("</table>")[0]

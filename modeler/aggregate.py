@@ -269,6 +269,14 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
                 v = rec.get(field)
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     totals[(cp, metric)] += float(v) * scale
+    # An operation with no region of its own in the profile (DDP's gradient all-reduce, run from
+    # autograd's thread by its comm hook) has its communication time as its time: otherwise the
+    # cost that grows most with ranks is in no ranking of `time`.
+    for cp, metric in [k for k in totals if k[1] == "comm_time"]:
+        if (cp, "time") not in totals and (cp, "time") not in unknown and (cp, "comm_time") not in unknown:
+            totals[(cp, "time")] = totals[(cp, "exclusive_time")] = totals[(cp, "comm_time")]
+            if (cp, "comm_calls") in totals:
+                totals[(cp, "visits")] = totals[(cp, "comm_calls")]
     out: dict[Key, float] = dict(totals)
     out.update((k, sum(v) / len(v) if k[1] in _MEAN_PER_STEP else _median(v)) for k, v in samples.items() if v)
     out.update(peaks)

@@ -196,13 +196,21 @@ def nonnegative_keys(series: Iterable) -> set[tuple[str, str]]:
 
 #: a model whose SMAPE (percent) exceeds this explains little of its measurements
 POOR_FIT_SMAPE = 50.0
+#: ... unless its adjusted R² is at least this: then it follows the values' variation, and its SMAPE
+#: is high from values of 0 (no communication on one rank), where any miss counts 200%
+GOOD_FIT_AR2 = 0.9
+#: the parts of a step (data wait, communication, GPU time per step) predicted above the step's time
+#: by more than this factor contradict it
+STEP_PART_EXCESS = 1.1
+STEP_PARTS = ("data_wait", "step_comm_time", "step_gpu_time")
 
 
 def poor_fit_warning(rows: Sequence["RankedModel"]) -> str | None:
     """One warning naming the models whose fit is poor (SMAPE above `POOR_FIT_SMAPE`), or None. Such a
     model is often a constant drawn through values that PMNF terms cannot follow, as a speedup that
     falls with more ranks (x^i, log2(x) cannot fall as 1/x)."""
-    poor = [r.fitted for r in rows if math.isfinite(r.fitted.smape) and r.fitted.smape > POOR_FIT_SMAPE]
+    poor = [r.fitted for r in rows if math.isfinite(r.fitted.smape) and r.fitted.smape > POOR_FIT_SMAPE
+            and not (math.isfinite(r.fitted.ar2) and r.fitted.ar2 >= GOOD_FIT_AR2)]
     if not poor:
         return None
     named = [f"{fm.callpath} ({fm.metric}) {fm.smape:.0f}%" for fm in poor]
@@ -214,6 +222,25 @@ def poor_fit_warning(rows: Sequence["RankedModel"]) -> str | None:
                "from the models of time (`from time` in the table, `prediction_from_time` in JSON and CSV)")
     return (f"{n} model{'s' if n > 1 else ''} fit{'' if n > 1 else 's'} the measurements poorly (SMAPE above "
             f"{POOR_FIT_SMAPE:g}%): {listing(named, 5)}; their predictions say little. {why[0].upper()}{why[1:]}")
+
+
+def step_parts_warning(predictions: Mapping[tuple[str, str], float], at_text: str) -> str | None:
+    """One warning naming the step loops a part of whose step (data wait, communication, GPU time)
+    is predicted above the whole step at the target (review 15: communication 0.214 s in a step of
+    0.158 s), or None. A part is a mean over the active steps and the step a median, so a part a little
+    above is possible; far above, one of the two models extrapolates badly."""
+    named = []
+    for (cp, metric), step in sorted(predictions.items()):
+        if metric != "step_time" or not math.isfinite(step) or step <= 0:
+            continue
+        for part in STEP_PARTS:
+            v = predictions.get((cp, part))
+            if v is not None and math.isfinite(v) and v > STEP_PART_EXCESS * step:
+                named.append(f"{cp}: {part} {v:.4g} > step_time {step:.4g}")
+    if not named:
+        return None
+    return (f"at {at_text} a part of the step is predicted above the whole step: {listing(named, 5)}; one of "
+            "these models extrapolates badly there: compare their growth before trusting either")
 
 
 def below_zero_warning(
@@ -294,7 +321,7 @@ def rank_models(
     shown = [r for r in rows if r.share is None or r.share.kept(min_share)]
     left_out = [r for r in rows if not (r.share is None or r.share.kept(min_share))]
     warnings.extend(w for w in (poor_fit_warning(shown), below_zero_warning(shown, nonnegative, at_text),
-                                disagreement_warning(shown, at_text)) if w)
+                                disagreement_warning(shown, at_text), step_parts_warning(by_key, at_text)) if w)
     return Ranking(tuple(parameters), dict(at), tuple(shown), tuple(warnings), min_share, tuple(left_out))
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from ..dataset import RANKS_PARAMETER, Dataset, Series
 from ..derived import Baselines
 from ..errors import InputError
+from ..estimator import MIN_POINTS
 from ..listing import listing
 from ..model import FittedModel
 from . import svg
@@ -130,6 +131,7 @@ def build_report(
     scaling_view(report, ok_groups, params, hold)
     if metric == "time":
         _run_time(report, [*ranking, *left_out], main_roots(groups), companions, opt.ranks)
+        report.predicted_caveats = _caveats(report, [*ranking, *left_out], series_read or dataset.series)
     chosen = choose_run(ok_groups or list(groups), opt.run_id)
     if chosen is not None:
         imbalance_view(report, chosen)
@@ -206,6 +208,43 @@ def _run_time(report: Report, ranking: Sequence, roots: set[str] | None, compani
     if report.scaling_axis in target:
         report.predicted_cost = report.predicted_total * target[report.scaling_axis]
     report.predicted_basis = what
+
+
+#: a run time whose model and its parts' models differ by more than this factor gets a caveat
+PARTS_DISAGREE = 2.0
+
+
+def _caveats(report: Report, ranking: Sequence, series: Sequence) -> list[str]:
+    """What makes the headline run time doubtful, said next to it: a parameter that the target
+    moves but that its model holds constant (too few values), and a model that its parts' models
+    contradict at the target (review 15: two values of ranks pooled into a constant of 4 s, where
+    8.3 s had been measured and the step loop alone predicted 28 s)."""
+    if report.predicted_total is None or report.predicted_root is None:
+        return []
+    out = []
+    s = next((s for s in series if s.callpath == report.predicted_root and s.metric == "time"), None)
+    if s is not None:
+        for i, p in enumerate(report.parameters):
+            values = sorted({float(v) for v in s.points[:, i]})
+            at = report.target.get(p)
+            if at is not None and len(values) < MIN_POINTS and at not in values:
+                shown = ", ".join(f"{v:g}" for v in values)
+                out.append(f"{p} has {len(values)} measured value(s) ({shown}): the model holds it constant, "
+                           f"so this prediction does not follow {p}={at:g}")
+        measured = s.values()
+        top = int(np.argmax(measured))
+        beyond = all(report.target.get(p, v) >= v for p, v in zip(report.parameters, s.points[top]))
+        if out and beyond and report.predicted_total < measured[top]:
+            point = ", ".join(f"{p}={v:g}" for p, v in zip(report.parameters, s.points[top]))
+            out.append(f"below the {measured[top]:.4g} s already measured at {point}")
+    row = next((r for r in ranking if r.callpath == report.predicted_root), None)
+    parts = None if row is None else row.from_parts
+    if parts is not None and parts > 0 and report.predicted_total > 0:
+        ratio = report.predicted_total / parts
+        if ratio > PARTS_DISAGREE or ratio < 1 / PARTS_DISAGREE:
+            out.append(f"its exclusive time and its children's models add up to {parts:.4g} s ({ratio:.2g}x): "
+                       "one of them extrapolates badly")
+    return out
 
 
 def _design(report: Report, groups: Sequence[RunGroup], params: Sequence[str],

@@ -60,6 +60,8 @@ class RankingRow:
     from_time: tuple[float, str] | None = None
     #: the region's share of the run's time (`modeler.share`), None without a time series
     share: Share | None = None
+    #: for `time`: its exclusive time and its children's times predicted at the target (`modeler.parts`)
+    from_parts: float | None = None
 
 
 @dataclass
@@ -117,6 +119,9 @@ class Report:
     predicted_basis: str = ""
     #: why there is no run time, where there is none for a reason worth saying
     predicted_note: str = ""
+    #: what makes the run time doubtful: parameters its model holds constant that the target moves,
+    #: a model that disagrees with its parts (`modeler.report.assemble._caveats`)
+    predicted_caveats: list[str] = field(default_factory=list)
     imbalance_run: str | None = None
     imbalance: list[dict] = field(default_factory=list)
     imbalance_chart: Markup | None = None
@@ -131,7 +136,7 @@ class Report:
         return left_out_note(n, self.min_share) if n else ""
 
     def target_text(self) -> str:
-        return ", ".join(f"{k}={svg.short_number(v)}" for k, v in self.target.items())
+        return ", ".join(f"{k}={v:g}" for k, v in self.target.items())
 
     def headline(self) -> RankingRow | None:
         """The region to name first: among those with the worst growth the deepest, since its

@@ -382,3 +382,26 @@ def test_comm_callpath_ending_in_its_comm_region_is_kept(tmp_path):
     cp = "main->torch.distributed.all_reduce"
     assert series(ds, cp, "comm_bytes").values().tolist() == [1024, 2048]
     assert series(ds, cp, "time").values().tolist() == pytest.approx([0.002, 0.002])
+
+
+def test_an_operation_without_a_region_has_its_communication_time_as_its_time(tmp_path):
+    """Review 15: DDP's gradient all-reduce (run from autograd's thread: a comm record, no profile
+    record) had comm metrics only, and was in no ranking of `time`."""
+    regions = REGIONS + ((65536, "comm", "torch.distributed.all_reduce", "", 0),
+                         (65537, "comm", "DistributedDataParallel.allreduce", "", 0))
+    for p in (2, 4):
+        write_rank_file(tmp_path / f"r{p}", run_id=f"r{p}", params={"ranks": p}, regions=regions, world_size=1,
+                        profile={(0,): (1, 90 * MS, MS), (0, 3): (5, 40 * MS, 30 * MS), (0, 3, 65536): (5, 10 * MS, 10 * MS)},
+                        comms=[{"op": "ddp_allreduce", "bytes": 512, "group_size": p, "calls": 5, "time_ns": p * 3 * MS,
+                                "gpu_ns": None, "callpath": [65537]},
+                               {"op": "all_reduce", "bytes": 8, "group_size": p, "calls": 5, "time_ns": MS,
+                                "gpu_ns": None, "callpath": [0, 3, 65536]}])
+    ds = read_runs([tmp_path])
+    ddp = "DistributedDataParallel.allreduce"
+    assert series(ds, ddp, "time").values().tolist() == pytest.approx([0.006, 0.012])
+    assert series(ds, ddp, "exclusive_time").values().tolist() == pytest.approx([0.006, 0.012])
+    assert series(ds, ddp, "visits").values().tolist() == [5, 5]
+    # a region of the profile keeps its own time: its comm_time does not replace it
+    op = "main->Model.forward->torch.distributed.all_reduce"
+    assert series(ds, op, "time").values().tolist() == pytest.approx([0.01, 0.01])
+    assert series(ds, op, "comm_time").values().tolist() == pytest.approx([0.001, 0.001])

@@ -236,7 +236,9 @@ def test_export_says_why_communication_is_left_out_of_a_sweep_from_one_rank(tmp_
                                 profile={(0,): (1, batch * 10 * MS, MS), (0, 1): (1, batch * 9 * MS, MS)})
     summary = write_extrap_jsonl(read_inputs([tmp_path / "runs"]).dataset, tmp_path / "x.jsonl")
     (note,) = [n for n in summary.notes() if "left out" in n]
-    assert note.startswith("3 series left out of the export: not measured where ranks=1 (a single rank does not "
+    # comm_time, comm_bytes, comm_calls, and the time the operation gets from its comm_time (time,
+    # exclusive_time, visits) with its speedup, parallel_efficiency and cost
+    assert note.startswith("10 series left out of the export: not measured where ranks=1 (a single rank does not "
                            "communicate), and Extra-P refuses gaps. To hand them to Extra-P, export the other points "
                            "on their own (--exclude ranks=1)")
     assert "main->train->train_epoch->all_reduce [comm_time] (4 of 6 points)" in note

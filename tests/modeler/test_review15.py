@@ -1,0 +1,98 @@
+"""Review 15 (a src-layout package, as a new user): the report's headline run time says what makes
+it doubtful, next to it; DDP's all-reduce has a time (tests/modeler/test_readers_runs.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from modeler import cli
+
+WIDTH = (32, 64, 128, 256, 512)
+
+
+def _write(path: Path, values) -> Path:
+    lines = []
+    for params, cp, v in values:
+        lines.append({"params": params, "callpath": cp, "metric": "time", "value": [v, v * 1.01, v * 0.99]})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def _report(tmp_path: Path, src: Path, at: str) -> str:
+    out = tmp_path / "r.md"
+    assert cli.main(["report", str(src), "--at", at, "--format", "markdown", "-o", str(out), "-q"]) == 0
+    return next(ln for ln in out.read_text().splitlines() if ln.startswith("Predicted run time"))
+
+
+def test_a_parameter_held_constant_and_a_prediction_below_what_was_measured_are_said(tmp_path):
+    """Two values of ranks: the model pools them into a constant, which predicted 4 s at ranks=8
+    where 8.3 s had been measured at ranks=2; the card said nothing."""
+    values = []
+    for w in WIDTH:
+        for ranks, t in ((1, 5 - 0.004 * w), (2, 3 + 0.01 * w)):
+            values += [({"ranks": ranks, "width": w}, "main", t), ({"ranks": ranks, "width": w}, "main->train", t - 0.1)]
+    line = _report(tmp_path, _write(tmp_path / "in.jsonl", values), "ranks=8,width=2048")
+    assert "width=2048" in line  # not 2.05e+03
+    assert ("Caveat: ranks has 2 measured value(s) (1, 2): the model holds it constant, so this prediction "
+            "does not follow ranks=8.") in line
+    assert "Caveat: below the 8.12 s already measured at ranks=2, width=512." in line
+    # a target at the measured ranks moves nothing the model ignores
+    line = _report(tmp_path, tmp_path / "in.jsonl", "ranks=2,width=2048")
+    assert "Caveat" not in line
+
+
+def test_a_run_time_its_parts_contradict_is_said(tmp_path):
+    values = []
+    for i, w in enumerate(WIDTH):
+        values += [({"width": w}, "main", 10 + (0.3, -0.2, 0.1, -0.3, 0.2)[i]),
+                   ({"width": w}, "main->train", 1e-4 * w * w)]
+    line = _report(tmp_path, _write(tmp_path / "in.jsonl", values), "width=4096")
+    assert "Caveat: its exclusive time and its children's models add up to" in line
+    assert "one of them extrapolates badly" in line
+    consistent = [({"width": w}, cp, 10 + 1e-4 * w * w - (0.5 if cp == "main->train" else 0))
+                  for w in WIDTH for cp in ("main", "main->train")]
+    assert "Caveat" not in _report(tmp_path, _write(tmp_path / "ok.jsonl", consistent), "width=4096")
+
+
+def _fitted(metric: str, smape: float, ar2: float, constant: float = 1.0):
+    from modeler.model import FittedModel, Model
+
+    return FittedModel("main->loop", metric, Model(("ranks",), constant, ()), smape, 0.0, ar2, None, 12)
+
+
+def test_a_poor_smape_from_true_zeros_is_no_poor_fit_when_the_model_follows_the_values():
+    """step_comm_time is exactly 0 at ranks=1: each such point counts 200% in SMAPE, and a model
+    with adjusted R² 0.977 was named as fitting poorly."""
+    from modeler.ranking import RankedModel, poor_fit_warning
+
+    zeros = RankedModel(_fitted("step_comm_time", 56.3, 0.977), (1.0, 0.0), 0.2, None, None)
+    noise = RankedModel(_fitted("time", 56.3, 0.2), (0.0, 0.0), 0.2, None, None)
+    assert poor_fit_warning([zeros]) is None
+    warning = poor_fit_warning([zeros, noise])
+    assert warning is not None and warning.startswith("1 model fits the measurements poorly")
+    assert "main->loop (time) 56%" in warning and "step_comm_time" not in warning
+
+
+def test_a_part_of_a_step_predicted_above_the_step_is_said(tmp_path):
+    values = []
+    for ranks in (1, 2, 4, 8, 16):
+        p = {"ranks": ranks}
+        comm = 0.0 if ranks == 1 else 0.002 * ranks ** 1.5
+        values += [(p, "main->loop", "step_time", 0.1 + 0.004 * ranks), (p, "main->loop", "step_comm_time", comm),
+                   (p, "main->loop", "data_wait", 0.01)]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"params": p, "callpath": cp, "metric": m, "value": [v, v]}) + "\n"
+                           for p, cp, m, v in values))
+    from modeler.commands.fit import fit_dataset
+    from modeler.readers import load
+
+    def warnings_at(ranks: int) -> list[str]:
+        result = fit_dataset(load([src]), at=f"ranks={ranks}", min_share=0)
+        return [w for w in result.warnings if "part of the step" in w]
+
+    (w,) = warnings_at(256)
+    assert w.startswith("at ranks=256 a part of the step is predicted above the whole step: main->loop: "
+                        "step_comm_time ")
+    assert "data_wait" not in w
+    assert warnings_at(16) == []  # measured there: 0.128 s of communication in a step of 0.164 s

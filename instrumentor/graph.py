@@ -101,19 +101,44 @@ def module_names(relpaths: Iterable[str], roots: Iterable[str]) -> tuple[dict[st
     return modules, packages
 
 
+def entry_package(entry: str, relpaths: Iterable[str]) -> tuple[str, str] | None:
+    """For an entry file inside a package (an `__init__.py` beside it): the folder above its topmost
+    package (walking up through folders with an `__init__.py`, never above SRC) and its dotted name
+    from there, as `python -m` names it (`pkg/app.py` -> ("", "pkg.app")). None for a plain script."""
+    have = set(relpaths)
+    path = PurePosixPath(entry)
+    folder = path.parent
+    if folder == PurePosixPath(".") or (folder / "__init__.py").as_posix() not in have:
+        return None
+    parts = [] if path.stem == "__init__" else [path.stem]
+    while folder != PurePosixPath(".") and (folder / "__init__.py").as_posix() in have and folder.name.isidentifier():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if not parts or parts == [path.stem]:
+        return None  # the package folder's own name is no identifier: not importable as one
+    return ("" if folder == PurePosixPath(".") else folder.as_posix()), ".".join(parts)
+
+
 def resolve(
     entries: list[str],
     relpaths: list[str],
     roots: list[str],
     scan: "callable",
 ) -> ImportGraph:
-    """Walk imports from the entry files. `scan(relpath) -> ImportFacts` (cached by the caller)."""
+    """Walk imports from the entry files. `scan(relpath) -> ImportFacts` (cached by the caller).
+
+    A module's relative imports resolve against the name it was reached under (a file reached under
+    two names, through two roots, is followed under each). An entry inside a package is named by its
+    dotted name (`entry_package`), and its packages' `__init__.py` files are reached, as with
+    `python -m pkg.app`; pass the folder above its topmost package among `roots`. A plain script is
+    named by its stem: its relative imports resolve as top-level ones."""
     modules, packages = module_names(relpaths, roots)
     by_path = {rel: name for name, rel in modules.items()}
     reached: set[str] = set()
+    done: set[tuple[str, str]] = set()
     unresolved: list[str] = []
     third: set[str] = set()
-    queue = list(entries)
+    queue: list[tuple[str, str]] = []
 
     def reach(name: str) -> bool:
         parts = name.split(".")
@@ -123,22 +148,38 @@ def resolve(
             rel = modules.get(prefix)
             if rel is not None:
                 found = True
-                if rel not in reached:
-                    queue.append(rel)
+                if (rel, prefix) not in done:
+                    queue.append((rel, prefix))
             elif prefix in packages:
                 found = True
         return found
 
-    while queue:
-        rel = queue.pop()
-        if rel in reached:
+    for entry in entries:
+        in_package = entry_package(entry, relpaths)
+        if in_package is None:
+            queue.append((entry, by_path.get(entry, PurePosixPath(entry).stem)))
             continue
+        root, name = in_package
+        names = [name]
+        if root and modules.get(f"{root.replace('/', '.')}.{name}") == entry:
+            names.append(f"{root.replace('/', '.')}.{name}")  # also `python -m` from SRC (namespace packages)
+        for dotted in names:
+            if modules.get(dotted) == entry:
+                reach(dotted)  # the entry and every package above it, `__init__.py` first
+            else:
+                queue.append((entry, dotted))
+                reach(dotted.rpartition(".")[0])
+    while queue:
+        rel, this = queue.pop()
+        if (rel, this) in done:
+            continue
+        done.add((rel, this))
+        first = rel not in reached
         reached.add(rel)
         try:
             facts = scan(rel)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # the same failure is reported when the file is instrumented
-        this = by_path.get(rel, PurePosixPath(rel).stem)
         is_package = rel.endswith("__init__.py")
         for module, level, names in facts.imports:
             if level:
@@ -157,7 +198,8 @@ def resolve(
                 top = module.split(".")[0]
                 if top not in sys.stdlib_module_names:
                     third.add(top)
-        unresolved.extend(f"{rel}:{u}" for u in facts.unresolved)
+        if first:
+            unresolved.extend(f"{rel}:{u}" for u in facts.unresolved)
     own = sorted(set(modules.values()))
     return ImportGraph(
         reached=sorted(reached),

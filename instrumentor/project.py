@@ -27,7 +27,7 @@ from pathlib import Path
 from . import __version__
 from .emit import NvtxBackend
 from .errors import InstrumentError
-from .graph import ImportFacts, ImportGraph, resolve, scan_imports
+from .graph import ImportFacts, ImportGraph, entry_package, resolve, scan_imports
 from .linemap import MAP_FORMAT
 from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
 from .results import FileResult, Skip
@@ -257,7 +257,9 @@ class Project:
     def graph(self) -> ImportGraph:
         entries = self.entries()
         parents = {Path(m).parent.as_posix() for m in entries}
-        roots = sorted({"" if p == "." else p for p in parents} | {""})
+        # an entry inside a package runs as `python -m pkg.app` from the folder above the package
+        above = {found[0] for m in entries if (found := entry_package(m, self.own)) is not None}
+        roots = sorted({"" if p == "." else p for p in parents} | above | {""})
         cache = self.state.setdefault("imports", {})
 
         def scan(rel: str) -> ImportFacts:

@@ -262,3 +262,12 @@ def test_a_time_model_far_from_its_parts_is_a_report_warning():
     assert any(w.startswith("main: its time model predicts 256 at n=64") and "70.4" in w for w in r.warnings)
     assert any("extrapolates badly" in w for w in render_markdown(r).splitlines())
     assert not any("extrapolates badly" in w for w in build_report([], ds, models, ReportOptions(target={"n": 64})).warnings)
+
+
+def test_the_overview_card_shows_strong_and_weak_scaling_efficiency(report):
+    """Review 15: the card showed the strong-scaling efficiency only (6%), meaningless for a sweep
+    that keeps the work per rank (its weak-scaling efficiency was 25%, in the table only)."""
+    last = report.scaling_table[-1]
+    html = render_html(report)
+    assert f'{last["strong_eff"] * 100:.0f}% &middot; {last["weak_eff"] * 100:.0f}%</div>' in html
+    assert f"parallel efficiency at {last['ranks']:g} ranks: strong scaling" in html

@@ -28,6 +28,9 @@ from .uncertainty import mixture_ranges, with_prediction
 
 # metrics where more is better; for every other metric (times, bytes, imbalance) more is worse
 HIGHER_IS_BETTER = frozenset({"speedup", "parallel_efficiency"})
+#: a time model whose parts' models (exclusive time + children) differ from it by more than this
+#: factor at the target is marked doubtful in the ranking
+PARTS_DISAGREE = 2.0
 #: the share of the forms' predictions that the prediction range covers
 RANGE_LEVEL = 0.8
 
@@ -51,9 +54,24 @@ class RankedModel:
     #: the call path's share of the run's time (`modeler.share`), None where it has no time series
     share: Share | None = None
 
+    def doubtful(self) -> str | None:
+        """Why this row's growth is not to be read as it stands, or None: a fit worse than a
+        constant, or a time model that its parts' models contradict at the target (review 15: a noisy
+        18 ms region led the ranking with adj. R² -0.2 and parts 52x apart)."""
+        fm = self.fitted
+        if math.isfinite(fm.ar2) and fm.ar2 < 0 and fm.model.terms:
+            return f"adj. R² {fm.ar2:.2g}: worse than a constant"
+        if self.from_parts is not None and self.from_parts > 0 and math.isfinite(self.prediction) and self.prediction > 0:
+            ratio = self.prediction / self.from_parts
+            if ratio > PARTS_DISAGREE or ratio < 1 / PARTS_DISAGREE:
+                return f"its parts' models add up to {ratio:.2g}x less at the target" if ratio > 1 else \
+                    f"its parts' models add up to {1 / ratio:.2g}x more at the target"
+        return None
+
     def to_json(self) -> dict:
         d = self.fitted.to_json()
         d.update(
+            doubtful=self.doubtful(),
             unit=self.unit,
             share=None if self.share is None else self.share.to_json(),
             growth={"exponent": self.growth[0], "log_exponent": self.growth[1]},

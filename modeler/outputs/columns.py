@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..ranking import RankedModel, Ranking
+from ..ranking import PARTS_DISAGREE, RankedModel, Ranking
 from ..share import left_out_note
 
 # the model formula goes last: it is the only unbounded cell, so it may run past a terminal's width
@@ -49,7 +49,7 @@ def cells(i: int, row: RankedModel) -> tuple[str, ...]:
         # speedup, efficiency, cost: the same figure from a model of the per-rank time (modeler.derived)
         at += f" (from {row.from_time[1]}: {number(row.from_time[0])})"
     return (
-        str(i),
+        f"{i}!" if row.doubtful() else str(i),
         fm.callpath,
         fm.metric,
         growth_text(row.growth),
@@ -68,3 +68,13 @@ def cells(i: int, row: RankedModel) -> tuple[str, ...]:
 def left_out_text(ranking: Ranking) -> str:
     """What `--min-share` left out, in words (empty when nothing)."""
     return left_out_note(len(ranking.left_out_callpaths()), ranking.min_share) if ranking.left_out else ""
+
+
+def doubtful_legend(ranking: Ranking) -> str:
+    """The line that explains the `!` of doubtful rows (empty when none is)."""
+    marked = [i for i, row in enumerate(ranking.rows, 1) if row.doubtful()]
+    if not marked:
+        return ""
+    return (f"! ({len(marked)} row{'s' if len(marked) > 1 else ''}): a fit worse than a constant (adj. R2 below 0), "
+            f"or a time model that its exclusive time and children's models contradict by more than "
+            f"{PARTS_DISAGREE:g}x at the target: its growth and prediction are not to be acted on as they stand")

@@ -12,7 +12,7 @@ COLUMNS = (
     "rank", "callpath", "metric", "model", "constant", "growth_exponent", "growth_log_exponent",
     "smape", "rss", "ar2", "cv_smape", "points", "prediction", "interval_low", "interval_high", "unit",
     "prediction_from_parts", "range_low", "range_high", "prediction_from_time",
-    "prediction_from_time_basis", "share_measured", "share_at_target", "share_at_target_low",
+    "prediction_from_time_basis", "share_measured", "share_at_target", "share_at_target_low", "doubtful",
 )
 
 
@@ -36,6 +36,7 @@ def render_csv(ranking: Ranking) -> str:
                 _num(None if r.from_time is None else r.from_time[0]), "" if r.from_time is None else r.from_time[1],
                 *((_num(r.share.measured), _num(r.share.at_target), _num(r.share.at_target_low)) if r.share is not None
                   else ("", "", "")),
+                r.doubtful() or "",
             )
         )
     return buf.getvalue()

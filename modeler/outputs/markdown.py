@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import mdtext
 from ..ranking import Ranking
-from .columns import HEADERS, cells, left_out_text, target_text
+from .columns import HEADERS, cells, doubtful_legend, left_out_text, target_text
 
 
 def render_markdown(ranking: Ranking) -> str:
@@ -25,6 +25,8 @@ def render_markdown(ranking: Ranking) -> str:
         c[cp_col] = mdtext.code(c[cp_col])
         c[metric_col] = mdtext.text(c[metric_col])
         out.append("| " + " | ".join(c) + " |")
+    if legend := doubtful_legend(ranking):
+        out += ["", mdtext.text(legend)]
     if ranking.left_out:
         out += ["", mdtext.text(left_out_text(ranking))]
     if ranking.warnings:

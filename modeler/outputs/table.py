@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ranking import Ranking
-from .columns import HEADERS, cells, left_out_text, target_text
+from .columns import HEADERS, cells, doubtful_legend, left_out_text, target_text
 
 MAX_CALLPATH = 60
 _RIGHT = {"#", "at target", "SMAPE%", "adj.R2", "CV SMAPE%", "RSS", "points"}
@@ -52,6 +52,8 @@ def render_table(ranking: Ranking) -> str:
     lines.extend(line(r) for r in rows)
     if not rows:
         lines.append("(no models)")
+    if legend := doubtful_legend(ranking):
+        lines.append(legend)
     if ranking.left_out:
         lines.append(visible(left_out_text(ranking)))
     return "\n".join(lines) + "\n"

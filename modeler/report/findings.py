@@ -62,6 +62,8 @@ class RankingRow:
     share: Share | None = None
     #: for `time`: its exclusive time and its children's times predicted at the target (`modeler.parts`)
     from_parts: float | None = None
+    #: why its growth is not to be read as it stands (`RankedModel.doubtful`), or None
+    doubtful: str | None = None
 
 
 @dataclass
@@ -141,10 +143,11 @@ class Report:
     def headline(self) -> RankingRow | None:
         """The region to name first: among those with the worst growth the deepest, since its
         callers inherit its growth and say less about where to look."""
-        if not self.ranking or self.ranking[0].growth_key <= (0.0, 0.0):
+        rows = [r for r in self.ranking if r.doubtful is None] or self.ranking  # not a doubtful fit
+        if not rows or rows[0].growth_key <= (0.0, 0.0):
             return None
-        top = self.ranking[0].growth_key
-        return max((r for r in self.ranking if r.growth_key == top), key=lambda r: r.callpath.count("->"))
+        top = rows[0].growth_key
+        return max((r for r in rows if r.growth_key == top), key=lambda r: r.callpath.count("->"))
 
     def tree_rows(self) -> list[dict]:
         """The call tree in display order, each row with its depth and the ids of its ancestors

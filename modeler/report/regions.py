@@ -62,6 +62,7 @@ def _row(rm, s: Series, largest_pt: np.ndarray, anchor: str) -> RankingRow:
         from_time=rm.from_time,
         share=rm.share,
         from_parts=rm.from_parts,
+        doubtful=rm.doubtful(),
     )
 
 

@@ -169,8 +169,8 @@ def test_csv_has_the_shares(tmp_path, capsys):
     src = write_inputs(tmp_path / "m.jsonl")
     assert cli.main(["fit", str(src), "--format", "csv", "-q"]) == 0
     header, first, *_ = capsys.readouterr().out.splitlines()
-    assert header.endswith("share_measured,share_at_target,share_at_target_low")
-    assert first.split(",")[1] == "main" and float(first.split(",")[-3]) == pytest.approx(1.0)
+    assert header.endswith("share_measured,share_at_target,share_at_target_low,doubtful")
+    assert first.split(",")[1] == "main" and float(first.split(",")[-4]) == pytest.approx(1.0)
 
 
 def test_report_leaves_them_out_and_lists_them_apart(tmp_path, capsys):

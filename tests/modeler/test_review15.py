@@ -96,3 +96,42 @@ def test_a_part_of_a_step_predicted_above_the_step_is_said(tmp_path):
                         "step_comm_time ")
     assert "data_wait" not in w
     assert warnings_at(16) == []  # measured there: 0.128 s of communication in a step of 0.164 s
+
+
+def _grows(callpath: str, ar2: float, coefficient: float = 1.0):
+    from modeler.model import Factor, FittedModel, Model, Term
+
+    term = Term(coefficient, (Factor("ranks", 2.0, 0),))
+    return FittedModel(callpath, "time", Model(("ranks",), 0.5, (term,)), 10.0, 0.0, ar2, None, 12)
+
+
+def test_rows_worse_than_a_constant_or_contradicted_by_their_parts_are_marked_doubtful():
+    """A noisy 18 ms region (adj. R² -0.2, parts 52x apart) led the ranking and the overview with
+    nothing to say it was not to be read as it stood."""
+    from modeler.outputs.table import render_table
+    from modeler.ranking import RankedModel, Ranking
+
+    worse = RankedModel(_grows("main->noisy", -0.195), (2.0, 0.0), 0.46, None, None, from_parts=0.0089)
+    apart = RankedModel(_grows("main->apart", 0.9), (2.0, 0.0), 10.0, None, None, from_parts=4.0)
+    fine = RankedModel(_grows("main->fine", 0.95), (2.0, 0.0), 10.0, None, None, from_parts=6.0)
+    assert worse.doubtful() == "adj. R² -0.2: worse than a constant"
+    assert apart.doubtful() == "its parts' models add up to 2.5x less at the target"
+    assert fine.doubtful() is None
+    assert worse.to_json()["doubtful"] == worse.doubtful() and fine.to_json()["doubtful"] is None
+    table = render_table(Ranking(("ranks",), {"ranks": 64.0}, (worse, apart, fine)))
+    numbers = [ln.split()[0] for ln in table.splitlines()[3:6]]
+    assert numbers == ["1!", "2!", "3"]
+    assert "! (2 rows): a fit worse than a constant" in table
+
+
+def test_the_overview_names_the_worst_growth_among_rows_that_are_not_doubtful():
+    from modeler.report.findings import Report, RankingRow
+
+    def row(cp: str, growth: float, doubtful: str | None) -> RankingRow:
+        return RankingRow(cp, "", "", (growth, 0.0), 1.0, None, 0.9, 12, 1.0, 1.0, None, None, 1.0, (), "",
+                          doubtful=doubtful)
+
+    report = Report(title="t", parameters=("ranks",), metric="time", unit_format=str, target={"ranks": 8.0},
+                    hold={}, ranking=[row("main->noisy", 3.0, "adj. R² -0.2: worse than a constant"),
+                                      row("main", 1.0, None), row("main->train", 1.0, None)], regions=[])
+    assert report.headline().callpath == "main->train"

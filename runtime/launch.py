@@ -14,7 +14,7 @@ import sys
 
 from runtime.environment import RankEnvironmentError, detect
 from runtime.errors import ScaleprobeRuntimeError
-from runtime.launch_args import Options, parse
+from runtime.launch_args import Options, parse, unused_sweep_warnings
 from runtime.launch_errors import LaunchError
 from runtime.launch_recording import check_environment
 from runtime.launch_toplevel import restore_program_limit
@@ -64,6 +64,41 @@ def _claim_repetition(opts: Options, runs: list[Run]) -> list[Run]:
                               f"{exc.strerror}") from None
 
 
+def check_module(name: str) -> None:
+    """Refuse `-m NAME` that `python -m NAME` run here could not find, before any run starts, without
+    running any of the program's code (its packages' `__init__.py` are not imported here: the ranks
+    import them). Only what the path finder can see is checked."""
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    parts = name.split(".")  # identifiers: checked with the options
+    cwd = os.getcwd()
+    spec = importlib.machinery.PathFinder.find_spec(parts[0], [cwd, *sys.path[1:]])
+    if spec is None:
+        try:  # another finder (an editable install's) may know it: finding a top-level name runs nothing
+            spec = importlib.util.find_spec(parts[0])
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            raise LaunchError(f"-m {name}: no module named {parts[0]!r} in the working directory {cwd} or on "
+                              "sys.path (run from the directory that holds it, or add that to PYTHONPATH)")
+        return
+    for i, part in enumerate(parts[1:], start=1):
+        locations = spec.submodule_search_locations
+        if locations is None:
+            raise LaunchError(f"-m {name}: {'.'.join(parts[:i])} ({spec.origin}) is a module, not a package")
+        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[:i + 1]), list(locations))
+        if spec is None:
+            raise LaunchError(f"-m {name}: no module named {'.'.join(parts[:i + 1])!r} in "
+                              f"{', '.join(map(str, locations))}")
+    if spec.submodule_search_locations is not None:
+        found = importlib.machinery.PathFinder.find_spec(name + ".__main__", list(spec.submodule_search_locations))
+        if found is None:
+            raise LaunchError(f"-m {name}: {name} is a package without a __main__ module: name the module to "
+                              f"run, as in -m {name}.train")
+
+
 def _runs(opts: Options, nproc: int) -> list[Run]:
     if opts.sweeping:
         return opts.design.runs(opts.out, opts.experiment, opts.args, nproc)
@@ -89,6 +124,8 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
                               f"({identity.launcher}), but a sweep, --nproc, --spawn or --timeout starts its own "
                               "ranks: run the launcher once, outside srun/mpiexec, e.g. with "
                               "--spawn 'srun -n {ranks}' (see docs/launch.md)")
+    for warning in unused_sweep_warnings(opts):
+        print(warning, file=sys.stderr)
     runs = _runs(opts, opts.nproc or 1)
     if opts.spawn is not None:
         from runtime.sweep_run import check_spawn
@@ -99,8 +136,12 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
         from runtime.sweep_run import dry_run
 
         return dry_run(opts, runs, argv if in_process else None)
-    if not opts.script.is_file():
-        raise LaunchError(f"script {opts.script} does not exist or is not a file")
+    if opts.module is not None:
+        check_module(opts.module)
+    elif not opts.script.is_file():
+        hint = ("; to run a module, give -m MODULE before any --, as in python -m runtime.launch -m pkg.train"
+                if str(opts.script) == "-m" else "")
+        raise LaunchError(f"script {opts.script} does not exist or is not a file{hint}")
     if opts.nsys:
         from runtime.launch_nsys import nsys_executable
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.launch_errors import LaunchError
@@ -12,12 +12,12 @@ from runtime.launch_nsys import parse_rank_filter
 from runtime.sweep_design import Design, load_toml
 from runtime.sweep_values import parse_assignment
 
-USAGE = "python -m runtime.launch [options] [--] script.py [args...]"
+USAGE = "python -m runtime.launch [options] [--] script.py [args...] | [options] -m module [args...]"
 
 
 @dataclass
 class Options:
-    script: Path
+    script: Path | None  # None when a module runs (`-m module`)
     args: list[str]
     nproc: int | None
     design: Design
@@ -38,6 +38,16 @@ class Options:
     repetition: int | None
     child: bool
     max_failures: int | None = None
+    module: str | None = None  # `-m module`: run it as `python -m module` does
+    # swept parameter -> the option that swept it, as typed (`--sweep a=1,2`, `--sweep-file d.toml`)
+    sweep_origin: dict[str, str] = field(default_factory=dict)
+
+    def program_words(self) -> list[str]:
+        """What runs, as it is written on the command line: the script, or `-m` and the module."""
+        return ["-m", self.module] if self.module is not None else [str(self.script)]
+
+    def program_label(self) -> str:
+        return f"-m {self.module}" if self.module is not None else str(self.script)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,20 +88,25 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_argument("--instrument", action="store_true",
                        help="instrument the project on the fly while importing it (no build step)")
     tools.add_argument("--project-root", type=Path, metavar="DIR",
-                       help="what --instrument instruments (default: the script's directory)")
+                       help="what --instrument instruments (default: the script's directory; with -m, the "
+                            "directory that holds the module's top-level package)")
     tools.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache of --instrument's rewritten modules")
     tools.add_argument("--nsys", action="store_true", help="run ranks under `nsys profile`")
     tools.add_argument("--nsys-ranks", metavar="FILTER",
                        help="ranks to profile with --nsys: 0,1 or 0-3 or ::8 (default: all)")
     tools.add_argument("--nsys-args", metavar="ARGS",
                        help="arguments for `nsys profile` (default '--trace=cuda,nvtx,osrt --force-overwrite=true')")
+    p.add_argument("-m", dest="module", metavar="MODULE",
+                   help="run a module as `python -m MODULE` does (its package's relative imports work); "
+                        "the arguments after MODULE are the program's")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return p
 
 
 def split_argv(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], list[str]]:
     """Launcher options | script and its arguments, kept verbatim (a `--` after the script is the
-    program's, as with `python script.py -- x`)."""
+    program's, as with `python script.py -- x`). `-m MODULE` (or `-mMODULE`) ends the launcher's
+    options as `python -m` does: it stays with them, and what follows it is the program's."""
     takes_value = {s for a in parser._actions for s in a.option_strings if a.nargs != 0}
     i = 0
     while i < len(argv):
@@ -100,6 +115,10 @@ def split_argv(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[s
             return argv[:i], argv[i + 1:]
         if not token.startswith("-") or token == "-":
             return argv[:i], argv[i:]
+        if token == "-m":
+            return argv[:i + 2], argv[i + 2:]
+        if token.startswith("-m") and not token.startswith("--"):
+            return argv[:i + 1], argv[i + 1:]
         if token in takes_value:
             i += 1
         i += 1
@@ -116,11 +135,20 @@ def parse(argv: list[str]) -> Options:
     parser = build_parser()
     ours, program = split_argv(parser, argv)
     ns = parser.parse_args(ours)
-    if not program:
+    if ns.module is not None:
+        if not ns.module or ns.module.startswith("-"):
+            raise LaunchError(f"-m {ns.module!r}: give the module to run, as in -m pkg.train")
+        if not all(part.isidentifier() for part in ns.module.split(".")):
+            raise LaunchError(f"-m {ns.module!r}: not a module name (a dotted name such as pkg.train, "
+                              "not a file; a file runs without -m)")
+        script, args = None, program
+    elif not program:
         parser.error("no script given: " + USAGE)
-    script, args = Path(program[0]), program[1:]
+    else:
+        script, args = Path(program[0]), program[1:]
 
     design = load_toml(ns.sweep_file) if ns.sweep_file else Design()
+    origin = {name: f"--sweep-file {ns.sweep_file}" for name in design.sweep}
     given: dict[str, str] = {}  # parameter -> the option that defined it on the command line
     for option, texts in (("--sweep", ns.sweep), ("--param", ns.param)):
         for text in texts:
@@ -133,6 +161,7 @@ def parse(argv: list[str]) -> Options:
             given[name] = f"{option} {text}"
             if option == "--sweep":
                 design.set_sweep(name, spelled)
+                origin[name] = f"--sweep {text}"
             elif len(spelled) != 1:
                 raise LaunchError(f"--param {text!r}: one value only; use --sweep for several")
             else:
@@ -158,7 +187,7 @@ def parse(argv: list[str]) -> Options:
     if ns.experiment is not None:
         experiment = ns.experiment
     else:
-        experiment = design.experiment or script.stem
+        experiment = design.experiment or (ns.module if script is None else script.stem)
     if not experiment or "/" in experiment or experiment in (".", ".."):
         raise LaunchError(f"--experiment {experiment!r}: must be a plain directory name")
     sweeping = bool(ns.sweep or ns.sweep_file or ns.repeat is not None)
@@ -181,7 +210,8 @@ def parse(argv: list[str]) -> Options:
         experiment=experiment, timeout=ns.timeout, grace=ns.grace, dry_run=ns.dry_run,
         instrument=ns.instrument, project_root=ns.project_root, cache_dir=ns.cache_dir, nsys=ns.nsys,
         nsys_ranks=ns.nsys_ranks, nsys_args=ns.nsys_args, spawn=ns.spawn, run_id=ns.run_id,
-        repetition=ns.repetition, child=ns.child, max_failures=ns.max_failures)
+        repetition=ns.repetition, child=ns.child, max_failures=ns.max_failures, module=ns.module,
+        sweep_origin={name: origin[name] for name in design.sweep if name in origin})
 
 
 def _words(option: str, text: str) -> list[str]:
@@ -212,3 +242,36 @@ def child_flags(opts: Options) -> list[str]:
             flags.append(f"--nsys-args={opts.nsys_args}")
     return flags
 
+
+
+# Names people give the number of ranks: a sweep over one of them is most likely meant as `ranks`.
+_RANKS_ALIASES = {"nproc", "nprocs", "np", "n", "world_size", "worldsize", "world", "nranks", "n_ranks",
+                  "num_ranks", "numranks", "gpus", "ngpus", "num_gpus", "procs", "nodes", "tasks", "ntasks"}
+
+
+def unused_sweep_warnings(opts: Options) -> list[str]:
+    """A swept parameter (other than `ranks`, which sets the number of ranks) that no `{name}` of
+    the program's arguments or of `--spawn` names: every value of it runs the same command. Not an
+    error: the program may read it from SCALEPROBE_PARAMS."""
+    from runtime.sweep_values import _PLACEHOLDER
+    import difflib
+
+    used = {m.group(1) for arg in [*opts.args, opts.spawn or ""] for m in _PLACEHOLDER.finditer(arg)}
+    warnings = []
+    for name, values in opts.design.sweep.items():
+        if name == "ranks" or name in used or len(values) < 2:
+            continue
+        where = opts.sweep_origin.get(name, "--sweep")
+        text = (f"scaleprobe launch: warning: {where}: no {{{name}}} in the program's arguments"
+                + (" or --spawn" if opts.spawn is not None else "")
+                + f", so every value of {name!r} runs the same command (the program sees it only in "
+                  "SCALEPROBE_PARAMS)")
+        lowered = name.lower()
+        if lowered in _RANKS_ALIASES or difflib.get_close_matches(lowered, ["ranks"], n=1, cutoff=0.6):
+            text += "; did you mean ranks, the number of ranks of each run?"
+        else:
+            close = difflib.get_close_matches(name, sorted(used - {"ranks", "repetition"} - set(opts.design.sweep)),
+                                              n=1, cutoff=0.6)
+            text += f"; did you mean {{{close[0]}}}?" if close else f"; add {{{name}}} where the program takes it"
+        warnings.append(text)
+    return warnings

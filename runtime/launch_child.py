@@ -16,13 +16,31 @@ import types
 from pathlib import Path
 from typing import Callable
 
-from runtime import launch_script
+from runtime import launch_script, stderr_tail
 from runtime.launch_errors import LaunchError
-from runtime.launch_script import compile_script, error_summary, install_sigterm_exit, run_script
+from runtime.launch_script import compile_script, error_summary, install_sigterm_exit, run_module, run_script
+
+
+def module_root(module: str) -> Path:
+    """The directory `python -m module` finds the module's top-level package (or module) in,
+    without running any of its code; the working directory when it cannot tell."""
+    import importlib.machinery
+
+    top = module.split(".")[0]
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(top, [os.getcwd(), *sys.path[1:]])
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0]).parent
+    if spec is not None and spec.origin:
+        return Path(spec.origin).parent
+    return Path(os.getcwd())
 
 
 def instrumenting_compiler(script: Path, project_root: Path | None,
-                           cache_dir: Path | None) -> Callable[[Path], types.CodeType]:
+                           cache_dir: Path | None, default_root: Path | None = None
+                           ) -> Callable[[Path], types.CodeType]:
     """Install the instrumentor's import hook; return what compiles the entry script instrumented."""
     try:
         from instrumentor.importhook import install, instrument_entry
@@ -31,7 +49,10 @@ def instrumenting_compiler(script: Path, project_root: Path | None,
             raise
         raise LaunchError("--instrument needs instrumentor.importhook (install, instrument_entry), "
                           f"which cannot be imported: {exc}") from None
-    root = project_root if project_root is not None else script.resolve().parent
+    if project_root is not None:
+        root = project_root
+    else:
+        root = default_root if default_root is not None else script.resolve().parent
     if not root.is_dir():
         raise LaunchError(f"--project-root {root}: not a directory")
     install(root, cache_dir=cache_dir, backend="runtime")
@@ -48,10 +69,17 @@ def error_file(rank: int) -> Path | None:
     return Path(out) / f"rank{rank}.error.txt" if out else None
 
 
-def run_rank(script: Path, args: list[str], rank: int, *, instrument: bool = False,
-             project_root: Path | None = None, cache_dir: Path | None = None) -> int:
+def run_rank(script: Path | None, args: list[str], rank: int, *, instrument: bool = False,
+             project_root: Path | None = None, cache_dir: Path | None = None,
+             module: str | None = None) -> int:
+    """Run the script (or, with `module`, the module as `python -m` does) as this rank."""
     install_sigterm_exit()
-    code_for = instrumenting_compiler(script, project_root, cache_dir) if instrument else compile_script
+    stderr_tail.install()  # the end of what the program says on stderr goes to the error file too
+    code_for = compile_script
+    if instrument:
+        # Installed before anything of the program is imported (with -m: its parent packages).
+        code_for = instrumenting_compiler(script or Path("."), project_root, cache_dir,
+                                          module_root(module) if module is not None else None)
     target = error_file(rank)
 
     def record(exc: BaseException, formatted: str) -> None:
@@ -63,15 +91,28 @@ def run_rank(script: Path, args: list[str], rank: int, *, instrument: bool = Fal
                 summary += f"; then {error_summary(exc)}"
         else:
             summary = error_summary(exc)
-        write_error(target, f"{summary}\n\n{formatted}")
+        write_error(target, f"{summary}\n\n{formatted}{_stderr_section()}")
 
-    code = run_script(script, args, code_for, record)
+    if module is not None:
+        code = run_module(module, args, code_for, record)
+    else:
+        code = run_script(script, args, code_for, record)
     global run_file_problem
     run_file_problem = problem = _finish_recorder(code)
     if problem is not None and not code:
         # The program's own exit status stands; what went wrong is the run file's, said as such.
         write_error(target, f"{problem}\n")
     return code
+
+
+STDERR_HEADER = "--- the last lines the rank wrote to its stderr before it ended ---"
+
+
+def _stderr_section() -> str:
+    said = stderr_tail.tail()
+    if not said.strip():
+        return ""
+    return f"\n{STDERR_HEADER}\n{said}\n"
 
 
 def write_error(target: Path | None, text: str) -> None:

@@ -102,13 +102,13 @@ def run_child(opts: Options, argv: list[str]) -> int:
 
 def _run(opts: Options, identity: ProcessIdentity, args: list[str]) -> int:
     return run_rank(opts.script, args, identity.rank, instrument=opts.instrument,
-                    project_root=opts.project_root, cache_dir=opts.cache_dir)
+                    project_root=opts.project_root, cache_dir=opts.cache_dir, module=opts.module)
 
 
 def _record(opts: Options, run: Run, run_id: str, argv: list[str]) -> RunRecord:
     return RunRecord(experiment=opts.experiment, run_id=run_id, params=run.params, repetition=run.repetition,
                      command=[sys.executable, "-m", "runtime.launch", *argv],
-                     program=[str(opts.script), *run.args])
+                     program=[*opts.program_words(), *run.args])
 
 
 def _set_run_env(opts: Options, run: Run, run_id: str) -> None:
@@ -203,5 +203,9 @@ def run_plain(opts: Options, run: Run, argv: list[str], cfg: Config) -> int:
     code = _run(opts, detect(), run.args)
     _finish(run, record, code, 0, time.monotonic() - start)
     held.release()
+    if record.status == "failed" and not cfg.quiet:
+        # With the "run data in" line (SCALEPROBE_QUIET leaves both out, and stderr is python's own):
+        # the run's end, its error and the status passed through.
+        print(f"scaleprobe launch: run failed (exit status {code}): {record.error}", file=sys.stderr)
     report_single_run(opts, cfg, run.directory, wrote_run_file(run.directory), record.status == "ok")
     return code

@@ -37,7 +37,12 @@ def nothing_recorded(cfg: Config, opts: Options, runs: str = "the run") -> str |
         return None
     if opts.instrument:
         why = ("--instrument found nothing to record under the project root "
-               "(--project-root, default: the script's directory)")
+               "(--project-root, default: the script's directory; with -m, the directory holding the "
+               "module's top-level package)")
+    elif opts.module is not None:
+        why = (f"is the module {opts.module} instrumented? Run it from the instrumented copy (instrument SRC -o "
+               f"build/ --main {opts.module.replace('.', '/')}.py, then run -m {opts.module} in build/) or add "
+               "--instrument")
     else:
         why = (f"is {opts.script} instrumented? Run the instrumented copy (instrument SRC -o build/, then "
                f"build/{opts.script.name}) or add --instrument")

@@ -1,4 +1,5 @@
-"""Run the user's script in this process the way `python script.py args` would.
+"""Run the user's script in this process the way `python script.py args` would (or a module, the
+way `python -m module args` would).
 
 A fresh `__main__` module, `sys.argv` and `sys.path[0]` of the script, its exit code passed
 through, and tracebacks that start at the user's code: the launcher's own frames are cut off.
@@ -8,6 +9,7 @@ SIGTERM becomes `SystemExit(143)` so that `finally` blocks and the recorder's ex
 from __future__ import annotations
 
 import builtins
+import importlib.machinery
 import os
 import signal
 import sys
@@ -89,9 +91,33 @@ def error_summary(exc: BaseException) -> str:
         # sys.exit("message") carries its message; argparse and sys.exit(N) printed theirs on stderr
         if isinstance(exc.code, str):
             return f"SystemExit: {exc.code}"
-        return f"SystemExit: exited with status {exit_status(exc.code)} (its own message, if any, is on its stderr)"
+        from runtime import stderr_tail
+
+        said = stderr_tail.last_line() if stderr_tail._installed else None
+        if said is None:
+            return f"SystemExit: exited with status {exit_status(exc.code)} (its own message, if any, is on its stderr)"
+        return f"SystemExit: exited with status {exit_status(exc.code)}; its stderr ended with: {said}"
+    if isinstance(exc, NoModule):
+        return f"-m: {exc}"
     lines = traceback.format_exception_only(type(exc), exc)
     return lines[-1].strip() if lines else type(exc).__name__
+
+
+class NoModule(Exception):
+    """`-m NAME` names nothing that `python -m NAME` could run (its message is Python's)."""
+
+
+class _CompileFailed(Exception):
+    def __init__(self, error: SyntaxError) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def _compile_entry(code_for: Callable[[Path], types.CodeType], path: Path) -> types.CodeType:
+    try:
+        return code_for(path)
+    except SyntaxError as exc:
+        raise _CompileFailed(exc) from None
 
 
 def run_script(path: Path, args: list[str],
@@ -106,31 +132,121 @@ def run_script(path: Path, args: list[str],
         raise LaunchError(f"script {path} does not exist or is not a file")
     # Since Python 3.9 a script's __file__ and traceback file names are absolute; argv[0] is not.
     absolute = Path(os.path.abspath(path))
+
+    def prepare() -> tuple[types.CodeType, dict]:
+        code = _compile_entry(code_for, absolute)
+        main = types.ModuleType("__main__")
+        # As `python script.py` sets them: the builtins *module* (our own `__builtins__` is its dict),
+        # a source loader (`__loader__.get_source` works), an empty `__annotations__`.
+        from importlib.machinery import SourceFileLoader
+
+        main.__dict__.update({"__file__": str(absolute), "__builtins__": builtins, "__spec__": None,
+                              "__loader__": SourceFileLoader("__main__", str(absolute)), "__package__": None,
+                              "__cached__": None, "__annotations__": {}})
+        sys.argv = [str(path), *args]
+        # `python -m` puts the working directory first; `python script.py` puts the script's directory.
+        sys.path[0] = str(absolute.parent)
+        # The user's module stays `__main__` after it returns: atexit handlers and pickling by
+        # reference (multiprocessing's spawn) may still need it.
+        sys.modules["__main__"] = main
+        return code, main.__dict__
+
+    return _execute(prepare, on_error)
+
+
+def find_main_module(name: str) -> importlib.machinery.ModuleSpec:
+    """The spec `python -m name` runs, as runpy finds it: the parent packages imported first (their
+    code runs, as with `python -m`), a package runs its `__main__` submodule."""
+    import importlib.util
+    import warnings
+
+    if name.startswith("."):
+        raise NoModule("Relative module names not supported")
+    package = name.rpartition(".")[0]
+    if package:
+        try:
+            __import__(package)
+        except ImportError as exc:
+            # As runpy: a missing parent is "not found"; an ImportError raised by its code is too.
+            if exc.name is None or (exc.name != package and not package.startswith(exc.name + ".")):
+                raise
+            raise NoModule(f"Error while finding module specification for {name!r} "
+                           f"({type(exc).__name__}: {exc})") from None
+        existing = sys.modules.get(name)
+        if existing is not None and not hasattr(existing, "__path__"):
+            warnings.warn(RuntimeWarning(
+                f"{name!r} found in sys.modules after import of package {package!r}, but prior to execution "
+                f"of {name!r}; this may result in unpredictable behaviour"))
     try:
-        code = code_for(absolute)
-    except SyntaxError as exc:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, AttributeError, TypeError, ValueError) as exc:
+        raise NoModule(f"Error while finding module specification for {name!r} ({type(exc).__name__}: {exc})"
+                       ) from None
+    if spec is None:
+        raise NoModule(f"No module named {name}")
+    if spec.submodule_search_locations is not None:
+        if name == "__main__" or name.endswith(".__main__"):
+            raise NoModule("Cannot use package as __main__ module")
+        try:
+            return find_main_module(name + ".__main__")
+        except NoModule as exc:
+            raise NoModule(f"{exc}; {name!r} is a package and cannot be directly executed") from None
+    if spec.loader is None:
+        raise NoModule(f"No code object available for {name}")
+    return spec
+
+
+def run_module(name: str, args: list[str],
+               code_for: Callable[[Path], types.CodeType] = compile_script,
+               on_error: Callable[[BaseException, str], None] | None = None) -> int:
+    """Execute module `name` as `__main__` the way `python -m name args` does (runpy's rules):
+    the working directory first on `sys.path`, the parent packages imported first, `__spec__`
+    and `__package__` set so that relative imports work, `sys.argv[0]` the module's file. Its
+    source file is compiled by `code_for`, as a script's is (a built tree's original lines,
+    --instrument)."""
+    sys.path[0] = os.getcwd()
+    sys.argv = ["-m", *args]  # what the parent packages see while they are imported, as with python -m
+
+    def prepare() -> tuple[types.CodeType, dict]:
+        spec = find_main_module(name)
+        origin = spec.origin
+        if spec.has_location and origin and origin.endswith(".py") and os.path.isfile(origin):
+            code = _compile_entry(code_for, Path(origin))
+        else:  # a .pyc without source, a zip archive's module: as Python's loader gives it
+            code = spec.loader.get_code(spec.name)
+            if code is None:
+                raise NoModule(f"No code object available for {name}")
+        main = types.ModuleType("__main__")
+        main.__dict__.update({"__file__": origin, "__cached__": spec.cached, "__doc__": None,
+                              "__loader__": spec.loader, "__package__": spec.parent, "__spec__": spec,
+                              "__builtins__": builtins})
+        sys.argv[0] = origin
+        sys.modules["__main__"] = main
+        return code, main.__dict__
+
+    return _execute(prepare, on_error)
+
+
+def _execute(prepare: Callable[[], tuple[types.CodeType, dict]],
+             on_error: Callable[[BaseException, str], None] | None) -> int:
+    try:
+        code, namespace = prepare()
+        run_toplevel(code, namespace)
+    except _CompileFailed as failed:
         # As the interpreter shows it: where, and no traceback through the compiler's caller.
+        exc = failed.error
         formatted = "".join(traceback.format_exception_only(type(exc), exc))
         if on_error is not None:
             on_error(exc, formatted)
         print(formatted, end="", file=sys.stderr)
         return 1
-    main = types.ModuleType("__main__")
-    # As `python script.py` sets them: the builtins *module* (our own `__builtins__` is its dict),
-    # a source loader (`__loader__.get_source` works), an empty `__annotations__`.
-    from importlib.machinery import SourceFileLoader
-
-    main.__dict__.update({"__file__": str(absolute), "__builtins__": builtins, "__spec__": None,
-                          "__loader__": SourceFileLoader("__main__", str(absolute)), "__package__": None,
-                          "__cached__": None, "__annotations__": {}})
-    sys.argv = [str(path), *args]
-    # `python -m` puts the working directory first; `python script.py` puts the script's directory.
-    sys.path[0] = str(absolute.parent)
-    # The user's module stays `__main__` after it returns: atexit handlers and pickling by
-    # reference (multiprocessing's spawn) may still need it.
-    sys.modules["__main__"] = main
-    try:
-        run_toplevel(code, main.__dict__)
+    except NoModule as exc:
+        # As `python -m nosuch` says it (exit status 1), naming the option.
+        formatted = f"-m: {exc}\n"
+        if on_error is not None:
+            on_error(exc, formatted)
+        print(f"scaleprobe launch: {formatted}", end="", file=sys.stderr)
+        return 1
     except SystemExit as exc:
         # The interpreter's own rules for `sys.exit(x)`: the message once, then the status.
         print_message(exc.code)

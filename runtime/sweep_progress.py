@@ -24,12 +24,13 @@ class Progress:
     ok: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)  # (run directory, first error line)
     skipped: int = 0
+    interrupted: int = 0  # runs started and stopped by Ctrl-C or SIGTERM (recorded `interrupted`)
     ran_s: float = 0.0
     started: float = field(default_factory=time.monotonic)
 
     @property
     def finished(self) -> int:
-        return self.ok + len(self.failed) + self.skipped
+        return self.ok + len(self.failed) + self.skipped + self.interrupted
 
     def skip(self) -> None:
         self.skipped += 1
@@ -38,7 +39,9 @@ class Progress:
         self.ran_s += wall_s
         if status == "ok":
             self.ok += 1
-        elif status != "interrupted":
+        elif status == "interrupted":
+            self.interrupted += 1
+        else:
             self.failed.append((run_dir, f"{status}: {error}" if error else status))
         self.show()
 
@@ -52,7 +55,9 @@ class Progress:
         filled = BAR * self.finished // max(self.total, 1)
         left = self.left_s()
         return (f"[{'#' * filled}{'.' * (BAR - filled)}] {self.finished}/{self.total} runs, "
-                f"{self.ok} ok, {len(self.failed)} failed, {self.skipped} skipped (done before), "
+                f"{self.ok} ok, {len(self.failed)} failed, "
+                + (f"{self.interrupted} interrupted, " if self.interrupted else "")
+                + f"{self.skipped} skipped (done before), "
                 f"elapsed {clock(time.monotonic() - self.started)}"
                 + (f", ~{clock(left)} left" if left is not None else ""))
 
@@ -61,7 +66,8 @@ class Progress:
 
     def summary(self, interrupted: str | None = None) -> str:
         lines = [f"scaleprobe launch: {self.ok} runs completed, {len(self.failed)} failed, "
-                 f"{self.skipped} skipped as done before, {self.total - self.finished} not run; "
+                 + (f"{self.interrupted} interrupted, " if self.interrupted else "")
+                 + f"{self.skipped} skipped as done before, {self.total - self.finished} not run; "
                  f"total time {clock(time.monotonic() - self.started)}"]
         if interrupted:
             lines.append(f"  sweep {interrupted}: run the same command again to resume")

@@ -50,7 +50,7 @@ def run_environment(opts: Options, run: Run, run_id: str) -> dict[str, str]:
 
 
 def program_of(opts: Options, run: Run) -> list[str]:
-    return [str(opts.script), *run.args]
+    return [*opts.program_words(), *run.args]
 
 
 def spawn_prefix(opts: Options, run: Run) -> list[str]:
@@ -67,7 +67,9 @@ def check_spawn(opts: Options, runs: list[Run]) -> None:
 
 
 def child_command(opts: Options, run: Run) -> list[str]:
-    return [sys.executable, "-m", "runtime.launch", *child_flags(opts), "--", str(opts.script), *run.args]
+    # `-m module` ends the launcher's options itself; a script comes after `--`.
+    program = opts.program_words() if opts.module is not None else ["--", str(opts.script)]
+    return [sys.executable, "-m", "runtime.launch", *child_flags(opts), *program, *run.args]
 
 
 def rank_command(opts: Options, run: Run) -> list[str]:

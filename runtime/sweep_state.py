@@ -113,6 +113,9 @@ def same_program(record: RunRecord, program: list[str]) -> bool:
     (a record of an older launcher, which kept no working directory, is taken as from here)."""
     if record.program[1:] != program[1:]:
         return False
+    if program[:1] == ["-m"] or record.program[:1] == ["-m"]:
+        # The same module name (compared above) found from the same working directory.
+        return program[:1] == record.program[:1] and script_path(".", record.cwd) == script_path(".")
     return script_path(record.program[0], record.cwd) == script_path(program[0])
 
 

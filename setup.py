@@ -14,6 +14,14 @@ setup(
             # fail the build instead, and the runtime falls back to the pure-Python backend
             extra_compile_args=["-O2", "-std=c11", "-Werror=implicit-function-declaration"],
             optional=True,
-        )
+        ),
+        # counts a signal's arrivals ahead of CPython's handler (runtime/signal_watch.py); without it,
+        # no watch
+        Extension(
+            "runtime._sigwatch",
+            sources=["runtime/_sigwatch.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Werror=implicit-function-declaration"],
+            optional=True,
+        ),
     ]
 )

@@ -516,7 +516,7 @@ class Recorder:
                            start_ns=self.start_ns, start_unix=time.time())
         self._open_file(os.path.dirname(self.path or "."))
         if self.cfg.flush_interval_s > 0:
-            self.sigwatch = signal_watch.arm(self.sigwatch)
+            self.sigwatch = signal_watch.arm()
         self.start_thread()
 
 
@@ -754,6 +754,8 @@ def _before_fork() -> None:
     """atexit does not run in forked multiprocessing children (they leave with os._exit), but
     multiprocessing's finalizers do. Its child start-up clears them after our at-fork hook, so the
     finalizer is created by one of its own after-fork callbacks."""
+    if _rec is not None and _rec.cfg.flush_interval_s > 0:
+        signal_watch.prepare()  # children count their stand-in signals from their first instruction
     mp_util = sys.modules.get("multiprocessing.util")
     if mp_util is None or _mp_registered[0] or _rec is None:
         return

@@ -5,17 +5,17 @@ SIGTERM handlers stand in for the default action: they write the child's data, t
 kernel would have. But a Python handler runs only in the main thread, at its next bytecode
 boundary or when a blocking call returns EINTR. A signal that arrives in the few instructions
 between the interpreter's last check and the blocking call (glibc's `sem_wait` loop under a
-`multiprocessing` lock) is taken by the C-level handler and never reaches Python: the thread
+`multiprocessing` lock) is taken by CPython's C handler and never reaches Python: the thread
 sleeps on. A Pool worker stopped by `terminate()` hit this about once in 500 signals, and its
 parent waited for it forever; under the default action the kernel ends the worker at once.
 
-The C-level handler also writes the signal's number to the wakeup fd (`signal.set_wakeup_fd`).
-In a forked child whose SIGTERM or SIGINT handler stands in for the default action, the recorder's
-flush thread watches that fd: a stand-in signal that has not reached Python within GRACE_S is
-taken from there (the recorder writes the child's end record, then the default action).
-
-Not armed where the program has a wakeup fd of its own (asyncio), nor without the flush thread
-(`SCALEPROBE_FLUSH_INTERVAL=0`); a program that sets a wakeup fd later takes it over.
+So in a forked child whose SIGTERM or SIGINT handler stands in for the default action, a C handler
+in front of CPython's counts the signal's arrivals (`runtime/_sigwatch.c`; per process, reset at
+fork), and the recorder's flush thread looks at the count every POLL_S: a stand-in signal that
+arrived and has not reached Python within GRACE_S is taken from there (the recorder writes the
+child's end record, then the default action). Nothing the program can see changes: no file
+descriptor, no wakeup fd. Not armed without the C extension, nor without the flush thread
+(`SCALEPROBE_FLUSH_INTERVAL=0`); a program that installs its own handler takes the signal over.
 """
 
 from __future__ import annotations
@@ -27,81 +27,70 @@ from typing import Callable
 
 from .fork_signals import stands_in
 
+try:
+    from . import _sigwatch
+except ImportError:  # built without a C compiler
+    _sigwatch = None
+
 #: how long a stand-in signal may stay unseen by Python before the flush thread takes it
 GRACE_S = 0.5
-#: how often the flush thread looks at the fd while armed
-POLL_S = 0.1
+#: how often the flush thread looks at the counts while armed
+POLL_S = 0.2
 _WATCHED = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT") if hasattr(signal, name))
 
 
 class Watch:
-    def __init__(self, read_fd: int, write_fd: int) -> None:
-        self.read_fd = read_fd
-        self.write_fd = write_fd
-        self.unseen: dict[int, float] = {}  # signal -> when the flush thread first read it
-        self.seen: set[int] = set()  # signals whose Python handler ran: no longer watched
+    def __init__(self, signals: tuple[int, ...]) -> None:
+        self.signals = signals
+        self.seen: dict[int, int] = {s: 0 for s in signals}  # arrivals that reached Python
+        self.unseen_since: dict[int, float] = {}
 
     def note_seen(self, signum: int) -> None:
-        """A Python handler for `signum` ran: the interpreter takes it from here."""
-        self.seen.add(signum)
-        self.unseen.pop(signum, None)
+        """A Python handler for `signum` runs: it takes every arrival so far."""
+        if signum in self.seen and _sigwatch is not None:
+            self.seen[signum] = _sigwatch.arrivals(signum)
+            self.unseen_since.pop(signum, None)
 
     def lost(self, now: float | None = None) -> int | None:
-        """Read the fd; a stand-in signal unseen by Python for GRACE_S, or None."""
-        try:
-            data = os.read(self.read_fd, 512)
-        except (BlockingIOError, InterruptedError):
-            data = b""
-        except OSError:
-            return None
+        """A stand-in signal that arrived and has not reached Python for GRACE_S, or None."""
         now = time.monotonic() if now is None else now
-        for signum in data:
-            if signum in _WATCHED and signum not in self.seen:
-                self.unseen.setdefault(signum, now)
-        for signum, since in list(self.unseen.items()):
-            if signum in self.seen or not stands_in(signum, signal.getsignal(signum)):
-                del self.unseen[signum]  # the program took the signal over
-            elif now - since >= GRACE_S:
+        for signum in self.signals:
+            if _sigwatch.arrivals(signum) <= self.seen[signum]:
+                self.unseen_since.pop(signum, None)
+            elif not (_sigwatch.watching(signum) and stands_in(signum, _handler(signum))):
+                self.unseen_since.pop(signum, None)  # the program took the signal over
+            elif now - self.unseen_since.setdefault(signum, now) >= GRACE_S:
                 return signum
         return None
 
-    def close(self) -> None:
-        for fd in (self.read_fd, self.write_fd):
+
+def prepare() -> None:
+    """Before a fork, in the parent: put the counting handler in front of the stand-in signals'
+    handlers, so that the child counts from its first instruction (it inherits the handler; the
+    counts start at 0 there)."""
+    if _sigwatch is None:
+        return
+    for signum in _WATCHED:
+        if stands_in(signum, _handler(signum)):
             try:
-                os.close(fd)
+                _sigwatch.watch(signum)
             except OSError:
                 pass
 
 
-def arm(inherited: Watch | None = None) -> Watch | None:
-    """In the main thread of a forked child: watch its stand-in signals (None where not armed).
-    `inherited` is the parent's Watch, when the parent was a forked child itself."""
-    ours = -1 if inherited is None else inherited.write_fd
-    want = any(stands_in(s, _handler(s)) for s in _WATCHED)
-    r = w = -1
-    if want:
-        r, w = os.pipe()
-        os.set_blocking(r, False)
-        os.set_blocking(w, False)
-    try:
-        try:
-            old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-        except (ValueError, OSError):  # not the main thread
-            return _closed(r, w)
-        if old not in (-1, ours):
-            signal.set_wakeup_fd(old)  # the program's own (asyncio): leave it be
-            return _closed(r, w)
-        return Watch(r, w) if want else None
-    finally:
-        if inherited is not None:
-            inherited.close()  # the parent's pipe, after the wakeup fd left it
-
-
-def _closed(*fds: int) -> None:
-    for fd in fds:
-        if fd != -1:
-            os.close(fd)
-    return None
+def arm() -> Watch | None:
+    """In a forked child: watch its stand-in signals (None where there is none, or no C extension)."""
+    if _sigwatch is None:
+        return None
+    signals = []
+    for signum in _WATCHED:
+        if stands_in(signum, _handler(signum)):
+            try:
+                if _sigwatch.watch(signum):
+                    signals.append(signum)
+            except OSError:
+                pass
+    return Watch(tuple(signals)) if signals else None
 
 
 def take_default(signum: int, before: Callable[[], object]) -> None:

@@ -16,12 +16,12 @@ A rank whose profile is empty was not profiled (rank selection) and does not cou
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from .dataset import RANKS_PARAMETER, Dataset, Series
+from .dataset import RANKS_PARAMETER, Dataset, RunShares, Series
 from .errors import InputError
 from .listing import listing
 from .readers.runs import RankFile, RunRecord, RunSet
@@ -159,6 +159,11 @@ class RankMetrics:
     profiled: bool  # False: the rank recorded nothing (probes off by rank selection)
     unknown: set[Key]  # measured only in part (throttled regions): no value, and not 0 either
     throttled: set[str]  # call paths of throttled regions
+    #: the rank's run time: the longest top-level region of its main process (its workers' and
+    #: helper processes' top-level regions run beside it); 0 without a main process's profile
+    run_time: float = 0.0
+    #: call paths of the main process's top-level regions
+    roots: frozenset[str] = frozenset()
 
 
 #: a step record's fields and the metrics they give (an epoch's duration gives `epoch_time`)
@@ -216,8 +221,15 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
     unknown: set[Key] = set()
     throttled: set[str] = set()
     profiled = False
+    run_time = 0.0
+    roots: set[str] = set()
     for rf in files:
         run = rf.run
+        if not rf.is_child:
+            for path, st in run.profile.items():
+                if len(path) == 1:
+                    roots.add(names.callpath(rf, path))
+                    run_time = max(run_time, st.incl_ns / 1e9)
         ends_in: dict[int, set[str]] = defaultdict(set)
         visits_of: dict[int, int] = defaultdict(int)
         for path, st in run.profile.items():
@@ -282,7 +294,7 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
     out.update(peaks)
     for k in unknown:
         out.pop(k, None)
-    return RankMetrics(out, profiled, unknown, throttled)
+    return RankMetrics(out, profiled, unknown, throttled, run_time, frozenset(roots))
 
 
 @dataclass
@@ -291,6 +303,10 @@ class RunMetrics:
     unknown: set[Key]
     throttled: set[str]
     rank_time: dict[str, float]  # call path -> per-rank time that speedup, efficiency and cost use
+    #: call path -> its share of the run's time on the rank where that share is largest (its time
+    #: there over the rank's `RankMetrics.run_time`), whatever `ranks` reduces the values with
+    shares: dict[str, float] = field(default_factory=dict)
+    roots: frozenset[str] = frozenset()  # the main processes' top-level call paths
 
 
 def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunMetrics:
@@ -300,12 +316,19 @@ def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunM
     per_rank = []
     unknown: set[Key] = set()
     throttled: set[str] = set()
+    shares: dict[str, float] = {}
+    roots: set[str] = set()
     for _, files in run.ranks.items():
         rm = rank_metrics(files, names)
         unknown |= rm.unknown
         throttled |= rm.throttled
         if rm.profiled or rm.values:
             per_rank.append(rm.values)
+        roots |= rm.roots
+        if rm.run_time > 0:
+            for (cp, metric), v in rm.values.items():
+                if metric == "time" and (cp, metric) not in rm.unknown:
+                    shares[cp] = max(shares.get(cp, 0.0), v / rm.run_time)
     keys = (set().union(*per_rank) if per_rank else set()) - unknown
     out: dict[Key, float] = {}
     for key in keys:
@@ -320,7 +343,9 @@ def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunM
             mean = sum(vals) / len(vals)
             if mean > 0:
                 out[(key[0], "imbalance")] = max(vals) / mean
-    return RunMetrics(out, unknown, throttled, rank_time)
+    for cp in [cp for cp in shares if (cp, "time") in unknown]:
+        del shares[cp]
+    return RunMetrics(out, unknown, throttled, rank_time, shares, frozenset(roots))
 
 
 Point = tuple[float, ...]
@@ -419,9 +444,14 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
     experiments: dict[Point, list[str]] = defaultdict(list)
     times: dict[Point, list[dict[str, float]]] = defaultdict(list)
     throttled: dict[str, int] = defaultdict(int)  # call path -> runs in which it was throttled
+    shares: dict[str, dict[Point, list[float]]] = defaultdict(lambda: defaultdict(list))
+    roots: set[str] = set()
     for run in runs:
         rm = run_metrics(run, names, ranks)
         pt = runset.point(run)
+        for cp, v in rm.shares.items():
+            shares[cp][pt].append(v)
+        roots |= rm.roots
         measured[pt].append(rm.values)
         unknown[pt].append(rm.unknown)
         experiments[pt].append(run.experiment_key)
@@ -478,7 +508,10 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
             f"modeled on the points they have, where those are enough: {shown}"
         )
     sources = sorted({str(f.path) for r in runs for f in r.files})
-    return Dataset(params, series, warnings, sources)
+    # the median over the repetitions at a point, the largest over the points (`modeler.share`)
+    run_shares = RunShares({cp: max(_median(v) for v in by_pt.values()) for cp, by_pt in shares.items()},
+                           frozenset(roots)) if runs else None
+    return Dataset(params, series, warnings, sources, run_shares)
 
 
 def _derived_notes(ranks: str, late: dict[str, set[float]]) -> list[str]:

@@ -8,7 +8,7 @@ as asked and use their spread as a noise estimate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -118,14 +118,40 @@ class Series:
         return out
 
 
+@dataclass(frozen=True)
+class RunShares:
+    """What runs say of the run's time that Extra-P inputs do not (`modeler.share`): each call
+    path's largest share of the run's time (over the measured points, the median over repetitions,
+    on the rank where it is largest, whatever `--ranks` reduces the series with), the run's time of
+    a rank being the longest top-level region of its main process; and those top-level call paths
+    (DataLoader workers' and other processes' top-level regions run beside them, summed over the
+    rank's processes)."""
+
+    measured: Mapping[str, float]
+    main_roots: frozenset[str]
+
+    @staticmethod
+    def merged(parts: Sequence["RunShares | None"]) -> "RunShares | None":
+        have = [p for p in parts if p is not None]
+        if not have:
+            return None
+        measured: dict[str, float] = {}
+        for p in have:
+            for cp, v in p.measured.items():
+                measured[cp] = max(measured.get(cp, 0.0), v)
+        return RunShares(measured, frozenset().union(*(p.main_roots for p in have)))
+
+
 @dataclass
 class Dataset:
-    """All series of an experiment over the same named parameters."""
+    """All series of an experiment over the same named parameters; `run_shares` where they were
+    read from runs."""
 
     parameters: tuple[str, ...]
     series: list[Series] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    run_shares: RunShares | None = None
 
     def __post_init__(self) -> None:
         self.parameters = tuple(self.parameters)
@@ -152,4 +178,4 @@ class Dataset:
             for s in self.series
             if (metrics is None or s.metric in metrics) and (callpaths is None or s.callpath in callpaths)
         ]
-        return Dataset(self.parameters, keep, list(self.warnings), list(self.sources))
+        return Dataset(self.parameters, keep, list(self.warnings), list(self.sources), self.run_shares)

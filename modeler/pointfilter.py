@@ -76,6 +76,12 @@ def parse_condition(text: str, option: str) -> Condition:
     items = [v.strip() for v in rest.split(",")] if op in ("=", "==", "!=") else [rest]
     if any(not v for v in items):
         raise InputError(f"{option}: {text!r} has an empty value")
+    if (bad := next((v for v in items if v[0] in "<>=!"), None)) is not None:
+        # `batch=>16`: a typo of an operator, not the text value '>16'
+        guess = {"=>": ">=", "=<": "<=", "=!": "!="}.get(op + bad[0], "")
+        hint = f"; did you mean {name}{guess}{bad[1:].lstrip('<>=!')}?" if guess else ""
+        raise InputError(f"{option}: {text!r}: {bad!r} after {op!r} is not a value (the operator is one of "
+                         f"= != < <= > >=){hint}")
     values = tuple(float(v) if _NUMBER.fullmatch(v) else v for v in items)
     if op not in ("=", "==", "!=") and not isinstance(values[0], float):
         raise InputError(f"{option}: {text!r}: {op} needs a number, got {rest!r}")
@@ -169,7 +175,8 @@ def drop_single_valued(dataset: Dataset, names: Iterable[str]) -> Dataset:
         return dataset
     keep = [i for i, p in enumerate(dataset.parameters) if p not in drop]
     series = [Series(s.callpath, s.metric, s.points[:, keep], s.repetitions, s.unit) for s in dataset.series]
-    return Dataset(tuple(dataset.parameters[i] for i in keep), series, list(dataset.warnings), list(dataset.sources))
+    return Dataset(tuple(dataset.parameters[i] for i in keep), series, list(dataset.warnings), list(dataset.sources),
+                   dataset.run_shares)
 
 
 def values_of(dataset: Dataset) -> dict[str, list[float]]:

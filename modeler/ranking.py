@@ -16,13 +16,13 @@ from typing import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .dataset import Dataset
+from .dataset import Dataset, RunShares
 from .derived import Baselines, derived_predictions, disagreement_warning
 from .errors import InputError
 from .listing import listing
 from .model import FittedModel, Model
 from .parts import check_parts, parts_sums
-from .share import Share, measured_shares, shares
+from .share import Share, kept_callpaths, measured_shares, shares
 from .uncertainty import mixture_ranges, with_prediction
 
 
@@ -33,6 +33,20 @@ HIGHER_IS_BETTER = frozenset({"speedup", "parallel_efficiency"})
 PARTS_DISAGREE = 2.0
 #: the share of the forms' predictions that the prediction range covers
 RANGE_LEVEL = 0.8
+
+
+def doubt(fm: FittedModel, prediction: float, from_parts: float | None) -> str | None:
+    """Why a model's growth is not to be read as it stands, or None: a fit worse than a constant, or
+    a time model that its parts' models (`from_parts`) contradict at the target (review 15: a noisy
+    18 ms region led the ranking with adj. R² -0.2 and parts 52x apart)."""
+    if math.isfinite(fm.ar2) and fm.ar2 < 0 and fm.model.terms:
+        return f"adj. R² {fm.ar2:.2g}: worse than a constant"
+    if from_parts is not None and from_parts > 0 and math.isfinite(prediction) and prediction > 0:
+        ratio = prediction / from_parts
+        if ratio > PARTS_DISAGREE or ratio < 1 / PARTS_DISAGREE:
+            return f"its parts' models add up to {ratio:.2g}x less at the target" if ratio > 1 else \
+                f"its parts' models add up to {1 / ratio:.2g}x more at the target"
+    return None
 
 
 @dataclass(frozen=True)
@@ -55,18 +69,8 @@ class RankedModel:
     share: Share | None = None
 
     def doubtful(self) -> str | None:
-        """Why this row's growth is not to be read as it stands, or None: a fit worse than a
-        constant, or a time model that its parts' models contradict at the target (review 15: a noisy
-        18 ms region led the ranking with adj. R² -0.2 and parts 52x apart)."""
-        fm = self.fitted
-        if math.isfinite(fm.ar2) and fm.ar2 < 0 and fm.model.terms:
-            return f"adj. R² {fm.ar2:.2g}: worse than a constant"
-        if self.from_parts is not None and self.from_parts > 0 and math.isfinite(self.prediction) and self.prediction > 0:
-            ratio = self.prediction / self.from_parts
-            if ratio > PARTS_DISAGREE or ratio < 1 / PARTS_DISAGREE:
-                return f"its parts' models add up to {ratio:.2g}x less at the target" if ratio > 1 else \
-                    f"its parts' models add up to {1 / ratio:.2g}x more at the target"
-        return None
+        """Why this row's growth is not to be read as it stands, or None: see `doubt`."""
+        return doubt(self.fitted, self.prediction, self.from_parts)
 
     def to_json(self) -> dict:
         d = self.fitted.to_json()
@@ -288,6 +292,7 @@ def rank_models(
     baselines: Baselines | None = None,
     measured: Sequence = (),
     min_share: float = 0.0,
+    run_shares: RunShares | None = None,
 ) -> Ranking:
     """The models worst-scaling first; `units` maps (call path, metric) to the unit of its values.
 
@@ -299,7 +304,8 @@ def rank_models(
     and those far from it are named in a warning.
 
     `measured`: the series read (their `time` and those of the top-level call paths give each call
-    path's share of the run's time, `modeler.share`); with `min_share` above 0, the models of the
+    path's share of the run's time, `modeler.share`, with `run_shares` where read from runs); with
+    `min_share` above 0, the models of the
     call paths under that share at every measured point and at the target (from the `time` models
     among `models` and `companions`) go to `Ranking.left_out` instead of the rows, and the warnings
     about models speak of the rows only."""
@@ -318,7 +324,7 @@ def rank_models(
     warnings = [*warnings, *(c.message(at_text) for c in check_parts(by_key))]
     ranges = _ranges(models, {p: float(at[p]) for p in parameters}, preds)
     derived = derived_predictions(models, companions, at, parameters, baselines)
-    share_of = _shares(measured, models, preds, ranges, companions, by_key, parameters, at)
+    share_of = _shares(measured, models, preds, ranges, companions, by_key, parameters, at, sums, run_shares)
     rows = []
     for fm, pred, rng, ft in zip(models, preds, ranges, derived):
         low = high = None
@@ -336,8 +342,9 @@ def rank_models(
         return (-sign * r.growth[0], -sign * r.growth[1], -pred, r.fitted.callpath, r.fitted.metric)
 
     rows.sort(key=key)
-    shown = [r for r in rows if r.share is None or r.share.kept(min_share)]
-    left_out = [r for r in rows if not (r.share is None or r.share.kept(min_share))]
+    kept = kept_callpaths(share_of, min_share)
+    shown = [r for r in rows if r.share is None or r.fitted.callpath in kept]
+    left_out = [r for r in rows if not (r.share is None or r.fitted.callpath in kept)]
     warnings.extend(w for w in (poor_fit_warning(shown), below_zero_warning(shown, nonnegative, at_text),
                                 disagreement_warning(shown, at_text), step_parts_warning(by_key, at_text)) if w)
     return Ranking(tuple(parameters), dict(at), tuple(shown), tuple(warnings), min_share, tuple(left_out))
@@ -346,11 +353,14 @@ def rank_models(
 def _shares(measured: Sequence, models: Sequence[FittedModel], preds: Sequence[float],
             ranges: Sequence[tuple[float, float] | None], companions: Sequence[FittedModel],
             by_key: Mapping[tuple[str, str], float], parameters: Sequence[str],
-            at: Mapping[str, float]) -> dict[str, Share]:
-    """Each call path's share of the run's time (`modeler.share`): measured in `measured`, and at the
-    target from the `time` models (the low end from their 80% ranges)."""
+            at: Mapping[str, float], sums: Mapping, run_shares: RunShares | None = None) -> dict[str, Share]:
+    """Each call path's share of the run's time (`modeler.share`): measured in `measured` (and
+    `run_shares`), and at the target from the `time` models (the low end from their 80% ranges;
+    none from a doubtful one, `doubt`)."""
     if not measured:
         return {}
+    doubtful = {fm.callpath for fm in [*models, *companions] if fm.metric == "time"
+                and doubt(fm, by_key[(fm.callpath, "time")], sums[fm.callpath].parts if fm.callpath in sums else None)}
     lows = {fm.callpath: (None if rng is None else rng[0])
             for fm, rng in zip(models, ranges) if fm.metric == "time"}
     extra = [fm for fm in companions if fm.metric == "time" and fm.callpath not in lows]
@@ -359,4 +369,5 @@ def _shares(measured: Sequence, models: Sequence[FittedModel], preds: Sequence[f
         for fm, rng in zip(extra, _ranges(extra, {p: float(at[p]) for p in parameters}, extra_preds)):
             lows[fm.callpath] = None if rng is None else rng[0]
     times = {cp: v for (cp, metric), v in by_key.items() if metric == "time"}
-    return shares(measured_shares(measured), times, lows)
+    roots = run_shares.main_roots if run_shares is not None else None
+    return shares(measured_shares(measured, run_shares), times, lows, roots, doubtful)

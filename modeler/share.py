@@ -6,16 +6,25 @@ The ranking sorts by growth first, so a millisecond init function whose noisy va
 function *that matters* scales worst; a call path matters when it takes a fair share of the run's
 time, now or at the target point:
 
-- measured: at every measured point, its `time` over the run's time there (the longest top-level
-  call path, as the report's run time: top-level regions of threads and workers run beside the
-  main one, so they are not summed); its share is the largest over the points, so a region that
-  grows into the run at the large points is never left out;
+- measured: at every measured point, its `time` over the run's time there. The run's time of a rank
+  is the longest top-level region of its main process, as the report's run time: top-level
+  regions of threads run beside the main one, so they are not summed, and those of a rank's
+  DataLoader and multiprocessing workers are no candidates (summed over the rank's worker
+  processes, they can exceed the run several times). From runs (`Dataset.run_shares`) the share is
+  taken per rank and the rank where it is largest counts, so that a region of rank 0 only is not
+  divided by the ranks as its mean over ranks would be; from Extra-P inputs, the median over the
+  repetitions over the longest top-level call path's. Its share is the largest over the points,
+  so a region that grows into the run at the large points is never left out;
 - at the target (`--at`): its time model's prediction over the longest prediction of a top-level
-  call path's time model, from the low end of the call path's 80% range (`modeler.uncertainty`),
-  so that a poor fit extrapolated far (a millisecond with a cubic term) does not keep it, while a
-  region that is small at the measured points but clearly grows into the run at the target is kept.
+  call path's time model (the main processes' where known), from the low end of the call path's
+  80% range (`modeler.uncertainty`), so that a poor fit extrapolated far (a millisecond with a
+  cubic term) does not keep it, while a region that is small at the measured points but clearly
+  grows into the run at the target is kept. A region's time is part of its caller's: the share at
+  the target is at most the parent's; and a doubtful time model (`ranking.doubt`) keeps nothing
+  at the target.
 
-A call path is left out when both are below the fraction. The share of a call path's time stands
+A call path is left out when both are below the fraction, and whenever its parent is left out
+(`kept_callpaths`). The share of a call path's time stands
 for all its metrics (visits, bytes, imbalance, speedup ...): a region that takes no time does not
 matter whatever else it does. A call path without a `time` series (Extra-P inputs of other metrics)
 has no share and is always kept.
@@ -26,11 +35,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
-from .dataset import Series
+from .dataset import RunShares, Series
 from .errors import InputError
 
 #: the default of `--min-share`: Score-P and TAU users look at regions above 1% of the run as well
@@ -47,18 +56,23 @@ class Share:
     measured: float | None
     at_target: float | None = None
     at_target_low: float | None = None
+    #: False where the time model is doubtful (worse than a constant, or contradicted by its parts'):
+    #: its share at the target then keeps nothing
+    trusted: bool = True
 
     def kept(self, fraction: float) -> bool:
         if fraction <= 0 or self.measured is None:
             return True
         if self.measured >= fraction:
             return True
+        if not self.trusted:
+            return False
         low = self.at_target_low if self.at_target_low is not None else self.at_target
         return low is not None and low >= fraction
 
     def to_json(self) -> dict:
         return {"measured": _finite(self.measured), "at_target": _finite(self.at_target),
-                "at_target_low": _finite(self.at_target_low)}
+                "at_target_low": _finite(self.at_target_low), "at_target_trusted": self.trusted}
 
 
 def _finite(v: float | None) -> float | None:
@@ -85,7 +99,7 @@ def parse_min_share(text: str | float | None, option: str = "--min-share") -> fl
     if not math.isfinite(value) or value < 0:
         raise InputError(f"{option}: {text!r} must be a fraction from 0 to 1 (0 shows every call path)")
     if value > 1:
-        hint = f" (for {value:g}%, write {value / 100:g} or {value:g}%)" if value <= 100 else ""
+        hint = f" (for {value:g}%, write {value / 100:g} or {value:g}%)" if value <= 100 and not percent else ""
         raise InputError(f"{option}: {text!r} is more than the whole run: give a fraction from 0 to 1{hint}")
     return value
 
@@ -94,17 +108,23 @@ def percent(fraction: float) -> str:
     return f"{fraction * 100:g}%"
 
 
-def run_time_series(series: Sequence[Series]) -> list[Series]:
-    """The `time` series of the top-level call paths, which the run's time is taken from."""
-    return [s for s in series if s.metric == "time" and SEPARATOR not in s.callpath]
+def run_time_series(series: Sequence[Series], roots: Collection[str] | None = None) -> list[Series]:
+    """The `time` series of the top-level call paths that the run's time is taken from: the main
+    processes' (`roots`) where known."""
+    top = [s for s in series if s.metric == "time" and SEPARATOR not in s.callpath]
+    main = [s for s in top if roots is not None and s.callpath in roots]
+    return main or top
 
 
-def measured_shares(series: Sequence[Series]) -> dict[str, float]:
-    """Per call path with a `time` series: the largest over the measured points of its time (the
-    median of the repetitions) over the run's time there. Points where no top-level call path was
-    measured, or where the run took no time, say nothing."""
+def measured_shares(series: Sequence[Series], run_shares: RunShares | None = None) -> dict[str, float]:
+    """Per call path with a `time` series: its largest share of the run's time over the measured
+    points. From runs (`run_shares`): its time on the rank where the share is largest over that
+    rank's run time (the longest top-level region of its main process). Otherwise (Extra-P inputs):
+    its time (the median of the repetitions) over the longest top-level call path's there; points
+    where no top-level call path was measured, or where the run took no time, say nothing."""
+    roots = run_shares.main_roots if run_shares is not None else None
     total: dict[tuple[float, ...], float] = {}
-    for s in run_time_series(series):
+    for s in run_time_series(series, roots):
         for pt, v in zip(s.points, s.values("median")):
             key = tuple(map(float, pt))
             if math.isfinite(v):
@@ -113,6 +133,9 @@ def measured_shares(series: Sequence[Series]) -> dict[str, float]:
     for s in series:
         if s.metric != "time":
             continue
+        if run_shares is not None and s.callpath in run_shares.measured:
+            out[s.callpath] = float(run_shares.measured[s.callpath])
+            continue
         shares = [float(v) / total[k] for pt, v in zip(s.points, s.values("median"))
                   if total.get(k := tuple(map(float, pt)), 0.0) > 0 and math.isfinite(v)]
         if shares:
@@ -120,27 +143,57 @@ def measured_shares(series: Sequence[Series]) -> dict[str, float]:
     return out
 
 
-def predicted_run_time(time_predictions: Mapping[str, float]) -> float | None:
-    """The run's time at the target: the longest prediction of a top-level call path's time."""
-    roots = [v for cp, v in time_predictions.items() if SEPARATOR not in cp and math.isfinite(v)]
-    total = max(roots, default=math.nan)
+def predicted_run_time(time_predictions: Mapping[str, float], roots: Collection[str] | None = None) -> float | None:
+    """The run's time at the target: the longest prediction of a top-level call path's time, of the
+    main processes' (`roots`) where known."""
+    top = {cp: v for cp, v in time_predictions.items() if SEPARATOR not in cp and math.isfinite(v)}
+    main = [v for cp, v in top.items() if roots is not None and cp in roots]
+    total = max(main or top.values(), default=math.nan)
     return total if total > 0 else None
 
 
+def parent(callpath: str) -> str | None:
+    return callpath.rsplit(SEPARATOR, 1)[0] if SEPARATOR in callpath else None
+
+
 def shares(measured: Mapping[str, float], predictions: Mapping[str, float],
-           lows: Mapping[str, float | None]) -> dict[str, Share]:
+           lows: Mapping[str, float | None], roots: Collection[str] | None = None,
+           doubtful: Collection[str] = ()) -> dict[str, Share]:
     """Every call path's `Share`: `measured` from `measured_shares`; `predictions` and `lows`: each
-    call path's time prediction at the target and the low end of its 80% range there."""
-    total = predicted_run_time(predictions)
+    call path's time prediction at the target and the low end of its 80% range there; `roots`: the
+    main processes' top-level call paths (the run's time), where known; `doubtful`: the call paths
+    whose time model is doubtful (`ranking.doubt`), whose share at the target keeps nothing.
+
+    A region's time is part of its caller's: the share at the target of a call path is at most its
+    parent's (where the parent has one), so a wild fit of a child cannot outgrow its caller's."""
+    total = predicted_run_time(predictions, roots)
     out: dict[str, Share] = {}
-    for cp in {*measured, *predictions}:
+    for cp in sorted({*measured, *predictions}, key=lambda c: c.count(SEPARATOR)):
         at = low = None
         if total is not None and cp in predictions and math.isfinite(predictions[cp]):
             at = predictions[cp] / total
             lo = lows.get(cp)
             low = min(lo, predictions[cp]) / total if lo is not None and math.isfinite(lo) else None
-        out[cp] = Share(measured.get(cp), at, low)
+            up = out.get(parent(cp) or "")
+            if up is not None and up.at_target is not None:
+                at = min(at, up.at_target)
+                low = None if low is None else min(low, up.at_target_low if up.at_target_low is not None
+                                                   else up.at_target)
+        out[cp] = Share(measured.get(cp), at, low, cp not in doubtful)
     return out
+
+
+def kept_callpaths(of: Mapping[str, Share], fraction: float) -> set[str]:
+    """The call paths `of` keeps at `fraction` (`Share.kept`): never one whose parent (the nearest
+    enclosing call path with a share) is left out, since its time is part of the parent's."""
+    kept: set[str] = set()
+    for cp in sorted(of, key=lambda c: c.count(SEPARATOR)):
+        up = parent(cp)
+        while up is not None and up not in of:
+            up = parent(up)
+        if of[cp].kept(fraction) and (up is None or up in kept):
+            kept.add(cp)
+    return kept
 
 
 def left_out_note(count: int, fraction: float) -> str:

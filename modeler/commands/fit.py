@@ -46,7 +46,16 @@ def add_min_share_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-share", metavar="FRACTION",
                         help="leave out of the ranking the call paths under this share of the run's time at every "
                              "measured point and at the target (--at), e.g. 0.05 or 5%%; their count is said; "
-                             f"0 shows all (default: {DEFAULT_MIN_SHARE:g}, i.e. {percent(DEFAULT_MIN_SHARE)})")
+                             f"0 shows all (default: {DEFAULT_MIN_SHARE:g}, i.e. "
+                             f"{percent(DEFAULT_MIN_SHARE).replace('%', '%%')}; 0 under --callpath)")
+
+
+def min_share_of(args: argparse.Namespace) -> float:
+    """`--min-share` as given; not given: the default, or 0 with `--callpath` (a call path the user
+    named is never hidden by a filter they did not ask for)."""
+    if args.min_share is None and getattr(args, "callpath", None):
+        return 0.0
+    return parse_min_share(args.min_share)
 
 
 def enough_points(dataset: Dataset, min_points: int) -> tuple[Dataset, list[str]]:
@@ -59,7 +68,7 @@ def enough_points(dataset: Dataset, min_points: int) -> tuple[Dataset, list[str]
     if dropped:
         shown = listing(dropped, 5)
         warnings.append(f"{len(dropped)} series left out: measured at fewer than {min_points} points (--min-points): {shown}")
-    return Dataset(dataset.parameters, keep, list(dataset.warnings), list(dataset.sources)), warnings
+    return Dataset(dataset.parameters, keep, list(dataset.warnings), list(dataset.sources), dataset.run_shares), warnings
 
 
 def fit_dataset(
@@ -111,7 +120,8 @@ def fit_dataset(
     units = {(s.callpath, s.metric): s.unit for s in data.series}
     return rank_models(shown, data.parameters, target, warnings=[*data.warnings, *warnings, *notes], units=units,
                        companions=companions, nonnegative=nonnegative_keys(data.series), baselines=bases,
-                       measured=_all_series(data, measured), min_share=min_share)
+                       measured=_all_series(data, measured), min_share=min_share,
+                       run_shares=(measured if measured is not None else data).run_shares)
 
 
 def _all_series(data: Dataset, measured: Dataset | None) -> list[Series]:
@@ -154,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.top is not None and args.top < 1:
         raise InputError(f"--top: must be at least 1, got {args.top}")
-    min_share = parse_min_share(args.min_share)  # checked before the inputs are read
+    min_share = min_share_of(args)  # checked before the inputs are read
     loaded = load_from_args(args)
     data = select(loaded.dataset, args)
     ranking = fit_dataset(data, at=args.at, compat=args.compat, repetitions=args.repetitions, min_points=args.min_points,

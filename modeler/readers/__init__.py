@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from ..dataset import Dataset, Series
+from ..dataset import Dataset, RunShares, Series
 from ..errors import InputError, ModelerError
 from ..listing import listing
 from ..pointfilter import PointFilter, drop_single_valued, filter_dataset, nothing_left, values_of
@@ -220,6 +220,7 @@ def merge(datasets: Sequence[Dataset]) -> Dataset:
         series,
         [w for d in datasets for w in d.warnings],
         [s for d in datasets for s in d.sources],
+        RunShares.merged([d.run_shares for d in datasets]),
     )
 
 

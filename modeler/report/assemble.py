@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..dataset import RANKS_PARAMETER, Dataset, Series
+from ..dataset import RANKS_PARAMETER, Dataset, RunShares, Series
 from ..derived import Baselines
 from ..errors import InputError
 from ..estimator import MIN_POINTS
@@ -69,6 +69,7 @@ def build_report(
     companions: Sequence[FittedModel] = (),
     baselines: Baselines | None = None,
     series_read: Sequence[Series] = (),
+    run_shares: RunShares | None = None,
 ) -> Report:
     """All findings of the report; `models` are fitted on `dataset` (same order as its series);
     `companions` are models fitted only to check each time model against its parts (`modeler.parts`),
@@ -76,7 +77,8 @@ def build_report(
     does: `modeler.derived`), and, under `--ranks sum` or `min`, the top-level regions' cost models
     that the run time is taken from (`headline_series`). `series_read`: every series read (default:
     `dataset`'s); their `time` gives each region's share of the run's time, and the regions under
-    `options.min_share` are left out of the ranking (`Report.left_out`; `modeler.share`)."""
+    `options.min_share` are left out of the ranking (`Report.left_out`; `modeler.share`), with
+    `run_shares` (default: `dataset`'s): what runs say of the run's time, its main processes."""
     opt = options or ReportOptions()
     params = tuple(dataset.parameters)
     metrics = dataset.metrics()
@@ -102,7 +104,8 @@ def build_report(
     min_share = parse_min_share(opt.min_share)
     ranking, left_out, folded, parts_notes = rank_regions(
         series, models, params, target, {p: v[-1] for p, v in measured.items() if v}, companions, baselines,
-        measured=series_read or dataset.series, min_share=min_share)
+        measured=series_read or dataset.series, min_share=min_share,
+        run_shares=run_shares if run_shares is not None else dataset.run_shares)
     region_series = {s.callpath: s for s in series}
 
     regions = [

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
-from ..commands.fit import add_min_share_option, companion_series, new_series, per_rank_time
+from ..commands.fit import add_min_share_option, companion_series, min_share_of, new_series, per_rank_time
 from ..commands.inputs import add_input_options, load_from_args, name_skipped, read_options, select_callpaths
 from .assemble import ReportOptions, build_report, check_options, headline_series, parse_assignments
 
@@ -54,11 +54,10 @@ def run(args: argparse.Namespace) -> int:
     from ..ranking import measured_maximum, parse_at
     from ..readers import skipped_warning
     from ..readers.runs import load_runs
-    from ..share import parse_min_share
     from .render import render_html, render_markdown
     from .runs import groups_from_runset
 
-    min_share = parse_min_share(args.min_share)  # checked before the inputs are read
+    min_share = min_share_of(args)  # checked before the inputs are read
     read_opts = read_options(args)
     loaded = load_from_args(args)
     dataset = loaded.dataset
@@ -86,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     models = PMNFModeler(aggregate=args.repetitions).fit(both).models_
     n = len(selected.series)
     report = build_report(groups, selected, models[:n], options, companions=models[n:], baselines=bases,
-                          series_read=dataset.series)
+                          series_read=dataset.series, run_shares=dataset.run_shares)
     if args.format == "markdown":
         text = render_markdown(report, top=max(args.top, 20))
         if not args.output or args.output == "-":

@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from markupsafe import Markup
 
-from ..dataset import Series
+from ..dataset import RunShares, Series
 from ..derived import Baselines
 from ..model import FittedModel
 from ..ranking import nonnegative_keys, rank_models
@@ -21,9 +21,11 @@ def rank_regions(
     series: Sequence[Series], models: Sequence[FittedModel], parameters: Sequence[str],
     target: Mapping[str, float], largest: Mapping[str, float], companions: Sequence[FittedModel] = (),
     baselines: Baselines | None = None, measured: Sequence[Series] = (), min_share: float = 0.0,
+    run_shares: RunShares | None = None,
 ) -> tuple[list[RankingRow], list[RankingRow], list[str], list[str]]:
     """Rows worst-scaling first (as `modeler fit` ranks them), the rows of the call paths under
-    `min_share` of the run's time (`modeler.share`, with the time series in `measured`), the
+    `min_share` of the run's time (`modeler.share`, with the time series in `measured` and the
+    `run_shares` read from runs), the
     warnings most models have, which are taken off the rows to be said once (`fold_warnings`), and
     the ranking's own warnings: the call paths whose time model and parts disagree at the target
     (`modeler.parts`), and, with `baselines`, the speedup, efficiency and cost models far from what
@@ -31,7 +33,8 @@ def rank_regions(
     by_key = {(m.callpath, m.metric): m for m in models}
     ranked = rank_models([by_key[(s.callpath, s.metric)] for s in series if (s.callpath, s.metric) in by_key],
                          parameters, target, companions=companions, nonnegative=nonnegative_keys(series),
-                         baselines=baselines, measured=measured, min_share=min_share)
+                         baselines=baselines, measured=measured, min_share=min_share,
+                         run_shares=run_shares)
     largest_pt = np.array([[largest.get(p, 0.0) for p in parameters]])
     region_series = {s.callpath: s for s in series}
     ranking = [_row(rm, region_series[rm.fitted.callpath], largest_pt, _anchor(i)) for i, rm in enumerate(ranked.rows)]

@@ -116,7 +116,7 @@ def test_a_larger_fraction_leaves_out_more_and_percent_is_accepted(tmp_path, cap
 
 def test_callpath_selection_still_takes_the_run_time_from_the_top_level(tmp_path, capsys):
     src = write_inputs(tmp_path / "m.jsonl")
-    out = fit_json(capsys, str(src), "--callpath", "main->*", "--at", "n=1024")
+    out = fit_json(capsys, str(src), "--callpath", "main->*", "--at", "n=1024", "--min-share", "1%")
     assert callpaths(out) == {"main->train", "main->grows"}  # main itself not selected, yet the denominator
 
 

@@ -29,6 +29,7 @@ from .emit import NvtxBackend
 from .errors import InstrumentError
 from .graph import ImportFacts, ImportGraph, resolve, scan_imports
 from .linemap import MAP_FORMAT
+from .quiet import quiet_warnings
 from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
 from .results import FileResult, Skip
 from .transform import instrument_source
@@ -163,7 +164,9 @@ def _epoch_bodies_of(data: bytes) -> set[str]:
         source, _ = decode(data)
         if "backward" not in source and ".step(" not in source and "scaleprobe:" not in source:
             return set()
-        return epoch_bodies(collect(ast.parse(source), source).facts)
+        with quiet_warnings("<unknown>"):  # the user's SyntaxWarnings are Python's to show
+            tree = ast.parse(source)
+        return epoch_bodies(collect(tree, source).facts)
     except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
         return set()
 

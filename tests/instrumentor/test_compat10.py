@@ -1,9 +1,10 @@
 """Compatibility round 10: what the interpreter reports about the user's statements (warnings that
 name a line) is the same instrumented as uninstrumented, on every supported Python version."""
 
+import os
 import sys
 
-from instr_helpers import assert_same, three_ways
+from instr_helpers import assert_same, run, three_ways
 
 # Python 3.13: a functools.partial found as __aiter__/__anext__/__aenter__/__aexit__ is used as it
 # is, after a FutureWarning that names the statement; the probes' async wrappers looked it up in
@@ -186,3 +187,68 @@ def test_an_epoch_loop_warns_about_a_partial_iter_as_python_does(tmp_path):
         assert "Loader TypeError 'Loader' object is not iterable" in plain.stdout
     assert "NotIterator TypeError iter() returned non-iterator of type 'list'" in plain.stdout
     assert_same(plain, built, hooked)
+
+
+# What compiling a module warns about (the parser: invalid escape sequences, a DeprecationWarning
+# before 3.12; the compiler: `"is" with a literal`) names the user's file, line and text: a built
+# tree's modules showed OUT's line for the parser's (and the same warning again, named
+# "<unknown>"), the compiler's with OUT's file and text; under --instrument the parser's came
+# three times (one at the instrumented text's line, one named by the relative path)
+COMPILE_WARNINGS = '''\
+import re
+
+
+def helper(x):
+    return x * 2
+
+
+def run():
+    pattern = re.compile("\\d+")
+    for i in range(2):
+        if i is 1:
+            print("one", pattern.match("12").group())
+    print(helper(3))
+'''
+
+WARNING_MAIN = '''\
+import warnings
+warnings.simplefilter("default")    # the parser's DeprecationWarning (3.10, 3.11) is shown too
+
+
+def go():
+    import lib
+    lib.run()
+
+go()
+'''
+
+
+def test_compile_time_warnings_name_the_users_lines(tmp_path):
+    plain, built, hooked = three_ways(tmp_path, {"main.py": WARNING_MAIN, "lib.py": COMPILE_WARNINGS})
+    assert plain.returncode == 0, plain.stderr
+    lib = tmp_path / "src" / "lib.py"
+    assert f"{lib}:9: " in plain.stderr and "invalid escape sequence" in plain.stderr
+    assert f"{lib}:11: SyntaxWarning: \"is\" with " in plain.stderr and "  if i is 1:\n" in plain.stderr
+    assert plain.stderr.count("Warning: ") == 2
+    assert_same(plain, built, hooked)
+
+
+def test_a_warning_shown_once_at_a_line_is_not_shown_again_after_an_import_under_the_hook(tmp_path):
+    # rewriting a module in the program's process entered warnings.catch_warnings, which empties
+    # every module's __warningregistry__: the default filter showed the warning again
+    files = {"main.py": "import warnings\n\ndef f():\n    warnings.warn('once per location')\n\n"
+                        "f()\nimport lib\nf()\nprint(lib.g())\n",
+             "lib.py": "def g():\n    return 1\n"}
+    plain, built, hooked = three_ways(tmp_path, files)
+    assert plain.returncode == 0 and plain.stderr.count("once per location") == 2, plain.stderr  # message and line
+    assert_same(plain, built, hooked)
+
+
+def test_instrument_does_not_show_the_programs_compile_time_warnings(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "main.py").write_text("import lib\n\ndef go():\n    lib.run()\n\ngo()\n")
+    (src / "lib.py").write_text(COMPILE_WARNINGS)
+    done = run([sys.executable, "-W", "default", "-m", "instrumentor.cli", str(src), "-o", str(tmp_path / "out"), "-q"])
+    assert (done.returncode, done.stderr) == (0, "")
+

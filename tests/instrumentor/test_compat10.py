@@ -252,3 +252,39 @@ def test_instrument_does_not_show_the_programs_compile_time_warnings(tmp_path):
     done = run([sys.executable, "-W", "default", "-m", "instrumentor.cli", str(src), "-o", str(tmp_path / "out"), "-q"])
     assert (done.returncode, done.stderr) == (0, "")
 
+
+def _parent_pid(job):
+    from instrumentor.results import FileResult
+
+    return FileResult(job[0], "unchanged", error=str(os.getppid()))
+
+
+def test_the_worker_pool_does_not_fork_this_process_while_it_has_threads(tmp_path):
+    # `instrument --jobs N` forked its workers from the calling process whatever threads it had:
+    # Python 3.12+ warns "This process is multi-threaded, use of fork() may lead to deadlocks";
+    # the workers now come from the fork server (or are spawned), never from a fork of this process
+    import threading
+    import warnings
+
+    from instrumentor.cli import main as cli_main
+    from instrumentor.project import run_jobs
+
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        jobs = [(name, "", (0, 1), {}, "runtime", 0) for name in ("a.py", "b.py", "c.py")]
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            results = run_jobs(jobs, 2, work=_parent_pid)
+            src = tmp_path / "src"
+            src.mkdir()
+            (src / "main.py").write_text("import lib\n\ndef go():\n    lib.run()\n")
+            (src / "lib.py").write_text("def run():\n    return 1\n")
+            assert cli_main([str(src), "-o", str(tmp_path / "out"), "-q", "--jobs", "2"]) == 0
+    finally:
+        stop.set()
+        thread.join()
+    assert {r.status for r in results.values()} == {"unchanged"}
+    assert all(int(r.error) != os.getpid() for r in results.values())
+    assert [str(w.message) for w in seen if "fork" in str(w.message)] == []

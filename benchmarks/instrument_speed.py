@@ -1,6 +1,7 @@
 """How fast the instrumentor is, as ratios against a bare libcst round trip measured in the same run.
 
     .venv/bin/python benchmarks/instrument_speed.py [--limit 300] [--jobs 1,2] [--source DIR]
+    .venv/bin/python benchmarks/instrument_speed.py --start-methods fork,forkserver [--limit 120] [--rounds 5]
 
 Default corpus: the standard library's .py files (without its test suites), the first --limit of
 them in sorted order. Prints:
@@ -11,6 +12,11 @@ them in sorted order. Prints:
   speed-up over --jobs 1;
 - a re-run with nothing changed, as a fraction of the first run.
 Absolute times are noisy on a shared machine; the ratios are what to compare.
+
+With --start-methods: how long `instrument SRC -o OUT --jobs 2` takes from a fresh process (what a
+user waits for: the worker pool's start included) with each way of starting workers
+(`instrumentor.project.START_METHOD`), on testdata/sample_code and on the --limit corpus, rounds
+interleaved; the first method named is the baseline of the ratios.
 """
 
 from __future__ import annotations
@@ -61,9 +67,13 @@ def main() -> int:
     parser.add_argument("--source", type=Path, default=Path(os.__file__).parent, help="code base (default: the stdlib)")
     parser.add_argument("--limit", type=int, default=300, help="files to use (0: all)")
     parser.add_argument("--jobs", default="1,2", help="comma-separated --jobs values")
+    parser.add_argument("--start-methods", default="", help="e.g. fork,forkserver: compare pool start methods")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per start method (--start-methods)")
     args = parser.parse_args()
 
     files = corpus(args.source, args.limit)
+    if args.start_methods:
+        return compare_start_methods(files, args.source, args.start_methods.split(","), args.rounds)
     texts = []
     for path in files:
         try:
@@ -112,6 +122,55 @@ def main() -> int:
             )
             again = timed(lambda: Project(Options(src, out, all=True, jobs=jobs)).build())
             print(f"  re-run, no change:   {again:7.2f} s  = {100 * again / first:.1f}% of the first run")
+    print(f"cores available: {os.cpu_count()}")
+    return 0
+
+
+_BUILD = """
+import sys
+sys.path.insert(0, {repo!r})
+from instrumentor import project
+from instrumentor.cli import main
+project.START_METHOD = {method!r}
+args = [{src!r}, "-o", {out!r}, "--jobs", "2", "-q", "--all"]
+sys.exit(main(args) or (main(args) if {again!r} else 0))
+"""
+
+
+def compare_start_methods(files: list[Path], source: Path, methods: list[str], rounds: int) -> int:
+    import statistics
+    import subprocess
+
+    repo = str(Path(__file__).resolve().parents[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus_dir = Path(tmp, "corpus")
+        for path in files:
+            dest = corpus_dir / path.relative_to(source)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, dest)
+        trees = [("testdata/sample_code", Path(repo, "testdata", "sample_code")),
+                 (f"{len(files)} files of {source}", corpus_dir)]
+        for name, src in trees:
+            times: dict[tuple[str, bool], list[float]] = {(m, a): [] for m in methods for a in (False, True)}
+            for round_ in range(rounds):
+                for method in methods if round_ % 2 == 0 else methods[::-1]:
+                    for again in (False, True):  # a first build; then a build and a no-change re-run
+                        out = Path(tmp, f"out-{method}-{round_}-{again}")
+                        code = _BUILD.format(repo=repo, method=method, src=str(src), out=str(out), again=again)
+                        start = time.perf_counter()
+                        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+                        times[method, again].append(time.perf_counter() - start)
+                        if done.returncode != 0:
+                            print(f"{method}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
+                        elif done.stderr:
+                            print(f"{method}: stderr: {done.stderr.strip()[-300:]}")
+            print(f"{name}, instrument --jobs 2 from a fresh process, best / median of {rounds}:")
+            for again, what in ((False, "build"), (True, "build + no-change re-run in the same process")):
+                base = min(times[methods[0], again])
+                print(f"  {what}:")
+                for method in methods:
+                    best, median = min(times[method, again]), statistics.median(times[method, again])
+                    print(f"    {method:11s} {best:6.2f} s / {median:6.2f} s   best ratio to {methods[0]}: {best / base:.2f}")
     print(f"cores available: {os.cpu_count()}")
     return 0
 

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from .quiet import quiet_warnings
+
 _IMPORT_FUNCS = {"importlib.import_module", "import_module", "__import__"}
 
 
@@ -44,7 +46,8 @@ def _dotted(node: ast.AST) -> str:
 def scan_imports(source: str | bytes, filename: str = "<unknown>") -> ImportFacts:
     """Every import in the file, including those inside functions, try and if branches."""
     facts = ImportFacts()
-    tree = ast.parse(source, filename=filename)
+    with quiet_warnings(filename):  # the user's SyntaxWarnings are Python's to show, at run time
+        tree = ast.parse(source, filename=filename)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:

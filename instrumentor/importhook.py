@@ -17,12 +17,12 @@ import os
 import sys
 import tempfile
 import threading
-import warnings
 from pathlib import Path
 from types import CodeType
 
 from . import __version__, spawnhook
 from .linemap import MAP_FORMAT
+from .quiet import quiet_warnings
 from .project import RECURSION_LIMIT as _RECURSION_LIMIT, REWRITE_REVISION, decode
 from .regions import IdAllocator, region_bound
 from .transform import instrument_source
@@ -121,9 +121,14 @@ class Instrumenter:
             return compile(data, str(path), "exec", dont_inherit=True)
         from runtime.original_lines import remap_tree, statement_ends
 
-        tree = ast.parse(entry["code"], filename=str(path))
+        # what compiling the file warns about, as Python says it: the parser's warnings from the
+        # original text, the compiler's from the tree at the original lines; the instrumented
+        # text's (at other lines) are not shown
+        original = ast.parse(data, filename=str(path))
+        with quiet_warnings(str(path)):
+            tree = ast.parse(entry["code"], filename=str(path))
         shift_ids(tree, self._base(entry["n"]))
-        remap_tree(tree, entry["linemap"], entry["shifts"], entry.get("columns"), statement_ends(ast.parse(data)))
+        remap_tree(tree, entry["linemap"], entry["shifts"], entry.get("columns"), statement_ends(original))
         return compile(tree, str(path), "exec", dont_inherit=True)
 
     def _base(self, n: int) -> int:
@@ -150,8 +155,7 @@ def _instrument_deep(source: str, relpath: str, bound: int, backend: str):
 
 def _compiles(source: str, path: Path) -> bool:
     try:
-        with warnings.catch_warnings():  # shown when the module is compiled for real
-            warnings.simplefilter("ignore")
+        with quiet_warnings(str(path)):  # shown when the module is compiled for real
             compile(source, str(path), "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return False

@@ -12,6 +12,7 @@ import difflib
 import hashlib
 import io
 import json
+import multiprocessing
 import os
 import shutil
 import signal
@@ -29,6 +30,7 @@ from .emit import NvtxBackend
 from .errors import InstrumentError
 from .graph import ImportFacts, ImportGraph, entry_package, resolve, scan_imports
 from .linemap import MAP_FORMAT
+from .quiet import quiet_warnings
 from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
 from .results import FileResult, Skip
 from .transform import instrument_source
@@ -163,14 +165,43 @@ def _epoch_bodies_of(data: bytes) -> set[str]:
         source, _ = decode(data)
         if "backward" not in source and ".step(" not in source and "scaleprobe:" not in source:
             return set()
-        return epoch_bodies(collect(ast.parse(source), source).facts)
+        with quiet_warnings("<unknown>"):  # the user's SyntaxWarnings are Python's to show
+            tree = ast.parse(source)
+        return epoch_bodies(collect(tree, source).facts)
     except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
         return set()
+
+
+# How the worker processes start. Not "fork": a process that forks while it has other threads may
+# deadlock in the child (Python 3.12+ warns: "This process is multi-threaded, use of fork() may lead
+# to deadlocks"), and `instrument` runs inside other programs (tests, the launcher's callers) whose
+# threads it cannot know; even alone, the threads of the previous pool (its manager and queue
+# feeder, joined but not yet gone) were still there when run_jobs started the next one. The fork
+# server is one process started afresh (Project.build starts it first thing); workers fork from it,
+# after it imported the instrumentor once (preload), not each on its own as with "spawn" (a build of
+# testdata/sample_code takes 0.2 to 0.35 s more than with fork: docs/instrument.md, "Speed").
+# Python 3.14 makes it the default on Linux; it is named here for every version. Where a platform
+# lacks it: "spawn".
+START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def _pool_context(start: bool = False) -> multiprocessing.context.BaseContext:
+    """The workers' context; `start`: start the fork server now, so that it imports while this
+    process still reads SRC (Project.build), not when the first pool needs it."""
+    ctx = multiprocessing.get_context(START_METHOD)
+    if START_METHOD == "forkserver":
+        ctx.set_forkserver_preload([__name__])  # read when the server starts (once per process)
+        if start:
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
+    return ctx
 
 
 def run_jobs(jobs: list[tuple], workers: int, work=_work) -> dict[str, FileResult]:
     """Run `work` in worker processes; a file that kills its worker fails alone, copied unchanged."""
     results: dict[str, FileResult] = {}
+    ctx = _pool_context()
     pending = jobs
     isolate = False
     while pending:
@@ -178,7 +209,7 @@ def run_jobs(jobs: list[tuple], workers: int, work=_work) -> dict[str, FileResul
         groups = [[job] for job in pending] if isolate else [pending]
         for group in groups:
             try:
-                with ProcessPoolExecutor(max_workers=1 if isolate else workers) as pool:
+                with ProcessPoolExecutor(max_workers=1 if isolate else workers, mp_context=ctx) as pool:
                     futures = [(job, pool.submit(work, job)) for job in group]
                     for job, future in futures:
                         try:
@@ -359,6 +390,7 @@ class Project:
         if self.out is None:
             raise InstrumentError("no output directory (-o OUT)")
         summary = Summary()
+        _pool_context(start=True)
         targets, summary.graph = self.targets()
         results = self.transform(targets, summary, reuse=True)
         summary.results = results

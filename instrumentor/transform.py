@@ -10,7 +10,6 @@ probe imports), `linemap.py` and `positions.py` (mapping back to the original li
 from __future__ import annotations
 
 import ast
-import warnings
 
 import libcst as cst
 
@@ -25,6 +24,7 @@ from .regions import IdAllocator
 from .results import FileResult
 from .rewriter import Rewriter
 from .scopes import Scope
+from .quiet import quiet_warnings
 from .syntax import split_docstring
 
 
@@ -35,7 +35,8 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
     `epoch_callees`: functions of the project's other modules that run one epoch (`facts.collect`)."""
     be = emit.get_backend(backend) if isinstance(backend, str) else backend
     try:
-        tree = ast.parse(source, filename=relpath)
+        with quiet_warnings(relpath):  # the user's SyntaxWarnings are Python's to show, at run time
+            tree = ast.parse(source, filename=relpath)
     except SyntaxError as exc:
         return FileResult(relpath, "failed", error=f"{relpath}:{exc.lineno}: syntax error: {exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, too deeply nested
@@ -85,8 +86,7 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
     try:
         # CPython has limits libcst does not check: 20 statically nested blocks per function (each
         # loop and function gets a `try`), so ten nested loops compile only uninstrumented
-        with warnings.catch_warnings():  # the user's SyntaxWarnings are Python's to show, at run time
-            warnings.simplefilter("ignore")
+        with quiet_warnings(relpath):  # the user's SyntaxWarnings are Python's to show, at run time
             if changed:  # lines changed in place need their columns mapped from the instrumented AST
                 out_tree = ast.parse(code, relpath)
                 compile(out_tree, relpath, "exec", dont_inherit=True)

@@ -203,7 +203,13 @@ def _original_code(path: str, data: bytes) -> CodeType | None:
                           digest_size=8).digest()
     code = _read_cache(cache, key)
     if code is None:
-        code = _compile(data, src_data, path, tree.linemaps[relpath], tree.columns.get(relpath))
+        # first, so that the compiler's warnings (at SRC's lines) are shown with SRC's name and text
+        compiled[path] = src
+        try:
+            code = _compile(data, src_data, path, tree.linemaps[relpath], tree.columns.get(relpath), src)
+        finally:
+            if code is None:  # also when it raised: Python compiles OUT's file, at OUT's lines
+                compiled.pop(path, None)
         if code is None:
             return None
         _write_cache(cache, key, code)
@@ -228,7 +234,12 @@ def _show_source(path: str, src_data: bytes) -> None:
     linecache.cache[path] = (len(src_data), None, lines, path)
 
 
-def _compile(data: bytes, src_data: bytes, path: str, lines: list[int], columns: Any) -> CodeType | None:
+def _compile(data: bytes, src_data: bytes, path: str, lines: list[int], columns: Any,
+             src: str | None = None) -> CodeType | None:
+    """OUT's code at SRC's lines. What compiling warns about (SyntaxWarning: `"is" with a literal`,
+    `invalid escape sequence`) is said as Python says it compiling SRC: the parser's warnings come
+    from parsing SRC's text (under SRC's name, `src`), those of OUT's text are ignored; the
+    compiler's come from the remapped tree, at SRC's lines (runtime.linemap shows SRC's name)."""
     import ast
     from importlib.util import decode_source
 
@@ -239,12 +250,40 @@ def _compile(data: bytes, src_data: bytes, path: str, lines: list[int], columns:
     if len(_split_lines(text)) != len(lines):
         return None  # OUT's file was edited after the build: its map no longer holds
     try:
-        tree = ast.parse(text, filename=path)
+        original_tree = ast.parse(original, filename=src or path)
+        with quiet_warnings(path):
+            tree = ast.parse(text, filename=path)
         remap_tree(tree, lines, indent_shifts(original, text, lines), columns if isinstance(columns, dict) else None,
-                   statement_ends(ast.parse(original)))
+                   statement_ends(original_tree))
         return compile(tree, path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, TypeError, IndexError, RecursionError):
         return None  # Python's own compile of OUT's text says what is wrong, at OUT's lines
+
+
+class quiet_warnings:
+    """Ignore the warnings about file `filename` that compiling it gives (they name the module
+    Python derives from the file name) while in the block, and nothing else.
+
+    `warnings.catch_warnings` would do it, but entering and leaving it bumps the filters' version,
+    which empties every module's `__warningregistry__`: a warning the program has shown once at a
+    line (the default filter) would show again after every import. This adds one filter in place
+    and takes it out again, which does not."""
+
+    def __init__(self, filename: str) -> None:
+        module = filename[:-3] if filename.endswith(".py") else filename or "<unknown>"
+        self._entry = ("ignore", None, Warning, re.compile(re.escape(module) + r"\Z"), 0)
+
+    def __enter__(self) -> None:
+        import warnings
+
+        self._filters = warnings.filters  # the list the C code reads now
+        self._filters.insert(0, self._entry)
+
+    def __exit__(self, *exc: Any) -> None:
+        for index, item in enumerate(self._filters):
+            if item is self._entry:
+                del self._filters[index]
+                break
 
 
 def _cache_path(path: str) -> str | None:

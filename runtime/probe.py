@@ -24,6 +24,8 @@ from . import _backend
 from . import linemap as _linemap
 from . import recorder as _recorder
 from . import series as _series
+from ._partial313 import GET as _PARTIAL_GET, WARNS as _PARTIAL_WARNS, warn_explicit as _warn_explicit
+from ._partial313 import warning as _partial_warning
 
 enter = _backend.impl.enter
 exit = _backend.impl.exit
@@ -111,6 +113,35 @@ class _AsyncIter:
             _resume(g, rids)
 
 
+class _AsyncIterPartial(_AsyncIter):
+    """Python 3.13, an iterator whose type's `__anext__` is a functools.partial when the loop starts:
+    its FutureWarning (runtime/_partial313.py) names the user's `async for` (the frame awaiting
+    us), not ours. Looked up again at every step, as `async for` does (the type's `__anext__` may
+    change). Other iterators take _AsyncIter's path, whose anext() does the lookup in C at no cost
+    of ours: one that only becomes a partial during the loop warns naming runtime/probe.py."""
+
+    __slots__ = ()
+
+    async def __anext__(self) -> Any:
+        g, rids = self._g, self._rids
+        _leave(g, rids)
+        try:
+            it = self._it
+            attr = _lookup(type(it), "__anext__")
+            if _lookup(type(attr), "__get__") is not _PARTIAL_GET:
+                return await anext(it)
+            failed = False
+            try:
+                _warn_explicit(*_partial_warning(sys._getframe(1)))
+            except BaseException:  # noqa: BLE001 - an error filter: the slot raises its own error
+                failed = True
+            if failed:  # raised outside the handler: its context is the program's, as the slot's
+                raise AttributeError(f"object {_tp_name(type(it))} does not have __anext__ method")
+            return await attr()  # what the partial's __get__ returns: itself
+        finally:
+            _resume(g, rids)
+
+
 def async_iter(rids: tuple[int, ...], aiterable: Any) -> AsyncIterator[Any]:
     """`async for x in it:` becomes `async for x in async_iter(rids, it):`.
 
@@ -120,20 +151,36 @@ def async_iter(rids: tuple[int, ...], aiterable: Any) -> AsyncIterator[Any]:
     """
     kind = type(aiterable)
     try:
-        aiter_ = _special(aiterable, "__aiter__")
+        try:
+            aiter_ = _special(aiterable, "__aiter__")
+        except BaseException:  # noqa: BLE001 - binding it failed (its __get__ raised): the slot
+            aiter_ = _UNBOUND  # replaces the error with its own, as for __anext__
+        if aiter_ is _UNBOUND:
+            raise AttributeError(f"object {_tp_name(kind)} does not have __aiter__ method")
         if aiter_ is _MISSING:
             raise TypeError(f"'async for' requires an object with __aiter__ method, got {kind.__name__}")
         it = aiter_()
     except BaseException as exc:  # noqa: BLE001 - raised by the `async for` statement itself
         return _series.raise_at_statement(_without_special(exc), "__aiter__")
-    if _lookup(type(it), "__anext__") is _MISSING:  # found, not bound: anext() binds it at each step
+    anext_ = _lookup(type(it), "__anext__")
+    if anext_ is _MISSING:  # found, not bound: anext() binds it at each step
         return _series.raise_at_statement(TypeError(
             f"'async for' received an object from __aiter__ that does not implement __anext__: {type(it).__name__}"),
             "__aiter__")
-    return _AsyncIter(rids, it, sys._getframe(1).f_globals)
+    partial = _PARTIAL_WARNS and _lookup(type(anext_), "__get__") is _PARTIAL_GET
+    wrapper = _AsyncIterPartial if partial else _AsyncIter
+    return wrapper(rids, it, sys._getframe(1).f_globals)
 
 
 _MISSING = object()
+_UNBOUND = object()
+
+
+def _tp_name(kind: type) -> str:
+    """`%.50s` of the type's name, as the `__aiter__`/`__anext__` slots name it in their error."""
+    return kind.__name__.encode("utf-8", "surrogatepass")[:50].decode("utf-8", "replace")
+
+
 # Python 3.11+: a manager without __aenter__ or __aexit__ is a TypeError naming the protocol
 _PROTOCOL_ERRORS = sys.version_info >= (3, 11)
 
@@ -155,6 +202,9 @@ def _special(obj: Any, name: str) -> Any:
     kind = type(obj)
     attr = _lookup(kind, name)
     get = getattr(type(attr), "__get__", None) if attr is not _MISSING else None
+    if get is _PARTIAL_GET:  # Python 3.13 (_partial313): the statement warns (our caller's caller)
+        _warn_explicit(*_partial_warning(sys._getframe(2)))
+        return attr
     return attr if get is None else get(attr, obj, kind)
 
 

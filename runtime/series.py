@@ -15,6 +15,7 @@ import sys
 from time import perf_counter_ns
 from typing import Any, Iterable, Iterator
 
+from . import _partial313
 from . import recorder as _recorder
 from .recorder import _PENDING
 
@@ -127,7 +128,21 @@ def loop(rid: int, iterable: Iterable[Any]) -> Any:
     so that the traceback is the one the uninstrumented loop shows (and the user's `__iter__` has
     run once, as it would have)."""
     try:
-        it = iter(iterable)
+        attr = _partial313.lookup(type(iterable), "__iter__") if _partial313.WARNS else None
+        if attr is None or not _partial313.is_partial(attr):
+            it = iter(iterable)
+        else:  # Python 3.13: its FutureWarning names the `for` statement (runtime/_partial313.py)
+            try:
+                _partial313.warn_explicit(*_partial313.warning(sys._getframe(1)))
+                warned = True
+            except BaseException:  # noqa: BLE001 - an error filter: the slot's fallback, below
+                warned = False
+            if warned:
+                it = attr()  # what the partial's __get__ returns: itself, called with no argument
+                if _partial313.lookup(type(it), "__next__") is _partial313.MISSING:
+                    raise TypeError(f"iter() returned non-iterator of type '{type(it).__name__}'")
+            else:  # the slot drops the error and tries __getitem__: iter() does all that in C
+                it = iter(iterable)  # (and warns again, raising as well if the filter is global)
     except BaseException as exc:  # noqa: BLE001 - handed to the `for` statement unchanged
         return raise_at_statement(exc)
     return _wrap_if_on(rid, it)

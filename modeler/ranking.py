@@ -21,6 +21,7 @@ from .derived import Baselines, derived_predictions, disagreement_warning
 from .errors import InputError
 from .listing import listing
 from .model import FittedModel, Model
+from .own_time import own_time_note
 from .parts import check_parts, parts_sums
 from .share import Share, kept_callpaths, measured_shares, shares
 from .uncertainty import mixture_ranges, with_prediction
@@ -347,6 +348,8 @@ def rank_models(
     left_out = [r for r in rows if not (r.share is None or r.fitted.callpath in kept)]
     warnings.extend(w for w in (poor_fit_warning(shown), below_zero_warning(shown, nonnegative, at_text),
                                 disagreement_warning(shown, at_text), step_parts_warning(by_key, at_text)) if w)
+    if any(r.fitted.metric == "time" for r in shown) and (own := own_time_note(measured, parameters)):
+        warnings.append(own)
     return Ranking(tuple(parameters), dict(at), tuple(shown), tuple(warnings), min_share, tuple(left_out))
 
 

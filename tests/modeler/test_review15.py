@@ -135,3 +135,28 @@ def test_the_overview_names_the_worst_growth_among_rows_that_are_not_doubtful():
                     hold={}, ranking=[row("main->noisy", 3.0, "adj. R² -0.2: worse than a constant"),
                                       row("main", 1.0, None), row("main->train", 1.0, None)], regions=[])
     assert report.headline().callpath == "main->train"
+
+
+def test_a_top_level_region_whose_time_is_mostly_its_own_is_said(tmp_path):
+    """`main` grew from its own code (DDP's constructor, an import in the first optimizer step) and no
+    row of the time ranking said why."""
+    values = []
+    for ranks in (1, 2, 4, 8, 16):
+        p = {"ranks": ranks}
+        values += [(p, "main", "time", 2.0 + 1.5 * ranks), (p, "main", "exclusive_time", 1.0 + 1.5 * ranks),
+                   (p, "main->train", "time", 1.0), (p, "main->train", "exclusive_time", 1.0)]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"params": p, "callpath": cp, "metric": m, "value": [v, v]}) + "\n"
+                           for p, cp, m, v in values))
+    from modeler.commands.fit import fit_dataset
+    from modeler.readers import load
+
+    notes = [w for w in fit_dataset(load([src]), min_share=0).warnings if "own code" in w]
+    assert notes == ["1 top-level region spends most of its time in its own code, in no instrumented child: main 96% "
+                     "at ranks=16; that is calls into libraries (a DDP constructor's set-up, imports, the first call "
+                     "of a compiled function): `--metric exclusive_time` models it"]
+    # under half its own: nothing to say
+    balanced = [(p, cp, m, (1.0 if (cp, m) == ("main", "exclusive_time") else v)) for p, cp, m, v in values]
+    src.write_text("".join(json.dumps({"params": p, "callpath": cp, "metric": m, "value": [v, v]}) + "\n"
+                           for p, cp, m, v in balanced))
+    assert not [w for w in fit_dataset(load([src]), min_share=0).warnings if "own code" in w]

@@ -18,6 +18,8 @@ import shutil
 import signal
 import stat
 import sys
+import threading
+import time
 import tokenize
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -172,30 +174,42 @@ def _epoch_bodies_of(data: bytes) -> set[str]:
         return set()
 
 
-# How the worker processes start. Not "fork": a process that forks while it has other threads may
-# deadlock in the child (Python 3.12+ warns: "This process is multi-threaded, use of fork() may lead
-# to deadlocks"), and `instrument` runs inside other programs (tests, the launcher's callers) whose
-# threads it cannot know; even alone, the threads of the previous pool (its manager and queue
-# feeder, joined but not yet gone) were still there when run_jobs started the next one. The fork
-# server is one process started afresh (Project.build starts it first thing); workers fork from it,
-# after it imported the instrumentor once (preload), not each on its own as with "spawn" (a build of
-# testdata/sample_code takes 0.2 to 0.35 s more than with fork: docs/instrument.md, "Speed").
-# Python 3.14 makes it the default on Linux; it is named here for every version. Where a platform
-# lacks it: "spawn".
-START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+# How the worker processes start, named for every version (Python 3.14 makes "forkserver" the
+# default on Linux): "fork" where there is one. A fork server or "spawn" would re-import the calling
+# script in each worker (a script calling `instrumentor.cli.main` without `if __name__ ==
+# "__main__":` then ran again in every worker, and every file "failed"), and a fork server is the
+# calling program's too: its preload list and server would be ours (review 17). Where there is no
+# fork: "spawn".
+START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+#: how long a new pool waits for the threads of the previous one to be gone before it forks
+_STRAY_THREADS_WAIT_S = 0.5
 
 
-def _pool_context(start: bool = False) -> multiprocessing.context.BaseContext:
-    """The workers' context; `start`: start the fork server now, so that it imports while this
-    process still reads SRC (Project.build), not when the first pool needs it."""
-    ctx = multiprocessing.get_context(START_METHOD)
-    if START_METHOD == "forkserver":
-        ctx.set_forkserver_preload([__name__])  # read when the server starts (once per process)
-        if start:
-            from multiprocessing import forkserver
+def _pool_context() -> multiprocessing.context.BaseContext:
+    return multiprocessing.get_context(START_METHOD)
 
-            forkserver.ensure_running()
-    return ctx
+
+def _os_threads() -> int | None:
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Threads:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _wait_for_stray_threads() -> None:
+    """Before a fork: let the threads of an earlier pool (its manager and queue feeder, joined but
+    not yet gone from the OS) end, so that the workers are not forked from a process with threads
+    (Python 3.12+ warns "This process is multi-threaded, use of fork() may lead to deadlocks").
+    The calling program's own threads are its own: they stay, as with any fork."""
+    if START_METHOD != "fork":
+        return
+    deadline = time.monotonic() + _STRAY_THREADS_WAIT_S
+    while (n := _os_threads()) is not None and n > threading.active_count() and time.monotonic() < deadline:
+        time.sleep(0.002)
 
 
 def run_jobs(jobs: list[tuple], workers: int, work=_work) -> dict[str, FileResult]:
@@ -209,6 +223,7 @@ def run_jobs(jobs: list[tuple], workers: int, work=_work) -> dict[str, FileResul
         groups = [[job] for job in pending] if isolate else [pending]
         for group in groups:
             try:
+                _wait_for_stray_threads()
                 with ProcessPoolExecutor(max_workers=1 if isolate else workers, mp_context=ctx) as pool:
                     futures = [(job, pool.submit(work, job)) for job in group]
                     for job, future in futures:
@@ -390,7 +405,6 @@ class Project:
         if self.out is None:
             raise InstrumentError("no output directory (-o OUT)")
         summary = Summary()
-        _pool_context(start=True)
         targets, summary.graph = self.targets()
         results = self.transform(targets, summary, reuse=True)
         summary.results = results

@@ -18,6 +18,9 @@
 
 static volatile sig_atomic_t arrivals[NSIG];
 static struct sigaction previous[NSIG];
+/* CPython's own C handler, seen right after a Python handler was installed (remember): watch()
+ * goes in front of it only, never in front of a C handler of the program's (ctypes, extensions). */
+static void (*cpython_handler)(int) = NULL;
 
 static void counting_handler(int sig, siginfo_t *info, void *ctx) {
     if (sig <= 0 || sig >= NSIG) return;
@@ -48,13 +51,24 @@ static PyObject *w_watch(PyObject *self, PyObject *arg) {
     struct sigaction current;
     if (sigaction(sig, NULL, &current) != 0) return PyErr_SetFromErrno(PyExc_OSError);
     if (is_ours(&current)) Py_RETURN_TRUE;
-    if (!(current.sa_flags & SA_SIGINFO) && (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN))
-        Py_RETURN_FALSE; /* nothing in Python to stand in front of */
+    if ((current.sa_flags & SA_SIGINFO) || cpython_handler == NULL || current.sa_handler != cpython_handler)
+        Py_RETURN_FALSE; /* not CPython's handler (SIG_DFL, SIG_IGN, the program's own C handler) */
     struct sigaction ours = current;
     ours.sa_flags |= SA_SIGINFO;
     ours.sa_sigaction = counting_handler;
     previous[sig] = current;
     if (sigaction(sig, &ours, NULL) != 0) return PyErr_SetFromErrno(PyExc_OSError);
+    Py_RETURN_TRUE;
+}
+
+static PyObject *w_remember(PyObject *self, PyObject *arg) {
+    int sig = (int)PyLong_AsLong(arg);
+    if (sig == -1 && PyErr_Occurred()) return NULL;
+    struct sigaction current;
+    if (sig <= 0 || sig >= NSIG || sigaction(sig, NULL, &current) != 0) Py_RETURN_FALSE;
+    if ((current.sa_flags & SA_SIGINFO) || current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)
+        Py_RETURN_FALSE;
+    cpython_handler = current.sa_handler;
     Py_RETURN_TRUE;
 }
 
@@ -77,7 +91,9 @@ static PyObject *w_watching(PyObject *self, PyObject *arg) {
 }
 
 static PyMethodDef methods[] = {
-    {"watch", w_watch, METH_O, "watch(sig): count sig's arrivals ahead of its installed handler; False if none."},
+    {"remember", w_remember, METH_O,
+     "remember(sig): right after signal.signal(sig, <Python function>): the C handler now installed is CPython's."},
+    {"watch", w_watch, METH_O, "watch(sig): count sig's arrivals ahead of CPython's handler; False if that is not installed."},
     {"arrivals", w_arrivals, METH_O, "arrivals(sig): how many times sig arrived in this process since watch()."},
     {"watching", w_watching, METH_O, "watching(sig): whether the counting handler is still the one installed."},
     {NULL, NULL, 0, NULL},

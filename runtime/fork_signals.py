@@ -29,7 +29,14 @@ _registered = [False]
 
 
 def stand_in(signum: int, handler: Callable[..., Any]) -> None:
-    """Record that `handler`, installed for `signum`, stands in for the default action."""
+    """Record that `handler`, just installed for `signum` with `signal.signal`, stands in for the
+    default action."""
+    try:
+        from . import _sigwatch  # the C handler installed now is CPython's: signal_watch watches it
+
+        _sigwatch.remember(signum)
+    except (ImportError, OSError, ValueError):
+        pass
     _handlers[id(handler)] = handler
     _stand_ins.setdefault(signum, set()).add(id(handler))
     if not _registered[0] and hasattr(os, "register_at_fork") and hasattr(signal, "pthread_sigmask"):

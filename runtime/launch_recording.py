@@ -41,7 +41,7 @@ def nothing_recorded(cfg: Config, opts: Options, runs: str = "the run") -> str |
                "module's top-level package)")
     elif opts.module is not None:
         why = (f"is the module {opts.module} instrumented? Run it from the instrumented copy (instrument SRC -o "
-               f"build/ --main {opts.module.replace('.', '/')}.py, then run -m {opts.module} in build/) or add "
+               f"build/ --main {_module_file(opts.module)}, then run -m {opts.module} in build/) or add "
                "--instrument")
     else:
         why = (f"is {opts.script} instrumented? Run the instrumented copy (instrument SRC -o build/, then "
@@ -61,3 +61,10 @@ def report_single_run(opts: Options, cfg: Config, directory: Path, recorded: boo
     warning = nothing_recorded(cfg, opts) if ok else None
     if warning is not None:
         print(warning, file=sys.stderr)
+
+
+def _module_file(module: str) -> str:
+    """The file `python -m module` runs, relative to the working directory: `pkg/__main__.py` for
+    a package."""
+    path = module.replace(".", "/")
+    return f"{path}/__main__.py" if os.path.isdir(path) and not os.path.isfile(f"{path}.py") else f"{path}.py"

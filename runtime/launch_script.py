@@ -219,7 +219,7 @@ def run_module(name: str, args: list[str],
         main = types.ModuleType("__main__")
         main.__dict__.update({"__file__": origin, "__cached__": spec.cached, "__doc__": None,
                               "__loader__": spec.loader, "__package__": spec.parent, "__spec__": spec,
-                              "__builtins__": builtins})
+                              "__builtins__": builtins, "__annotations__": {}})  # as the interpreter's __main__
         sys.argv[0] = origin
         sys.modules["__main__"] = main
         return code, main.__dict__

@@ -4,7 +4,9 @@ name a line) is the same instrumented as uninstrumented, on every supported Pyth
 import os
 import sys
 
-from instr_helpers import assert_same, run, three_ways
+import pytest
+
+from instr_helpers import REPO, assert_same, run, three_ways
 
 # Python 3.13: a functools.partial found as __aiter__/__anext__/__aenter__/__aexit__ is used as it
 # is, after a FutureWarning that names the statement; the probes' async wrappers looked it up in
@@ -253,38 +255,85 @@ def test_instrument_does_not_show_the_programs_compile_time_warnings(tmp_path):
     assert (done.returncode, done.stderr) == (0, "")
 
 
-def _parent_pid(job):
-    from instrumentor.results import FileResult
+POOL_SCRIPT = """\
+import os, sys, threading, warnings
+warnings.simplefilter("error", DeprecationWarning)  # 3.12+: fork with threads warns
+sys.path.insert(0, sys.argv[1])
+from instrumentor.project import run_jobs
+from instrumentor.results import FileResult
 
-    return FileResult(job[0], "unchanged", error=str(os.getppid()))
+def _os_threads():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+
+at_fork = []
+os.register_at_fork(before=lambda: at_fork.append((_os_threads(), threading.active_count())))
+
+def work(job):
+    if job[0] == "crash.py":
+        os._exit(1)  # kills its worker: the other files are then run one pool each
+    return FileResult(job[0], "unchanged")
+
+jobs = [(name, "", (0, 1), {}, "runtime", 0) for name in ("a.py", "crash.py", "b.py", "c.py")]
+results = run_jobs(jobs, 2, work=work)
+print(sorted((k, r.status) for k, r in results.items()))
+print("STRAY", [os_n for os_n, py_n in at_fork if os_n is not None and os_n > py_n])
+"""
+
+# a script that calls instrumentor.cli.main at its top level, as a user's build script may
+UNGUARDED = """\
+import sys
+
+import pytest
+sys.path.insert(0, sys.argv[1])
+from instrumentor.cli import main
+sys.exit(main([sys.argv[2], "-o", sys.argv[3], "-q", "--jobs", "2"]))
+"""
 
 
-def test_the_worker_pool_does_not_fork_this_process_while_it_has_threads(tmp_path):
-    # `instrument --jobs N` forked its workers from the calling process whatever threads it had:
-    # Python 3.12+ warns "This process is multi-threaded, use of fork() may lead to deadlocks";
-    # the workers now come from the fork server (or are spawned), never from a fork of this process
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="counts the OS threads in /proc (Linux)")
+def test_the_worker_pools_are_not_forked_while_an_earlier_pools_threads_linger(tmp_path):
+    """Python 3.12 warned "This process is multi-threaded, use of fork() may lead to deadlocks" when
+    run_jobs isolated a crashing file: the previous pool's threads were joined but not yet gone."""
+    (tmp_path / "pool.py").write_text(POOL_SCRIPT)
+    done = run([sys.executable, str(tmp_path / "pool.py"), str(REPO)])
+    assert done.returncode == 0, done.stderr
+    assert "('crash.py', 'failed')" in done.stdout and "('c.py', 'unchanged')" in done.stdout, done.stdout
+    assert "STRAY []" in done.stdout, done.stdout
+
+
+def test_a_script_calling_the_cli_at_its_top_level_builds(tmp_path):
+    """With a fork server (or spawn) each worker re-imported the calling script, which ran the build
+    again: every file came back "failed" (review 17). And the calling program's fork server is its own."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "main.py").write_text("import lib\n\ndef go():\n    lib.run()\n")
+    (src / "lib.py").write_text("def run():\n    return 1\n")
+    (tmp_path / "build.py").write_text(UNGUARDED)
+    done = run([sys.executable, str(tmp_path / "build.py"), str(REPO), str(src), str(tmp_path / "out")])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "probe" in (tmp_path / "out" / "lib.py").read_text()
+
+
+def test_a_new_pool_waits_for_the_threads_of_the_last_to_be_gone(monkeypatch):
+    """The OS still listed the previous pool's joined threads for a moment after run_jobs retried
+    a crashing file alone; forking then (Python 3.12+) warned of a multi-threaded fork."""
     import threading
-    import warnings
 
-    from instrumentor.cli import main as cli_main
-    from instrumentor.project import run_jobs
+    from instrumentor import project
 
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
-    thread.start()
-    try:
-        jobs = [(name, "", (0, 1), {}, "runtime", 0) for name in ("a.py", "b.py", "c.py")]
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            results = run_jobs(jobs, 2, work=_parent_pid)
-            src = tmp_path / "src"
-            src.mkdir()
-            (src / "main.py").write_text("import lib\n\ndef go():\n    lib.run()\n")
-            (src / "lib.py").write_text("def run():\n    return 1\n")
-            assert cli_main([str(src), "-o", str(tmp_path / "out"), "-q", "--jobs", "2"]) == 0
-    finally:
-        stop.set()
-        thread.join()
-    assert {r.status for r in results.values()} == {"unchanged"}
-    assert all(int(r.error) != os.getpid() for r in results.values())
-    assert [str(w.message) for w in seen if "fork" in str(w.message)] == []
+    counts = iter([threading.active_count() + 1] * 3 + [threading.active_count()] * 10)
+    seen = []
+
+    def os_threads():
+        seen.append(next(counts))
+        return seen[-1]
+
+    monkeypatch.setattr(project, "START_METHOD", "fork")
+    monkeypatch.setattr(project, "_os_threads", os_threads)
+    project._wait_for_stray_threads()
+    assert len(seen) == 4 and seen[-1] == threading.active_count()
+    # the calling program's own threads are not waited for past the bound
+    monkeypatch.setattr(project, "_os_threads", lambda: threading.active_count() + 5)
+    monkeypatch.setattr(project, "_STRAY_THREADS_WAIT_S", 0.05)
+    project._wait_for_stray_threads()  # returns

@@ -124,6 +124,28 @@ def test_module_package_main_and_argv(tmp_path):
     assert (tmp_path / "runs" / "pkg").is_dir()  # the experiment is named for the module as given
 
 
+def test_module_main_has_the_names_python_m_gives_it(tmp_path):
+    """Review 17 F4: `__annotations__` was missing from a module's `__main__`."""
+    src = package(tmp_path / "src")
+    (src / "pkg" / "names.py").write_text("print('NAMES', sorted(globals()))\n")
+    plain = subprocess.run([sys.executable, "-m", "pkg.names"], cwd=src, env=clean_env(), capture_output=True,
+                           text=True, timeout=60)
+    launched = launch(["--out", str(tmp_path / "runs"), "-m", "pkg.names"], src)
+    assert launched.returncode == 0, launched.stderr
+    names = [ln for ln in plain.stdout.splitlines() if ln.startswith("NAMES")]
+    assert names and names == [ln for ln in launched.stdout.splitlines() if ln.startswith("NAMES")]
+    assert "'__annotations__'" in names[0]
+
+
+def test_the_hint_for_a_package_run_without_probes_names_its_main_file(tmp_path):
+    """Review 17 F5: for `-m pkg` the hint said `--main pkg.py`."""
+    src = package(tmp_path / "src")
+    (src / "pkg" / "__main__.py").write_text("print('MAIN')\n")
+    done = launch(["--out", str(tmp_path / "runs"), "-m", "pkg"], src)
+    assert done.returncode == 0, done.stderr
+    assert "--main pkg/__main__.py, then run -m pkg in build/" in done.stderr, done.stderr
+
+
 def test_module_errors_name_the_option(tmp_path):
     src = package(tmp_path / "src")
     cases = {

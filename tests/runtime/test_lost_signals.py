@@ -196,3 +196,38 @@ def test_without_the_flush_thread_nothing_is_watched(tmp_path):
                            str(tmp_path / "prog.py"), "plain"], env=env, capture_output=True, text=True,
                           timeout=120, cwd=tmp_path)
     assert "CHILD survived" in proc.stdout, proc.stdout + proc.stderr
+
+
+# The program puts a C handler of its own on SIGTERM (ctypes, an extension) after the stand-in:
+# the signal is the program's, and its forked worker lives on (review 17 F1: the watch went in
+# front of any C handler and killed the worker half a second later).
+OWN_C_HANDLER = '''\\
+import ctypes, os, signal, time
+libc = ctypes.CDLL(None)
+libc.signal.restype = ctypes.c_void_p
+libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.signal(signal.SIGTERM, ctypes.cast(libc.srand, ctypes.c_void_p))  # a C handler that does nothing
+
+def work():
+    return sum(range(1000))
+
+work()
+pid = os.fork()
+if pid == 0:
+    work()
+    time.sleep(2)
+    os._exit(0)
+time.sleep(0.5)
+os.kill(pid, signal.SIGTERM)
+_, status = os.waitpid(pid, 0)
+print("CHILD", "signal" if os.WIFSIGNALED(status) else "exit",
+      os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status), flush=True)
+'''
+
+
+def test_a_sigterm_the_program_handles_in_c_is_left_to_it(tmp_path):
+    proc = _launch(tmp_path, OWN_C_HANDLER)
+    plain = subprocess.run([sys.executable, str(tmp_path / "prog.py")], env=_env(), capture_output=True, text=True,
+                           timeout=60, cwd=tmp_path)
+    assert plain.stdout == "CHILD exit 0\n"
+    assert proc.stdout == plain.stdout, proc.stdout + proc.stderr

@@ -10,6 +10,7 @@ model ranks first.
 from __future__ import annotations
 
 import math
+from collections import Counter
 import re
 from dataclasses import dataclass, replace
 from typing import Collection, Iterable, Mapping, Sequence
@@ -244,7 +245,7 @@ def poor_fit_warning(rows: Sequence["RankedModel"]) -> str | None:
         why = ("PMNF terms cannot fall as 1/x: a speedup or efficiency that drops with more ranks is better read "
                "from the models of time (`from time` in the table, `prediction_from_time` in JSON and CSV)")
     return (f"{n} model{'s' if n > 1 else ''} fit{'' if n > 1 else 's'} the measurements poorly (SMAPE above "
-            f"{POOR_FIT_SMAPE:g}%): {listing(named, 5)}; their predictions say little. {why[0].upper()}{why[1:]}")
+            f"{POOR_FIT_SMAPE:g}%): {listing(named, 5)}; {'their predictions say' if n > 1 else 'its prediction says'} little. {why[0].upper()}{why[1:]}")
 
 
 def step_parts_warning(predictions: Mapping[tuple[str, str], float], at_text: str) -> str | None:
@@ -294,6 +295,7 @@ def rank_models(
     measured: Sequence = (),
     min_share: float = 0.0,
     run_shares: RunShares | None = None,
+    model_notes: bool = False,
 ) -> Ranking:
     """The models worst-scaling first; `units` maps (call path, metric) to the unit of its values.
 
@@ -309,7 +311,8 @@ def rank_models(
     `min_share` above 0, the models of the
     call paths under that share at every measured point and at the target (from the `time` models
     among `models` and `companions`) go to `Ranking.left_out` instead of the rows, and the warnings
-    about models speak of the rows only."""
+    about models speak of the rows only. `model_notes`: also say once each warning the rows' models
+    carry (`fewer than 5 values of parameter p (18 models)`)."""
     point = np.array([[float(at[p]) for p in parameters]]) if parameters else np.zeros((1, 0))
     models = list(models)
     preds = []
@@ -321,8 +324,8 @@ def rank_models(
         with np.errstate(all="ignore"):
             by_key.setdefault((fm.callpath, fm.metric), float(fm.predict(point)[0]))
     sums = parts_sums(by_key)
-    at_text = ", ".join(f"{p}={float(at[p]):g}" for p in parameters)
-    warnings = [*warnings, *(c.message(at_text) for c in check_parts(by_key))]
+    at_text = ", ".join(f"{p}={float(at[p]):.12g}" for p in parameters)
+    parts_checks = check_parts(by_key)
     ranges = _ranges(models, {p: float(at[p]) for p in parameters}, preds)
     derived = derived_predictions(models, companions, at, parameters, baselines)
     share_of = _shares(measured, models, preds, ranges, companions, by_key, parameters, at, sums, run_shares)
@@ -346,6 +349,13 @@ def rank_models(
     kept = kept_callpaths(share_of, min_share)
     shown = [r for r in rows if r.share is None or r.fitted.callpath in kept]
     left_out = [r for r in rows if not (r.share is None or r.fitted.callpath in kept)]
+    # the warnings speak of the models shown only (review 18: "(70 models)" with 20 shown)
+    shown_callpaths = {r.fitted.callpath for r in shown}
+    warnings = list(warnings)
+    if model_notes:
+        counts = Counter(w for r in shown for w in r.fitted.warnings)
+        warnings += [f"{w} ({n} model{'s' if n > 1 else ''})" for w, n in counts.items()]
+    warnings += [c.message(at_text) for c in parts_checks if c.callpath in shown_callpaths]
     warnings.extend(w for w in (poor_fit_warning(shown), below_zero_warning(shown, nonnegative, at_text),
                                 disagreement_warning(shown, at_text), step_parts_warning(by_key, at_text)) if w)
     if any(r.fitted.metric == "time" for r in shown) and (own := own_time_note(measured, parameters)):

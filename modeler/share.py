@@ -98,6 +98,9 @@ def parse_min_share(text: str | float | None, option: str = "--min-share") -> fl
         value /= 100.0
     if not math.isfinite(value) or value < 0:
         raise InputError(f"{option}: {text!r} must be a fraction from 0 to 1 (0 shows every call path)")
+    if value == 1 and not percent and isinstance(text, str):
+        raise InputError(f"{option}: {text!r} would leave out every call path but the longest (1 is the whole run): "
+                         f"for 1%, write 0.01 or 1%; for the whole run, 100%")
     if value > 1:
         hint = f" (for {value:g}%, write {value / 100:g} or {value:g}%)" if value <= 100 and not percent else ""
         raise InputError(f"{option}: {text!r} is more than the whole run: give a fraction from 0 to 1{hint}")

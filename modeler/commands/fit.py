@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
 from typing import Sequence
 
 from ..dataset import REPETITION_AGGREGATES, Dataset, Series
@@ -115,10 +114,8 @@ def fit_dataset(
     both = Dataset(data.parameters, [*data.series, *extra], list(data.warnings), list(data.sources))
     fitted = PMNFModeler(compat=compat, aggregate=repetitions).fit(both).models_
     shown, companions = fitted[: len(data.series)], fitted[len(data.series):]
-    model_warnings = Counter(w for fm in shown for w in fm.warnings)
-    notes = [f"{w} ({n} model{'s' if n > 1 else ''})" for w, n in model_warnings.items()]
     units = {(s.callpath, s.metric): s.unit for s in data.series}
-    return rank_models(shown, data.parameters, target, warnings=[*data.warnings, *warnings, *notes], units=units,
+    return rank_models(shown, data.parameters, target, warnings=[*data.warnings, *warnings], model_notes=True, units=units,
                        companions=companions, nonnegative=nonnegative_keys(data.series), baselines=bases,
                        measured=_all_series(data, measured), min_share=min_share,
                        run_shares=(measured if measured is not None else data).run_shares)
@@ -176,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
     name_skipped(loaded, args)
     if not args.quiet:
         left = ranking.left_out_callpaths()
-        note = f", {len(left)} call path(s) under --min-share {ranking.min_share:g} left out" if left else ""
+        note = (f", {len(left)} call path(s) under {percent(ranking.min_share)} of the run's time left out "
+                f"(--min-share)" if left else "")
         print(f"modeler: {describe_files(loaded)}; {len(ranking.rows)} model(s){note}", file=sys.stderr)
     return EXIT_PARTIAL if loaded.skipped else EXIT_OK
 

@@ -37,7 +37,7 @@ def growth_text(g: tuple[float, float]) -> str:
 
 
 def target_text(ranking: Ranking) -> str:
-    return ", ".join(f"{p}={number(v, 6)}" for p, v in ranking.at.items())
+    return ", ".join(f"{p}={number(v, 12)}" for p, v in ranking.at.items())
 
 
 def cells(i: int, row: RankedModel) -> tuple[str, ...]:

@@ -134,7 +134,8 @@ def build_report(
     scaling_view(report, ok_groups, params, hold)
     if metric == "time":
         _run_time(report, [*ranking, *left_out], main_roots(groups), companions, opt.ranks)
-        report.predicted_caveats = _caveats(report, [*ranking, *left_out], series_read or dataset.series)
+        report.predicted_caveats = _caveats(report, [*ranking, *left_out], series_read or dataset.series,
+                                            per_rank=opt.ranks not in PER_RANK_FROM_COST)
     chosen = choose_run(ok_groups or list(groups), opt.run_id)
     if chosen is not None:
         imbalance_view(report, chosen)
@@ -215,13 +216,18 @@ def _run_time(report: Report, ranking: Sequence, roots: set[str] | None, compani
 
 #: a run time whose model and its parts' models differ by more than this factor gets a caveat
 PARTS_DISAGREE = 2.0
+#: a run time predicted at a measured point is said to disagree with it outside these ratios
+MEASURED_AGREES = (1 / 1.5, 1.5)
 
 
-def _caveats(report: Report, ranking: Sequence, series: Sequence) -> list[str]:
+def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool = True) -> list[str]:
     """What makes the headline run time doubtful, said next to it: a parameter that the target
-    moves but that its model holds constant (too few values), and a model that its parts' models
-    contradict at the target (review 15: two values of ranks pooled into a constant of 4 s, where
-    8.3 s had been measured and the step loop alone predicted 28 s)."""
+    moves but that its model holds constant (too few values); a prediction far from what was
+    measured at the target itself, or below the most measured where the target lies beyond it with
+    such a parameter; and a model that its parts' models contradict at the target (review 15: two
+    values of ranks pooled into a constant of 4 s, where 8.3 s had been measured and the step loop
+    alone predicted 28 s). `per_rank`: the run time is the region's time model's (not, under
+    `--ranks sum` or `min`, from its cost model: the time series and parts are no time per rank)."""
     if report.predicted_total is None or report.predicted_root is None:
         return []
     out = []
@@ -234,15 +240,20 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence) -> list[str]:
                 shown = ", ".join(f"{v:g}" for v in values)
                 out.append(f"{p} has {len(values)} measured value(s) ({shown}): the model holds it constant, "
                            f"so this prediction does not follow {p}={at:g}")
+    if s is not None and per_rank:
         measured = s.values()
+        target = tuple(report.target.get(p) for p in report.parameters)
+        here = [i for i, point in enumerate(s.points) if tuple(float(v) for v in point) == target]
         top = int(np.argmax(measured))
         beyond = all(report.target.get(p, v) >= v for p, v in zip(report.parameters, s.points[top]))
-        if out and beyond and report.predicted_total < measured[top]:
+        if here and not MEASURED_AGREES[0] <= report.predicted_total / measured[here[0]] <= MEASURED_AGREES[1]:
+            out.append(f"{measured[here[0]]:.4g} s was measured at this very point")
+        elif out and beyond and report.predicted_total < measured[top]:
             point = ", ".join(f"{p}={v:g}" for p, v in zip(report.parameters, s.points[top]))
             out.append(f"below the {measured[top]:.4g} s already measured at {point}")
     row = next((r for r in ranking if r.callpath == report.predicted_root), None)
     parts = None if row is None else row.from_parts
-    if parts is not None and parts > 0 and report.predicted_total > 0:
+    if per_rank and parts is not None and parts > 0 and report.predicted_total > 0:
         ratio = report.predicted_total / parts
         if ratio > PARTS_DISAGREE or ratio < 1 / PARTS_DISAGREE:
             out.append(f"its exclusive time and its children's models add up to {parts:.4g} s ({ratio:.2g}x): "

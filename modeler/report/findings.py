@@ -138,7 +138,7 @@ class Report:
         return left_out_note(n, self.min_share) if n else ""
 
     def target_text(self) -> str:
-        return ", ".join(f"{k}={v:g}" for k, v in self.target.items())
+        return ", ".join(f"{k}={v:.12g}" for k, v in self.target.items())
 
     def headline(self) -> RankingRow | None:
         """The region to name first: among those with the worst growth the deepest, since its

@@ -68,7 +68,7 @@ def test_a_tiny_noisy_region_is_left_out_by_default_and_said(tmp_path, capsys):
     assert "1 call path under 1% of the run's time (at every measured point and at the target) left out; " \
            "--min-share 0 shows all" in captured.out
     assert "main->init" not in captured.out
-    assert "1 call path(s) under --min-share 0.01 left out" in captured.err
+    assert "1 call path(s) under 1% of the run's time left out (--min-share)" in captured.err
 
 
 def test_a_small_region_that_grows_into_the_run_at_the_target_is_kept(tmp_path, capsys):
@@ -131,7 +131,10 @@ def test_bad_values_are_errors_naming_the_option(tmp_path, capsys, value):
 
 def test_parse_min_share():
     assert parse_min_share(None) == 0.01
-    assert parse_min_share("0") == 0.0 and parse_min_share("1") == 1.0
+    assert parse_min_share("0") == 0.0 and parse_min_share("100%") == 1.0
+    # review 18: "1" read as the whole run showed `main` alone; it is an error that says why
+    with pytest.raises(InputError, match=r"'1' would leave out every call path but the longest .*write 0.01 or 1%"):
+        parse_min_share("1")
     assert parse_min_share("2.5%") == pytest.approx(0.025)
     with pytest.raises(InputError, match="for 5%, write 0.05 or 5%"):
         parse_min_share("5")

@@ -160,3 +160,72 @@ def test_a_top_level_region_whose_time_is_mostly_its_own_is_said(tmp_path):
     src.write_text("".join(json.dumps({"params": p, "callpath": cp, "metric": m, "value": [v, v]}) + "\n"
                            for p, cp, m, v in balanced))
     assert not [w for w in fit_dataset(load([src]), min_share=0).warnings if "own code" in w]
+
+
+# review 18 ------------------------------------------------------------------------------------
+
+
+def test_a_run_time_far_from_what_was_measured_at_the_target_itself_is_said(tmp_path):
+    """At the default target (the largest measured values) the pooled constant said 4.03 s where
+    8.2 s had been measured at that very point, with no caveat: the caveat about what was measured
+    needed another caveat first."""
+    values = []
+    for w in WIDTH:
+        for ranks, t in ((1, 5 - 0.004 * w), (2, 3 + 0.01 * w)):
+            values += [({"ranks": ranks, "width": w}, "main", t), ({"ranks": ranks, "width": w}, "main->train", t - 0.1)]
+    line = _report(tmp_path, _write(tmp_path / "in.jsonl", values), "ranks=2,width=512")
+    assert "Caveat: 8.12 s was measured at this very point." in line
+    assert "has 2 measured value(s)" not in line  # the target moves no parameter off its values
+
+
+def test_under_ranks_sum_the_parts_of_a_per_rank_run_time_are_not_compared(tmp_path):
+    """Under --ranks sum the parts are rank-seconds: compared with the mean time per rank they gave
+    a caveat of about 1/ranks on every multi-rank sweep."""
+    from tests.modeler.modeler_synthetic_runs import write_sweep
+
+    write_sweep(tmp_path / "runs", {"ranks": [1, 2, 4, 8, 16]}, time_s=lambda p, rank, rep: 1.0 + 0.1 * p["ranks"])
+    out = tmp_path / "r.md"
+    for ranks in ("mean", "sum"):
+        assert cli.main(["report", str(tmp_path / "runs"), "--ranks", ranks, "--at", "ranks=64", "--format",
+                         "markdown", "-o", str(out), "-q"]) == 0
+        line = next(ln for ln in out.read_text().splitlines() if ln.startswith("Predicted run time"))
+        assert "Caveat" not in line, (ranks, line)
+
+
+def test_fit_says_the_warnings_of_the_models_it_shows_only(tmp_path, capsys):
+    """`modeler fit` counted "(70 models)" with 20 shown, and named hidden call paths in parts warnings."""
+    values = []
+    for ranks in (1, 2, 4, 8):
+        p = {"ranks": ranks}
+        values += [(p, "main", 100.0 + ranks), (p, "main->train", 90.0 + ranks), (p, "main->tiny", 0.001),
+                   (p, "main->tiny->inner", 0.0009 * ranks ** 3)]
+    src = _write(tmp_path / "in.jsonl", values)
+    assert cli.main(["fit", str(src), "--at", "ranks=8"]) == 0
+    err = capsys.readouterr().err
+    assert "fewer than 5 values of parameter ranks (4) (2 models)" in err, err
+    assert "main->tiny" not in err.split("read 1 of 1")[0], err
+    assert cli.main(["fit", str(src), "--at", "ranks=8", "--min-share", "0"]) == 0
+    assert "fewer than 5 values of parameter ranks (4) (4 models)" in capsys.readouterr().err
+
+
+def test_the_overview_table_marks_a_doubtful_row(tmp_path):
+    from modeler.report.findings import RankingRow, Report
+    from modeler.report.render import render_html
+
+    def row(cp: str, doubtful: str | None) -> RankingRow:
+        return RankingRow(cp, "c", "deg 1", (1.0, 0.0), 1.0, None, 0.9, 12, 1.0, 1.0, None, None, 1.0, (), "",
+                          doubtful=doubtful)
+
+    report = Report(title="t", parameters=("ranks",), metric="time", unit_format=str, target={"ranks": 8.0},
+                    hold={}, ranking=[row("main->noisy", "adj. R² -0.2: worse than a constant"), row("main", None)],
+                    regions=[])
+    html = render_html(report)
+    overview = html.split("Worst-scaling regions", 1)[1].split("</table>", 1)[0]
+    assert "<b>noisy</b> !<div class=\"warn small\">doubtful: adj. R² -0.2: worse than a constant</div>" in overview
+
+
+def test_a_target_is_printed_as_given():
+    from modeler.ranking import RankedModel, Ranking
+    from modeler.outputs.columns import target_text
+
+    assert target_text(Ranking(("ranks",), {"ranks": 1234567.0}, ())) == "ranks=1234567"

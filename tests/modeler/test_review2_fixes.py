@@ -119,7 +119,7 @@ def test_a_poor_fit_is_named():
     assert poor_fit_warning(rows[1:] if rows[0].fitted.callpath == "main->train_step" else rows[:1]) is None
     # a time that fits poorly is not sent to the models of time
     timed = poor_fit_warning(rank_models([_fitted("main->shutdown", 52.0, "time")], ("ranks",), {"ranks": 32}).rows)
-    assert timed.endswith("their predictions say little. The values vary more than any form explains (run-to-run "
+    assert timed.endswith("its prediction says little. The values vary more than any form explains (run-to-run "
                           "noise, or a change of regime inside the measured range)")
     ranking = rank_models([_fitted("main->train_step", 97.2)], ("ranks",), {"ranks": 32})
     assert any("fits the measurements poorly" in w for w in ranking.warnings)

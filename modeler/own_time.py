@@ -8,7 +8,7 @@ libraries, which are not instrumented) shows growth that no child explains (revi
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 
@@ -20,10 +20,13 @@ SEPARATOR = "->"
 OWN_SHARE = 0.5
 
 
-def own_time_note(measured: Sequence[Series], parameters: Sequence[str]) -> str | None:
-    """One note naming the top-level call paths with children whose own (exclusive) time is at least
-    OWN_SHARE of their time at the point where their time is largest, or None."""
-    time = {s.callpath: s for s in measured if s.metric == "time" and SEPARATOR not in s.callpath}
+def own_time_note(measured: Sequence[Series], parameters: Sequence[str],
+                  among: Collection[str] | None = None) -> str | None:
+    """One note naming the top-level call paths (of `among`, the call paths shown, where given) with
+    children whose own (exclusive) time is at least OWN_SHARE of their time at the point where their
+    time is largest, or None."""
+    time = {s.callpath: s for s in measured if s.metric == "time" and SEPARATOR not in s.callpath
+            and (among is None or s.callpath in among)}
     own = {s.callpath: s for s in measured if s.metric == "exclusive_time" and s.callpath in time}
     parents = {s.callpath.split(SEPARATOR, 1)[0] for s in measured if s.metric == "time" and SEPARATOR in s.callpath}
     named = []

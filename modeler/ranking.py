@@ -358,7 +358,8 @@ def rank_models(
     warnings += [c.message(at_text) for c in parts_checks if c.callpath in shown_callpaths]
     warnings.extend(w for w in (poor_fit_warning(shown), below_zero_warning(shown, nonnegative, at_text),
                                 disagreement_warning(shown, at_text), step_parts_warning(by_key, at_text)) if w)
-    if any(r.fitted.metric == "time" for r in shown) and (own := own_time_note(measured, parameters)):
+    timed = {r.fitted.callpath for r in shown if r.fitted.metric == "time"}
+    if timed and (own := own_time_note(measured, parameters, among=timed)):
         warnings.append(own)
     return Ranking(tuple(parameters), dict(at), tuple(shown), tuple(warnings), min_share, tuple(left_out))
 

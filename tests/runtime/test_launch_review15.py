@@ -26,8 +26,11 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, default=10)
     a = p.parse_args()
-    print("RESULT", f(a.n), __name__, __package__, __spec__.name, sys.argv[0], INIT_ARGV0, sys.path[0],
-          sys.argv[1:], flush=True)
+    # one write: two ranks share the pipe, and with PYTHONUNBUFFERED print's pieces interleave
+    fields = ["RESULT", f(a.n), __name__, __package__, __spec__.name, sys.argv[0], INIT_ARGV0, sys.path[0],
+              sys.argv[1:]]
+    sys.stdout.write(" ".join(map(str, fields)) + "\\n")
+    sys.stdout.flush()
     if a.n < 0:
         raise ValueError("negative n")
 
@@ -35,7 +38,7 @@ def main():
 if __name__ == "__main__":
     main()
 '''
-RAISE_LINE = 14  # the `raise ValueError` above, in the original file
+RAISE_LINE = 17  # the `raise ValueError` above, in the original file
 
 
 def package(src: Path) -> Path:

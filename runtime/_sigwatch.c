@@ -41,13 +41,20 @@ static void reset_in_child(void) {
     for (int i = 0; i < NSIG; i++) arrivals[i] = 0;
 }
 
-static PyObject *w_watch(PyObject *self, PyObject *arg) {
-    int sig = (int)PyLong_AsLong(arg);
-    if (sig == -1 && PyErr_Occurred()) return NULL;
+/* The signal number argument: 1 to NSIG-1, else -1 with a ValueError set. */
+static int signal_arg(PyObject *arg) {
+    long sig = PyLong_AsLong(arg);
+    if (sig == -1 && PyErr_Occurred()) return -1;
     if (sig <= 0 || sig >= NSIG) {
-        PyErr_Format(PyExc_ValueError, "signal number out of range: %d", sig);
-        return NULL;
+        PyErr_Format(PyExc_ValueError, "signal number out of range: %ld", sig);
+        return -1;
     }
+    return (int)sig;
+}
+
+static PyObject *w_watch(PyObject *self, PyObject *arg) {
+    int sig = signal_arg(arg);
+    if (sig < 0) return NULL;
     struct sigaction current;
     if (sigaction(sig, NULL, &current) != 0) return PyErr_SetFromErrno(PyExc_OSError);
     if (is_ours(&current)) Py_RETURN_TRUE;
@@ -62,10 +69,10 @@ static PyObject *w_watch(PyObject *self, PyObject *arg) {
 }
 
 static PyObject *w_remember(PyObject *self, PyObject *arg) {
-    int sig = (int)PyLong_AsLong(arg);
-    if (sig == -1 && PyErr_Occurred()) return NULL;
+    int sig = signal_arg(arg);
+    if (sig < 0) return NULL;
     struct sigaction current;
-    if (sig <= 0 || sig >= NSIG || sigaction(sig, NULL, &current) != 0) Py_RETURN_FALSE;
+    if (sigaction(sig, NULL, &current) != 0) Py_RETURN_FALSE;
     if ((current.sa_flags & SA_SIGINFO) || current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)
         Py_RETURN_FALSE;
     cpython_handler = current.sa_handler;
@@ -73,20 +80,16 @@ static PyObject *w_remember(PyObject *self, PyObject *arg) {
 }
 
 static PyObject *w_arrivals(PyObject *self, PyObject *arg) {
-    int sig = (int)PyLong_AsLong(arg);
-    if (sig == -1 && PyErr_Occurred()) return NULL;
-    if (sig <= 0 || sig >= NSIG) {
-        PyErr_Format(PyExc_ValueError, "signal number out of range: %d", sig);
-        return NULL;
-    }
+    int sig = signal_arg(arg);
+    if (sig < 0) return NULL;
     return PyLong_FromLong((long)arrivals[sig]);
 }
 
 static PyObject *w_watching(PyObject *self, PyObject *arg) {
-    int sig = (int)PyLong_AsLong(arg);
-    if (sig == -1 && PyErr_Occurred()) return NULL;
+    int sig = signal_arg(arg);
+    if (sig < 0) return NULL;
     struct sigaction current;
-    if (sig <= 0 || sig >= NSIG || sigaction(sig, NULL, &current) != 0) Py_RETURN_FALSE;
+    if (sigaction(sig, NULL, &current) != 0) Py_RETURN_FALSE;
     return PyBool_FromLong(is_ours(&current));
 }
 

@@ -22,8 +22,7 @@ import signal
 from _thread import get_ident
 from typing import Any, Callable
 
-_stand_ins: dict[int, set[int]] = {}  # signal number -> ids of handlers standing in for SIG_DFL
-_handlers: dict[int, Callable[..., Any]] = {}  # id -> handler (keeps the ids valid)
+_stand_ins: dict[int, list[Callable[..., Any]]] = {}  # signal number -> handlers standing in for SIG_DFL
 _saved: dict[int, Any] = {}  # forking thread -> its mask before _before blocked
 _registered = [False]
 
@@ -37,8 +36,7 @@ def stand_in(signum: int, handler: Callable[..., Any]) -> None:
         _sigwatch.remember(signum)
     except (ImportError, OSError, ValueError):
         pass
-    _handlers[id(handler)] = handler
-    _stand_ins.setdefault(signum, set()).add(id(handler))
+    _stand_ins.setdefault(signum, []).append(handler)
     if not _registered[0] and hasattr(os, "register_at_fork") and hasattr(signal, "pthread_sigmask"):
         os.register_at_fork(before=_before, after_in_parent=_after, after_in_child=_after)
         _registered[0] = True
@@ -46,7 +44,7 @@ def stand_in(signum: int, handler: Callable[..., Any]) -> None:
 
 def stands_in(signum: int, handler: object) -> bool:
     """Whether `handler` is one of ours that stands in for `signum`'s default action."""
-    return id(handler) in _stand_ins.get(signum, ()) and _handlers.get(id(handler)) is handler
+    return any(h is handler for h in _stand_ins.get(signum, ()))
 
 
 def _before() -> None:

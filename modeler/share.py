@@ -208,10 +208,16 @@ def left_out_note(count: int, fraction: float) -> str:
 
 def share_series(data: Sequence[Series], measured: Sequence[Series], min_points: int = 3) -> list[Series]:
     """The `time` series of `measured` that `data` lacks and the shares at the target need: those of
-    the top-level call paths (the run's time) and of the call paths `data` holds other metrics of.
-    Fitted beside `data`, not shown."""
+    the top-level call paths (the run's time), of the call paths `data` holds other metrics of, and
+    of their callers (a call path's share at the target is capped by its parent's, and one whose
+    parent has no share there is left out with it: `kept_callpaths`). Fitted beside `data`, not shown."""
     have = {(s.callpath, s.metric) for s in data}
-    wanted = {s.callpath for s in data}
+    wanted: set[str] = set()
+    for s in data:
+        cp: str | None = s.callpath
+        while cp is not None and cp not in wanted:
+            wanted.add(cp)
+            cp = parent(cp)
     return [s for s in measured
             if s.metric == "time" and (s.callpath, "time") not in have and s.n_points >= min_points
             and (SEPARATOR not in s.callpath or s.callpath in wanted)]

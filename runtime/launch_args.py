@@ -12,6 +12,8 @@ from runtime.launch_nsys import parse_rank_filter
 from runtime.sweep_design import Design, load_toml
 from runtime.sweep_values import parse_assignment
 
+#: without --max-failures, a sweep whose first this many runs all failed stops (a mistyped option)
+FIRST_FAILURES = 3
 USAGE = "python -m runtime.launch [options] [--] script.py [args...] | [options] -m module [args...]"
 
 
@@ -62,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="start each run's ranks with this command instead, e.g. 'srun -n {ranks}'")
     run.add_argument("--timeout", type=float, metavar="S", help="stop a run after S seconds (status timeout)")
     run.add_argument("--max-failures", type=int, metavar="N",
-                     help="stop a sweep after N runs in a row failed or timed out (a resumed sweep runs them again)")
+                     help="stop a sweep after N runs in a row failed or timed out (a resumed sweep runs them "
+                          f"again); default: stop when its first {FIRST_FAILURES} runs all failed; 0: never stop")
     run.add_argument("--grace", type=float, default=10.0, metavar="S",
                      help="seconds between SIGTERM and SIGKILL when ranks are stopped (default 10)")
     exp = p.add_argument_group("parameters and sweeps")
@@ -178,8 +181,8 @@ def parse(argv: list[str]) -> Options:
         raise LaunchError(f"--timeout {ns.timeout}: must be positive")
     if ns.grace < 0:
         raise LaunchError(f"--grace {ns.grace}: must not be negative")
-    if ns.max_failures is not None and ns.max_failures < 1:
-        raise LaunchError(f"--max-failures {ns.max_failures}: must be at least 1")
+    if ns.max_failures is not None and ns.max_failures < 0:
+        raise LaunchError(f"--max-failures {ns.max_failures}: must be at least 1 (or 0: never stop)")
     if ns.nsys_ranks is not None:
         parse_rank_filter(ns.nsys_ranks)
         if not ns.nsys:

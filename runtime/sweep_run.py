@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from runtime.config import Config
-from runtime.launch_args import Options, child_flags, without_dry_run
+from runtime.launch_args import FIRST_FAILURES, Options, child_flags, without_dry_run
 from runtime.launch_recording import nothing_recorded, report_single_run, wrote_run_file
 from runtime.launch_ranks import Member, Outcome, SignalInbox, free_port, run_members
 from runtime.launch_errors import LaunchError
@@ -181,10 +181,8 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
         if stopped is not None:
             break
         in_a_row = in_a_row + 1 if outcome.status in ("failed", "timeout") else 0
-        if opts.max_failures is not None and in_a_row >= opts.max_failures and todo:
-            stopped = (f"{in_a_row} runs in a row failed (--max-failures {opts.max_failures}), the last with: "
-                       f"{outcome.error}. Fix the cause first: a resume tries the failed runs again before the "
-                       "others (or give a larger --max-failures)")
+        stopped = _too_many_failures(opts, in_a_row, progress, outcome) if todo else None
+        if stopped is not None:
             break
     if progress is not None:
         why = interrupted.error if interrupted else (f"stopped: {stopped}" if stopped else None)
@@ -202,6 +200,23 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
 
 
 WAIT_S = 0.2
+
+
+def _too_many_failures(opts: Options, in_a_row: int, progress: Progress | None, last: Outcome) -> str | None:
+    """Why the sweep stops after `in_a_row` runs failed or timed out, or None: at `--max-failures N`
+    in a row; without it, when the sweep's first `FIRST_FAILURES` runs all failed (none completed,
+    none was done before: a mistyped option fails every point alike); never at `--max-failures 0`."""
+    if opts.max_failures:
+        if in_a_row >= opts.max_failures:
+            return (f"{in_a_row} runs in a row failed (--max-failures {opts.max_failures}), the last with: "
+                    f"{last.error}. Fix the cause first: a resume tries the failed runs again before the others "
+                    "(or give a larger --max-failures)")
+    elif opts.max_failures is None and in_a_row >= FIRST_FAILURES and progress is not None \
+            and progress.finished == in_a_row:
+        return (f"the first {in_a_row} runs all failed, the last with: {last.error}. Fix the cause first (a resume "
+                f"tries the failed runs again before the others), or give --max-failures 0 to run every point "
+                f"whatever fails")
+    return None
 
 
 def _take(opts: Options, run: Run) -> tuple[Claim, Run] | str:

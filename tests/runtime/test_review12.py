@@ -90,12 +90,39 @@ def test_max_failures_stops_a_sweep_whose_runs_all_fail(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert "2 runs in a row failed (--max-failures 2)" in proc.stderr and "a resume tries the failed runs again" in proc.stderr
     assert len(list((tmp_path / "runs" / "prog").iterdir())) == 2  # the other two were not started
-    proc = launch()  # resumed without the option: every run is tried
+    proc = launch("--max-failures", "0")  # resumed with 0: every run is tried
     assert proc.returncode == 1
+    assert "stopped" not in proc.stderr
     assert len(list((tmp_path / "runs" / "prog").iterdir())) == 4
-    bad = subprocess.run([sys.executable, "-m", "runtime.launch", "--max-failures", "0", str(tmp_path / "prog.py")],
+    bad = subprocess.run([sys.executable, "-m", "runtime.launch", "--max-failures", "-1", str(tmp_path / "prog.py")],
                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert bad.returncode == 2 and "--max-failures 0: must be at least 1" in bad.stderr
+    assert bad.returncode == 2 and "--max-failures -1: must be at least 1 (or 0: never stop)" in bad.stderr
+
+
+def _failing_sweep(tmp_path: Path, fails: str, *extra: str) -> subprocess.CompletedProcess:
+    """A sweep over batch=1..6 of a program that fails where `fails` (a Python expression of b) holds."""
+    (tmp_path / "prog.py").write_text(f"import sys\nb = int(sys.argv[1])\nsys.exit('bad batch' if {fails} else 0)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env.update(PYTHONPATH=str(REPO), SCALEPROBE_QUIET="1")
+    return subprocess.run([sys.executable, "-m", "runtime.launch", "--sweep", "batch=1,2,3,4,5,6", *extra,
+                           "--out", str(tmp_path / "runs"), "--", str(tmp_path / "prog.py"), "{batch}"],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+
+def test_a_sweep_whose_first_three_runs_all_fail_stops_by_default(tmp_path):
+    """Without --max-failures a mistyped option ran (and failed) every point of the sweep."""
+    proc = _failing_sweep(tmp_path, "True")
+    assert proc.returncode == 1, proc.stderr
+    assert "the first 3 runs all failed, the last with:" in proc.stderr and "--max-failures 0" in proc.stderr
+    assert "3 failed" in proc.stderr and "3 not run" in proc.stderr
+    assert len(list((tmp_path / "runs" / "prog").iterdir())) == 3
+
+
+def test_failures_after_a_completed_run_do_not_stop_a_sweep_by_default(tmp_path):
+    """Points that fail once the program has run (too large a batch) are data: the sweep goes on."""
+    proc = _failing_sweep(tmp_path, "b > 1")
+    assert proc.returncode == 1, proc.stderr
+    assert "stopped" not in proc.stderr and "1 runs completed, 5 failed" in proc.stderr
 
 
 def test_rank_selection_is_in_the_header_and_a_selected_rank_without_a_file_is_told_apart(tmp_path):

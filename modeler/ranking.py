@@ -23,7 +23,7 @@ from .errors import InputError
 from .listing import listing
 from .model import FittedModel, Model
 from .own_time import own_time_note
-from .parts import check_parts, parts_sums
+from .parts import SEPARATOR, PartsCheck, check_parts, parts_sums
 from .share import Share, kept_callpaths, measured_shares, shares
 from .uncertainty import mixture_ranges, with_prediction
 
@@ -41,7 +41,7 @@ def doubt(fm: FittedModel, prediction: float, from_parts: float | None) -> str |
     """Why a model's growth is not to be read as it stands, or None: a fit worse than a constant, or
     a time model that its parts' models (`from_parts`) contradict at the target (review 15: a noisy
     18 ms region led the ranking with adj. R² -0.2 and parts 52x apart)."""
-    if math.isfinite(fm.ar2) and fm.ar2 < 0 and fm.model.terms:
+    if _worse_than_constant(fm):
         return f"adj. R² {fm.ar2:.2g}: worse than a constant"
     if from_parts is not None and from_parts > 0 and math.isfinite(prediction) and prediction > 0:
         ratio = prediction / from_parts
@@ -49,6 +49,40 @@ def doubt(fm: FittedModel, prediction: float, from_parts: float | None) -> str |
             return f"its parts' models add up to {ratio:.2g}x less at the target" if ratio > 1 else \
                 f"its parts' models add up to {1 / ratio:.2g}x more at the target"
     return None
+
+
+def blamed_parts(models: Iterable[FittedModel], predictions: Mapping[tuple[str, str], float],
+                 sums: Mapping[str, PartsCheck]) -> dict[tuple[str, str], str]:
+    """The parts charged with a whole/parts contradiction, with why: where a call path's `time`
+    model and its parts' (`doubt`) disagree, which of them is wrong cannot be told from the numbers
+    alone, so the whole is marked, and so is the part whose fit is the poorest when it is poorer than
+    the whole's (review 18: a loop was marked while the constant that its child's clearly growing,
+    noisy values were fitted with, SMAPE 60%, was not). Keys: (call path, metric) of the part."""
+    fitted = {(fm.callpath, fm.metric): fm for fm in models}
+    children: dict[str, list[str]] = {}
+    for cp, metric in fitted:
+        if metric == "time" and SEPARATOR in cp:
+            children.setdefault(cp.rsplit(SEPARATOR, 1)[0], []).append(cp)
+    out: dict[tuple[str, str], str] = {}
+    for cp, check in sums.items():
+        whole = fitted.get((cp, "time"))
+        if whole is None or doubt(whole, predictions.get((cp, "time"), math.nan), check.parts) is None \
+                or _worse_than_constant(whole):
+            continue
+        parts = [fitted[k] for k in [(cp, "exclusive_time"), *((c, "time") for c in children.get(cp, ()))]
+                 if k in fitted]
+        worst = max(parts, key=lambda fm: fm.smape if math.isfinite(fm.smape) else -math.inf, default=None)
+        if worst is None or not math.isfinite(worst.smape) or worst.smape <= whole.smape:
+            continue
+        ratio = check.whole / check.parts
+        out.setdefault((worst.callpath, worst.metric), (
+            f"a part of {cp}, whose time model its parts' contradict by {max(ratio, 1 / ratio):.2g}x at the target; "
+            f"its fit is the poorer (SMAPE {worst.smape:.3g}% against {whole.smape:.3g}%)"))
+    return out
+
+
+def _worse_than_constant(fm: FittedModel) -> bool:
+    return math.isfinite(fm.ar2) and fm.ar2 < 0 and bool(fm.model.terms)
 
 
 @dataclass(frozen=True)
@@ -69,10 +103,12 @@ class RankedModel:
     from_time: tuple[float, str] | None = None
     #: the call path's share of the run's time (`modeler.share`), None where it has no time series
     share: Share | None = None
+    #: why this model is charged with its caller's whole/parts contradiction (`blamed_parts`), or None
+    blamed: str | None = None
 
     def doubtful(self) -> str | None:
-        """Why this row's growth is not to be read as it stands, or None: see `doubt`."""
-        return doubt(self.fitted, self.prediction, self.from_parts)
+        """Why this row's growth is not to be read as it stands, or None: see `doubt` and `blamed_parts`."""
+        return doubt(self.fitted, self.prediction, self.from_parts) or self.blamed
 
     def to_json(self) -> dict:
         d = self.fitted.to_json()
@@ -328,7 +364,8 @@ def rank_models(
     parts_checks = check_parts(by_key)
     ranges = _ranges(models, {p: float(at[p]) for p in parameters}, preds)
     derived = derived_predictions(models, companions, at, parameters, baselines)
-    share_of = _shares(measured, models, preds, ranges, companions, by_key, parameters, at, sums, run_shares)
+    blamed = blamed_parts([*models, *companions], by_key, sums)
+    share_of = _shares(measured, models, preds, ranges, companions, by_key, parameters, at, sums, run_shares, blamed)
     rows = []
     for fm, pred, rng, ft in zip(models, preds, ranges, derived):
         low = high = None
@@ -337,7 +374,8 @@ def rank_models(
             low, high = min(a, b), max(a, b)
         unit = (units or {}).get((fm.callpath, fm.metric), "")
         parts = sums[fm.callpath].parts if fm.metric == "time" and fm.callpath in sums else None
-        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng, ft, share_of.get(fm.callpath)))
+        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng, ft, share_of.get(fm.callpath),
+                                blamed.get((fm.callpath, fm.metric))))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time
@@ -367,14 +405,16 @@ def rank_models(
 def _shares(measured: Sequence, models: Sequence[FittedModel], preds: Sequence[float],
             ranges: Sequence[tuple[float, float] | None], companions: Sequence[FittedModel],
             by_key: Mapping[tuple[str, str], float], parameters: Sequence[str],
-            at: Mapping[str, float], sums: Mapping, run_shares: RunShares | None = None) -> dict[str, Share]:
+            at: Mapping[str, float], sums: Mapping, run_shares: RunShares | None = None,
+            blamed: Collection[tuple[str, str]] = ()) -> dict[str, Share]:
     """Each call path's share of the run's time (`modeler.share`): measured in `measured` (and
     `run_shares`), and at the target from the `time` models (the low end from their 80% ranges;
-    none from a doubtful one, `doubt`)."""
+    none from a doubtful one, `doubt`, or one `blamed` for its caller's contradiction)."""
     if not measured:
         return {}
     doubtful = {fm.callpath for fm in [*models, *companions] if fm.metric == "time"
-                and doubt(fm, by_key[(fm.callpath, "time")], sums[fm.callpath].parts if fm.callpath in sums else None)}
+                and ((fm.callpath, "time") in blamed
+                     or doubt(fm, by_key[(fm.callpath, "time")], sums[fm.callpath].parts if fm.callpath in sums else None))}
     lows = {fm.callpath: (None if rng is None else rng[0])
             for fm, rng in zip(models, ranges) if fm.metric == "time"}
     extra = [fm for fm in companions if fm.metric == "time" and fm.callpath not in lows]

@@ -77,4 +77,5 @@ def doubtful_legend(ranking: Ranking) -> str:
         return ""
     return (f"! ({len(marked)} row{'s' if len(marked) > 1 else ''}): a fit worse than a constant (adj. R2 below 0), "
             f"or a time model that its exclusive time and children's models contradict by more than "
-            f"{PARTS_DISAGREE:g}x at the target: its growth and prediction are not to be acted on as they stand")
+            f"{PARTS_DISAGREE:g}x at the target, or the part with the poorest fit in such a contradiction: "
+            f"its growth and prediction are not to be acted on as they stand")

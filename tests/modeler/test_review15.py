@@ -233,3 +233,27 @@ def test_a_target_is_printed_as_given():
     from modeler.outputs.columns import target_text
 
     assert target_text(Ranking(("ranks",), {"ranks": 1234567.0}, ())) == "ranks=1234567"
+
+
+def test_the_poorest_fitting_part_of_a_contradicted_whole_is_marked_too():
+    """Review 18 F3: a loop whose parts' models added up to 2.3x less was marked, while its child,
+    a constant fitted to clearly growing noisy values (SMAPE 60%), was not; the child's share at the
+    target counted as trusted."""
+    from modeler.model import Factor, FittedModel, Model, Term
+    from modeler.ranking import rank_models
+
+    grows = Model(("batch",), 0.003, (Term(0.0016, (Factor("batch", 0.8, 0),)),))
+    whole = FittedModel("main->loop", "time", grows, 24.5, 0.0, 0.41, None, 12)
+    own = FittedModel("main->loop", "exclusive_time", Model(("batch",), 0.0064), 22.9, 0.0, 0.0, None, 12)
+    child = FittedModel("main->loop->it", "time", Model(("batch",), 0.0134), 59.9, 0.0, 0.0, None, 12)
+    fine = FittedModel("main->ok", "time", Model(("batch",), 0.01), 30.0, 0.0, 0.0, None, 12)
+    ranking = rank_models([whole, own, child, fine], ("batch",), {"batch": 64.0})
+    why = {(r.fitted.callpath, r.fitted.metric): r.doubtful() for r in ranking.rows}
+    assert why[("main->loop", "time")] == "its parts' models add up to 2.4x less at the target"
+    assert why[("main->loop->it", "time")].startswith("a part of main->loop, whose time model its parts' contradict "
+                                                      "by 2.4x at the target; its fit is the poorer (SMAPE 59.9%")
+    assert why[("main->loop", "exclusive_time")] is None and why[("main->ok", "time")] is None
+    # a part that fits better than the whole is not charged
+    better = FittedModel("main->loop->it", "time", Model(("batch",), 0.0134), 10.0, 0.0, 0.0, None, 12)
+    ranking = rank_models([whole, own, better], ("batch",), {"batch": 64.0})
+    assert [r.fitted.callpath for r in ranking.rows if r.doubtful()] == ["main->loop"]

@@ -393,11 +393,13 @@ def rank_models(
     if model_notes:
         counts = Counter(w for r in shown for w in r.fitted.warnings)
         warnings += [f"{w} ({n} model{'s' if n > 1 else ''})" for w, n in counts.items()]
-    warnings += [c.message(at_text) for c in parts_checks if c.callpath in shown_callpaths]
+    # the parts checks speak of time models: of those shown (review 19: under --metric visits they named
+    # the time models fitted for the shares, without the exclusive times, a diagnosis of their own)
+    shown_times = {r.fitted.callpath for r in shown if r.fitted.metric == "time"}
+    warnings += [c.message(at_text) for c in parts_checks if c.callpath in shown_times]
     warnings.extend(w for w in (poor_fit_warning(shown), below_zero_warning(shown, nonnegative, at_text),
                                 disagreement_warning(shown, at_text), step_parts_warning(by_key, at_text)) if w)
-    timed = {r.fitted.callpath for r in shown if r.fitted.metric == "time"}
-    if timed and (own := own_time_note(measured, parameters, among=timed)):
+    if shown_times and (own := own_time_note(measured, parameters, among=shown_times)):
         warnings.append(own)
     return Ranking(tuple(parameters), dict(at), tuple(shown), tuple(warnings), min_share, tuple(left_out))
 

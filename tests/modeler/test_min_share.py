@@ -210,3 +210,20 @@ def test_callpath_selection_keeps_a_nested_region_that_the_unfiltered_ranking_ke
     selected = fit_json(capsys, str(src), "--at", "n=256", "--min-share", "1%", "--callpath", "*grow")
     assert callpaths(selected) == {"main->mid->grow"}
     assert not selected.get("left_out")
+
+
+def test_parts_warnings_name_the_time_models_shown_only(tmp_path, capsys):
+    # review 19: under --metric visits, the time models fitted for the shares were checked against
+    # their children's (without their exclusive times) and named in warnings the default run lacked
+    lines = []
+    for n in N:
+        for cp, v in (("main", 10.0 + n), ("main->train", 9 + 0.5 * n * n)):  # whole below a part
+            lines.append({"params": {"n": n}, "callpath": cp, "metric": "time", "value": [v, v * 1.001]})
+            lines.append({"params": {"n": n}, "callpath": cp, "metric": "visits", "value": [n, n]})
+    src = tmp_path / "apart.jsonl"
+    src.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
+    timed = fit_json(capsys, str(src), "--at", "n=1024")
+    assert any(w.startswith("main: its time model predicts") for w in timed["warnings"]), timed["warnings"]
+    visits = fit_json(capsys, str(src), "--at", "n=1024", "--metric", "visits")
+    assert {m["metric"] for m in visits["models"]} == {"visits"}
+    assert not any("time model" in w for w in visits["warnings"]), visits["warnings"]

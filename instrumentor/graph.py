@@ -160,7 +160,13 @@ def resolve(
     for entry in entries:
         in_package = entry_package(entry, relpaths)
         if in_package is None:
-            queue.append((entry, by_path.get(entry, PurePosixPath(entry).stem)))
+            name = by_path.get(entry, PurePosixPath(entry).stem)
+            queue.append((entry, name))
+            # in a namespace package (no `__init__.py`), its relative imports only run under
+            # `python -m pkg.app` from SRC: follow it under that name too
+            dotted = PurePosixPath(entry).with_suffix("").as_posix().replace("/", ".")
+            if dotted != name and modules.get(dotted) == entry:
+                queue.append((entry, dotted))
             continue
         root, name = in_package
         names = [name]

@@ -122,3 +122,15 @@ def test_import_hook_instruments_the_package_init_of_a_module_run_with_dash_m(tm
     recorded = read_run(path)
     profile = {recorded.callpath_name(p, " > "): s.visits for p, s in recorded.profile.items()}
     assert profile["main > main:for@3 > setup_env"] == 3 and profile["setup_env"] == 1
+
+
+def test_an_entry_in_a_namespace_package_resolves_its_relative_imports(tmp_path):
+    # review 16 F8: `python -m pkg.app` from SRC, `pkg` with no __init__.py: `from . import util`
+    # left pkg/util.py "not reached", so it ran without probes
+    src = project_tree(tmp_path, {
+        "pkg/app.py": "from . import util\nfrom .deep import more\n",
+        "pkg/util.py": "", "pkg/deep/more.py": "", "pkg/unused.py": "",
+    })
+    graph = Project(Options(src, None, mains=["pkg/app.py"])).graph()
+    assert graph.reached == ["pkg/app.py", "pkg/deep/more.py", "pkg/util.py"]
+    assert graph.not_reached == ["pkg/unused.py"]

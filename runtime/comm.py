@@ -109,7 +109,10 @@ def patch_if_loaded(rec: "_recorder.Recorder") -> bool:
     if _patched[0]:
         return True
     dist = sys.modules.get("torch.distributed")
-    if dist is None or not rec.enabled or not rec.cfg.comm:
+    if dist is None or not rec.enabled:
+        return False
+    _patch_init(rec, dist)
+    if not rec.cfg.comm:
         return False
     _patched[0] = True
     import inspect
@@ -127,6 +130,37 @@ def patch_if_loaded(rec: "_recorder.Recorder") -> bool:
     if rec.cfg.ddp_hook:
         _patch_ddp(rec)
     return True
+
+
+_init_patched = [False]
+
+
+def _patch_init(rec: "_recorder.Recorder", dist: Any) -> None:
+    """Once `init_process_group` returns, the recorder learns the rank and world size it gave
+    (`Recorder.note_rank`): a rank that `torch.multiprocessing.spawn` started knows them only now."""
+    fn = getattr(dist, "init_process_group", None)
+    if _init_patched[0] or fn is None or getattr(fn, "__sp_wrapped__", False):
+        return
+    _init_patched[0] = True
+
+    @functools.wraps(fn)
+    def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        out = fn(*args, **kwargs)
+        note_rank(rec)
+        return out
+
+    init_process_group.__sp_wrapped__ = True  # type: ignore[attr-defined]
+    dist.init_process_group = init_process_group
+
+
+def note_rank(rec: "_recorder.Recorder") -> None:
+    """Tell the recorder torch.distributed's rank and world size, where its default group is up."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            rec.note_rank(int(dist.get_rank()), int(dist.get_world_size()))
+    except Exception:  # noqa: BLE001 - never break the program's own set-up
+        pass
 
 
 def _tensor_bytes(x: Any) -> int:
@@ -343,11 +377,13 @@ def _ddp_hook(state: _HookState, bucket: Any) -> Any:
     if state.group_size is None:
         state.group_size = _group_size(sys.modules["torch.distributed"], state.process_group)
 
-    def done(f: Any) -> Any:
+    def done(f: Any) -> None:
         record(rec, "ddp_allreduce", nbytes, state.group_size, perf_counter_ns() - t0, (state.rid,), None, t0)
-        return f.value()
 
-    return fut.then(done)
+    # a callback, not `.then`: a chained future would wrap a failed all-reduce's error once more
+    # ("Got the following error when running the callback: ...", naming this file; review 20)
+    fut.add_done_callback(done)
+    return fut
 
 
 # DDP checks a hook's annotations against dist.GradBucket/Future; with postponed annotations ours

@@ -113,7 +113,8 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
     cfg = check_environment()  # a bad SCALEPROBE_* value stops us here, not in every rank of every run
     if opts.child:
         return launch_modes.run_child(opts, argv)
-    spawned = opts.sweeping or opts.nproc is not None or opts.spawn is not None or opts.timeout is not None
+    spawned = (opts.sweeping or opts.nproc is not None or opts.spawn is not None or opts.timeout is not None
+               or opts.ranks_by_program)
     identity = detect()
     if identity.launcher in ("slurm", "mpi", "torchrun"):
         if not spawned:

@@ -40,6 +40,8 @@ class Options:
     repetition: int | None
     child: bool
     max_failures: int | None = None
+    #: the program starts its own ranks (torch.multiprocessing.spawn): one process per run
+    ranks_by_program: bool = False
     module: str | None = None  # `-m module`: run it as `python -m module` does
     # swept parameter -> the option that swept it, as typed (`--sweep a=1,2`, `--sweep-file d.toml`)
     sweep_origin: dict[str, str] = field(default_factory=dict)
@@ -63,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--spawn", metavar="CMD",
                      help="start each run's ranks with this command instead, e.g. 'srun -n {ranks}'")
     run.add_argument("--timeout", type=float, metavar="S", help="stop a run after S seconds (status timeout)")
+    run.add_argument("--ranks-by-program", action="store_true",
+                     help="the program starts its own ranks (torch.multiprocessing.spawn): each run is one "
+                          "process, given its number of ranks as {ranks} in its arguments")
     run.add_argument("--max-failures", type=int, metavar="N",
                      help="stop a sweep after N runs in a row failed or timed out (a resumed sweep runs them "
                           f"again); default: stop when its first {FIRST_FAILURES} runs all failed; 0: never stop")
@@ -202,6 +207,9 @@ def parse(argv: list[str]) -> Options:
                              if ns.sweep_file else f"--repeat {ns.repeat}")
             raise LaunchError(f"--repetition {ns.repetition} and {design_option} exclude each other: a sweep "
                               "numbers its repetitions 0 to N-1 itself (--repeat N); --repetition is for one run")
+    if ns.ranks_by_program and (ns.spawn is not None or ns.nproc is not None):
+        raise LaunchError(f"--ranks-by-program and {'--spawn' if ns.spawn is not None else '--nproc'} exclude each "
+                          "other: the program starts the ranks (sweep or --param ranks=N, and pass {ranks} to it)")
     if ns.spawn is not None and ns.nproc is not None:
         raise LaunchError("--spawn and --nproc exclude each other: --spawn's command starts the ranks")
     if ns.spawn is not None and not _words("--spawn", ns.spawn):
@@ -214,6 +222,7 @@ def parse(argv: list[str]) -> Options:
         instrument=ns.instrument, project_root=ns.project_root, cache_dir=ns.cache_dir, nsys=ns.nsys,
         nsys_ranks=ns.nsys_ranks, nsys_args=ns.nsys_args, spawn=ns.spawn, run_id=ns.run_id,
         repetition=ns.repetition, child=ns.child, max_failures=ns.max_failures, module=ns.module,
+        ranks_by_program=ns.ranks_by_program,
         sweep_origin={name: origin[name] for name in design.sweep if name in origin})
 
 
@@ -262,6 +271,10 @@ def unused_sweep_warnings(opts: Options) -> list[str]:
     used = {m.group(1) for arg in [*opts.args, opts.spawn or ""] for m in _PLACEHOLDER.finditer(arg)}
     warnings = []
     for name, values in opts.design.sweep.items():
+        if name == "ranks" and opts.ranks_by_program and name not in used and len(values) > 1:
+            warnings.append("scaleprobe launch: warning: --ranks-by-program: no {ranks} in the program's arguments, "
+                            "so every number of ranks runs the same command (the program sees it only in "
+                            "SCALEPROBE_PARAMS)")
         if name == "ranks" or name in used or len(values) < 2:
             continue
         where = opts.sweep_origin.get(name, "--sweep")

@@ -45,7 +45,11 @@ class Recorder:
         self.cfg = cfg
         self.lock = threading.RLock()
         self.regions: dict[int, tuple[str, str, str, int, str]] = {}
-        self.pending_regions: list[int] = []
+        #: the regions whose record the file has: a flush writes those of the ids its records use
+        #: first (a project's 10,000 functions, of which a run calls 4, made 1 MB of every file)
+        self.written_regions: set[int] = set()
+        self.pending_rank: dict | None = None  # a `rank` record to write (`note_rank`)
+        self.rank_noted = False  # torch.distributed's rank and world size are known
         self.modules: list[dict] = []
         self.on = True
         self.enabled = True  # False: this rank is not profiled, nothing is written
@@ -99,13 +103,18 @@ class Recorder:
 
     def open(self) -> None:
         ident = _identity()
+        parent = _mp_parent_pid()
+        inherited = _from_mp_parent(parent)
+        if inherited is not None:
+            # a spawned child is its parent's helper, of the parent's rank: a spawned rank's
+            # DataLoader worker inherits no RANK, or the launcher's for the process that started it
+            ident = dict(ident, rank=inherited["rank"], world_size=inherited["world_size"])
         self.rank = ident["rank"]
         if self.cfg.ranks and ident["rank"] not in RankSet.parse(self.cfg.ranks):
             self.enabled = False
             self.on = False
             return
-        parent = _mp_parent_pid()
-        run_id = self.cfg.run_id or _job_run_id(ident["world_size"])
+        run_id = self.cfg.run_id or _job_run_id(ident["world_size"]) or (inherited or {}).get("run_id")
         if run_id and not self.cfg.run_id and parent is None:
             # as our launcher gives it: the rank's spawned DataLoader workers (whose parent is
             # the rank, not the torchrun agent) join its run
@@ -141,6 +150,46 @@ class Recorder:
         if parent is not None:  # a spawned multiprocessing child (e.g. a DataLoader worker), not a rank
             self.header["child_of"] = parent
         self._open_file(out)
+        self._tell_mp_children()
+
+    def _tell_mp_children(self) -> None:
+        """Spawned multiprocessing children (a fresh interpreter each) join this process's run, and
+        take its rank where no rank variable tells theirs: `SCALEPROBE_MP_PARENT`, read by the
+        children of this very process only (an unrelated program it starts makes a run of its own)."""
+        import json
+
+        os.environ[_MP_PARENT] = json.dumps({"pid": self.pid, "run_id": self.header["run_id"], "rank": self.rank,
+                                             "world_size": self.header.get("world_size", 1)})
+
+    def note_rank(self, rank: int, world_size: int) -> None:
+        """torch.distributed's rank and world size, now that its group is up. Where the header says
+        otherwise, or calls this process a multiprocessing child (a rank started by
+        `torch.multiprocessing.spawn` reads no RANK at import, and its parent started it), a `rank`
+        record says them and readers take them (docs/format.md); its workers started from now on
+        are its rank's."""
+        h = self.header
+        self.rank_noted = True
+        if not self.enabled or (rank, world_size) == (h.get("rank"), h.get("world_size")) and h.get("child_of") is None:
+            return
+        with self.lock:
+            self.pending_rank = {"type": "rank", "rank": rank, "world_size": world_size,
+                                 "started_by": h.get("child_of")}
+            self.header = {k: v for k, v in h.items() if k not in ("child_of", "forked_from")}
+            self.header.update(rank=rank, world_size=world_size)
+            self.rank = rank
+            if self.path is not None and self.writer is not None:
+                # the file is named by its rank: rank0.<pid>.jsonl becomes rank1.<pid>.jsonl (the
+                # descriptor stays good; the `rank` record is what readers go by)
+                named = os.path.join(os.path.dirname(self.path), run_file_name(rank, self.pid))
+                try:
+                    if named != self.path:
+                        os.rename(self.path, named)
+                        self.path = named
+                        self.writer.path = type(self.writer.path)(named)
+                except OSError:
+                    pass
+        self._tell_mp_children()
+        self.request_flush()
 
     def _open_file(self, out: str) -> None:
         self.path = os.path.join(out, run_file_name(self.rank, self.pid))
@@ -166,7 +215,6 @@ class Recorder:
                 )
             if old is None:
                 self.regions[rid] = new
-                self.pending_regions.append(rid)
                 impl.ensure_capacity(rid + 1)
                 if not self._selected(qualname, module):
                     impl.set_off(rid, True)
@@ -187,7 +235,7 @@ class Recorder:
         return base
 
     def new_region(self, kind: str, name: str, file: str = "", line: int = 0) -> int:
-        with self.lock:  # a flush swaps pending_regions under this lock
+        with self.lock:  # a region and its id come together for a flush
             rid = self.reserve(1)
             self.add_regions("", file, [(rid, kind, name, line)])
         return rid
@@ -267,6 +315,12 @@ class Recorder:
         are kept for the next flush, see _write)."""
         if not self.enabled or self.writer is None:
             return True
+        if not self.rank_noted and "forked_from" not in self.header and "torch.distributed" in sys.modules:
+            # a group set up without the patched init_process_group (a forked child inherits its
+            # parent's group, and is no rank for it)
+            from .comm import note_rank
+
+            note_rank(self)
         with self.lock:
             if self.writer is None:
                 return True
@@ -276,10 +330,9 @@ class Recorder:
             self.flushes += 1
             n = self.flushes
             recs: list[dict] = []
-            for rid in self.pending_regions:
-                kind, name, file, line, module = self.regions[rid]
-                recs.append({"type": "region", "id": rid, "kind": kind, "name": name, "file": file, "line": line, "module": module})
-            self.pending_regions = []
+            if self.pending_rank is not None:
+                recs.append(self.pending_rank)
+                self.pending_rank = None
             if final_records is None:
                 deltas = impl.take_deltas()
             else:
@@ -331,7 +384,31 @@ class Recorder:
                     if r.get("type") == "end":
                         r["lost_flushes"] = self.lost_flushes
                 recs.extend(final_records)
-            return self._write(recs, sync, final=final_records is not None)
+            return self._write([*self._region_records(recs), *recs], sync, final=final_records is not None)
+
+    def _region_records(self, recs: list[dict]) -> list[dict]:
+        """The `region` records of the ids that `recs` use and the file lacks (docs/format.md: each
+        written before the first record that uses it)."""
+        used: set[int] = set()
+        for r in recs:
+            t = r["type"]
+            if t == "profile":
+                used.update(r["path"])
+            elif t == "comm":
+                used.update(r["callpath"])
+            elif t == "events":
+                used.update(e[0] for e in r["events"])
+            elif "region" in r:  # iterations, epoch, step, gpu, throttled
+                used.add(r["region"])
+        out = []
+        for rid in sorted(used - self.written_regions):
+            known = self.regions.get(rid)
+            if known is not None:
+                kind, name, file, line, module = known
+                out.append({"type": "region", "id": rid, "kind": kind, "name": name, "file": file, "line": line,
+                            "module": module})
+                self.written_regions.add(rid)
+        return out
 
     def _write(self, recs: list[dict], sync: bool, final: bool) -> bool:
         """Write a flush's records. A failed write (disk full, file size limit) keeps its bytes in
@@ -493,6 +570,7 @@ class Recorder:
         self.comm = {}
         self.comm_spans = type(self.comm_spans)()
         self.region_totals = {}
+        self.pending_rank = None
         self.flushes = 0
         self.failed_writes = 0
         self.lost_flushes = 0
@@ -511,10 +589,11 @@ class Recorder:
             return
         os.close(self.writer._fd)  # the parent's descriptor; the parent keeps writing through its own
         self.writer._fd = -1
-        self.pending_regions = sorted(self.regions)
+        self.written_regions = set()  # a file of its own
         self.header = dict(self.header, pid=self.pid, ppid=parent, forked_from=parent, child_of=parent,
                            start_ns=self.start_ns, start_unix=time.time())
         self._open_file(os.path.dirname(self.path or "."))
+        self._tell_mp_children()
         if self.cfg.flush_interval_s > 0:
             self.sigwatch = signal_watch.arm()
         self.start_thread()
@@ -609,6 +688,12 @@ def _install_hooks(rec: Recorder) -> None:
             _chain_signal(sig)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(before=_before_fork, after_in_child=_after_fork)
+    if rec.header.get("child_of") is not None and "multiprocessing.util" in sys.modules:
+        # a spawned multiprocessing child, its `_bootstrap` still to come: a spawned one keeps the
+        # finalizers made before it and runs no after-fork callbacks; a forkserver's clears them and
+        # runs the callbacks. Either way one finalizer is left (and a second would do nothing).
+        _mp_after_fork(rec)
+        _register_mp_finalizer()
 
 
 def _py_sys_exit(real_exit: Any) -> Any:
@@ -751,11 +836,17 @@ _mp_registered = [False]
 
 
 def _before_fork() -> None:
-    """atexit does not run in forked multiprocessing children (they leave with os._exit), but
-    multiprocessing's finalizers do. Its child start-up clears them after our at-fork hook, so the
-    finalizer is created by one of its own after-fork callbacks."""
     if _rec is not None and _rec.cfg.flush_interval_s > 0:
         signal_watch.prepare()  # children count their stand-in signals from their first instruction
+    _register_mp_finalizer()
+
+
+def _register_mp_finalizer() -> None:
+    """atexit does not run in forked multiprocessing children (they leave with os._exit), and in a
+    spawned one it runs after the exit code was decided; multiprocessing's finalizers run in both,
+    where the exception leaving the target is still seen (`_mp_at_exit`). Its child start-up
+    (`BaseProcess._bootstrap`) of a forked child clears them after our at-fork hook, so the
+    finalizer is created by one of its own after-fork callbacks, registered before the fork."""
     mp_util = sys.modules.get("multiprocessing.util")
     if mp_util is None or _mp_registered[0] or _rec is None:
         return
@@ -766,7 +857,27 @@ def _before_fork() -> None:
 def _mp_after_fork(rec: Recorder) -> None:
     import multiprocessing.util as mp_util
 
-    mp_util.Finalize(None, _at_exit, exitpriority=-100)
+    mp_util.Finalize(None, _mp_at_exit, exitpriority=-100)
+
+
+def _mp_at_exit() -> None:
+    """The end of a multiprocessing child: its finalizers run in the `finally` around the target
+    (`BaseProcess._bootstrap`), where the exception leaving the target is still the one handled, and
+    the exit status follows from it as `_bootstrap` decides it after: SystemExit's code, 1 for any
+    other exception (printed by `_bootstrap`, never by sys.excepthook), else 0. Without this, a
+    target that raised was recorded ok/0 (review 20)."""
+    r = _rec
+    if r is not None and not r.finished and os.getpid() == r.pid and r.status is None and r.exit_code is None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, SystemExit):
+            r.exit_code = exit_status(exc.code)
+        elif exc is not None:
+            r.exc_type = f"{type(exc).__module__}.{type(exc).__qualname__}"
+            r.status = "signal" if isinstance(exc, KeyboardInterrupt) else "exception"
+            if isinstance(exc, KeyboardInterrupt):
+                r.signal = r.signal or 2
+            r.exit_code = 1
+    _at_exit()
 
 
 # ----- identity and versions -----------------------------------------------------------------------
@@ -795,6 +906,25 @@ def _job_run_id(world_size: int) -> str | None:
     except ImportError:
         return None
     return job_run_id(os.environ)
+
+
+_MP_PARENT = "SCALEPROBE_MP_PARENT"
+
+
+def _from_mp_parent(parent: int | None) -> dict | None:
+    """What this process's multiprocessing parent passed on (`Recorder._tell_mp_children`): its run
+    id, rank and world size; None where the parent is not the process that wrote it."""
+    if parent is None:
+        return None
+    import json
+
+    try:
+        got = json.loads(os.environ.get(_MP_PARENT, ""))
+    except ValueError:
+        return None
+    if not isinstance(got, dict) or got.get("pid") != parent:
+        return None
+    return got if isinstance(got.get("rank"), int) and isinstance(got.get("world_size"), int) else None
 
 
 def _mp_parent_pid() -> int | None:

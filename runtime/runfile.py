@@ -23,7 +23,7 @@ class RunFileError(ScaleprobeRuntimeError):
     """A run file that cannot be read at all (missing, not a run file, other format version)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Region:
     id: int
     kind: str
@@ -32,7 +32,7 @@ class Region:
     line: int
 
 
-@dataclass
+@dataclass(slots=True)  # one per call path and file: a modeler reads millions (review 21)
 class ProfileStats:
     """Stats of one call path. Min, max and sumsq are per timed visit and inclusive.
 
@@ -332,7 +332,11 @@ def _apply(run: Run, rec: dict[str, Any]) -> None:
     if t == "profile":
         path = tuple(int(x) for x in rec["path"])
         st = ProfileStats(*(_count(rec, k) for k in _STATS_KEYS), recursive=int(rec.get("recursive", 0)))
-        run.profile.setdefault(path, ProfileStats()).add(st)
+        have = run.profile.get(path)
+        if have is None:
+            run.profile[path] = st
+        else:
+            have.add(st)
     elif t == "region":
         rid = int(rec["id"])
         run.regions[rid] = Region(rid, rec["kind"], rec["name"], rec.get("file", ""), int(rec.get("line", 0)))
@@ -355,6 +359,17 @@ def _apply(run: Run, rec: dict[str, Any]) -> None:
         run.throttled[int(rec["region"])] = {k: v for k, v in rec.items() if k not in ("type", "region")}
     elif t == "end":
         run.end = {k: v for k, v in rec.items() if k != "type"}
+    elif t == "rank":
+        # torch.distributed's rank and world size, known once its group was up: they stand for the
+        # header's, and a process that a multiprocessing parent started as a rank is no helper
+        rank, world = int(rec["rank"]), int(rec["world_size"])
+        if rank < 0 or world < 1 or rank >= world:
+            raise ValueError(f"rank {rank} of world size {world}")
+        header = {k: v for k, v in run.header.items() if k not in ("child_of", "forked_from")}
+        header.update(rank=rank, world_size=world, rank_from="torch.distributed")
+        if rec.get("started_by") is not None:
+            header["started_by"] = rec["started_by"]
+        run.header = header
 
 
 class _NotANumber(ValueError):
@@ -369,7 +384,8 @@ def _count(rec: dict[str, Any], key: str) -> int | float:
     return v
 
 
-_RECORD_TYPES = frozenset(("profile", "region", "iterations", "epoch", "step", "comm", "events", "gpu", "throttled", "end"))
+_RECORD_TYPES = frozenset(("profile", "region", "iterations", "epoch", "step", "comm", "events", "gpu", "throttled", "end",
+                           "rank"))
 
 
 def _series(rec: dict[str, Any]) -> dict[str, Any]:

@@ -83,6 +83,11 @@ def members_for(opts: Options, run: Run, run_id: str) -> list[Member]:
     command = rank_command(opts, run)
     if opts.spawn is not None:
         return [Member(command, base, None)]
+    if opts.ranks_by_program:
+        # one process, which starts the ranks itself: it gets a free port for them, and no rank
+        env = dict(base, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), SCALEPROBE_LAUNCHER="launch",
+                   SCALEPROBE_PARENT_PID=str(os.getpid()))
+        return [Member(command, env, None)]
     n = run.ranks
     port = str(free_port())
     members = []
@@ -263,7 +268,12 @@ def _run_one(opts: Options, run: Run, cfg: Config,
         print(f"scaleprobe launch: {who} failed: {outcome.error}", file=sys.stderr)
     elif outcome.status == "timeout" and not opts.sweeping:
         print(f"scaleprobe launch: {outcome.error}", file=sys.stderr)
-    if not opts.sweeping and outcome.status != "interrupted":
+    if not opts.sweeping and outcome.status == "interrupted":
+        # where the partial data is, which is what a user who pressed Ctrl-C wants to know (review 20)
+        print(f"scaleprobe launch: {outcome.error}" + (f"; the data recorded until then is in {run.directory} "
+                                                         "(modeler --include-incomplete uses it)" if recorded else ""),
+              file=sys.stderr)
+    elif not opts.sweeping:
         report_single_run(opts, cfg, run.directory, recorded, outcome.status == "ok")
     if progress is not None:
         status, error = outcome.status, outcome.error

@@ -41,7 +41,8 @@ def add_input_options(
                              "repeatable)")
     parser.add_argument("--include-incomplete", action="store_true",
                         help="also use incomplete runs: a rank file without an end record (killed or still running), "
-                        "an empty or header-cut rank file, or flushes lost to a full disk")
+                        "an empty or header-cut rank file, flushes lost to a full disk, or ranks stopped by a signal "
+                        "(Ctrl-C, SIGTERM) that none of them failed before")
     parser.add_argument("--input-format", choices=FORMATS, help="read every input in this format instead of detecting it")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="do not print warnings (files that could not be read are still named)")

@@ -216,8 +216,20 @@ def judge(run: "RunRecord", include_incomplete: bool) -> None:
                 f"{f.path}:{f.check.lost[0]}: {f.check.lost[1]} could not be used (see the warning for that line): "
                 f"the rank's totals would be short by what it held"
             )
+    elif failed and all(_interrupted(f) for f in failed):
+        # stopped by Ctrl-C or a signal (the others by the launcher's SIGTERM), none failed on its own:
+        # its values up to then are measurements, of fewer steps (review 20: a Ctrl-C'd run could not
+        # be used at all, --include-incomplete notwithstanding)
+        why = _failure(run, failed + incomplete)
+        if include_incomplete:
+            run.kept_incomplete = f"interrupted: {why}"
+        else:
+            run.status, run.reason = "failed", f"{why} (interrupted: --include-incomplete uses it, up to then)"
     elif failed:
         run.status, run.reason = "failed", _failure(run, failed + incomplete)
+    elif bad_starter := next((f for f in run.starters if not f.is_child and f.status == "failed"), None):
+        run.status, run.reason = "failed", (f"{bad_starter.path}: the process that started the ranks "
+                                            f"{_detail(bad_starter)}")
     elif incomplete or run.unreadable:
         if include_incomplete:
             run.kept_incomplete = _unfinished(run, incomplete)
@@ -231,6 +243,11 @@ def judge(run: "RunRecord", include_incomplete: bool) -> None:
             run.kept_incomplete = why
         else:
             run.status, run.reason = "incomplete", why
+
+
+def _interrupted(f: "RankFile") -> bool:
+    """Ended by a signal (SIGINT, SIGTERM, or Ctrl-C's KeyboardInterrupt), not by its own failure."""
+    return (f.run.end or {}).get("status") == "signal"
 
 
 def _unrecorded(main: list["RankFile"], per_rank: dict) -> list[int]:

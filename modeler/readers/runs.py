@@ -113,6 +113,9 @@ class RunRecord:
     unreadable: list[tuple[int, Path, str]] = field(default_factory=list)
     kept_incomplete: str = ""  # why the run is incomplete, when --include-incomplete kept it
     disagree: str = ""  # why its ranks' parameters make the run unusable (see _merge_disagreeing)
+    #: the processes that started the run's ranks themselves (`torch.multiprocessing.spawn`), and
+    #: their other helpers: no rank's, so in no value (`starters`)
+    starters: list[RankFile] = field(default_factory=list)
 
     @property
     def header(self) -> dict[str, Any]:
@@ -209,9 +212,27 @@ def _group(rank_files: list[RankFile]) -> list[RunRecord]:
         files.sort(key=lambda f: (f.rank, str(f.path)))
         for f, spawned in zip(files, spawned_by_rank([f.header for f in files])):
             f.spawned = spawned
+        away = starters(files)
+        files = [f for f in files if not any(f is s for s in away)]  # a rank declared itself: never empty
         params = files[0].header.get("params") or {}
-        runs.append(RunRecord(name, files, dict(params) if isinstance(params, dict) else {}))
+        runs.append(RunRecord(name, files, dict(params) if isinstance(params, dict) else {}, starters=away))
     return _merge_disagreeing(runs)
+
+
+def starters(files: Sequence[RankFile]) -> list[RankFile]:
+    """The files of the processes that started ranks themselves, and of their other helpers: a rank
+    that `torch.multiprocessing.spawn` started says so in a `rank` record (`started_by`, its
+    parent's pid; docs/format.md). The starter waits for the ranks, so its own time is theirs
+    again, and it is no rank: counted as one (or as the helper of one), it would double rank 0."""
+    by = {f.header.get("started_by") for f in files if f.header.get("rank_from")}
+    by.discard(None)
+    if not by:
+        return []
+    away = [f for f in files if not f.header.get("rank_from") and f.header.get("pid") in by]
+    pids = {f.header.get("pid") for f in away}
+    helpers = [f for f in files if not f.header.get("rank_from") and f.is_child
+               and (f.header.get("child_of") in pids or f.header.get("forked_from") in pids)]
+    return away + [f for f in helpers if not any(f is a for a in away)]
 
 
 def _merge_disagreeing(runs: list[RunRecord]) -> list[RunRecord]:
@@ -262,6 +283,27 @@ def spawned_by_rank(headers: Sequence[dict[str, Any]]) -> list[bool]:
             for h in headers]
 
 
+def _ranks_of_spawned(runs: list[RunRecord]) -> list[str]:
+    """Runs whose ranks the program started itself (`RunRecord.starters`): their `ranks` is the world
+    size torch.distributed gave the ranks, not the number of processes a launcher started; a
+    parameter that then says the same in every run (`--sweep nprocs=1,2,4` passed to the program)
+    is that number again, and is not modeled beside it."""
+    moved = [r for r in runs if r.starters and r.params.get(RANKS_PARAMETER) != r.world_size]
+    for r in moved:
+        r.params[RANKS_PARAMETER] = r.world_size
+    spawned = [r for r in runs if r.starters]
+    if not spawned:
+        return []
+    same = sorted(k for k in spawned[0].params if k != RANKS_PARAMETER and all(
+        _is_number(r.params.get(k)) and float(r.params[k]) == r.world_size for r in spawned))
+    for r in runs:
+        for k in same:
+            r.params.pop(k, None)
+    return [f"{len(spawned)} run(s) started their ranks themselves (torch.multiprocessing.spawn): 'ranks' is "
+            "the world size torch.distributed gave them" + (f", and {listing(same, 3)} (the same in every run) "
+                                                             "is not modeled beside it" if same else "")]
+
+
 def _ranks_against_world_size(runs: list[RunRecord]) -> list[str]:
     """Say where a `ranks` parameter is not the world size the run's headers give: cost (time x
     ranks), speedup and efficiency take the parameter (a `--param ranks=...` beside a fixed
@@ -283,6 +325,7 @@ def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, 
     Runs lacking a parameter the majority has are left out; a varying parameter that is not a
     number cannot be modeled and stops the read with a message naming it."""
     ok = [r for r in runs if r.status == "ok"]
+    warnings.extend(_ranks_of_spawned(runs))
     if ok and not any(RANKS_PARAMETER in r.params for r in ok) and len({r.world_size for r in ok}) > 1:
         for r in runs:
             r.params[RANKS_PARAMETER] = r.world_size
@@ -356,11 +399,11 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
     if options.experiments:
         runs, others = select_experiments(runs, options.experiments)
         files.extend(FileResult(str(f.path), "runs", "deselected", f"experiment {r.experiment_key or '(unnamed)'!r} "
-                                "not selected (--experiment)") for r in others for f in r.files)
+                                "not selected (--experiment)") for r in others for f in [*r.files, *r.starters])
     if options.points:
         runs, others = select_points(runs, options.points)
         files.extend(FileResult(str(f.path), "runs", "deselected", f"{_params_text(r.params)} not selected "
-                                f"({options.points})") for r in others for f in r.files)
+                                f"({options.points})") for r in others for f in [*r.files, *r.starters])
     parameters, constants = _parameters(runs, warnings)
     warnings.extend(_experiments_warning(runs, parameters))
     kept = [r for r in runs if r.status == "ok" and r.kept_incomplete]
@@ -379,11 +422,11 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
         )
     for r in runs:
         if r.status == "ok":
-            files.extend(FileResult(str(f.path), "runs", "read") for f in r.files)
+            files.extend(FileResult(str(f.path), "runs", "read") for f in [*r.files, *r.starters])
         else:
             warnings.append(f"run {r.run_id} left out ({r.status}): {r.reason}")
             files.extend(FileResult(str(f.path), "runs", "left out", f"run {r.status}: {r.reason}", run=r.run_id,
-                                    run_status=r.status) for f in r.files)
+                                    run_status=r.status) for f in [*r.files, *r.starters])
     return RunSet(runs, parameters, constants, files, warnings)
 
 
@@ -444,12 +487,12 @@ def _experiments_warning(runs: list[RunRecord], parameters: tuple[str, ...]) -> 
     ]
 
 
-def read_runs_batch(paths: Sequence[Path], options: ReadOptions) -> tuple[Dataset, list[FileResult]]:
-    """The batch reader registered for the "runs" format."""
+def read_runs_batch(paths: Sequence[Path], options: ReadOptions) -> tuple[Dataset, list[FileResult], RunSet]:
+    """The batch reader registered for the "runs" format; the runs too, for `modeler report`."""
     from ..aggregate import dataset_from_runs
 
     runset = load_runs(paths, options)
-    return dataset_from_runs(runset, ranks=options.ranks, derived=options.derived), runset.files
+    return dataset_from_runs(runset, ranks=options.ranks, derived=options.derived), runset.files, runset
 
 
 def read_runs(paths: Sequence[str | os.PathLike[str]], options: ReadOptions | None = None) -> Dataset:

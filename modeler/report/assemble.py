@@ -218,6 +218,8 @@ def _run_time(report: Report, ranking: Sequence, roots: set[str] | None, compani
 PARTS_DISAGREE = 2.0
 #: a run time predicted at a measured point is said to disagree with it outside these ratios
 MEASURED_AGREES = (1 / 1.5, 1.5)
+#: a region predicted above this many times the run time it is part of contradicts it
+INSIDE_ABOVE = 1.2
 
 
 def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool = True) -> list[str]:
@@ -258,6 +260,14 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
         if ratio > PARTS_DISAGREE or ratio < 1 / PARTS_DISAGREE:
             out.append(f"its exclusive time and its children's models add up to {parts:.4g} s ({ratio:.2g}x): "
                        "one of them extrapolates badly")
+    inside = [r for r in ranking if r.callpath.startswith(report.predicted_root + "->") and math.isfinite(r.predicted)]
+    deepest = max(inside, key=lambda r: r.predicted, default=None)
+    if per_rank and deepest is not None and deepest.predicted > INSIDE_ABOVE * report.predicted_total:
+        # review 20: a run time of 23 s whose training loop, two levels down, predicted 2 min (its
+        # model had no term in the parameter that the loop grows with)
+        out.append(f"{deepest.callpath}, a region inside it, is predicted at {deepest.predicted:.4g} s "
+                   f"({deepest.predicted / report.predicted_total:.2g}x the run): the run's model misses a growth "
+                   "of its parts")
     return out
 
 

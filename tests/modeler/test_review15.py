@@ -55,6 +55,22 @@ def test_a_run_time_its_parts_contradict_is_said(tmp_path):
     assert "Caveat" not in _report(tmp_path, _write(tmp_path / "ok.jsonl", consistent), "width=4096")
 
 
+def test_a_region_inside_the_run_predicted_above_it_is_said(tmp_path):
+    """Review 20: the run time (main, 23 s, a start-up constant) lay below its training loop two levels
+    down (2 min: main's model had no term in seq, main->run agreed with main, the loop did not)."""
+    values = []
+    for w in WIDTH:
+        loop = 2e-5 * w * w
+        values += [({"width": w}, "main", 20 + loop), ({"width": w}, "main->run", 20 + loop),
+                   ({"width": w}, "main->run->loop", loop)]
+    src = _write(tmp_path / "in.jsonl", values)
+    assert "Caveat" not in _report(tmp_path, src, "width=1024")
+    flat = [(p, cp, 20.0 + 0.05 * (i % 2) if cp != "main->run->loop" else v) for i, (p, cp, v) in enumerate(values)]
+    line = _report(tmp_path, _write(tmp_path / "flat.jsonl", flat), "width=4096")
+    assert "Caveat: main-\\>run-\\>loop, a region inside it, is predicted at 335.5 s (17x the run)" in line, line
+    assert "the run's model misses a growth of its parts" in line
+
+
 def _fitted(metric: str, smape: float, ar2: float, constant: float = 1.0):
     from modeler.model import FittedModel, Model
 

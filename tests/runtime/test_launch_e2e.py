@@ -204,6 +204,7 @@ def test_signal_reaches_every_rank(tmp_path, sig, code, exc):
     assert proc.returncode == code, err
     assert [(run_dir / f"flushed{r}").read_text() for r in (0, 1)] == [exc, exc]
     assert record(run_dir)["status"] == "interrupted"
+    assert f"scaleprobe launch: interrupted by {sig.name}" in err  # review 20: nothing was said
 
 
 def test_sweep_runs_every_point_and_repetition(tmp_path):

@@ -388,7 +388,6 @@ def rank_models(
     shown = [r for r in rows if r.share is None or r.fitted.callpath in kept]
     left_out = [r for r in rows if not (r.share is None or r.fitted.callpath in kept)]
     # the warnings speak of the models shown only (review 18: "(70 models)" with 20 shown)
-    shown_callpaths = {r.fitted.callpath for r in shown}
     warnings = list(warnings)
     if model_notes:
         counts = Counter(w for r in shown for w in r.fitted.warnings)

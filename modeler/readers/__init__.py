@@ -18,7 +18,7 @@ import importlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -109,6 +109,8 @@ class FileResult:
 class Loaded:
     dataset: Dataset
     files: list[FileResult] = field(default_factory=list)
+    #: what a batch reader gives besides (the runs reader: its `RunSet`, which `modeler report` shows)
+    batches: list[Any] = field(default_factory=list)
 
     @property
     def skipped(self) -> list[FileResult]:
@@ -252,6 +254,7 @@ def read_inputs(
         by_format.setdefault(fmt, []).append(path)
 
     datasets: list[Dataset] = []
+    batches: list[Any] = []
     copies: list[str] = []
     narrowed: set[str] = set()  # parameters that --where/--exclude left with one value in an Extra-P input
     unfiltered: list[Dataset] = []  # Extra-P inputs of which --where/--exclude left no point
@@ -261,7 +264,8 @@ def read_inputs(
         if spec.batch:
             # a batch reader fails as a whole only for reasons that concern every file (runs that
             # cannot be put together): that error stops the command
-            ds, results = reader(fpaths, options)
+            ds, results, *extra = reader(fpaths, options)
+            batches.extend(extra)
             files.extend(results)
             if ds.series or ds.parameters:
                 datasets.append(ds)
@@ -311,7 +315,7 @@ def read_inputs(
                                 f"{listing(copies, 3, 'more')}")
     dataset.warnings.extend(noticed)
     dataset.warnings.extend(skipped_warning(f) for f in files if f.status == "skipped")
-    return Loaded(dataset, files)
+    return Loaded(dataset, files, batches)
 
 
 def _sources(sources: Sequence[str], fallback: str) -> str:

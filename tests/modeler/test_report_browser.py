@@ -221,7 +221,13 @@ def test_report_opens_in_chromium_without_errors_and_draws_its_charts(report, tm
             (function () { var rows = document.querySelectorAll("#call-tree tbody tr");
               var count = function () { return Array.from(rows).filter(function (r) { return !r.hidden; }).length; };
               var b = rows[0].querySelector("button.fold"); b.click(); var after = count(); b.click();
-              return [rows.length, after, count()]; })()"""}, session=session)["result"]["value"]
+              var unfolded = count();
+              // an inner fold stays folded while its ancestor is folded and unfolded again
+              var inner = Array.from(rows).slice(1).find(function (r) { return r.querySelector("button.fold"); });
+              var ib = inner.querySelector("button.fold"); ib.click(); var innerFolded = count();
+              b.click(); b.click(); var nested = [count(), inner.hidden]; ib.click();
+              return [rows.length, after, unfolded, innerFolded, nested, count()]; })()"""},
+            session=session)["result"]["value"]
         devtools.call("Emulation.setDeviceMetricsOverride",
                       {"width": 1400, "height": min(int(stats["height"]), 6000), "deviceScaleFactor": 1,
                        "mobile": False}, session=session)
@@ -260,6 +266,7 @@ def test_report_opens_in_chromium_without_errors_and_draws_its_charts(report, tm
     assert filtered and all("train_step" in t for t in filtered)
     descending, ascending = sorted_cols
     assert descending == sorted(descending, reverse=True) and ascending == sorted(ascending)
-    total, after_fold, after_unfold = folded
+    total, after_fold, after_unfold, inner_folded, (nested, inner_hidden), inner_unfolded = folded
     assert total > 5 and after_fold < total and after_unfold == total
+    assert inner_folded < total and nested == inner_folded and not inner_hidden and inner_unfolded == total
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 50_000

@@ -842,11 +842,12 @@ def _before_fork() -> None:
 
 
 def _register_mp_finalizer() -> None:
-    """atexit does not run in forked multiprocessing children (they leave with os._exit), and in a
-    spawned one it runs after the exit code was decided; multiprocessing's finalizers run in both,
-    where the exception leaving the target is still seen (`_mp_at_exit`). Its child start-up
-    (`BaseProcess._bootstrap`) of a forked child clears them after our at-fork hook, so the
-    finalizer is created by one of its own after-fork callbacks, registered before the fork."""
+    """atexit does not run in forked multiprocessing children before 3.13 (they leave with
+    os._exit), but multiprocessing's finalizers do. Its child start-up (`BaseProcess._bootstrap`) of
+    a forked child clears them after our at-fork hook, so the finalizer is created by one of its own
+    after-fork callbacks, registered before the fork. Whichever ends the child, the outcome of its
+    target is known by then (`_watch_targets`)."""
+    _watch_targets()
     mp_util = sys.modules.get("multiprocessing.util")
     if mp_util is None or _mp_registered[0] or _rec is None:
         return
@@ -857,27 +858,60 @@ def _register_mp_finalizer() -> None:
 def _mp_after_fork(rec: Recorder) -> None:
     import multiprocessing.util as mp_util
 
-    mp_util.Finalize(None, _mp_at_exit, exitpriority=-100)
+    mp_util.Finalize(None, _at_exit, exitpriority=-100)
 
 
-def _mp_at_exit() -> None:
-    """The end of a multiprocessing child: its finalizers run in the `finally` around the target
-    (`BaseProcess._bootstrap`), where the exception leaving the target is still the one handled, and
-    the exit status follows from it as `_bootstrap` decides it after: SystemExit's code, 1 for any
-    other exception (printed by `_bootstrap`, never by sys.excepthook), else 0. Without this, a
-    target that raised was recorded ok/0 (review 20)."""
+def _watch_targets() -> None:
+    """A multiprocessing child's target that raises is caught by `BaseProcess._bootstrap`, which
+    prints the traceback itself (no sys.excepthook runs) and returns the exit status; the end record
+    said ok/0 (review 20). Its `run` is watched for the exception leaving it (`_target_ended`),
+    whatever the start method and Python version (3.13 runs the finalizers after `_bootstrap`
+    returned, 3.12 inside it)."""
+    mp_process = sys.modules.get("multiprocessing.process")
+    if mp_process is None or _watching_targets[0]:
+        return
+    _watching_targets[0] = True
+    bootstrap = mp_process.BaseProcess._bootstrap
+
+    def _bootstrap(self: Any, *args: Any, **kwargs: Any) -> Any:
+        run = self.run
+
+        def watched() -> Any:
+            try:
+                return run()
+            except BaseException as exc:
+                _target_ended(exc)
+                raise
+
+        self.run = watched  # this child's own Process object, in the child only
+        try:
+            return bootstrap(self, *args, **kwargs)
+        finally:
+            try:
+                del self.run
+            except AttributeError:
+                pass
+
+    mp_process.BaseProcess._bootstrap = _bootstrap
+
+
+_watching_targets = [False]
+
+
+def _target_ended(exc: BaseException) -> None:
+    """The exception leaving a multiprocessing child's target, as `_bootstrap` turns it into the exit
+    status: a SystemExit's code, else 1 (`exception`; `signal` for KeyboardInterrupt)."""
     r = _rec
-    if r is not None and not r.finished and os.getpid() == r.pid and r.status is None and r.exit_code is None:
-        exc = sys.exc_info()[1]
-        if isinstance(exc, SystemExit):
-            r.exit_code = exit_status(exc.code)
-        elif exc is not None:
-            r.exc_type = f"{type(exc).__module__}.{type(exc).__qualname__}"
-            r.status = "signal" if isinstance(exc, KeyboardInterrupt) else "exception"
-            if isinstance(exc, KeyboardInterrupt):
-                r.signal = r.signal or 2
-            r.exit_code = 1
-    _at_exit()
+    if r is None or r.finished or os.getpid() != r.pid or r.status is not None or r.exit_code is not None:
+        return
+    if isinstance(exc, SystemExit):
+        r.exit_code = exit_status(exc.code)
+        return
+    r.exc_type = f"{type(exc).__module__}.{type(exc).__qualname__}"
+    r.status = "signal" if isinstance(exc, KeyboardInterrupt) else "exception"
+    if isinstance(exc, KeyboardInterrupt):
+        r.signal = r.signal or 2
+    r.exit_code = 1
 
 
 # ----- identity and versions -----------------------------------------------------------------------

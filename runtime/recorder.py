@@ -49,6 +49,8 @@ class Recorder:
         #: first (a project's 10,000 functions, of which a run calls 4, made 1 MB of every file)
         self.written_regions: set[int] = set()
         self.pending_rank: dict | None = None  # a `rank` record to write (`note_rank`)
+        self.rank_known = False  # the rank came from a rank variable or torch.distributed
+        self.unselected = False  # not among SCALEPROBE_RANKS, but the rank is not known yet
         self.rank_noted = False  # torch.distributed's rank and world size are known
         self.modules: list[dict] = []
         self.on = True
@@ -110,10 +112,15 @@ class Recorder:
             # DataLoader worker inherits no RANK, or the launcher's for the process that started it
             ident = dict(ident, rank=inherited["rank"], world_size=inherited["world_size"])
         self.rank = ident["rank"]
+        # a rank known from a rank variable or torch.distributed; a process whose rank no variable
+        # gives may be made one by init_process_group (torch's spawn; its fork-started ranks too)
+        self.rank_known = ident.get("launcher") not in (None, "none") or bool((inherited or {}).get("known"))
         if self.cfg.ranks and ident["rank"] not in RankSet.parse(self.cfg.ranks):
-            self.enabled = False
-            self.on = False
-            return
+            if self.rank_known:
+                self.enabled = False
+                self.on = False
+                return
+            self.unselected = True  # recorded until it is known: dropped at the end if never selected
         run_id = self.cfg.run_id or _job_run_id(ident["world_size"]) or (inherited or {}).get("run_id")
         if run_id and not self.cfg.run_id and parent is None:
             # as our launcher gives it: the rank's spawned DataLoader workers (whose parent is
@@ -159,7 +166,22 @@ class Recorder:
         import json
 
         os.environ[_MP_PARENT] = json.dumps({"pid": self.pid, "run_id": self.header["run_id"], "rank": self.rank,
-                                             "world_size": self.header.get("world_size", 1)})
+                                             "world_size": self.header.get("world_size", 1), "known": self.rank_known})
+
+    def _leave_unrecorded(self) -> None:
+        """A rank that SCALEPROBE_RANKS does not select, known only now: it records nothing, and
+        the file it wrote meanwhile goes, as if it had never started."""
+        with self.lock:
+            self.set_on(False)
+            self.enabled = False
+            self.on = False
+            writer, self.writer = self.writer, None
+            if writer is not None:
+                writer.close()
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass
 
     def note_rank(self, rank: int, world_size: int) -> None:
         """torch.distributed's rank and world size, now that its group is up. Where the header says
@@ -171,9 +193,27 @@ class Recorder:
         self.rank_noted = True
         if not self.enabled or (rank, world_size) == (h.get("rank"), h.get("world_size")) and h.get("child_of") is None:
             return
+        started_by = h.get("child_of")
+        try:  # the process that started it: for a forkserver's child, not the forkserver
+            started = sys.modules["multiprocessing"].parent_process()
+            if started is not None and started_by is not None:
+                started_by = started.pid
+        except Exception:  # noqa: BLE001 - no multiprocessing, or an unusual context
+            pass
+        self.rank_known = True
+        if self.cfg.ranks:
+            selected = RankSet.parse(self.cfg.ranks)
+            if rank not in selected:  # rank selection, now that the rank is known (review 22)
+                self._leave_unrecorded()
+                self.rank = rank
+                self._tell_mp_children()
+                return
+            self.unselected = False
+            h = dict(h, recorded_ranks=[r for r in range(world_size) if r in selected])
         with self.lock:
-            self.pending_rank = {"type": "rank", "rank": rank, "world_size": world_size,
-                                 "started_by": h.get("child_of")}
+            self.pending_rank = {"type": "rank", "rank": rank, "world_size": world_size, "started_by": started_by}
+            if "recorded_ranks" in h:
+                self.pending_rank["recorded_ranks"] = h["recorded_ranks"]
             self.header = {k: v for k, v in h.items() if k not in ("child_of", "forked_from")}
             self.header.update(rank=rank, world_size=world_size)
             self.rank = rank
@@ -427,6 +467,7 @@ class Recorder:
                       " as cut off)", file=sys.stderr)
             elif writer.pending > MAX_UNWRITTEN_BYTES:
                 writer.drop_pending()
+                self.written_regions = set()  # their region records went with them (review 22)
                 self.lost_flushes += self.failed_writes
                 print(f"scaleprobe: cannot write run file {self.path}: {why}: the measurements of {self.failed_writes}"
                       " flush(es) are given up (the end record counts them in lost_flushes)", file=sys.stderr)
@@ -460,6 +501,10 @@ class Recorder:
     def finish(self, status: str | None = None, exit_code: int | None = None, signal: int | None = None) -> None:
         """Final flush and end record. Idempotent: the first caller wins (atexit, signal, launcher)."""
         if self.finished or self.finishing or os.getpid() != self.pid:
+            return
+        if self.unselected:  # never became a rank that SCALEPROBE_RANKS selects
+            self._leave_unrecorded()
+            self.finished = True
             return
         with self.lock:
             if self.finished or self.finishing:
@@ -689,9 +734,9 @@ def _install_hooks(rec: Recorder) -> None:
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(before=_before_fork, after_in_child=_after_fork)
     if rec.header.get("child_of") is not None and "multiprocessing.util" in sys.modules:
-        # a spawned multiprocessing child, its `_bootstrap` still to come: a spawned one keeps the
-        # finalizers made before it and runs no after-fork callbacks; a forkserver's clears them and
-        # runs the callbacks. Either way one finalizer is left (and a second would do nothing).
+        # a spawned multiprocessing child, its `_bootstrap` still to come: whether that clears the
+        # finalizers made before it and runs the after-fork callbacks depends on the start method
+        # and the version, so both are set up; at least one finalizer is left (a second does nothing)
         _mp_after_fork(rec)
         _register_mp_finalizer()
 
@@ -948,6 +993,8 @@ _MP_PARENT = "SCALEPROBE_MP_PARENT"
 def _from_mp_parent(parent: int | None) -> dict | None:
     """What this process's multiprocessing parent passed on (`Recorder._tell_mp_children`): its run
     id, rank and world size; None where the parent is not the process that wrote it."""
+    if parent is None and "multiprocessing.forkserver" in sys.modules:
+        parent = os.getppid()  # a forkserver: its forked children are the ranks of its starter's run
     if parent is None:
         return None
     import json
@@ -956,9 +1003,28 @@ def _from_mp_parent(parent: int | None) -> dict | None:
         got = json.loads(os.environ.get(_MP_PARENT, ""))
     except ValueError:
         return None
-    if not isinstance(got, dict) or got.get("pid") != parent:
+    if not isinstance(got, dict) or not (got.get("pid") == parent or _is_ancestor(got.get("pid"))):
         return None
     return got if isinstance(got.get("rank"), int) and isinstance(got.get("world_size"), int) else None
+
+
+def _is_ancestor(pid: Any, levels: int = 6) -> bool:
+    """Whether `pid` started this process's parent, or its parent (Linux `/proc`): a forkserver's
+    children were forked by the server, which their starter started; its variables are the starter's."""
+    if not isinstance(pid, int):
+        return False
+    at = os.getppid()
+    for _ in range(levels):
+        try:
+            with open(f"/proc/{at}/stat", "rb") as f:
+                at = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if at == pid:
+            return True
+        if at <= 1:
+            return False
+    return False
 
 
 def _mp_parent_pid() -> int | None:

@@ -369,6 +369,8 @@ def _apply(run: Run, rec: dict[str, Any]) -> None:
         header.update(rank=rank, world_size=world, rank_from="torch.distributed")
         if rec.get("started_by") is not None:
             header["started_by"] = rec["started_by"]
+        if isinstance(rec.get("recorded_ranks"), list):
+            header["recorded_ranks"] = rec["recorded_ranks"]
         run.header = header
 
 

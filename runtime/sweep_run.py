@@ -141,6 +141,8 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
     held_elsewhere: dict[Path, str] = {}  # runs another launcher holds: tried again at the end
     waiting = False
     in_a_row = 0  # runs that failed or timed out since the last one that completed
+    failed_points: set[str] = set()  # the points of the runs that failed while none completed
+    points = len({_point(r) for r in runs})
     while todo:
         if between.received:
             sig = between.received[0]
@@ -186,7 +188,9 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
         if stopped is not None:
             break
         in_a_row = in_a_row + 1 if outcome.status in ("failed", "timeout") else 0
-        stopped = _too_many_failures(opts, in_a_row, progress, outcome) if todo else None
+        if in_a_row:
+            failed_points.add(_point(run))
+        stopped = _too_many_failures(opts, in_a_row, progress, outcome, len(failed_points), points) if todo else None
         if stopped is not None:
             break
     if progress is not None:
@@ -207,17 +211,24 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
 WAIT_S = 0.2
 
 
-def _too_many_failures(opts: Options, in_a_row: int, progress: Progress | None, last: Outcome) -> str | None:
+def _point(run: Run) -> str:
+    return json.dumps(run.params, sort_keys=True, default=str)
+
+
+def _too_many_failures(opts: Options, in_a_row: int, progress: Progress | None, last: Outcome,
+                       failed_points: int = 0, points: int = 1) -> str | None:
     """Why the sweep stops after `in_a_row` runs failed or timed out, or None: at `--max-failures N`
-    in a row; without it, when the sweep's first `FIRST_FAILURES` runs all failed (none completed,
-    none was done before: a mistyped option fails every point alike); never at `--max-failures 0`."""
+    in a row; without it, when the sweep's first runs all failed (none completed, none was done
+    before), `FIRST_FAILURES` of them at as many points (or at every point there is): a mistyped
+    option fails every point alike; never at `--max-failures 0`."""
     if opts.max_failures:
         if in_a_row >= opts.max_failures:
             return (f"{in_a_row} runs in a row failed (--max-failures {opts.max_failures}), the last with: "
                     f"{last.error}. Fix the cause first: a resume tries the failed runs again before the others "
                     "(or give a larger --max-failures)")
     elif opts.max_failures is None and in_a_row >= FIRST_FAILURES and progress is not None \
-            and progress.finished == in_a_row:
+            and progress.finished == in_a_row and failed_points >= min(FIRST_FAILURES, points):
+        # at 3 points (or all there are): one point that fails under --repeat 3 is data (review 22)
         return (f"the first {in_a_row} runs all failed, the last with: {last.error}. Fix the cause first (a resume "
                 f"tries the failed runs again before the others), or give --max-failures 0 to run every point "
                 f"whatever fails")

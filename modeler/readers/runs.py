@@ -210,10 +210,11 @@ def _group(rank_files: list[RankFile]) -> list[RunRecord]:
     runs = []
     for name, files in groups.items():
         files.sort(key=lambda f: (f.rank, str(f.path)))
-        for f, spawned in zip(files, spawned_by_rank([f.header for f in files])):
-            f.spawned = spawned
+        # the starter first: a spawned rank 0's parent is the starter, also "rank 0" (review 22)
         away = starters(files)
         files = [f for f in files if not any(f is s for s in away)]  # a rank declared itself: never empty
+        for f, spawned in zip(files, spawned_by_rank([f.header for f in files])):
+            f.spawned = spawned and not f.header.get("rank_from")
         params = files[0].header.get("params") or {}
         runs.append(RunRecord(name, files, dict(params) if isinstance(params, dict) else {}, starters=away))
     return _merge_disagreeing(runs)
@@ -229,10 +230,16 @@ def starters(files: Sequence[RankFile]) -> list[RankFile]:
     if not by:
         return []
     away = [f for f in files if not f.header.get("rank_from") and f.header.get("pid") in by]
-    pids = {f.header.get("pid") for f in away}
-    helpers = [f for f in files if not f.header.get("rank_from") and f.is_child
-               and (f.header.get("child_of") in pids or f.header.get("forked_from") in pids)]
-    return away + [f for f in helpers if not any(f is a for a in away)]
+    # and what else they started that is no rank: a forkserver, a manager, their workers
+    pids = {f.header.get("pid") for f in away} - {None}
+    grew = True
+    while grew:
+        more = [f for f in files if not f.header.get("rank_from") and f.header.get("pid") not in pids
+                and any(f.header.get(k) in pids for k in ("child_of", "forked_from", "ppid"))]
+        away += more
+        pids |= {f.header.get("pid") for f in more}
+        grew = bool(more)
+    return away
 
 
 def _merge_disagreeing(runs: list[RunRecord]) -> list[RunRecord]:

@@ -13,16 +13,17 @@ from modeler_synthetic_runs import write_rank_file
 MS = 10**6
 
 
-def _spawned_run(d, run_id: str, n: int, step_ms: int, fail_rank: int | None = None, starter_end="ok") -> None:
+def _spawned_run(d, run_id: str, n: int, step_ms: int, fail_rank: int | None = None, starter_end="ok",
+                 others_end=None) -> None:
     # the starter: the launcher's (or the user's) one process, waiting for its ranks the whole time
     params = {"ranks": 1, "nprocs": n}
     starter_end = {"status": "ok", "exit_code": 0} if starter_end == "ok" else starter_end
     write_rank_file(d, run_id=run_id, params=params, pid=100, profile={(0,): (1, 50 * step_ms * MS, MS)},
                     end=starter_end)
     for r in range(n):
-        end = {"status": "exit", "exit_code": 1} if r == fail_rank else {"status": "ok", "exit_code": 0}
+        end = {"status": "exit", "exit_code": 1} if r == fail_rank else (others_end or {"status": "ok", "exit_code": 0})
         # each rank read no RANK at import: rank 0 of 1 in its header, a child of the starter
-        write_rank_file(d, run_id=run_id, params=params, pid=200 + r, header={"child_of": 100},
+        write_rank_file(d, run_id=run_id, params=params, pid=200 + r, header={"child_of": 100, "ppid": 100},
                         records=[{"type": "rank", "rank": r, "world_size": n, "started_by": 100}],
                         profile={(0,): (1, 10 * step_ms * MS, MS)}, end=end)
         # and a DataLoader worker each, forked after the group was up: the rank's helper
@@ -55,6 +56,18 @@ def test_a_spawned_rank_that_failed_fails_the_run_and_is_named(tmp_path):
     _spawned_run(tmp_path / "a", "a", 2, 10, fail_rank=1)
     (run,) = load_runs([tmp_path], ReadOptions()).runs
     assert run.status == "failed" and "rank 1 ended with status=exit, exit_code=1" in run.reason
+
+
+def test_a_failed_spawned_rank_0_is_a_rank_and_named_not_an_interruption(tmp_path):
+    """Review 22: the starter (rank 0 too, and the parent of spawned rank 0) made rank 0 a helper: its
+    failure went unseen, rank 1's SIGTERM made the run "interrupted", and --include-incomplete used it."""
+    sigterm = {"status": "signal", "exit_code": 143, "signal": 15}
+    _spawned_run(tmp_path / "a", "a", 2, 10, fail_rank=0, others_end=sigterm)
+    for include in (False, True):
+        (run,) = load_runs([tmp_path], ReadOptions(include_incomplete=include)).runs
+        assert not any(f.is_child for f in run.files if f.header.get("rank_from")), include
+        assert run.status == "failed" and "rank 0 ended with status=exit, exit_code=1" in run.reason, run.reason
+        assert "interrupted" not in run.reason
 
 
 def test_a_starter_that_failed_after_its_ranks_fails_the_run(tmp_path):

@@ -61,26 +61,27 @@ class Bucket:
         return torch.zeros(8)
 
 state.user_hook = user_hook
-ok = _ddp_hook(state, Bucket())
-assert ok is futures[0], "the hook's future is handed on, not chained"
-ok.set_result(torch.ones(8))
-assert [k[0] for k in rec.comm] == ["ddp_allreduce"], rec.comm
-bad = _ddp_hook(state, Bucket())
-bad.set_exception(RuntimeError("Connection closed by peer"))
-try:
-    bad.wait()
-except RuntimeError as e:
-    print("ERROR:" + str(e).splitlines()[0])
+import threading, time
+import runtime.comm as comm
+slow = comm.record
+def record(*args, **kwargs):  # a recording that takes a while, as under load
+    time.sleep(0.3)
+    slow(*args, **kwargs)
+comm.record = record
+handed = _ddp_hook(state, Bucket())
+# what DDP does with the hook's future: the reducer waits for it in another thread, then goes on
+threading.Timer(0.1, lambda: futures[0].set_result(torch.ones(8))).start()
+assert handed.wait().tolist() == [1.0] * 8
+print("SEEN", [sorted(k[0] for k in rec.comm)])
 '''
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
-def test_the_ddp_hook_times_the_all_reduce_without_wrapping_its_error(tmp_path):
-    """Review 20: a peer's death reached the program as "Got the following error when running the
-    callback: Got the following error when running the callback: ..." naming runtime/comm.py: our
-    hook chained a second future onto PyTorch's."""
+def test_the_ddp_hook_records_the_bucket_before_ddp_goes_on(tmp_path):
+    """Review 22: with a done callback on PyTorch's future (to spare the error a second wrapping),
+    the step could end before the bucket was recorded: 2 to 12 of 400 steps had no all-reduce."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"))
     p = subprocess.run([sys.executable, "-c", DDP_HOOK_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
-    assert "ERROR:Connection closed by peer" in p.stdout, p.stdout
+    assert "SEEN [['ddp_allreduce']]" in p.stdout, p.stdout

@@ -118,6 +118,14 @@ def test_a_sweep_whose_first_three_runs_all_fail_stops_by_default(tmp_path):
     assert len(list((tmp_path / "runs" / "prog").iterdir())) == 3
 
 
+def test_the_repetitions_of_one_failing_point_do_not_stop_a_sweep_by_default(tmp_path):
+    """Review 22: under --repeat 3 the three repetitions of the first point, the only one that fails,
+    stopped the sweep (and every resume) before any other point ran."""
+    proc = _failing_sweep(tmp_path, "b == 1", "--repeat", "3")
+    assert proc.returncode == 1, proc.stderr
+    assert "stopped" not in proc.stderr and "15 runs completed, 3 failed" in proc.stderr
+
+
 def test_failures_after_a_completed_run_do_not_stop_a_sweep_by_default(tmp_path):
     """Points that fail once the program has run (too large a batch) are data: the sweep goes on."""
     proc = _failing_sweep(tmp_path, "b > 1")

@@ -424,3 +424,15 @@ def test_scatter_counts_the_source_ranks_scatter_list(monkeypatch):
 def test_format_doc_says_visits_of_generators_are_resumptions():
     text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "format.md").read_text().split())
     assert "each resumption" in text and "lost_flushes" in text and "closed_at_end" in text
+
+
+def test_region_records_given_up_are_written_again(tmp_path):
+    """Review 22: a region first used in a flush whose bytes were given up lost its region record,
+    and the later records that used it made the run damaged (undefined region id)."""
+    source = DISK_FULL.replace("sys.argv", "['give-up']").replace('with region("work")', 'with region("work" if k == 0 else "late")')
+    done, run = _run(tmp_path, source)
+    assert done.returncode == 0, done.stderr
+    assert run.end["lost_flushes"] == 2
+    assert _named(run)["late"].visits == 1  # named: its region record is in the file
+    used = {r for path in run.profile for r in path}
+    assert used <= set(run.regions)

@@ -37,7 +37,8 @@ def work(rank, world, fail):
 if __name__ == "__main__":
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", sys.argv[3] if len(sys.argv) > 3 else "29500")
-    mp.spawn(work, args=(int(sys.argv[1]), sys.argv[2] == "fail"), nprocs=int(sys.argv[1]))
+    mp.start_processes(work, args=(int(sys.argv[1]), sys.argv[2] == "fail"), nprocs=int(sys.argv[1]),
+                       start_method=sys.argv[4] if len(sys.argv) > 4 else "spawn")
 '''
 
 
@@ -95,3 +96,31 @@ def test_the_launcher_runs_a_program_that_starts_its_ranks_and_the_modeler_model
     models = json.loads(fit.stdout)["models"]
     assert any(m["callpath"] == "work" for m in models)
     assert not any(m["callpath"].startswith("<module>") or m["callpath"] == "main" for m in models)
+
+
+def _build(tmp_path: Path) -> Path:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "prog.py").write_text(PROGRAM)
+    built = subprocess.run([sys.executable, "-m", "instrumentor", "src", "-o", "build", "--main", "prog.py", "-q"],
+                           cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    return tmp_path / "build"
+
+
+@pytest.mark.parametrize("method, selected", [("forkserver", None), ("fork", "1")])
+def test_forkserver_ranks_join_the_run_and_rank_selection_waits_for_the_rank(tmp_path, method, selected):
+    """Review 22: forkserver-started ranks made runs of their own (the forkserver their parent), and
+    SCALEPROBE_RANKS was decided while every spawned rank still looked like rank 0 (=1: nothing)."""
+    build = _build(tmp_path)
+    extra = {"SCALEPROBE_OUT": str(tmp_path / "out")} | ({"SCALEPROBE_RANKS": selected} if selected else {})
+    p = subprocess.run([sys.executable, "prog.py", "2", "ok", _free_port(), method], cwd=build, env=_env(**extra),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    runs = [read_run(f) for f in find_run_files(tmp_path / "out")]
+    assert len({r.header["run_id"] for r in runs}) == 1, [r.header for r in runs]
+    ranks = sorted(r.header["rank"] for r in runs if r.header.get("rank_from"))
+    if selected is None:
+        assert ranks == [0, 1] and len(runs) == 3  # and the starter
+    else:
+        assert ranks == [1] and len(runs) == 1  # rank 0 and the starter, not selected, left no file
+        assert runs[0].header["recorded_ranks"] == [1] and runs[0].header["world_size"] == 2

@@ -100,7 +100,14 @@ def error_summary(exc: BaseException) -> str:
     if isinstance(exc, NoModule):
         return f"-m: {exc}"
     lines = traceback.format_exception_only(type(exc), exc)
-    return lines[-1].strip() if lines else type(exc).__name__
+    text = lines[-1].strip() if lines else type(exc).__name__
+    head, _, rest = text.partition("\n")
+    said = [ln.strip() for ln in rest.splitlines() if ln.strip()]
+    if said and head.rstrip().endswith(":"):
+        # a message that starts on its next line (torch's ProcessRaisedException: "\n\n-- Process 1
+        # terminated with the following error: ... RuntimeError: ..."): its last line, on this one
+        text = f"{head.rstrip()} {said[-1]}"
+    return text
 
 
 class NoModule(Exception):

@@ -50,6 +50,8 @@ class Recorder:
         self.written_regions: set[int] = set()
         self.pending_rank: dict | None = None  # a `rank` record to write (`note_rank`)
         self.rank_known = False  # the rank came from a rank variable or torch.distributed
+        self.rank_source = "none"  # where the rank came from: variable, torch.distributed, parent, none
+        self._run_id_for_children: str | None = None
         self.unselected = False  # not among SCALEPROBE_RANKS, but the rank is not known yet
         self.rank_noted = False  # torch.distributed's rank and world size are known
         self.modules: list[dict] = []
@@ -107,25 +109,33 @@ class Recorder:
         ident = _identity()
         parent = _mp_parent_pid()
         inherited = _from_mp_parent(parent)
-        if inherited is not None:
-            # a spawned child is its parent's helper, of the parent's rank: a spawned rank's
-            # DataLoader worker inherits no RANK, or the launcher's for the process that started it
+        from_variable = ident.get("launcher") not in (None, "none")
+        if inherited is not None and (not from_variable or inherited.get("source") == "torch.distributed"):
+            # a child is its parent's helper, of the parent's rank where no rank variable gives its
+            # own, or where torch.distributed made the parent a rank (a spawned rank's DataLoader
+            # worker inherits no RANK, or the launcher's for the process that started the ranks)
             ident = dict(ident, rank=inherited["rank"], world_size=inherited["world_size"])
+            self.rank_source = "parent" if inherited.get("source") == "none" else str(inherited.get("source"))
+        else:
+            self.rank_source = "variable" if from_variable else "none"
         self.rank = ident["rank"]
         # a rank known from a rank variable or torch.distributed; a process whose rank no variable
         # gives may be made one by init_process_group (torch's spawn; its fork-started ranks too)
-        self.rank_known = ident.get("launcher") not in (None, "none") or bool((inherited or {}).get("known"))
+        self.rank_known = self.rank_source not in ("none", "parent")
+        self._run_id_for_children = (inherited or {}).get("run_id")
         if self.cfg.ranks and ident["rank"] not in RankSet.parse(self.cfg.ranks):
             if self.rank_known:
                 self.enabled = False
                 self.on = False
+                self._tell_mp_children()  # its workers are its rank's, not selected either (review 23)
                 return
             self.unselected = True  # recorded until it is known: dropped at the end if never selected
-        run_id = self.cfg.run_id or _job_run_id(ident["world_size"]) or (inherited or {}).get("run_id")
-        if run_id and not self.cfg.run_id and parent is None:
+        job = _job_run_id(ident["world_size"])
+        run_id = self.cfg.run_id or job or (inherited or {}).get("run_id")
+        if job and not self.cfg.run_id and parent is None:
             # as our launcher gives it: the rank's spawned DataLoader workers (whose parent is
             # the rank, not the torchrun agent) join its run
-            os.environ["SCALEPROBE_RUN_ID"] = run_id
+            os.environ["SCALEPROBE_RUN_ID"] = job
         run_id = run_id or time.strftime("%Y%m%d-%H%M%S", time.localtime()) + f"-{self.pid}"
         out = self.cfg.out_dir
         if out is None:
@@ -165,8 +175,10 @@ class Recorder:
         children of this very process only (an unrelated program it starts makes a run of its own)."""
         import json
 
-        os.environ[_MP_PARENT] = json.dumps({"pid": self.pid, "run_id": self.header["run_id"], "rank": self.rank,
-                                             "world_size": self.header.get("world_size", 1), "known": self.rank_known})
+        header = getattr(self, "header", None) or {}
+        os.environ[_MP_PARENT] = json.dumps({
+            "pid": self.pid, "run_id": header.get("run_id", self._run_id_for_children), "rank": self.rank,
+            "world_size": header.get("world_size", 1), "source": self.rank_source})
 
     def _leave_unrecorded(self) -> None:
         """A rank that SCALEPROBE_RANKS does not select, known only now: it records nothing, and
@@ -201,6 +213,7 @@ class Recorder:
         except Exception:  # noqa: BLE001 - no multiprocessing, or an unusual context
             pass
         self.rank_known = True
+        self.rank_source = "torch.distributed"
         if self.cfg.ranks:
             selected = RankSet.parse(self.cfg.ranks)
             if rank not in selected:  # rank selection, now that the rank is known (review 22)
@@ -532,8 +545,10 @@ class Recorder:
             if self.writer is not None:
                 self.writer.close()
                 self.writer = None
-                # once per program: not by each of its DataLoader workers and other helper processes
-                if self.default_dir and not self.cfg.quiet and self.header.get("child_of") is None:
+                # once per program: not by each of its DataLoader workers and other helper processes,
+                # nor by each rank it started (torch's spawn)
+                if self.default_dir and not self.cfg.quiet and self.header.get("child_of") is None \
+                        and self.rank_source not in ("torch.distributed", "parent"):
                     print(f"scaleprobe: run data written to {self.path}", file=sys.stderr)
 
     def _outcome(self, status: str | None, exit_code: int | None) -> tuple[str, int | None]:
@@ -993,10 +1008,9 @@ _MP_PARENT = "SCALEPROBE_MP_PARENT"
 def _from_mp_parent(parent: int | None) -> dict | None:
     """What this process's multiprocessing parent passed on (`Recorder._tell_mp_children`): its run
     id, rank and world size; None where the parent is not the process that wrote it."""
-    if parent is None and "multiprocessing.forkserver" in sys.modules:
-        parent = os.getppid()  # a forkserver: its forked children are the ranks of its starter's run
     if parent is None:
-        return None
+        # a forkserver, or a program a recording process started (a rank's subprocess): of its run
+        parent = os.getppid()
     import json
 
     try:
@@ -1005,7 +1019,10 @@ def _from_mp_parent(parent: int | None) -> dict | None:
         return None
     if not isinstance(got, dict) or not (got.get("pid") == parent or _is_ancestor(got.get("pid"))):
         return None
-    return got if isinstance(got.get("rank"), int) and isinstance(got.get("world_size"), int) else None
+    if not isinstance(got.get("rank"), int) or not isinstance(got.get("world_size"), int):
+        return None
+    got.setdefault("source", "none")
+    return got
 
 
 def _is_ancestor(pid: Any, levels: int = 6) -> bool:

@@ -275,7 +275,8 @@ def _run_one(opts: Options, run: Run, cfg: Config,
         stopped = f"{exc} (the run ended {outcome.status}; its record still says 'running')"
     recorded = wrote_run_file(run.directory)
     if outcome.status == "failed" and not opts.sweeping:
-        who = f"rank {outcome.failed_rank}" if outcome.failed_rank is not None else "the run"
+        who = ("the program (which started the ranks)" if opts.ranks_by_program
+               else f"rank {outcome.failed_rank}" if outcome.failed_rank is not None else "the run")
         print(f"scaleprobe launch: {who} failed: {outcome.error}", file=sys.stderr)
     elif outcome.status == "timeout" and not opts.sweeping:
         print(f"scaleprobe launch: {outcome.error}", file=sys.stderr)

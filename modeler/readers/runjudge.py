@@ -161,7 +161,8 @@ def _failure(run: "RunRecord", bad: list["RankFile"]) -> str:
     comes first, then an exception or exit status, and last the ranks stopped by SIGTERM (the
     launcher stops the others when one fails)."""
     launch = _launch_record(run)
-    failed_rank = launch[1].get("failed_rank") if launch else None
+    # the launcher's rank is the starter where the program started its ranks itself (review 23)
+    failed_rank = launch[1].get("failed_rank") if launch and not run.starters else None
     bad = sorted(bad, key=lambda f: (f.rank != failed_rank, f.run.end is not None, _by_launcher(f), f.rank))
     parts = []
     first = bad[0] if bad else None

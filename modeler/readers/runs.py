@@ -215,9 +215,31 @@ def _group(rank_files: list[RankFile]) -> list[RunRecord]:
         files = [f for f in files if not any(f is s for s in away)]  # a rank declared itself: never empty
         for f, spawned in zip(files, spawned_by_rank([f.header for f in files])):
             f.spawned = spawned and not f.header.get("rank_from")
+        _helpers_follow_their_rank(files)
+        files.sort(key=lambda f: (f.rank, str(f.path)))
         params = files[0].header.get("params") or {}
         runs.append(RunRecord(name, files, dict(params) if isinstance(params, dict) else {}, starters=away))
     return _merge_disagreeing(runs)
+
+
+def _helpers_follow_their_rank(files: Sequence[RankFile]) -> None:
+    """A helper process's rank is its parent's: one started before torch.distributed made its parent
+    a rank (a Pool or DataLoader worker made before `init_process_group`) says rank 0 in its header
+    (review 23: its work was counted in rank 0's). Only where torch.distributed named the ranks."""
+    if not any(f.header.get("rank_from") for f in files):
+        return
+    by_pid = {f.header.get("pid"): f for f in files if f.header.get("pid") is not None}
+    for _ in range(8):  # helpers of helpers
+        moved = False
+        for f in files:
+            if not f.is_child:
+                continue
+            up = by_pid.get(f.header.get("child_of") or f.header.get("forked_from") or f.header.get("ppid"))
+            if up is not None and up is not f and up.rank != f.rank:
+                f.run.header = dict(f.run.header, rank=up.rank, world_size=up.header.get("world_size"))
+                moved = True
+        if not moved:
+            return
 
 
 def starters(files: Sequence[RankFile]) -> list[RankFile]:
@@ -295,10 +317,9 @@ def _ranks_of_spawned(runs: list[RunRecord]) -> list[str]:
     size torch.distributed gave the ranks, not the number of processes a launcher started; a
     parameter that then says the same in every run (`--sweep nprocs=1,2,4` passed to the program)
     is that number again, and is not modeled beside it."""
-    moved = [r for r in runs if r.starters and r.params.get(RANKS_PARAMETER) != r.world_size]
-    for r in moved:
+    spawned = [r for r in runs if r.starters or any(f.header.get("rank_from") for f in r.files)]
+    for r in spawned:
         r.params[RANKS_PARAMETER] = r.world_size
-    spawned = [r for r in runs if r.starters]
     if not spawned:
         return []
     same = sorted(k for k in spawned[0].params if k != RANKS_PARAMETER and all(

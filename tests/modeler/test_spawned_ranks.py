@@ -100,3 +100,20 @@ def test_an_interrupted_run_is_used_with_include_incomplete_and_said(tmp_path):
     kept = {r.run_id: r for r in load_runs([tmp_path], ReadOptions(include_incomplete=True)).runs}
     assert {k: r.status for k, r in kept.items()} == {"a": "ok", "b": "ok", "c": "failed"}
     assert kept["a"].kept_incomplete.startswith("interrupted: ")
+
+
+def test_a_helper_started_before_its_parent_became_a_rank_is_that_ranks(tmp_path):
+    """Review 23: a Pool or DataLoader worker made before init_process_group says rank 0 (its parent's
+    rank then): its work was counted in rank 0's; and without the starter's file (rank selection)
+    `ranks` stayed the launcher's 1."""
+    params = {"ranks": 1}
+    for r in range(2):
+        write_rank_file(tmp_path, run_id="a", params=params, pid=200 + r, header={"child_of": 100, "ppid": 100},
+                        records=[{"type": "rank", "rank": r, "world_size": 2, "started_by": 100}],
+                        profile={(0,): (1, 10 * MS, MS)})
+    write_rank_file(tmp_path, run_id="a", params=params, pid=301, rank=0, header={"child_of": 201, "ppid": 201},
+                    profile={(4,): (2, 3 * MS, 3 * MS)})
+    (run,) = load_runs([tmp_path], ReadOptions()).runs
+    assert run.status == "ok" and {rank: [f.header["pid"] for f in fs] for rank, fs in run.ranks.items()} == \
+        {0: [200], 1: [201, 301]}
+    assert run.params == {"ranks": 2}

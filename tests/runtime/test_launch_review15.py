@@ -270,3 +270,17 @@ def test_progress_counts_interrupted_runs():
     summary = progress.summary("interrupted by SIGINT")
     assert "8 runs completed, 0 failed, 1 interrupted, 0 skipped as done before, 16 not run" in summary
     assert "1 interrupted" in progress.line()
+
+
+def test_an_error_whose_message_starts_on_its_next_line_is_summed_up_by_its_last():
+    """Review 23: torch's ProcessRaisedException starts its message with a blank line, and the
+    launcher said 'rank 0 failed: torch.multiprocessing.spawn.ProcessRaisedException:' and no more."""
+    from runtime.launch_script import error_summary
+
+    class ProcessRaisedException(Exception):
+        pass
+
+    exc = ProcessRaisedException("\n\n-- Process 1 terminated with the following error:\nTraceback (most recent "
+                                 "call last):\n  File \"x.py\", line 3, in work\nRuntimeError: rank 1 failed\n")
+    assert error_summary(exc).endswith("ProcessRaisedException: RuntimeError: rank 1 failed")
+    assert error_summary(ValueError("plain")) == "ValueError: plain"

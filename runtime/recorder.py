@@ -148,6 +148,8 @@ class Recorder:
             "repetition": self.cfg.repetition,
             **ident,
             "launcher": self.cfg.launcher or ident.get("launcher") or "none",
+            # where the rank came from: a rank variable, the multiprocessing parent, or nothing (0)
+            "rank_source": self.rank_source,
             "pid": self.pid,
             "ppid": os.getppid(),
             "python": sys.version.split()[0],
@@ -1008,9 +1010,12 @@ _MP_PARENT = "SCALEPROBE_MP_PARENT"
 def _from_mp_parent(parent: int | None) -> dict | None:
     """What this process's multiprocessing parent passed on (`Recorder._tell_mp_children`): its run
     id, rank and world size; None where the parent is not the process that wrote it."""
+    if parent is None and "multiprocessing.forkserver" in sys.modules:
+        parent = os.getppid()  # a forkserver: its forked children are the ranks of its starter's run
     if parent is None:
-        # a forkserver, or a program a recording process started (a rank's subprocess): of its run
-        parent = os.getppid()
+        # a program a recording process starts (subprocess, a shell) makes a run of its own, as it
+        # did (review 24: joined, a benchmark driver's runs were summed, a shell's made it ambiguous)
+        return None
     import json
 
     try:

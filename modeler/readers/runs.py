@@ -213,8 +213,13 @@ def _group(rank_files: list[RankFile]) -> list[RunRecord]:
         # the starter first: a spawned rank 0's parent is the starter, also "rank 0" (review 22)
         away = starters(files)
         files = [f for f in files if not any(f is s for s in away)]  # a rank declared itself: never empty
+        pids = {f.header.get("pid") for f in files} - {None}
         for f, spawned in zip(files, spawned_by_rank([f.header for f in files])):
-            f.spawned = spawned and not f.header.get("rank_from")
+            # also a program that a rank started without a rank of its own (rank 0 by default), as
+            # under the launcher, where it shares the run id (review 23: a subprocess of rank 1)
+            orphan = f.header.get("rank_source") == "none" and f.header.get("ppid") in pids \
+                and f.header.get("ppid") != f.header.get("pid")
+            f.spawned = (spawned or orphan) and not f.header.get("rank_from")
         _helpers_follow_their_rank(files)
         files.sort(key=lambda f: (f.rank, str(f.path)))
         params = files[0].header.get("params") or {}
@@ -225,14 +230,15 @@ def _group(rank_files: list[RankFile]) -> list[RunRecord]:
 def _helpers_follow_their_rank(files: Sequence[RankFile]) -> None:
     """A helper process's rank is its parent's: one started before torch.distributed made its parent
     a rank (a Pool or DataLoader worker made before `init_process_group`) says rank 0 in its header
-    (review 23: its work was counted in rank 0's). Only where torch.distributed named the ranks."""
-    if not any(f.header.get("rank_from") for f in files):
-        return
+    (review 23: its work was counted in rank 0's), and so does a program a rank started where no rank
+    variable told it its own. Only where torch.distributed named the ranks, or the helper had no rank
+    of its own (header `rank_source` "none")."""
+    named = any(f.header.get("rank_from") for f in files)
     by_pid = {f.header.get("pid"): f for f in files if f.header.get("pid") is not None}
     for _ in range(8):  # helpers of helpers
         moved = False
         for f in files:
-            if not f.is_child:
+            if not f.is_child or not (named or f.header.get("rank_source") == "none"):
                 continue
             up = by_pid.get(f.header.get("child_of") or f.header.get("forked_from") or f.header.get("ppid"))
             if up is not None and up is not f and up.rank != f.rank:

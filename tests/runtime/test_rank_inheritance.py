@@ -1,6 +1,7 @@
 """Which rank a child process records as (review 23): a rank variable the parent set for it wins over
 the parent's own rank; a rank that rank selection leaves out passes that on to its workers; a
-program that a rank starts (a subprocess) is that rank's."""
+program that a rank starts (a subprocess) without a rank of its own is that rank's helper where it
+shares the run (the launcher's run id), and makes a run of its own otherwise (review 24)."""
 import json
 import os
 import subprocess
@@ -72,11 +73,16 @@ def test_the_workers_of_a_rank_that_selection_leaves_out_record_nothing(tmp_path
 
 
 def test_a_program_a_rank_starts_is_that_ranks(tmp_path):
-    runs = _run(tmp_path, "subprocess", RANK="1", WORLD_SIZE="2", LOCAL_RANK="1")
-    assert len(runs) == 2 and len({r.header["run_id"] for r in runs}) == 1
-    assert sorted(r.header["rank"] for r in runs) == [1, 1]
     from modeler.readers import ReadOptions
     from modeler.readers.runs import load_runs
 
+    # under the launcher (its run id): rank 1's subprocess, rank 0 by default, was a second rank 0
+    runs = _run(tmp_path, "subprocess", RANK="1", WORLD_SIZE="2", LOCAL_RANK="1", SCALEPROBE_RUN_ID="r1")
+    assert sorted((r.header["rank"], r.header["rank_source"]) for r in runs) == [(0, "none"), (1, "variable")]
     (run,) = load_runs([tmp_path / "out"], ReadOptions()).runs
-    assert run.status != "ambiguous" and [f.is_child for f in run.ranks[1]].count(False) == 1, run.reason
+    assert run.status != "ambiguous" and list(run.ranks) == [1], run.reason
+    assert [f.is_child for f in run.ranks[1]].count(False) == 1
+    # without it, the subprocess makes a run of its own, as any program does (review 24)
+    (tmp_path / "plain").mkdir()
+    runs = _run(tmp_path / "plain", "subprocess", RANK="1", WORLD_SIZE="2", LOCAL_RANK="1")
+    assert len({r.header["run_id"] for r in runs}) == 2

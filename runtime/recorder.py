@@ -194,6 +194,8 @@ class Recorder:
                 writer.close()
                 try:
                     os.unlink(self.path)
+                    if self.default_dir:
+                        os.rmdir(os.path.dirname(self.path))  # only when no other process wrote there
                 except OSError:
                     pass
 

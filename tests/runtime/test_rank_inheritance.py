@@ -86,3 +86,18 @@ def test_a_program_a_rank_starts_is_that_ranks(tmp_path):
     (tmp_path / "plain").mkdir()
     runs = _run(tmp_path / "plain", "subprocess", RANK="1", WORLD_SIZE="2", LOCAL_RANK="1")
     assert len({r.header["run_id"] for r in runs}) == 2
+
+
+def test_a_process_that_never_became_a_selected_rank_leaves_nothing(tmp_path):
+    """SCALEPROBE_RANKS=1 on a program that never learns a rank (no rank variable, no
+    init_process_group): it records provisionally and removes its file, and its default directory."""
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k not in ("RANK", "WORLD_SIZE",
+                                                                                                 "LOCAL_RANK")}
+    e.update(PYTHONPATH=str(REPO), SCALEPROBE_RANKS="1")
+    p = subprocess.run([sys.executable, "prog.py", "plain"], env=e, cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "run data written" not in p.stderr
+    left = list((tmp_path / "scaleprobe-runs").rglob("*")) if (tmp_path / "scaleprobe-runs").exists() else []
+    assert left == [], left

@@ -49,7 +49,6 @@ class Recorder:
         #: first (a project's 10,000 functions, of which a run calls 4, made 1 MB of every file)
         self.written_regions: set[int] = set()
         self.pending_rank: dict | None = None  # a `rank` record to write (`note_rank`)
-        self.rank_known = False  # the rank came from a rank variable or torch.distributed
         self.rank_source = "none"  # where the rank came from: variable, torch.distributed, parent, none
         self._run_id_for_children: str | None = None
         self.unselected = False  # not among SCALEPROBE_RANKS, but the rank is not known yet
@@ -119,9 +118,6 @@ class Recorder:
         else:
             self.rank_source = "variable" if from_variable else "none"
         self.rank = ident["rank"]
-        # a rank known from a rank variable or torch.distributed; a process whose rank no variable
-        # gives may be made one by init_process_group (torch's spawn; its fork-started ranks too)
-        self.rank_known = self.rank_source not in ("none", "parent")
         self._run_id_for_children = (inherited or {}).get("run_id")
         if self.cfg.ranks and ident["rank"] not in RankSet.parse(self.cfg.ranks):
             if self.rank_known:
@@ -171,6 +167,12 @@ class Recorder:
         self._open_file(out)
         self._tell_mp_children()
 
+    @property
+    def rank_known(self) -> bool:
+        """The rank came from a rank variable or torch.distributed; a process whose rank no variable
+        gives may be made one by init_process_group (torch's spawn; its fork-started ranks too)."""
+        return self.rank_source in ("variable", "torch.distributed")
+
     def _tell_mp_children(self) -> None:
         """Spawned multiprocessing children (a fresh interpreter each) join this process's run, and
         take its rank where no rank variable tells theirs: `SCALEPROBE_MP_PARENT`, read by the
@@ -216,7 +218,6 @@ class Recorder:
                 started_by = started.pid
         except Exception:  # noqa: BLE001 - no multiprocessing, or an unusual context
             pass
-        self.rank_known = True
         self.rank_source = "torch.distributed"
         if self.cfg.ranks:
             selected = RankSet.parse(self.cfg.ranks)

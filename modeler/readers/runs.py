@@ -118,6 +118,11 @@ class RunRecord:
     starters: list[RankFile] = field(default_factory=list)
 
     @property
+    def all_files(self) -> list[RankFile]:
+        """Every file of the run read: its ranks' and their starters'."""
+        return [*self.files, *self.starters]
+
+    @property
     def header(self) -> dict[str, Any]:
         return self.files[0].header
 
@@ -287,7 +292,8 @@ def _merge_disagreeing(runs: list[RunRecord]) -> list[RunRecord]:
         if sum(map(len, ranks)) != len(set().union(*ranks)) or any(len(rk) >= p.world_size for rk, p in zip(ranks, parts)):
             continue
         files = sorted((f for p in parts for f in p.files), key=lambda f: (f.rank, str(f.path)))
-        run = RunRecord(str(parts[0].header.get("run_id")), files, dict(parts[0].params))
+        run = RunRecord(str(parts[0].header.get("run_id")), files, dict(parts[0].params),
+                        starters=[f for p in parts for f in p.starters])
         said = "; ".join(f"rank{'s' if len(rk) > 1 else ''} {', '.join(map(str, sorted(rk)))}: {_params_text(p.header.get('params'))}"
                          for rk, p in sorted(zip(ranks, parts), key=lambda x: min(x[0])))
         run.disagree = f"its ranks disagree on the parameters ({said}): which point it measured is unknown"
@@ -433,11 +439,11 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
     if options.experiments:
         runs, others = select_experiments(runs, options.experiments)
         files.extend(FileResult(str(f.path), "runs", "deselected", f"experiment {r.experiment_key or '(unnamed)'!r} "
-                                "not selected (--experiment)") for r in others for f in [*r.files, *r.starters])
+                                "not selected (--experiment)") for r in others for f in r.all_files)
     if options.points:
         runs, others = select_points(runs, options.points)
         files.extend(FileResult(str(f.path), "runs", "deselected", f"{_params_text(r.params)} not selected "
-                                f"({options.points})") for r in others for f in [*r.files, *r.starters])
+                                f"({options.points})") for r in others for f in r.all_files)
     parameters, constants = _parameters(runs, warnings)
     warnings.extend(_experiments_warning(runs, parameters))
     kept = [r for r in runs if r.status == "ok" and r.kept_incomplete]
@@ -456,11 +462,11 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
         )
     for r in runs:
         if r.status == "ok":
-            files.extend(FileResult(str(f.path), "runs", "read") for f in [*r.files, *r.starters])
+            files.extend(FileResult(str(f.path), "runs", "read") for f in r.all_files)
         else:
             warnings.append(f"run {r.run_id} left out ({r.status}): {r.reason}")
             files.extend(FileResult(str(f.path), "runs", "left out", f"run {r.status}: {r.reason}", run=r.run_id,
-                                    run_status=r.status) for f in [*r.files, *r.starters])
+                                    run_status=r.status) for f in r.all_files)
     return RunSet(runs, parameters, constants, files, warnings)
 
 

@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from runtime.runfile import profile_rows
+
 from .dataset import RANKS_PARAMETER, Dataset, RunShares, Series
 from .errors import InputError
 from .listing import listing
@@ -84,6 +86,9 @@ class RegionNames:
                     owners[reg.name].add(reg.file)
         self._ambiguous = {name for name, files in owners.items() if len(files) > 1}
         self._labels: dict[int, dict[int, str]] = {}
+        # one object for each call path and (call path, metric), whichever file and run it comes
+        # from: every run's values are held until the series are made (a tenth of their memory)
+        self._shared: dict[Any, Any] = {}
 
     def _table(self, rf: RankFile) -> dict[int, str]:
         table = self._labels.get(id(rf.run))
@@ -100,7 +105,12 @@ class RegionNames:
 
     def callpath(self, rf: RankFile, path: Iterable[int]) -> str:
         table = self._table(rf)
-        return "->".join(table.get(r) or f"#{r}" for r in path)
+        text = "->".join(table.get(r) or f"#{r}" for r in path)
+        return self._shared.setdefault(text, text)
+
+    def key(self, key: Key) -> Key:
+        """`key`, or the equal (call path, metric) seen before."""
+        return self._shared.setdefault(key, key)
 
 
 def _ns(v: Any) -> float | None:
@@ -226,19 +236,19 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
     for rf in files:
         run = rf.run
         if not rf.is_child:
-            for path, st in run.profile.items():
+            for path, _, incl, _ in profile_rows(run.profile):
                 if len(path) == 1:
                     roots.add(names.callpath(rf, path))
-                    run_time = max(run_time, st.incl_ns / 1e9)
+                    run_time = max(run_time, incl / 1e9)
         ends_in: dict[int, set[str]] = defaultdict(set)
         visits_of: dict[int, int] = defaultdict(int)
-        for path, st in run.profile.items():
+        for path, visits, incl, excl in profile_rows(run.profile):
             if not path:
                 continue
             profiled = True
             cp = names.callpath(rf, path)
             ends_in[path[-1]].add(cp)
-            visits_of[path[-1]] += st.visits
+            visits_of[path[-1]] += visits
             if path in rf.check.unknown_paths:
                 continue  # see below
             if path[-1] in run.throttled:
@@ -246,9 +256,9 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
                 throttled.add(cp)
                 unknown.update((cp, m) for m in ("time", "exclusive_time", "visits"))
                 continue
-            totals[(cp, "time")] += st.incl_ns / 1e9
-            totals[(cp, "exclusive_time")] += st.excl_ns / 1e9
-            totals[(cp, "visits")] += st.visits
+            totals[(cp, "time")] += incl / 1e9
+            totals[(cp, "exclusive_time")] += excl / 1e9
+            totals[(cp, "visits")] += visits
 
         # records left out for bad values (runvalues): the totals they add to are short, or gone
         for path in rf.check.unknown_paths:
@@ -335,14 +345,14 @@ def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunM
         additive = METRICS[key[1]].additive
         vals = [m.get(key, 0.0) for m in per_rank] if additive else [m[key] for m in per_rank if key in m]
         if vals:
-            out[key] = reduce(vals)
+            out[names.key(key)] = reduce(vals)
             if key[1] == "time":
                 rank_time[key[0]] = per_rank_time(vals)
         # imbalance needs every rank: with rank selection, one recorded rank of many says nothing
         if key[1] == "time" and (len(per_rank) > 1 or run.world_size == 1):
             mean = sum(vals) / len(vals)
             if mean > 0:
-                out[(key[0], "imbalance")] = max(vals) / mean
+                out[names.key((key[0], "imbalance"))] = max(vals) / mean
     for cp in [cp for cp in shares if (cp, "time") in unknown]:
         del shares[cp]
     return RunMetrics(out, unknown, throttled, rank_time, shares, frozenset(roots))

@@ -416,6 +416,7 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
     warnings: list[str] = []
     rank_files: list[RankFile] = []
     unreadable: list[tuple[Path, str]] = []
+    shared: dict[Any, Any] = {}  # the call paths and regions the files have in common (`Run.pack`)
     for p in [Path(p) for p, _ in expand(paths)]:
         try:
             if p.stat().st_size == 0:
@@ -428,6 +429,7 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
         warnings.extend(msg for msg in run.problems if _NO_END not in msg)
         check = check_values(p, run)
         warnings.extend(check.warnings)
+        run.pack(shared)  # a tenth of the memory: every file is held until the runs are put together
         rank_files.append(RankFile(p, run, check))
     rank_files, copies, copy_results = drop_copies(rank_files)
     warnings.extend(copies)

@@ -13,7 +13,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..aggregate import loop_callpaths, loop_records, per_step
 from ..dataset import RANKS_PARAMETER
@@ -31,7 +31,7 @@ class RankData:
     rank: int
     header: dict
     names: dict[int, str]
-    profile: dict[tuple[int, ...], Any]
+    profile: Mapping[tuple[int, ...], Any]  # a packed profile (`runtime.runfile.PackedProfile`)
     comms: list[dict]
     ok: bool
     status: str
@@ -193,7 +193,7 @@ def _rank_data(rank: int, files: Sequence[Any], names: Any) -> RankData:
         rank=rank,
         header=header,
         names={int(rid): names.label(main, int(rid)) for rid in run.regions},
-        profile=dict(run.profile),
+        profile=run.profile,
         comms=list(run.comms),
         ok=end is not None and status == "ok",
         status=status,

@@ -317,6 +317,9 @@ class RunMetrics:
     #: there over the rank's `RankMetrics.run_time`), whatever `ranks` reduces the values with
     shares: dict[str, float] = field(default_factory=dict)
     roots: frozenset[str] = frozenset()  # the main processes' top-level call paths
+    #: the same for its exclusive time (`--metric exclusive_time` leaves a call path whose own time is
+    #: small out, whatever its callees take)
+    own_shares: dict[str, float] = field(default_factory=dict)
 
 
 def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunMetrics:
@@ -327,6 +330,7 @@ def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunM
     unknown: set[Key] = set()
     throttled: set[str] = set()
     shares: dict[str, float] = {}
+    own_shares: dict[str, float] = {}
     roots: set[str] = set()
     for _, files in run.ranks.items():
         rm = rank_metrics(files, names)
@@ -337,8 +341,9 @@ def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunM
         roots |= rm.roots
         if rm.run_time > 0:
             for (cp, metric), v in rm.values.items():
-                if metric == "time" and (cp, metric) not in rm.unknown:
-                    shares[cp] = max(shares.get(cp, 0.0), v / rm.run_time)
+                into = shares if metric == "time" else own_shares if metric == "exclusive_time" else None
+                if into is not None and (cp, metric) not in rm.unknown:
+                    into[cp] = max(into.get(cp, 0.0), v / rm.run_time)
     keys = (set().union(*per_rank) if per_rank else set()) - unknown
     out: dict[Key, float] = {}
     for key in keys:
@@ -353,9 +358,10 @@ def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunM
             mean = sum(vals) / len(vals)
             if mean > 0:
                 out[names.key((key[0], "imbalance"))] = max(vals) / mean
-    for cp in [cp for cp in shares if (cp, "time") in unknown]:
-        del shares[cp]
-    return RunMetrics(out, unknown, throttled, rank_time, shares, frozenset(roots))
+    for into, metric in ((shares, "time"), (own_shares, "exclusive_time")):
+        for cp in [cp for cp in into if (cp, metric) in unknown]:
+            del into[cp]
+    return RunMetrics(out, unknown, throttled, rank_time, shares, frozenset(roots), own_shares)
 
 
 Point = tuple[float, ...]
@@ -455,12 +461,15 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
     times: dict[Point, list[dict[str, float]]] = defaultdict(list)
     throttled: dict[str, int] = defaultdict(int)  # call path -> runs in which it was throttled
     shares: dict[str, dict[Point, list[float]]] = defaultdict(lambda: defaultdict(list))
+    own_shares: dict[str, dict[Point, list[float]]] = defaultdict(lambda: defaultdict(list))
     roots: set[str] = set()
     for run in runs:
         rm = run_metrics(run, names, ranks)
         pt = runset.point(run)
         for cp, v in rm.shares.items():
             shares[cp][pt].append(v)
+        for cp, v in rm.own_shares.items():
+            own_shares[cp][pt].append(v)
         roots |= rm.roots
         measured[pt].append(rm.values)
         unknown[pt].append(rm.unknown)
@@ -519,9 +528,12 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
         )
     sources = sorted({str(f.path) for r in runs for f in r.files})
     # the median over the repetitions at a point, the largest over the points (`modeler.share`)
-    run_shares = RunShares({cp: max(_median(v) for v in by_pt.values()) for cp, by_pt in shares.items()},
-                           frozenset(roots)) if runs else None
+    run_shares = RunShares(_largest_median(shares), frozenset(roots), _largest_median(own_shares)) if runs else None
     return Dataset(params, series, warnings, sources, run_shares)
+
+
+def _largest_median(shares: dict[str, dict[Point, list[float]]]) -> dict[str, float]:
+    return {cp: max(_median(v) for v in by_pt.values()) for cp, by_pt in shares.items()}
 
 
 def _derived_notes(ranks: str, late: dict[str, set[float]]) -> list[str]:

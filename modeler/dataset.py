@@ -125,10 +125,16 @@ class RunShares:
     on the rank where it is largest, whatever `--ranks` reduces the series with), the run's time of
     a rank being the longest top-level region of its main process; and those top-level call paths
     (DataLoader workers' and other processes' top-level regions run beside them, summed over the
-    rank's processes)."""
+    rank's processes); and each call path's largest share of its exclusive time (`exclusive`)."""
 
     measured: Mapping[str, float]
     main_roots: frozenset[str]
+    #: the same for the call paths' exclusive time
+    exclusive: Mapping[str, float] = field(default_factory=dict)
+
+    def of(self, metric: str) -> Mapping[str, float]:
+        """The shares of `metric`'s values: `time` or `exclusive_time`."""
+        return self.exclusive if metric == "exclusive_time" else self.measured
 
     @staticmethod
     def merged(parts: Sequence["RunShares | None"]) -> "RunShares | None":
@@ -136,10 +142,12 @@ class RunShares:
         if not have:
             return None
         measured: dict[str, float] = {}
+        exclusive: dict[str, float] = {}
         for p in have:
-            for cp, v in p.measured.items():
-                measured[cp] = max(measured.get(cp, 0.0), v)
-        return RunShares(measured, frozenset().union(*(p.main_roots for p in have)))
+            for into, of in ((measured, p.measured), (exclusive, p.exclusive)):
+                for cp, v in of.items():
+                    into[cp] = max(into.get(cp, 0.0), v)
+        return RunShares(measured, frozenset().union(*(p.main_roots for p in have)), exclusive)
 
 
 @dataclass

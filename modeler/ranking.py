@@ -24,7 +24,7 @@ from .listing import listing
 from .model import FittedModel, Model
 from .own_time import own_time_note
 from .parts import SEPARATOR, PartsCheck, check_parts, parts_sums
-from .share import Share, kept_callpaths, measured_shares, shares
+from .share import Share, kept_callpaths, measured_shares, own_shares, shares
 from .uncertainty import mixture_ranges, with_prediction
 
 
@@ -366,6 +366,7 @@ def rank_models(
     derived = derived_predictions(models, companions, at, parameters, baselines)
     blamed = blamed_parts([*models, *companions], by_key, sums)
     share_of = _shares(measured, models, preds, ranges, companions, by_key, parameters, at, sums, run_shares, blamed)
+    own_of = _own_shares(measured, models, ranges, by_key, share_of, run_shares, blamed)
     rows = []
     for fm, pred, rng, ft in zip(models, preds, ranges, derived):
         low = high = None
@@ -374,7 +375,8 @@ def rank_models(
             low, high = min(a, b), max(a, b)
         unit = (units or {}).get((fm.callpath, fm.metric), "")
         parts = sums[fm.callpath].parts if fm.metric == "time" and fm.callpath in sums else None
-        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng, ft, share_of.get(fm.callpath),
+        share = (own_of if fm.metric == "exclusive_time" and fm.callpath in own_of else share_of).get(fm.callpath)
+        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng, ft, share,
                                 blamed.get((fm.callpath, fm.metric))))
 
     def key(r: RankedModel) -> tuple:
@@ -385,8 +387,13 @@ def rank_models(
 
     rows.sort(key=key)
     kept = kept_callpaths(share_of, min_share)
-    shown = [r for r in rows if r.share is None or r.fitted.callpath in kept]
-    left_out = [r for r in rows if not (r.share is None or r.fitted.callpath in kept)]
+
+    def shown_row(r: RankedModel) -> bool:
+        # a call path's own time is kept when the call path is, and takes the fraction itself
+        return r.share is None or (r.fitted.callpath in kept and r.share.kept(min_share))
+
+    shown = [r for r in rows if shown_row(r)]
+    left_out = [r for r in rows if not shown_row(r)]
     # the warnings speak of the models shown only (review 18: "(70 models)" with 20 shown)
     warnings = list(warnings)
     if model_notes:
@@ -401,6 +408,23 @@ def rank_models(
     if shown_times and (own := own_time_note(measured, parameters, among=shown_times)):
         warnings.append(own)
     return Ranking(tuple(parameters), dict(at), tuple(shown), tuple(warnings), min_share, tuple(left_out))
+
+
+def _own_shares(measured: Sequence, models: Sequence[FittedModel], ranges: Sequence[tuple[float, float] | None],
+                by_key: Mapping[tuple[str, str], float], share_of: Mapping[str, Share],
+                run_shares: RunShares | None, blamed: Collection[tuple[str, str]] = ()) -> dict[str, Share]:
+    """The share of the run's time of each exclusive time model's call path's own time
+    (`modeler.share.own_shares`); none from a model worse than a constant or `blamed`."""
+    own = [(fm, rng) for fm, rng in zip(models, ranges) if fm.metric == "exclusive_time"]
+    if not measured or not own:
+        return {}
+    predictions = {fm.callpath: by_key[(fm.callpath, fm.metric)] for fm, _ in own}
+    lows = {fm.callpath: (None if rng is None else rng[0]) for fm, rng in own}
+    doubtful = {fm.callpath for fm, _ in own if (fm.callpath, fm.metric) in blamed or _worse_than_constant(fm)}
+    times = {cp: v for (cp, metric), v in by_key.items() if metric == "time"}
+    roots = run_shares.main_roots if run_shares is not None else None
+    return own_shares(measured_shares(measured, run_shares, "exclusive_time"), predictions, lows, share_of, roots,
+                      times, doubtful)
 
 
 def _shares(measured: Sequence, models: Sequence[FittedModel], preds: Sequence[float],

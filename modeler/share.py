@@ -26,7 +26,7 @@ time, now or at the target point:
 A call path is left out when both are below the fraction, and whenever its parent is left out
 (`kept_callpaths`). The share of a call path's time stands
 for all its metrics (visits, bytes, imbalance, speedup ...): a region that takes no time does not
-matter whatever else it does. A call path without a `time` series (Extra-P inputs of other metrics)
+matter whatever else it does. Its exclusive time must take the share itself as well (`own_shares`). A call path without a `time` series (Extra-P inputs of other metrics)
 has no share and is always kept.
 """
 
@@ -119,12 +119,14 @@ def run_time_series(series: Sequence[Series], roots: Collection[str] | None = No
     return main or top
 
 
-def measured_shares(series: Sequence[Series], run_shares: RunShares | None = None) -> dict[str, float]:
-    """Per call path with a `time` series: its largest share of the run's time over the measured
-    points. From runs (`run_shares`): its time on the rank where the share is largest over that
-    rank's run time (the longest top-level region of its main process). Otherwise (Extra-P inputs):
-    its time (the median of the repetitions) over the longest top-level call path's there; points
-    where no top-level call path was measured, or where the run took no time, say nothing."""
+def measured_shares(series: Sequence[Series], run_shares: RunShares | None = None,
+                    metric: str = "time") -> dict[str, float]:
+    """Per call path with a `metric` series (`time`, or `exclusive_time`: its own time): its largest
+    share of the run's time over the measured points. From runs (`run_shares`): its value on the
+    rank where the share is largest over that rank's run time (the longest top-level region of its
+    main process). Otherwise (Extra-P inputs): its value (the median of the repetitions) over the
+    longest top-level call path's time there; points where no top-level call path was measured, or
+    where the run took no time, say nothing."""
     roots = run_shares.main_roots if run_shares is not None else None
     total: dict[tuple[float, ...], float] = {}
     for s in run_time_series(series, roots):
@@ -133,11 +135,12 @@ def measured_shares(series: Sequence[Series], run_shares: RunShares | None = Non
             if math.isfinite(v):
                 total[key] = max(total.get(key, 0.0), float(v))
     out: dict[str, float] = {}
+    from_runs = run_shares.of(metric) if run_shares is not None else {}
     for s in series:
-        if s.metric != "time":
+        if s.metric != metric:
             continue
-        if run_shares is not None and s.callpath in run_shares.measured:
-            out[s.callpath] = float(run_shares.measured[s.callpath])
+        if s.callpath in from_runs:
+            out[s.callpath] = float(from_runs[s.callpath])
             continue
         shares = [float(v) / total[k] for pt, v in zip(s.points, s.values("median"))
                   if total.get(k := tuple(map(float, pt)), 0.0) > 0 and math.isfinite(v)]
@@ -182,6 +185,33 @@ def shares(measured: Mapping[str, float], predictions: Mapping[str, float],
                 at = min(at, up.at_target)
                 low = None if low is None else min(low, up.at_target_low if up.at_target_low is not None
                                                    else up.at_target)
+        out[cp] = Share(measured.get(cp), at, low, cp not in doubtful)
+    return out
+
+
+def own_shares(measured: Mapping[str, float], predictions: Mapping[str, float],
+               lows: Mapping[str, float | None], of_callpaths: Mapping[str, Share],
+               roots: Collection[str] | None, time_predictions: Mapping[str, float],
+               doubtful: Collection[str] = ()) -> dict[str, Share]:
+    """The `Share` of each call path's exclusive time (review 20: under `--metric exclusive_time` an
+    evaluation function whose own time was 0.03% of the run was ranked first, on its loop's share):
+    `measured` from `measured_shares(..., metric="exclusive_time")`, `predictions` and `lows` of
+    the exclusive time models at the target, the run's time at the target from `time_predictions`.
+    A call path's own time is part of its time: its share at the target is at most the call path's
+    (`of_callpaths`)."""
+    total = predicted_run_time(time_predictions, roots)
+    out: dict[str, Share] = {}
+    for cp in {*measured, *predictions}:
+        at = low = None
+        if total is not None and cp in predictions and math.isfinite(predictions[cp]):
+            at = predictions[cp] / total
+            lo = lows.get(cp)
+            low = min(lo, predictions[cp]) / total if lo is not None and math.isfinite(lo) else None
+            whole = of_callpaths.get(cp)
+            if whole is not None and whole.at_target is not None:
+                at = min(at, whole.at_target)
+                cap = whole.at_target_low if whole.at_target_low is not None else whole.at_target
+                low = None if low is None else min(low, cap)
         out[cp] = Share(measured.get(cp), at, low, cp not in doubtful)
     return out
 

@@ -23,7 +23,7 @@ from .errors import InputError
 from .listing import listing
 from .model import FittedModel, Model
 from .own_time import own_time_note
-from .parts import SEPARATOR, PartsCheck, check_parts, parts_sums
+from .parts import SEPARATOR, PartsCheck, check_parts, parts_sums, run_time_figure
 from .share import Share, kept_callpaths, measured_shares, own_shares, shares
 from .uncertainty import mixture_ranges, with_prediction
 
@@ -366,7 +366,7 @@ def rank_models(
     derived = derived_predictions(models, companions, at, parameters, baselines)
     blamed = blamed_parts([*models, *companions], by_key, sums)
     share_of = _shares(measured, models, preds, ranges, companions, by_key, parameters, at, sums, run_shares, blamed)
-    own_of = _own_shares(measured, models, ranges, by_key, share_of, run_shares, blamed)
+    own_of = _own_shares(measured, models, ranges, by_key, share_of, run_shares, blamed, sums)
     rows = []
     for fm, pred, rng, ft in zip(models, preds, ranges, derived):
         low = high = None
@@ -412,7 +412,8 @@ def rank_models(
 
 def _own_shares(measured: Sequence, models: Sequence[FittedModel], ranges: Sequence[tuple[float, float] | None],
                 by_key: Mapping[tuple[str, str], float], share_of: Mapping[str, Share],
-                run_shares: RunShares | None, blamed: Collection[tuple[str, str]] = ()) -> dict[str, Share]:
+                run_shares: RunShares | None, blamed: Collection[tuple[str, str]] = (),
+                sums: Mapping[str, PartsCheck] | None = None) -> dict[str, Share]:
     """The share of the run's time of each exclusive time model's call path's own time
     (`modeler.share.own_shares`); none from a model worse than a constant or `blamed`."""
     own = [(fm, rng) for fm, rng in zip(models, ranges) if fm.metric == "exclusive_time"]
@@ -422,6 +423,7 @@ def _own_shares(measured: Sequence, models: Sequence[FittedModel], ranges: Seque
     lows = {fm.callpath: (None if rng is None else rng[0]) for fm, rng in own}
     doubtful = {fm.callpath for fm, _ in own if (fm.callpath, fm.metric) in blamed or _worse_than_constant(fm)}
     times = {cp: v for (cp, metric), v in by_key.items() if metric == "time"}
+    times.update(_run_times(times, sums or {}))
     roots = run_shares.main_roots if run_shares is not None else None
     return own_shares(measured_shares(measured, run_shares, "exclusive_time"), predictions, lows, share_of, roots,
                       times, doubtful)
@@ -449,4 +451,10 @@ def _shares(measured: Sequence, models: Sequence[FittedModel], preds: Sequence[f
             lows[fm.callpath] = None if rng is None else rng[0]
     times = {cp: v for (cp, metric), v in by_key.items() if metric == "time"}
     roots = run_shares.main_roots if run_shares is not None else None
-    return shares(measured_shares(measured, run_shares), times, lows, roots, doubtful)
+    return shares(measured_shares(measured, run_shares), times, lows, roots, doubtful, _run_times(times, sums))
+
+
+def _run_times(times: Mapping[str, float], sums: Mapping[str, PartsCheck]) -> dict[str, float]:
+    """The top-level call paths' times at the target as the run's (`parts.run_time_figure`)."""
+    return {cp: run_time_figure(v, sums[cp].parts if cp in sums else None)
+            for cp, v in times.items() if SEPARATOR not in cp}

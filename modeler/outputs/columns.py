@@ -76,6 +76,6 @@ def doubtful_legend(ranking: Ranking) -> str:
     if not marked:
         return ""
     return (f"! ({len(marked)} row{'s' if len(marked) > 1 else ''}): a fit worse than a constant (adj. R2 below 0), "
-            f"or a time model that its exclusive time and children's models contradict by more than "
+            f"or a time model that its parts' models (its exclusive time and its descendants') contradict by more than "
             f"{PARTS_DISAGREE:g}x at the target, or the part with the poorest fit in such a contradiction: "
             f"its growth and prediction are not to be acted on as they stand")

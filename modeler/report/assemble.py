@@ -18,6 +18,7 @@ from ..errors import InputError
 from ..estimator import MIN_POINTS
 from ..listing import listing
 from ..model import FittedModel
+from ..parts import run_time_figure
 from . import svg
 from ..ranking import parse_assignments
 from ..share import parse_min_share
@@ -207,11 +208,14 @@ def _run_time(report: Report, ranking: Sequence, roots: set[str] | None, compani
     finite = [row for row in candidates if math.isfinite(row.predicted)]
     if not finite:
         return
-    row = max(finite, key=lambda r: (r.predicted, r.callpath))
-    report.predicted_total, report.predicted_root = float(row.predicted), row.callpath
+    row = max(finite, key=lambda r: (run_time_figure(r.predicted, r.from_parts), r.callpath))
+    report.predicted_total, report.predicted_root = run_time_figure(row.predicted, row.from_parts), row.callpath
     if report.scaling_axis in target:
         report.predicted_cost = report.predicted_total * target[report.scaling_axis]
     report.predicted_basis = what
+    if report.predicted_total != row.predicted:
+        report.predicted_model = float(row.predicted)
+        report.predicted_basis = f"{what}, from its parts' models"
 
 
 #: a run time whose model and its parts' models differ by more than this factor gets a caveat
@@ -255,11 +259,15 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
             out.append(f"below the {measured[top]:.4g} s already measured at {point}")
     row = next((r for r in ranking if r.callpath == report.predicted_root), None)
     parts = None if row is None else row.from_parts
-    if per_rank and parts is not None and parts > 0 and report.predicted_total > 0:
+    if per_rank and report.predicted_model is not None:
+        out.append(f"its own time model predicts {report.predicted_model:.4g} s "
+                   f"({report.predicted_model / report.predicted_total:.2g}x): less than its parts' models add up "
+                   "to, which an inclusive time cannot be; a model of the whole holds a part's growth constant "
+                   "where it is small against the other parts' noise at the measured points")
+    elif per_rank and parts is not None and parts > 0 and report.predicted_total > 0:
         ratio = report.predicted_total / parts
         if ratio > PARTS_DISAGREE or ratio < 1 / PARTS_DISAGREE:
-            out.append(f"its exclusive time and its children's models add up to {parts:.4g} s ({ratio:.2g}x): "
-                       "one of them extrapolates badly")
+            out.append(f"its parts' models add up to {parts:.4g} s ({ratio:.2g}x): one of them extrapolates badly")
     inside = [r for r in ranking if r.callpath.startswith(report.predicted_root + "->") and math.isfinite(r.predicted)]
     deepest = max(inside, key=lambda r: r.predicted, default=None)
     if per_rank and deepest is not None and deepest.predicted > INSIDE_ABOVE * report.predicted_total:

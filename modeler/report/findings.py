@@ -117,6 +117,9 @@ class Report:
     predicted_total: float | None = None
     predicted_cost: float | None = None  # predicted_total x ranks at the target, when ranks is a parameter
     predicted_root: str | None = None
+    #: the root's own time model's prediction, where the run time is its parts' sum instead
+    #: (`assemble.run_time_figure`)
+    predicted_model: float | None = None
     #: what `predicted_root` is and how its time was had
     predicted_basis: str = ""
     #: why there is no run time, where there is none for a reason worth saying

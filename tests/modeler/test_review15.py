@@ -48,8 +48,16 @@ def test_a_run_time_its_parts_contradict_is_said(tmp_path):
         values += [({"width": w}, "main", 10 + (0.3, -0.2, 0.1, -0.3, 0.2)[i]),
                    ({"width": w}, "main->train", 1e-4 * w * w)]
     line = _report(tmp_path, _write(tmp_path / "in.jsonl", values), "width=4096")
-    assert "Caveat: its exclusive time and its children's models add up to" in line
-    assert "one of them extrapolates badly" in line
+    # a whole below its parts: the run time is its parts' (review 25), and the model's figure is said
+    assert "**1.68e+03** (`main`, the longest top-level region, from its parts' models)" in line
+    assert "Caveat: its own time model predicts 10" in line
+    # a whole far above its parts: its own figure, and the parts' said
+    values = []
+    for i, w in enumerate(WIDTH):
+        values += [({"width": w}, "main", 10 + 1e-4 * w * w), ({"width": w}, "main->train", 5 + (0.3, -0.2, 0.1, -0.3, 0.2)[i])]
+    line = _report(tmp_path, _write(tmp_path / "above.jsonl", values), "width=4096")
+    assert "Caveat: its parts' models add up to 4.998 s" in line and "one of them extrapolates badly" in line
+    assert "from its parts' models" not in line
     consistent = [({"width": w}, cp, 10 + 1e-4 * w * w - (0.5 if cp == "main->train" else 0))
                   for w in WIDTH for cp in ("main", "main->train")]
     assert "Caveat" not in _report(tmp_path, _write(tmp_path / "ok.jsonl", consistent), "width=4096")

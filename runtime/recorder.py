@@ -548,11 +548,16 @@ class Recorder:
                 self.wake.set()
                 self.set_on(False)
             if self.writer is not None:
+                removed = self.writer.removed
                 self.writer.close()
                 self.writer = None
+                if removed:
+                    # review 26: "run data written to" a file whose folder had been deleted
+                    print(f"scaleprobe: the run file {self.path} was deleted while the program ran: its "
+                          f"measurements are lost", file=sys.stderr)
                 # once per program: not by each of its DataLoader workers and other helper processes,
                 # nor by each rank it started (torch's spawn)
-                if self.default_dir and not self.cfg.quiet and self.header.get("child_of") is None \
+                elif self.default_dir and not self.cfg.quiet and self.header.get("child_of") is None \
                         and self.rank_source not in ("torch.distributed", "parent"):
                     print(f"scaleprobe: run data written to {self.path}", file=sys.stderr)
 

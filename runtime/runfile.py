@@ -341,6 +341,15 @@ def _dumps():
     return encode
 
 
+def _identity(fd: int) -> tuple[int, int] | None:
+    """The file a descriptor names (device, inode), or None where it is closed."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def run_file_name(rank: int, pid: int) -> str:
     return f"rank{rank}.{pid}.jsonl"
 
@@ -355,12 +364,19 @@ class RunWriter:
     `write_records` writes them first, so a temporary failure loses nothing and a line cut by a
     partial write is completed rather than left in the middle of the file. `pending` says how many
     bytes are waiting; `drop_pending()` gives them up (the next batch then starts on a fresh line).
+
+    The descriptor is checked before each batch: a program that closes descriptors it does not own
+    (`os.closerange`, a daemon library) may have it closed, or reused for a file of its own, which
+    our records must never reach (review 26: they went into the program's output file). The run
+    file is then opened again by its path, the program's descriptor left alone. `removed` says
+    whether the file was deleted while written (its data is then lost).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._identity = _identity(self._fd)
         self._encode = _dumps()
         self._pending = bytearray()  # bytes of earlier batches that could not be written yet
         self._midline = False  # the file ends in a cut-off line whose rest was dropped
@@ -389,6 +405,7 @@ class RunWriter:
             self._pending += b"\n"
             self._midline = False
         self._pending += data
+        self._still_ours()
         pending = self._pending
         view = memoryview(pending)
         done = 0
@@ -406,9 +423,27 @@ class RunWriter:
             except OSError:  # some filesystems (pipes, /dev/null) refuse fsync; the data is written
                 pass
 
+    def _still_ours(self) -> None:
+        """Open the run file again by its path where our descriptor was closed or now names another
+        file (the program's: it is not ours to close)."""
+        if self._fd >= 0 and _identity(self._fd) != self._identity:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._identity = _identity(self._fd)
+
+    @property
+    def removed(self) -> bool:
+        """The file was deleted (or its folder) while it was written: what it holds is lost."""
+        if self._fd < 0:
+            return not self.path.exists()
+        try:
+            return os.fstat(self._fd).st_nlink == 0
+        except OSError:
+            return False
+
     def close(self) -> None:
         if self._fd >= 0:
-            os.close(self._fd)
+            if _identity(self._fd) == self._identity:  # never the program's descriptor of the same number
+                os.close(self._fd)
             self._fd = -1
 
     def __enter__(self) -> "RunWriter":
@@ -418,6 +453,7 @@ class RunWriter:
         self.close()
 
 
+_BOM = b"\xef\xbb\xbf"
 _STATS_KEYS = ("visits", "incl_ns", "excl_ns", "min_ns", "max_ns", "sumsq_ns")
 
 
@@ -431,6 +467,10 @@ def read_run(path: str | os.PathLike[str]) -> Run:
     loads = _loads()
     run = Run(path=p)
     seen_header = False
+    if raw.startswith(b"\x1f\x8b"):
+        raise RunFileError(f"{p}: compressed with gzip, not a run file as written: decompress it (gunzip) first")
+    if raw.startswith(_BOM):
+        raw = raw[len(_BOM):]  # saved by an editor that marks UTF-8 (review 26)
     lines = raw.split(b"\n")
     complete = raw.endswith(b"\n")
     for lineno, line in enumerate(lines, 1):
@@ -451,6 +491,8 @@ def read_run(path: str | os.PathLike[str]) -> Run:
             continue
         if not seen_header:
             if rec["type"] != "header" or rec.get("format") != FORMAT_NAME:
+                if run.problems:  # the header line itself did not parse (review 26: NaN in its params)
+                    raise RunFileError(f"{run.problems[0]}; no complete header")
                 raise RunFileError(f"{p}:{lineno}: not a scaleprobe run file (first record is not a header)")
             if rec.get("version") != FORMAT_VERSION:
                 raise RunFileError(

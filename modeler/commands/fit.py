@@ -70,6 +70,19 @@ def enough_points(dataset: Dataset, min_points: int) -> tuple[Dataset, list[str]
     return Dataset(dataset.parameters, keep, list(dataset.warnings), list(dataset.sources), dataset.run_shares), warnings
 
 
+#: parameter values past this are refused: cubes of three such parameters multiplied overflow
+#: float64 (review 26: 1e150 ended in numpy's "SVD did not converge")
+LARGEST_VALUE = 1e30
+
+
+def _check_magnitudes(dataset: Dataset) -> None:
+    for i, p in enumerate(dataset.parameters):
+        top = max((float(abs(s.points[:, i]).max()) for s in dataset.series if len(s.points)), default=0.0)
+        if top > LARGEST_VALUE:
+            raise InputError(f"parameter {p}: values up to {top:g} are too large to model (their powers overflow); "
+                             f"give it in larger units (thousands, millions)", warnings=dataset.warnings)
+
+
 def fit_dataset(
     dataset: Dataset,
     *,
@@ -99,6 +112,7 @@ def fit_dataset(
     if not dataset.parameters:
         raise InputError("no parameter varies over the measurements: nothing to model (sweep at least one parameter)",
                          warnings=dataset.warnings)
+    _check_magnitudes(dataset)
     data, warnings = enough_points(dataset, min_points)
     if not data.series:
         raise InputError(f"no series has {min_points} or more points (--min-points)", warnings=[*data.warnings, *warnings])

@@ -14,7 +14,7 @@ from ..dataset import Dataset
 from ..errors import InputError
 from ..listing import listing
 from ..pointfilter import parse_point_filter
-from ..readers import FORMATS, Loaded, ReadOptions, read_inputs, skipped_warning
+from ..readers import BESIDE_RUNS, FORMATS, Loaded, ReadOptions, read_inputs, skipped_warning
 
 
 def add_input_options(
@@ -68,8 +68,11 @@ def describe_files(loaded: Loaded) -> str:
         extra.append(f"{counts['left out']} left out: their runs failed or did not finish")
     if counts["skipped"]:
         extra.append(f"{counts['skipped']} skipped: unreadable")
-    if counts["ignored"]:
-        extra.append(f"{counts['ignored']} ignored: not measurements")
+    beside = sum(1 for f in loaded.files if f.status == "ignored" and f.reason == BESIDE_RUNS)
+    if counts["ignored"] - beside:
+        extra.append(f"{counts['ignored'] - beside} ignored: not measurements")
+    if beside:
+        extra.append(f"{beside} ignored: Extra-P inputs beside run files")
     by_experiment = sum(1 for f in loaded.files if f.status == "deselected" and f.reason.endswith("(--experiment)"))
     if by_experiment:
         extra.append(f"{by_experiment} not selected: other experiments (--experiment)")

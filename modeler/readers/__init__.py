@@ -29,6 +29,18 @@ from ..pointfilter import PointFilter, drop_single_valued, filter_dataset, nothi
 from .unusable import LAUNCHER_FILE, NOT_MEASUREMENTS, is_launcher_file, no_usable_message
 
 
+#: why an Extra-P input found in a directory beside run files is not read
+BESIDE_RUNS = ("an Extra-P input found beside run files (an export of them, `modeler export --extrap`?): not read, "
+               "so that no measurement counts twice; name the file itself to read it")
+
+
+def is_rank_file_name(path: Path) -> bool:
+    """Named as the runtime names a process's run file (`rank<R>.<pid>.jsonl`)."""
+    from .runjudge import run_file_rank  # it needs FileResult, defined here
+
+    return run_file_rank(path) is not None
+
+
 class ReaderImportError(ModelerError):
     """A registered reader or sniffer module could not be imported."""
 
@@ -139,10 +151,13 @@ def sniff(path: Path) -> str | None:
     return None
 
 
-def expand(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, bool]]:
+def expand(paths: Iterable[str | os.PathLike[str]],
+           unlisted: list[tuple[Path, str]] | None = None) -> list[tuple[Path, bool]]:
     """Files named by `paths` as (file, explicit): directories recursively (files ending in
     .jsonl or .txt, hidden ones left out), globs expanded; each file once, in a stable order.
-    A path that names nothing is an InputError."""
+    A path that names nothing is an InputError. The folders inside a directory that could not be
+    listed go to `unlisted` as (folder, why) (review 26: a run folder of another user's, mode 700,
+    vanished from the results without a word)."""
     out: list[tuple[Path, bool]] = []
     seen: set[Path] = set()
 
@@ -156,14 +171,8 @@ def expand(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, bool]]:
         text = os.fspath(raw)
         p = Path(text)
         if p.is_dir():
-            found = sorted(
-                f
-                for f in p.rglob("*")
-                if f.is_file()
-                and f.suffix in DIRECTORY_SUFFIXES
-                and not any(part.startswith(".") for part in f.relative_to(p).parts)
-            )
-            if not found:
+            found = _files_under(p, unlisted)
+            if not found and not unlisted:
                 raise InputError(f"{text}: directory holds no .jsonl or .txt files")
             for f in found:
                 add(f, False)
@@ -178,11 +187,29 @@ def expand(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, bool]]:
             for f in files:
                 add(f, True)
             for d in dirs:
-                for f, _ in expand([d]):
+                for f, _ in expand([d], unlisted):
                     add(f, False)
         else:
             raise InputError(f"{text}: no such file or directory")
     return out
+
+
+def _files_under(root: Path, unlisted: list[tuple[Path, str]] | None) -> list[Path]:
+    """The files ending in `DIRECTORY_SUFFIXES` under `root`, hidden files and folders left out,
+    symbolic links to folders not followed; the folders that could not be listed go to `unlisted`."""
+
+    def failed(exc: OSError) -> None:
+        if unlisted is not None:
+            unlisted.append((Path(exc.filename or root), exc.strerror or str(exc)))
+
+    found = []
+    for folder, dirs, files in os.walk(root, onerror=failed):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            f = Path(folder) / name
+            if not name.startswith(".") and f.suffix in DIRECTORY_SUFFIXES and f.is_file():
+                found.append(f)
+    return sorted(found)
 
 
 def merge(datasets: Sequence[Dataset]) -> Dataset:
@@ -235,7 +262,17 @@ def read_inputs(
         raise InputError(f"--input-format: unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     files: list[FileResult] = []
     by_format: dict[str, list[Path]] = {}
-    for path, explicit in expand(paths):
+    unlisted: list[tuple[Path, str]] = []
+    found_beside: list[Path] = []  # Extra-P inputs found in a directory, not named
+    expanded = expand(paths, unlisted)
+    files.extend(FileResult(str(d), None, "skipped", f"cannot list this folder: {why}") for d, why in unlisted)
+    for path, explicit in expanded:
+        if (why := _unreadable(path)) is not None:
+            if format in (None, "runs") and is_rank_file_name(path):
+                by_format.setdefault("runs", []).append(path)  # its run is told it lacks that rank
+            else:
+                files.append(FileResult(str(path), format, "skipped", f"cannot read: {why}"))
+            continue
         fmt = format or sniff(path)
         if fmt != "runs" and _is_empty(path):
             # an empty file among measurements is most likely a process that died before writing
@@ -252,6 +289,17 @@ def read_inputs(
             files.append(FileResult(str(path), None, status, NOT_MEASUREMENTS))
             continue
         by_format.setdefault(fmt, []).append(path)
+        if not explicit and fmt != "runs":
+            found_beside.append(path)
+
+    if by_format.get("runs") and found_beside:
+        # review 26: `modeler export --extrap runs/x.jsonl runs/` then `modeler fit runs/` read every
+        # measurement twice (and an export of another experiment stopped the batch)
+        for path in found_beside:
+            fmt = next(f for f, ps in by_format.items() if path in ps)
+            by_format[fmt].remove(path)
+            files.append(FileResult(str(path), fmt, "ignored", BESIDE_RUNS))
+        by_format = {f: ps for f, ps in by_format.items() if ps}
 
     datasets: list[Dataset] = []
     batches: list[Any] = []
@@ -315,6 +363,7 @@ def read_inputs(
                                 f"{listing(copies, 3, 'more')}")
     dataset.warnings.extend(noticed)
     dataset.warnings.extend(skipped_warning(f) for f in files if f.status == "skipped")
+    dataset.warnings.extend(f"{f.path}: {f.reason}" for f in files if f.status == "ignored" and f.reason == BESIDE_RUNS)
     return Loaded(dataset, files, batches)
 
 
@@ -339,6 +388,16 @@ def _copy_of(path: Path, seen: dict[bytes, Path]) -> Path | None:
         return None  # the reader says why it cannot be read
     first = seen.setdefault(digest, path)
     return None if first is path else first
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why `path` cannot be opened for reading, or None (review 26: an unreadable file in a
+    directory was taken for "not measurements" and left out without a word)."""
+    try:
+        with open(path, "rb"):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
 
 
 def _is_empty(path: Path) -> bool:

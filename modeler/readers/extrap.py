@@ -160,6 +160,8 @@ def _text_lines(path: Path, data: bytes, warnings: list[str]) -> Iterator[tuple[
     skipped, not the whole file; a byte-order mark at the start is not content."""
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
+    if b"\r" in data and b"\n" not in data:
+        data = data.replace(b"\r", b"\n")  # old Mac line endings (review 26: read as one line)
     try:
         yield from enumerate(data.decode("utf-8").split("\n"), 1)  # the common case, at C speed
         return
@@ -200,13 +202,18 @@ def read_extrap_text(path: str | Path) -> Dataset:
         if field == "PARAMETER":
             if points:
                 raise InputError(f"{where}: PARAMETER after POINTS")
-            parameters.extend(rest.split())
+            for name in rest.split():
+                if name in parameters:
+                    raise InputError(f"{where}: parameter {name!r} given twice")
+                parameters.append(name)
         elif field == "POINTS":
             if not parameters:
                 raise InputError(f"{where}: POINTS before any PARAMETER")
             groups = _COORD.findall(rest) if "(" in rest else rest.split() if len(parameters) == 1 else None
             if groups is None:
                 raise InputError(f"{where}: points of {len(parameters)} parameters must be written as ( v1 v2 ... )")
+            if not groups:
+                raise InputError(f"{where}: POINTS lists no point")
             for g in groups:
                 try:
                     coord = tuple(float(v) for v in g.split())
@@ -216,6 +223,8 @@ def read_extrap_text(path: str | Path) -> Dataset:
                     raise InputError(
                         f"{where}: point ({g.strip()}) has {len(coord)} values for {len(parameters)} parameters"
                     )
+                if not all(math.isfinite(v) for v in coord):
+                    raise InputError(f"{where}: point ({g.strip()}) is not a list of finite numbers")
                 if coord in points:
                     # DATA lines follow POINTS in order: a point listed twice would merge two points' data
                     raise InputError(f"{where}: point ({g.strip()}) is listed twice")

@@ -41,8 +41,11 @@ def sniff_runs(path: Path) -> str | None:
             first = f.readline(1 << 16)
     except OSError:
         return None
-    if not first and run_file_rank(path) is not None:
-        return "runs"  # an empty rank file: a process that died before its header; its run is told
+    if run_file_rank(path) is not None and not first.lstrip().startswith(b"{"):
+        # named as the runtime names a rank's file, but empty (a process that died before its
+        # header), compressed or garbled: the runs reader names it and its run is told of the rank
+        # (review 26: a gzipped rank file was "not measurements", and its run modeled without it)
+        return "runs"
     if not first.endswith(b"\n") and (first.startswith(_HEADER_OPENING) or _HEADER_OPENING.startswith(first)) and first:
         return "runs"  # cut off inside its header: the reader says so, with the file's name
     # a cheap byte test first, so that large Extra-P files are not parsed here
@@ -383,6 +386,24 @@ def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, 
                     f"those of most runs ({', '.join(sorted(common))})"
                 )
         ok = [r for r in ok if r.status == "ok"]
+    while True:  # again after leaving out runs whose parameter is not a number
+        varying, constants, odd = _varying(ok)
+        if not odd:
+            return tuple(varying), constants
+        p, runs_of = odd
+        for r in runs_of:
+            r.status, r.reason = "failed", (f"{r.files[0].path}: parameter {p!r} is {r.params[p]!r}, not a number "
+                                            f"as in the other runs")
+        warnings.append(f"{len(runs_of)} run(s) left out: their parameter {p!r} is not a number "
+                        f"(e.g. {runs_of[0].params[p]!r} in {runs_of[0].files[0].path})")
+        ok = [r for r in ok if r.status == "ok"]
+
+
+def _varying(ok: list[RunRecord]) -> tuple[list[str], dict[str, Any], tuple[str, list[RunRecord]] | None]:
+    """The parameters that vary over `ok` and the constants; and a parameter that is a number in
+    most runs with the runs where it is not (hand-edited or odd headers, review 26: the whole read
+    stopped without naming a file), to be left out. A parameter that varies and is a number in fewer
+    than two runs' values stops the read."""
     names: list[str] = []
     for r in ok:
         names.extend(p for p in r.params if p not in names)
@@ -393,14 +414,17 @@ def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, 
         if len(vals) == 1:
             constants[p] = ok[0].params[p]
             continue
-        bad = sorted({repr(r.params[p]) for r in ok if not _is_number(r.params[p])})
-        if bad:
+        odd = [r for r in ok if not _is_number(r.params[p])]
+        if odd and len({float(r.params[p]) for r in ok if _is_number(r.params[p])}) >= 2 and len(odd) < len(ok) / 2:
+            return varying, constants, (p, odd)
+        if odd:
+            bad = sorted({repr(r.params[p]) for r in odd})
             raise InputError(
-                f"parameter {p!r} varies over the runs but is not always a number ({', '.join(bad[:5])}); "
-                f"model the runs of each value separately"
+                f"parameter {p!r} varies over the runs but is not always a number ({', '.join(bad[:5])}; e.g. in "
+                f"{odd[0].files[0].path}); model the runs of each value separately (--where {p}=...)"
             )
         varying.append(p)
-    return tuple(varying), constants
+    return varying, constants, None
 
 
 def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options: ReadOptions | None = None) -> RunSet:
@@ -424,7 +448,10 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
             run = read_run(p)
         except (RunFileError, OSError) as exc:
             files.append(FileResult(str(p), "runs", "skipped", str(exc)))
-            unreadable.append((p, "empty" if str(exc) == "empty file" else "no readable header"))
+            cause = exc if isinstance(exc, OSError) else exc.__cause__
+            why = ("empty" if str(exc) == "empty file" else
+                   f"cannot read: {cause.strerror or cause}" if isinstance(cause, OSError) else "no readable header")
+            unreadable.append((p, why))
             continue
         warnings.extend(msg for msg in run.problems if _NO_END not in msg)
         check = check_values(p, run)

@@ -164,17 +164,15 @@ def parent(callpath: str) -> str | None:
 
 def shares(measured: Mapping[str, float], predictions: Mapping[str, float],
            lows: Mapping[str, float | None], roots: Collection[str] | None = None,
-           doubtful: Collection[str] = (), run_times: Mapping[str, float] | None = None) -> dict[str, Share]:
+           doubtful: Collection[str] = ()) -> dict[str, Share]:
     """Every call path's `Share`: `measured` from `measured_shares`; `predictions` and `lows`: each
     call path's time prediction at the target and the low end of its 80% range there; `roots`: the
     main processes' top-level call paths (the run's time), where known; `doubtful`: the call paths
     whose time model is doubtful (`ranking.doubt`), whose share at the target keeps nothing.
 
     A region's time is part of its caller's: the share at the target of a call path is at most its
-    parent's (where the parent has one), so a wild fit of a child cannot outgrow its caller's.
-    `run_times`: the top-level call paths' times as the run's (`parts.run_time_figure`), where not
-    their predictions."""
-    total = predicted_run_time({**predictions, **(run_times or {})}, roots)
+    parent's (where the parent has one), so a wild fit of a child cannot outgrow its caller's."""
+    total = predicted_run_time(predictions, roots)
     out: dict[str, Share] = {}
     for cp in sorted({*measured, *predictions}, key=lambda c: c.count(SEPARATOR)):
         at = low = None

@@ -91,3 +91,16 @@ def test_the_reports_run_time_is_its_parts_sum(tmp_path):
     assert "from its parts' models" in line and "Caveat: its own time model predicts 10" in line
     total = float(line.split("**")[1].split()[0])
     assert 150 < total < 200  # 9.5 + 0.01 + 168
+
+
+def test_shares_at_the_target_take_the_parts_sum_where_a_model_is_below_it(tmp_path, capsys):
+    """Review 25: the training function's model (0.91 s at 4x, a form without the step's growth)
+    capped the share of the training step under it at 14% of the run, where it took 77%."""
+    src = _write(tmp_path / "in.jsonl")
+    assert cli.main(["fit", str(src), "--at", "width=4096", "--min-share", "0", "--format", "json", "-q"]) == 0
+    share = {m["callpath"]: m["share"] for m in json.loads(capsys.readouterr().out)["models"]}
+    step = 1e-5 * 4096 ** 2
+    total = 9.5 + 0.01 + step  # the run's time: its parts' sum
+    assert share["main->fit"]["at_target"] == pytest.approx((0.01 + step) / total, rel=0.1)
+    assert share["main->fit->step"]["at_target"] == pytest.approx(step / total, rel=0.1)
+    assert share["main"]["at_target"] == pytest.approx(1.0)

@@ -113,6 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InstrumentError as exc:
         print(f"instrument: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    for warning in summary.warnings:  # also with -q: the built program may not start
+        print(f"instrument: warning: {warning}", file=sys.stderr)
     if not args.quiet:
         print(format_summary(summary), file=sys.stderr if args.diff else sys.stdout)
     elif summary.failed:  # -q drops the summary, never what failed

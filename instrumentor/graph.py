@@ -187,8 +187,8 @@ def resolve(
         reached.add(rel)
         try:
             facts = scan(rel)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue  # the same failure is reported when the file is instrumented
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OSError):
+            continue  # the same failure is reported when the file is instrumented (OSError: unreadable, gone)
         is_package = rel.endswith("__init__.py")
         for module, level, names in facts.imports:
             if level:

@@ -30,11 +30,14 @@ from pathlib import Path
 from . import __version__
 from .emit import NvtxBackend
 from .errors import InstrumentError
+from .fileerrors import cannot_read, decode_failure, io_failure
 from .graph import ImportFacts, ImportGraph, entry_package, resolve, scan_imports
 from .linemap import MAP_FORMAT
+from .outdir import OutTree, check_out, open_out
 from .quiet import quiet_warnings
 from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
 from .results import FileResult, Skip
+from .shadowing import shadow_warnings
 from .transform import instrument_source
 
 LINEMAP_NAME = "linemap.json"
@@ -83,20 +86,31 @@ class Summary:
     regions: Counter = field(default_factory=Counter)
     skipped: list[tuple[str, Skip]] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # "relpath:line: why"
+    warnings: list[str] = field(default_factory=list)  # "relpath: why"; the build is made all the same
     graph: ImportGraph | None = None
     results: dict[str, FileResult] = field(default_factory=dict)
 
 
-def list_files(src: Path) -> tuple[list[str], set[str]]:
-    """All files under SRC (posix relpaths) and the subset that are the project's own modules."""
+def list_files(src: Path, unreadable: list[tuple[str, str]] | None = None) -> tuple[list[str], set[str]]:
+    """All files under SRC (posix relpaths) and the subset that are the project's own modules.
+    A folder that cannot be listed (`rel/`), or a file that cannot be looked at, is added to
+    `unreadable` with its message `rel: cannot read: why` (SRC itself: InstrumentError)."""
     files: list[str] = []
     own: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(src):
+    unreadable = [] if unreadable is None else unreadable
+
+    def unlisted(exc: OSError) -> None:
+        rel = Path(exc.filename).relative_to(src).as_posix() if exc.filename is not None else "."
+        if rel == ".":
+            raise InstrumentError(f"{src}: cannot read: {exc.strerror or exc}")
+        unreadable.append((rel + "/", cannot_read(rel + "/", exc)))
+
+    for dirpath, dirnames, filenames in os.walk(src, onerror=unlisted):
         rel_dir = Path(dirpath).relative_to(src)
         keep = []
         for d in sorted(dirnames):
             full = Path(dirpath, d)
-            if d in _SKIP_DIRS or (full / "pyvenv.cfg").exists() or full.is_symlink():
+            if d in _SKIP_DIRS or os.path.exists(full / "pyvenv.cfg") or full.is_symlink():
                 continue
             keep.append(d)
         dirnames[:] = keep
@@ -104,7 +118,13 @@ def list_files(src: Path) -> tuple[list[str], set[str]]:
         for name in sorted(filenames):
             rel = (rel_dir / name).as_posix()
             full = os.path.join(dirpath, name)
-            mode = os.lstat(full).st_mode
+            try:
+                mode = os.lstat(full).st_mode
+            except FileNotFoundError:
+                continue  # gone since the folder was listed
+            except OSError as exc:
+                unreadable.append((rel, cannot_read(rel, exc)))
+                continue
             if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
                 continue  # named pipes, sockets, devices: nothing to copy (reading a pipe would block)
             files.append(rel)
@@ -112,6 +132,19 @@ def list_files(src: Path) -> tuple[list[str], set[str]]:
             if name.endswith(".py") and not foreign and os.path.isfile(full):
                 own.add(rel)
     return files, own
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def _add_failure(summary: Summary, problem: str | None) -> None:
+    """A file's reason in "files failed", once (reading a file fails alike when it is instrumented and copied)."""
+    if problem is not None and problem not in summary.failed:
+        summary.failed.append(problem)
 
 
 def _hash(data: bytes) -> str:
@@ -147,9 +180,12 @@ def _instrument_file(relpath: str, path: str, pool: tuple, prior: dict, backend:
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     try:
         data = Path(path).read_bytes()
+    except OSError as exc:
+        return FileResult(relpath, "failed", error=cannot_read(relpath, exc))
+    try:
         source, encoding = decode(data)
-    except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as exc:
-        return FileResult(relpath, "failed", error=f"{relpath}:1: cannot read: {exc}")
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        return FileResult(relpath, "failed", error=decode_failure(relpath, data, exc))
     result = instrument_source(source, relpath, ids=IdAllocator(range(*pool), prior), backend=backend,
                                epoch_callees=epoch_callees)
     if result.code is not None:
@@ -253,7 +289,8 @@ class Project:
         self.out = opts.out.resolve() if opts.out is not None else None
         if self.out is not None and (self.out == self.src or self.src in self.out.parents):
             raise InstrumentError(f"-o {opts.out}: the output must not be the source directory or inside it")
-        self.files, self.own = list_files(self.src)
+        self.unreadable: list[tuple[str, str]] = []  # folders (`rel/`) and files of SRC that could not be looked at
+        self.files, self.own = list_files(self.src, self.unreadable)
         own_runtime = bool({"runtime.py", "runtime/__init__.py"} & set(self.files))
         if opts.backend == "runtime" and own_runtime:
             raise InstrumentError(
@@ -340,7 +377,13 @@ class Project:
         next_id = max([self.state.get("next_id", 0), *(r.id + 1 for r in src_manifest)])
         jobs, results = [], {}
         for rel in targets:
-            data = (self.src / rel).read_bytes()
+            try:
+                data = (self.src / rel).read_bytes()
+            except OSError as exc:  # unreadable, or gone since SRC was listed: copied (or kept) as it is
+                results[rel] = FileResult(rel, "failed", error=cannot_read(rel, exc))
+                files_state.setdefault(rel, {"hash": None, "fingerprint": "", "block": None, "regions": [],
+                                             "status": "failed", "out_size": -1})
+                continue
             digest = _hash(data)
             entry = files_state.get(rel)
             out_file = self.out / rel if self.out else None
@@ -404,11 +447,14 @@ class Project:
     def build(self) -> Summary:
         if self.out is None:
             raise InstrumentError("no output directory (-o OUT)")
-        summary = Summary()
+        check_out(self.out, self.opts.out, self.files)
+        summary = Summary(failed=[why for _, why in self.unreadable])
         targets, summary.graph = self.targets()
+        summary.warnings = shadow_warnings(self.own, self._entry_folders())
         results = self.transform(targets, summary, reuse=True)
         summary.results = results
-        self.out.mkdir(parents=True, exist_ok=True)
+        open_out(self.out, self.opts.out)
+        tree = OutTree(self.out)
         written = set()
         linemaps: dict[str, list[int]] = {}
         columns: dict[str, dict] = {}
@@ -420,25 +466,22 @@ class Project:
             dest = self.out / rel
             result = results.get(rel)
             written.add(rel)
-            if result is not None and rel in summary.reused:
-                pass
-            elif result is not None and result.status == "instrumented":
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                if dest.is_symlink():  # an earlier copy of a symlink: never write through it
-                    dest.unlink()
-                dest.write_bytes(result.code)  # type: ignore[arg-type]
-                shutil.copymode(self.src / rel, dest)
-            else:
-                self._copy(rel)
-                summary.copied += 1
+            problem = None
+            try:
+                self._place(rel, result, tree, summary)
+            except OSError as exc:  # unreadable, gone, or OUT not writable there: this file fails alone
+                problem = io_failure(rel, exc, self.src, self.out)
+                if result is not None and result.status != "failed":
+                    result = results[rel] = FileResult(rel, "failed", error=problem)
             if result is None:
+                _add_failure(summary, problem)
                 continue
             entry = files_state[rel]
             if rel not in summary.reused:
                 entry.update(
                     status=result.status, regions=[asdict(r) for r in result.regions],
                     skipped=[asdict(s) for s in result.skipped],
-                    linemap=result.linemap, columns=result.columns, out_size=dest.stat().st_size,
+                    linemap=result.linemap, columns=result.columns, out_size=_size(dest),
                 )
             if result.status == "instrumented":
                 summary.instrumented.append(rel)
@@ -454,19 +497,55 @@ class Project:
             summary.regions.update(r.kind for r in result.regions)
             summary.skipped.extend((rel, s) for s in result.skipped)
             if result.status == "failed":
-                summary.failed.append(result.error or f"{rel}: failed")
+                _add_failure(summary, result.error or f"{rel}: failed")
+                _add_failure(summary, problem)
                 entry["hash"] = None  # retry next time
         for rel in set(files_state) - set(results):
             del files_state[rel]
+        # the files of a folder that could not be listed stay in OUT (and on the record) as they were
+        kept = {rel for rel in self.state.get("written", []) if self._under_unreadable(rel)}
+        written |= kept
         self._remove_stale(written)
-        write_manifest(self.out, regions, backend=self.opts.backend, source=self._manifest_source())
-        state_dir = self.out / STATE_DIR
-        (state_dir / LINEMAP_NAME).write_text(json.dumps(linemaps, separators=(",", ":")) + "\n", encoding="utf-8")
-        (state_dir / COLUMNS_NAME).write_text(json.dumps(columns, separators=(",", ":")) + "\n", encoding="utf-8")
-        (state_dir / SOURCES_NAME).write_text(json.dumps(sources, separators=(",", ":")) + "\n", encoding="utf-8")
-        self.state["written"] = sorted(written)
-        (state_dir / STATE_NAME).write_text(json.dumps(self.state, separators=(",", ":")), encoding="utf-8")
+        try:
+            write_manifest(self.out, regions, backend=self.opts.backend, source=self._manifest_source())
+            state_dir = self.out / STATE_DIR
+            (state_dir / LINEMAP_NAME).write_text(json.dumps(linemaps, separators=(",", ":")) + "\n", encoding="utf-8")
+            (state_dir / COLUMNS_NAME).write_text(json.dumps(columns, separators=(",", ":")) + "\n", encoding="utf-8")
+            (state_dir / SOURCES_NAME).write_text(json.dumps(sources, separators=(",", ":")) + "\n", encoding="utf-8")
+            self.state["written"] = sorted(written)
+            (state_dir / STATE_NAME).write_text(json.dumps(self.state, separators=(",", ":")), encoding="utf-8")
+        except OSError as exc:
+            where = exc.filename or self.out
+            raise InstrumentError(f"-o {self.opts.out}: cannot write {where}: {exc.strerror or exc}") from None
         return summary
+
+    def _place(self, rel: str, result: FileResult | None, tree: OutTree, summary: Summary) -> None:
+        """Write one file into OUT: its instrumented code, a copy, or nothing (unchanged since the last run)."""
+        if result is not None and rel in summary.reused:
+            return
+        if result is not None and result.status == "instrumented":
+            dest = tree.ready(rel)
+            if dest.is_symlink():  # an earlier copy of a symlink: never write through it
+                dest.unlink()
+            dest.write_bytes(result.code)  # type: ignore[arg-type]
+            shutil.copymode(self.src / rel, dest)
+        else:
+            self._copy(rel, tree)
+            summary.copied += 1
+
+    def _under_unreadable(self, rel: str) -> bool:
+        return any(rel.startswith(folder) for folder, _ in self.unreadable if folder.endswith("/"))
+
+    def _entry_folders(self) -> list[str]:
+        """The folders first on `sys.path` when the program runs: each entry file's, and the one above
+        the package of an entry inside a package (`python -m pkg.app`); SRC without entries."""
+        try:
+            entries = self.entries()
+        except InstrumentError:
+            entries = []
+        folders = {Path(m).parent.as_posix() for m in entries}
+        folders |= {found[0] for m in entries if (found := entry_package(m, self.own)) is not None}
+        return sorted("" if f == "." else f for f in folders) or [""]
 
     def _manifest_source(self) -> str:
         """The absolute SRC for OUT's manifest: tracebacks then name the user's own files.
@@ -489,11 +568,10 @@ class Project:
             return {}
         return found if isinstance(found, dict) else {}
 
-    def _copy(self, rel: str) -> None:
+    def _copy(self, rel: str, tree: OutTree) -> None:
         """Copy one file that is not instrumented; a symlink stays a symlink. Nothing is ever
         written through a symlink already in OUT: it may point at the user's own files."""
-        source, dest = self.src / rel, self.out / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        source, dest = self.src / rel, tree.ready(rel)
         if source.is_symlink():
             target = os.readlink(source)
             if dest.is_symlink() and os.readlink(dest) == target:
@@ -514,11 +592,14 @@ class Project:
     def _remove_stale(self, written: set[str]) -> None:
         for rel in set(self.state.get("written", [])) - written:
             path = self.out / rel
-            if path.is_file():
-                path.unlink()
+            try:
+                if path.is_file():
+                    path.unlink()
+            except OSError:
+                pass  # left in OUT: nothing is lost
 
     def diff(self) -> tuple[str, Summary]:
-        summary = Summary()
+        summary = Summary(failed=[why for _, why in self.unreadable])
         targets, summary.graph = self.targets()
         results = self.transform(targets, summary, reuse=False)
         chunks = []

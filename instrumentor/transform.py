@@ -16,6 +16,7 @@ import libcst as cst
 from . import emit
 from .errors import InstrumentError
 from .facts import collect, untimed_expressions
+from .fileerrors import null_byte_line
 from .header import add_header
 from .linemap import changed_lines, compute_linemap
 from .positions import column_points
@@ -37,10 +38,12 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
     try:
         with quiet_warnings(relpath):  # the user's SyntaxWarnings are Python's to show, at run time
             tree = ast.parse(source, filename=relpath)
-    except SyntaxError as exc:
-        return FileResult(relpath, "failed", error=f"{relpath}:{exc.lineno}: syntax error: {exc.msg}")
+    except SyntaxError as exc:  # NUL bytes: a SyntaxError without a line (3.10: a ValueError)
+        line = exc.lineno or null_byte_line(source) or 1
+        return FileResult(relpath, "failed", error=f"{relpath}:{line}: syntax error: {exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, too deeply nested
-        return FileResult(relpath, "failed", error=f"{relpath}:1: cannot parse: {type(exc).__name__}: {exc}",
+        line = (null_byte_line(source) if isinstance(exc, ValueError) else None) or 1
+        return FileResult(relpath, "failed", error=f"{relpath}:{line}: cannot parse: {type(exc).__name__}: {exc}",
                           transient=not isinstance(exc, ValueError))
     if max(map(len, source.splitlines()), default=0) > 2000:
         depth, line = max_depth(tree)

@@ -1,0 +1,54 @@
+"""A project's top-level modules named like the standard-library modules that scaleprobe's runtime
+imports: beside the entry file they come first on `sys.path`, so the instrumented program's runtime
+would import the project's module instead (`copy.py`, `signal.py`: a circular import; `math.py`:
+orjson crashes). `instrument` warns and builds anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+
+# The standard-library modules an instrumented program imports for the runtime (`runtime.probe`, the
+# run file written at exit, orjson) that are not loaded before the program's folder is on
+# `sys.path`: built-in modules, what Python loads at start-up with `-S` and what `site` imports
+# (os, stat, posixpath, genericpath, _collections_abc) cannot be shadowed, and `nt`/`_winapi`
+# exist on Windows only, where they are built in. Found with `python -S -X importtime main.py` on a
+# built tree (Python 3.10 to 3.13; orjson on 3.11); tests/instrumentor/test_bad_input.py checks
+# the running Python against it.
+RUNTIME_STDLIB = frozenset("""
+    __future__ _bisect _colorize _datetime _json _opcode _opcode_metadata _typing _uuid _weakrefset
+    array ast bisect collections contextlib copy copyreg dataclasses datetime dis enum fnmatch
+    functools glob grp importlib inspect ipaddress json keyword linecache math ntpath opcode
+    operator pathlib platform re reprlib signal sre_compile sre_constants sre_parse textwrap
+    threading token tokenize traceback types typing urllib uuid warnings weakref
+""".split())
+
+
+def top_level_modules(files: Iterable[str], folder: str) -> dict[str, str]:
+    """Module name -> file for the modules and packages directly in `folder` ('' = SRC)."""
+    base = PurePosixPath(folder or ".")
+    found: dict[str, str] = {}
+    for rel in files:
+        path = PurePosixPath(rel)
+        if path.parent == base and path.suffix == ".py" and path.name != "__init__.py":
+            found.setdefault(path.stem, rel)
+        elif path.name == "__init__.py" and path.parent != base and path.parent.parent == base:
+            found.setdefault(path.parent.name, rel)
+    return found
+
+
+def shadow_warnings(files: Iterable[str], folders: Iterable[str]) -> list[str]:
+    """One warning per project module in `folders` (the entry files' folders) named like a module of
+    RUNTIME_STDLIB."""
+    files = list(files)
+    warnings = []
+    for folder in sorted(set(folders)):
+        for name, rel in sorted(top_level_modules(files, folder).items()):
+            if name in RUNTIME_STDLIB:
+                warnings.append(
+                    f"{rel}: named like the standard-library module '{name}', which scaleprobe's runtime "
+                    f"imports in the instrumented program: there it would import {rel} instead, and the "
+                    "program may fail to start (a circular import, a crash); rename the module"
+                )
+    return warnings

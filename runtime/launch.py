@@ -125,13 +125,17 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
                               f"({identity.launcher}), but a sweep, --nproc, --spawn or --timeout starts its own "
                               "ranks: run the launcher once, outside srun/mpiexec, e.g. with "
                               "--spawn 'srun -n {ranks}' (see docs/launch.md)")
-    for warning in unused_sweep_warnings(opts):
+    runs = _runs(opts, opts.nproc or 1)  # a bad `{name}` is an error before any warning about it
+    from runtime.sweep_checks import check_records, non_numeric_warnings
+
+    for warning in [*unused_sweep_warnings(opts), *non_numeric_warnings(opts)]:
         print(warning, file=sys.stderr)
-    runs = _runs(opts, opts.nproc or 1)
     if opts.spawn is not None:
         from runtime.sweep_run import check_spawn
 
         check_spawn(opts, runs)
+    if opts.sweeping:
+        check_records(runs)  # every damaged launch record named before anything runs
     in_process = not (spawned or opts.nsys or runs[0].ranks != 1)
     if opts.dry_run:
         from runtime.sweep_run import dry_run

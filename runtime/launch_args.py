@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,10 +183,10 @@ def parse(argv: list[str]) -> Options:
         raise LaunchError(f"--nproc {ns.nproc}: must be at least 1")
     if ns.nproc is not None and ("ranks" in design.sweep or "ranks" in design.fixed):
         raise LaunchError(f"--nproc {ns.nproc} and the parameter ranks both set the number of ranks: give one")
-    if ns.timeout is not None and ns.timeout <= 0:
-        raise LaunchError(f"--timeout {ns.timeout}: must be positive")
-    if ns.grace < 0:
-        raise LaunchError(f"--grace {ns.grace}: must not be negative")
+    if ns.timeout is not None and not (0 < ns.timeout < math.inf):
+        raise LaunchError(f"--timeout {ns.timeout}: must be a positive finite number of seconds")
+    if not (0 <= ns.grace < math.inf):
+        raise LaunchError(f"--grace {ns.grace}: must be a finite number of seconds, not negative")
     if ns.max_failures is not None and ns.max_failures < 0:
         raise LaunchError(f"--max-failures {ns.max_failures}: must be at least 1 (or 0: never stop)")
     if ns.nsys_ranks is not None:
@@ -193,11 +194,17 @@ def parse(argv: list[str]) -> Options:
         if not ns.nsys:
             raise LaunchError("--nsys-ranks needs --nsys")
     if ns.experiment is not None:
-        experiment = ns.experiment
+        experiment, where = ns.experiment, f"--experiment {ns.experiment!r}"
+    elif design.experiment:
+        experiment, where = design.experiment, f"sweep file {ns.sweep_file}: experiment {design.experiment!r}"
     else:
-        experiment = design.experiment or (ns.module if script is None else script.stem)
+        experiment = ns.module if script is None else script.stem
+        where = f"experiment {experiment!r} (the {'module' if script is None else 'script'}'s name; give --experiment)"
     if not experiment or "/" in experiment or experiment in (".", ".."):
-        raise LaunchError(f"--experiment {experiment!r}: must be a plain directory name")
+        raise LaunchError(f"{where}: must be a plain directory name")
+    if experiment.startswith("."):
+        # a hidden folder, which `modeler fit <out>` never reads
+        raise LaunchError(f"{where}: must not start with '.' (modeler fit skips hidden folders)")
     sweeping = bool(ns.sweep or ns.sweep_file or ns.repeat is not None)
     if ns.repetition is not None:
         if ns.repetition < 0:

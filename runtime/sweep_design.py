@@ -62,7 +62,7 @@ class Design:
         """Every parameter point, `ranks` first (from the sweep, a --param or --nproc)."""
         both = set(self.sweep) & set(self.fixed)
         if both:
-            raise LaunchError(f"parameter {sorted(both)[0]!r} is both swept and fixed (--param)")
+            raise LaunchError(f"parameter {sorted(both)[0]!r} is both swept and fixed: give it once")
         names = list(self.sweep)
         points = []
         for combo in itertools.product(*(self.sweep[n] for n in names)):
@@ -82,12 +82,12 @@ class Design:
 
     def runs(self, out: Path, experiment: str, args: list[str], nproc: int,
              first_repetition: int = 0) -> list[Run]:
-        runs = []
-        for point in self.points(nproc):
-            base = run_name(point)
-            for rep in range(first_repetition, first_repetition + self.repeat):
-                runs.append(self.run(point, rep, out / experiment / f"{base}_rep-{rep}", args))
-        return runs
+        """Repetition by repetition: every point once, then every point again (review 25: with a
+        point's repetitions back to back, a burst of load on a shared machine hit all of them, and
+        their spread, which the noise test and the intervals rely on, said nothing of it)."""
+        points = [(point, run_name(point)) for point in self.points(nproc)]
+        return [self.run(point, rep, out / experiment / f"{base}_rep-{rep}", args)
+                for rep in range(first_repetition, first_repetition + self.repeat) for point, base in points]
 
 
 def point_name(point: dict[str, Value]) -> str:
@@ -125,6 +125,22 @@ def _toml_values(values: list[object], where: str) -> list[Value]:
     return list(spelled_values(((v, str(v)) for v in values), where))
 
 
+def _text(path: Path) -> str:
+    """The sweep file's text: UTF-8 (as TOML is), a byte-order mark an editor put first skipped."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LaunchError(f"sweep file {path}: {exc.strerror}") from None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise LaunchError(f"sweep file {path}: not UTF-8 (byte 0x{raw[exc.start]:02x} at line {line}); "
+                          "save it as UTF-8") from None
+
+
 def load_toml(path: Path) -> Design:
     """A sweep file:
 
@@ -142,10 +158,7 @@ def load_toml(path: Path) -> Design:
         import tomli as tomllib
 
     try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as exc:
-        raise LaunchError(f"sweep file {path}: {exc.strerror}") from None
+        data = tomllib.loads(_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise LaunchError(f"sweep file {path}: {exc}") from None
     unknown = set(data) - {"experiment", "repeat", "sweep", "params"}
@@ -174,5 +187,7 @@ def load_toml(path: Path) -> Design:
     for name, value in data.get("params", {}).items():
         where = f"sweep file {path}: params.{name}"
         check_name(name, where)
+        if name in design.sweep:
+            raise LaunchError(f"sweep file {path}: parameter {name!r} is in both [sweep] and [params]: give it once")
         (design.fixed[name],) = _toml_values([value], where)
     return design

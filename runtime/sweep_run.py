@@ -22,7 +22,8 @@ from runtime.launch_ranks import Member, Outcome, SignalInbox, free_port, run_me
 from runtime.launch_errors import LaunchError
 from runtime.sweep_design import Run, legacy_directory
 from runtime.sweep_progress import Progress
-from runtime.sweep_state import Claim, RunRecord, claim, clear_attempt, is_complete, place, write_record
+from runtime.sweep_files import directory_identity, ended_files, removed_while_running
+from runtime.sweep_state import Claim, RunRecord, claim, clear_attempt, completion, place, write_record
 from runtime.sweep_values import substitute
 
 # Variables that would make a rank believe it is someone else's rank: never inherited from our own
@@ -115,11 +116,14 @@ def dry_run(opts: Options, runs: list[Run], in_process_argv: list[str] | None = 
     for run in runs:
         if opts.sweeping:
             run = dataclasses.replace(run, directory=place(run.directory, run.params, legacy_directory(run, True)))
-        done = opts.sweeping and is_complete(run.directory, run.params, program_of(opts, run))
+        done, problems = completion(run.directory, run.params, program_of(opts, run)) if opts.sweeping \
+            else (False, [])
         todo += not done
         command = (rank_command(opts, run) if in_process_argv is None
                    else [sys.executable, "-m", "runtime.launch", *without_dry_run(in_process_argv)])
         print(f"{'done' if done else 'run '}  {describe(opts, run, command)}", file=stream)
+        if problems:
+            print(f"      ({_redo_reason(problems)})", file=stream)
     print(f"{todo} of {len(runs)} runs would run", file=stream)
     return 0
 
@@ -170,10 +174,14 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
             continue
         claim, run = taken
         try:
-            if opts.sweeping and is_complete(run.directory, run.params, program_of(opts, run)):
+            done, problems = completion(run.directory, run.params, program_of(opts, run)) if opts.sweeping \
+                else (False, [])
+            if done:
                 assert progress is not None
                 progress.skip()
                 continue
+            if problems:
+                print(f"scaleprobe launch: {run.directory}: {_redo_reason(problems)}", file=sys.stderr)
             code, outcome, recorded, stopped = _run_one(opts, run, cfg, progress)
         finally:
             claim.release()
@@ -209,6 +217,10 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
 
 
 WAIT_S = 0.2
+
+
+def _redo_reason(problems: list[str]) -> str:
+    return f"recorded as completed, but {'; '.join(problems)}: making it again"
 
 
 def _point(run: Run) -> str:
@@ -264,7 +276,11 @@ def _run_one(opts: Options, run: Run, cfg: Config,
         if progress is not None:
             progress.record(str(run.directory), "failed", str(exc), 0.0)
         return 2, None, False, str(exc)
+    identity = directory_identity(run.directory)
     outcome = run_members(members, run.directory, timeout=opts.timeout, grace=opts.grace)
+    if directory_identity(run.directory) != identity:
+        outcome = removed_while_running(outcome)
+    record.files = ended_files(run.directory)
     record.status, record.exit_code = outcome.status, outcome.exit_code
     record.failed_rank, record.error, record.wall_s = outcome.failed_rank, outcome.error, round(outcome.wall_s, 3)
     stopped = None

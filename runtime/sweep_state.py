@@ -2,8 +2,9 @@
 
 The record is written when a run starts (status `running`) and replaced, atomically, when it ends.
 A re-run of the same sweep skips every run whose record says `ok` for the same parameters and the
-same program (the script compared as the file it resolves to, however it was spelled); any other run
-is started again from scratch, after its old rank files are removed.
+same program (the script compared as the file it resolves to, however it was spelled) and whose run
+files are all still there with their end records (sweep_files); any other run is started again from
+scratch, after its old rank files are removed.
 
 A launcher holds a lock on `<run-dir>/.launch.lock` (flock) while it decides about a run and runs it,
 so that two launchers on one `--out` never run, clear or record the same run at once; the lock goes
@@ -18,7 +19,7 @@ import os
 import socket
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,9 @@ class RunRecord:
     # the launcher's working directory, which a relative script path in `program` is relative to
     # (empty in records of older launchers)
     cwd: str = field(default_factory=_cwd)
+    # the run files (`rank*.jsonl`) that had their end record when the run ended: a resume makes
+    # the run again when one is gone or cut off (None in records of older launchers)
+    files: list[str] | None = None
 
 
 def prepare_root(out: Path, experiment: str) -> None:
@@ -85,22 +89,59 @@ def write_record(directory: Path, record: RunRecord) -> None:
         raise LaunchError(f"cannot write the launch record {directory / RECORD}: {exc.strerror}") from None
 
 
-def read_record(directory: Path) -> RunRecord | None:
-    """The run's record, or None when there is none yet; a broken record is an error naming it."""
+def read_record(directory: Path, advice: bool = True) -> RunRecord | None:
+    """The run's record, or None when there is none yet; a broken record is an error naming it and
+    what is wrong with it (with `advice`, also what to do)."""
     path = directory / RECORD
+    todo = "; delete it to re-run this run" if advice else ""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
-        raise LaunchError(f"{path}: unreadable launch record ({exc}); delete it to re-run this run") from None
-    if not isinstance(data, dict) or data.get("version") != RECORD_VERSION:
-        raise LaunchError(f"{path}: launch record version {data.get('version') if isinstance(data, dict) else '?'}"
-                          f", expected {RECORD_VERSION}")
-    try:
-        return RunRecord(**data)
-    except TypeError as exc:
-        raise LaunchError(f"{path}: malformed launch record ({exc})") from None
+    except IsADirectoryError:
+        raise LaunchError(f"{path}: unreadable launch record (a directory, not a file){todo}") from None
+    except OSError as exc:
+        raise LaunchError(f"{path}: unreadable launch record ({exc.strerror or exc}){todo}") from None
+    except UnicodeDecodeError as exc:
+        raise LaunchError(f"{path}: unreadable launch record (not UTF-8: byte 0x{exc.object[exc.start]:02x} "
+                          f"at offset {exc.start}){todo}") from None
+    except ValueError as exc:
+        raise LaunchError(f"{path}: unreadable launch record (not valid JSON: {exc}){todo}") from None
+    what = _malformed(data)
+    if what is not None:
+        raise LaunchError(f"{path}: {what}{todo}")
+    known = {f.name for f in fields(RunRecord)}
+    # keys a newer launcher may add are left out, as a run file's unknown records are
+    return RunRecord(**{k: v for k, v in data.items() if k in known})
+
+
+_KINDS = {dict: "a JSON object", list: "a JSON list", str: "a JSON string", bool: "a JSON boolean",
+          int: "a JSON number", float: "a JSON number", type(None): "JSON null"}
+
+
+def _malformed(data: Any) -> str | None:
+    """What makes `data` no launch record, or None."""
+    if not isinstance(data, dict):
+        return f"unreadable launch record ({_KINDS.get(type(data), type(data).__name__)}, not an object)"
+    if "version" not in data:
+        return "malformed launch record (no 'version' field)"
+    if data["version"] != RECORD_VERSION:
+        return f"launch record version {data['version']!r}, expected {RECORD_VERSION} (written by another scaleprobe?)"
+    missing = [f.name for f in fields(RunRecord)
+               if f.default is MISSING and f.default_factory is MISSING and f.name not in data]
+    if missing:
+        return f"malformed launch record (no {', '.join(repr(m) for m in missing)} field{'s' if len(missing) > 1 else ''})"
+    expected = {"params": (dict,), "status": (str,), "program": (list,), "command": (list,), "cwd": (str,),
+                "files": (list, type(None)), "repetition": (int,)}
+    for key, kinds in expected.items():
+        if key in data and not isinstance(data[key], kinds):
+            return f"malformed launch record ({key!r} is {_KINDS.get(type(data[key]), type(data[key]).__name__)})"
+    if data["status"] not in STATUSES:
+        return f"malformed launch record (status {data['status']!r}, expected one of {', '.join(STATUSES)})"
+    for key in ("program", "files"):
+        if not all(isinstance(x, str) for x in data.get(key) or ()):
+            return f"malformed launch record ({key!r} holds something that is not a string)"
+    return None
 
 
 def script_path(script: str, cwd: str = "") -> str:
@@ -119,12 +160,25 @@ def same_program(record: RunRecord, program: list[str]) -> bool:
     return script_path(record.program[0], record.cwd) == script_path(program[0])
 
 
-def is_complete(directory: Path, params: dict[str, Any], program: list[str] | None = None) -> bool:
-    """A finished run of these parameters (and, when both are known, of the same program)."""
+def completion(directory: Path, params: dict[str, Any],
+               program: list[str] | None = None) -> tuple[bool, list[str]]:
+    """Whether the directory holds a finished run of these parameters (and, when both are known,
+    of the same program) with all its run files; and, for a run recorded as finished whose run
+    files are not all there (deleted, cut off), why it is not (see sweep_files)."""
     record = read_record(directory)
     if record is None or record.status != "ok" or record.params != params:
-        return False
-    return not program or not record.program or same_program(record, program)
+        return False, []
+    if program and record.program and not same_program(record, program):
+        return False, []
+    from runtime.sweep_files import missing_files
+
+    problems = missing_files(directory, record.files)
+    return not problems, problems
+
+
+def is_complete(directory: Path, params: dict[str, Any], program: list[str] | None = None) -> bool:
+    """A finished run of these parameters (and of the same program), its run files all there."""
+    return completion(directory, params, program)[0]
 
 
 def clear_attempt(directory: Path, rank: int | None = None) -> None:

@@ -18,6 +18,8 @@ from runtime.launch_errors import LaunchError
 Value = int | float | str
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# `{ name }`, `{name:03d}`, `{name!r}`: str.format's syntax, which substitute() does not take
+_LOOKALIKE = re.compile(r"\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*([!:][^{}]*)?\}")
 
 
 def parse_value(text: str) -> Value:
@@ -82,4 +84,22 @@ def substitute(args: Iterable[str], texts: Mapping[str, object], repetition: int
                               f"(known: {', '.join(sorted(values))})")
         return values[name]
 
+    args = list(args)
+    for arg in args:
+        _check_lookalikes(arg, values, what)
     return [_PLACEHOLDER.sub(lambda m, a=arg: one(m, a), arg) for arg in args]
+
+
+def _check_lookalikes(arg: str, names: Mapping[str, str], what: str) -> None:
+    """A parameter's name in braces that is not exactly `{name}` would reach the program as it is,
+    the same at every point: an error, not a silent sweep of one command."""
+    for match in _LOOKALIKE.finditer(arg):
+        name, spec, text = match.group(1), match.group(2), match.group(0)
+        if name not in names or text == f"{{{name}}}":
+            continue
+        where = f"{what} {arg!r}" + (f": {text!r}" if text != arg else "")
+        if spec:
+            kind = "format specs" if spec.startswith(":") else "conversions"
+            raise LaunchError(f"{where}: {kind} are not supported; write {{{name}}} (each value reaches the "
+                              "program exactly as typed: type it as the program should see it, e.g. 007)")
+        raise LaunchError(f"{where}: write {{{name}}}, without spaces")

@@ -82,10 +82,14 @@ def test_cross_product_with_ranks_first_and_repetitions(tmp_path):
     runs = design.runs(tmp_path, "exp", ["--b", "{batch}", "--r{repetition}"], nproc=1)
     assert len(runs) == 8
     assert runs[0].params == {"ranks": 1, "batch": 16, "model": "cnn"}
-    assert [r.directory.name for r in runs[:3]] == ["ranks-1_batch-16_model-cnn_rep-0",
-                                                     "ranks-1_batch-16_model-cnn_rep-1",
-                                                     "ranks-2_batch-16_model-cnn_rep-0"]
-    assert runs[1].args == ["--b", "16", "--r1"]
+    # every point once, then every point again (review 25: back to back, a burst of load on a shared
+    # machine hit all repetitions of one point)
+    assert [r.directory.name for r in runs[:5]] == ["ranks-1_batch-16_model-cnn_rep-0",
+                                                     "ranks-2_batch-16_model-cnn_rep-0",
+                                                     "ranks-1_batch-32_model-cnn_rep-0",
+                                                     "ranks-2_batch-32_model-cnn_rep-0",
+                                                     "ranks-1_batch-16_model-cnn_rep-1"]
+    assert runs[4].args == ["--b", "16", "--r1"]
     assert all(r.directory.parent == tmp_path / "exp" for r in runs)
     assert {r.ranks for r in runs} == {1, 2}
 
@@ -142,7 +146,8 @@ def test_sweep_file_single_value_becomes_a_list(tmp_path):
 
 def test_launch_record_round_trip_and_resume_decision(tmp_path):
     run_dir = tmp_path / "run"
-    rec = RunRecord(experiment="e", run_id="abc", params={"ranks": 2}, repetition=0, command=["python"])
+    # files=[]: a run that wrote no run file, recorded by this launcher (see sweep_files)
+    rec = RunRecord(experiment="e", run_id="abc", params={"ranks": 2}, repetition=0, command=["python"], files=[])
     write_record(run_dir, rec)
     assert read_record(run_dir) == rec
     assert not is_complete(run_dir, {"ranks": 2})  # still running (or killed while it was)
@@ -159,7 +164,7 @@ def test_resume_does_not_take_a_run_of_other_program_arguments_for_done(tmp_path
     program = ["main.py", "--batch-size", "16", "--epochs", "2"]
     write_record(run_dir, RunRecord(experiment="e", run_id="a", params={"batch": 16}, repetition=0,
                                     command=["python", "-m", "runtime.launch", "--", *program], status="ok",
-                                    program=program))
+                                    program=program, files=[]))
     assert is_complete(run_dir, {"batch": 16}, program)
     assert not is_complete(run_dir, {"batch": 16}, ["main.py", "--batch-size", "16", "--epochs", "5"])
     # a record written before programs were recorded still counts as done for its parameters

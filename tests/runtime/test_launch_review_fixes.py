@@ -176,7 +176,7 @@ def test_resume_finds_finished_runs_whatever_the_script_path_is_spelled_as(tmp_p
 def test_older_records_without_a_working_directory_resolve_from_here(tmp_path, monkeypatch):
     run_dir = tmp_path / "runs" / "run"
     write_record(run_dir, RunRecord(experiment="e", run_id="a", params={"v": 1}, repetition=0, command=[],
-                                    status="ok", program=["proj/main.py", "1"]))
+                                    status="ok", program=["proj/main.py", "1"], files=[]))
     old = json.loads((run_dir / "launch.json").read_text())
     del old["cwd"]
     (run_dir / "launch.json").write_text(json.dumps(old))
@@ -190,7 +190,7 @@ def test_older_records_without_a_working_directory_resolve_from_here(tmp_path, m
 def test_a_record_names_the_directory_its_script_path_is_relative_to(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rec = RunRecord(experiment="e", run_id="a", params={}, repetition=0, command=[], status="ok",
-                    program=["main.py"])
+                    program=["main.py"], files=[])
     assert rec.cwd == str(tmp_path)
     write_record(tmp_path / "run", rec)
     monkeypatch.chdir(tmp_path / "run")

@@ -109,6 +109,13 @@ class PointFilter:
             return False
         return not any(c.parameter in values and c.holds(values[c.parameter]) for c in self.exclude)
 
+    def unmatched_excludes(self, points: Iterable[Mapping[str, Any]], what: str) -> list[str]:
+        """A warning for each `--exclude` condition that holds at none of `points` (review 26:
+        `--exclude n=7`, a slip for 8, excluded nothing without a word)."""
+        points = list(points)
+        return [f"{c.option} {_quoted(c.text)} matches none of {what}: nothing was excluded by it"
+                for c in self.exclude if not any(c.parameter in p and c.holds(p[c.parameter]) for p in points)]
+
     def check_names(self, known: Iterable[str], what: str) -> None:
         """An `InputError` naming the option and the parameters there are, for a parameter not among
         `known`."""
@@ -152,6 +159,9 @@ def filter_dataset(dataset: Dataset, points: PointFilter, source: str) -> tuple[
     """The points of `dataset` (an Extra-P input, `source`) that `points` keeps, and the parameters
     that had several values before and one after (to be dropped once the inputs are merged)."""
     points.check_names(dataset.parameters, f"the parameters of {source}")
+    everywhere = {tuple(map(float, pt)) for s in dataset.series for pt in s.points}
+    warnings = points.unmatched_excludes((dict(zip(dataset.parameters, pt)) for pt in everywhere),
+                                         f"the points of {source}")
     series: list[Series] = []
     for s in dataset.series:
         keep = np.array([points.keeps(dict(zip(dataset.parameters, map(float, pt)))) for pt in s.points], dtype=bool)
@@ -160,7 +170,7 @@ def filter_dataset(dataset: Dataset, points: PointFilter, source: str) -> tuple[
                                  tuple(r for r, k in zip(s.repetitions, keep) if k), s.unit))
     before, after = _values(dataset.series, dataset.parameters), _values(series, dataset.parameters)
     narrowed = {p for p in dataset.parameters if len(before[p]) > 1 and len(after[p]) == 1}
-    return Dataset(dataset.parameters, series, list(dataset.warnings), list(dataset.sources)), narrowed
+    return Dataset(dataset.parameters, series, [*dataset.warnings, *warnings], list(dataset.sources)), narrowed
 
 
 def _values(series: Sequence[Series], parameters: Sequence[str]) -> dict[str, set[float]]:

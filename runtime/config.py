@@ -205,7 +205,7 @@ def from_env(env: Mapping[str, str] | None = None) -> Config:
     if gpu not in ("auto", "0", "1", "fake"):
         raise ConfigError(f"SCALEPROBE_GPU={gpu!r}: use auto, 0, 1 or fake")
     return Config(
-        out_dir=e.get("SCALEPROBE_OUT") or None,
+        out_dir=os.path.expanduser(e.get("SCALEPROBE_OUT") or "") or None,  # `~/x` quoted in a job script (review 26)
         experiment=e.get("SCALEPROBE_EXPERIMENT", ""),
         run_id=e.get("SCALEPROBE_RUN_ID") or None,
         params=params,

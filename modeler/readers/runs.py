@@ -470,6 +470,7 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
         files.extend(FileResult(str(f.path), "runs", "deselected", f"experiment {r.experiment_key or '(unnamed)'!r} "
                                 "not selected (--experiment)") for r in others for f in r.all_files)
     if options.points:
+        warnings.extend(options.points.unmatched_excludes((_point_values(runs, r) for r in runs), "the runs"))
         runs, others = select_points(runs, options.points)
         files.extend(FileResult(str(f.path), "runs", "deselected", f"{_params_text(r.params)} not selected "
                                 f"({options.points})") for r in others for f in r.all_files)
@@ -512,14 +513,20 @@ def select_experiments(runs: list[RunRecord], names: Sequence[str]) -> tuple[lis
     return [r for r in runs if r.experiment_key in wanted], [r for r in runs if r.experiment_key not in wanted]
 
 
+def _point_values(runs: list[RunRecord], r: RunRecord) -> dict[str, Any]:
+    """A run's parameters as `--where` and `--exclude` see them: `ranks` is the world size where no
+    run records it, as `_parameters` takes it."""
+    if any(RANKS_PARAMETER in x.params for x in runs):
+        return r.params
+    return {**r.params, RANKS_PARAMETER: r.world_size}
+
+
 def select_points(runs: list[RunRecord], points: PointFilter) -> tuple[list[RunRecord], list[RunRecord]]:
     """(the runs whose parameters `points` keeps, the others); `ranks` is the world size where no
     run records it, as `_parameters` takes it. A parameter no run has, or a filter that leaves no
     completed run, is an error naming the option."""
-    recorded = any(RANKS_PARAMETER in r.params for r in runs)
-
     def values(r: RunRecord) -> dict[str, Any]:
-        return r.params if recorded else {**r.params, RANKS_PARAMETER: r.world_size}
+        return _point_values(runs, r)
 
     points.check_names({k for r in runs for k in values(r)}, "the runs")
     keep = [points.keeps(values(r)) for r in runs]

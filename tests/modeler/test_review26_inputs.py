@@ -143,3 +143,16 @@ def test_parameter_values_too_large_to_model_are_an_error(tmp_path, capsys):
     rc, _, err = _fit(capsys, str(src))
     assert rc == 1 and "parameter p: values up to 1.6e+151 are too large to model" in err
     assert "Traceback" not in err
+
+
+def test_an_exclude_that_matches_nothing_is_said(tmp_path, capsys):
+    root = _sweep(tmp_path / "runs")
+    rc, _, err = _fit(capsys, str(root), "--exclude", "n=7")
+    assert rc == 0 and "--exclude n=7 matches none of the runs: nothing was excluded by it" in err
+    rc, _, err = _fit(capsys, str(root), "--exclude", "n=8")
+    assert rc == 0 and "matches none" not in err
+    src = tmp_path / "in.txt"
+    src.write_text("PARAMETER p\nPOINTS 2 4 8 16 32\nREGION r\nMETRIC time\n"
+                   + "".join(f"DATA {v}\n" for v in (2, 4, 8, 16, 32)))
+    rc, _, err = _fit(capsys, str(src), "--exclude", "p=3")
+    assert rc == 0 and f"--exclude p=3 matches none of the points of {src}" in err

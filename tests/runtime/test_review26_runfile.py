@@ -145,3 +145,12 @@ def test_a_compressed_file_says_so(tmp_path):
     path.write_bytes(gzip.compress(b'{"type":"header"}\n'))
     with pytest.raises(RunFileError, match="compressed with gzip"):
         read_run(path)
+
+
+def test_a_tilde_in_scaleprobe_out_is_the_home_directory(tmp_path):
+    main = _program(tmp_path, "def main():\n    return 1\n\n\nmain()\n")
+    env = {**_env(), "HOME": str(tmp_path / "home"), "SCALEPROBE_OUT": "~/runs"}
+    p = subprocess.run([sys.executable, str(main)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert list((tmp_path / "home" / "runs").glob("rank0.*.jsonl"))
+    assert not (tmp_path / "~").exists()

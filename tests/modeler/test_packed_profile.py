@@ -87,6 +87,20 @@ def test_a_packed_run_gives_the_same_values(tmp_path):
     assert series[("f1->f300->f2", "visits")].values("median").tolist() == [2.0, 2.0, 2.0]
 
 
+def _load_held(path):
+    """The runs under `path`, and the bytes of memory they keep (tracemalloc: Python's own count of
+    its allocations, not a timing)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        runset = load_runs([path])
+        gc.collect()
+        return runset, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
 def test_the_files_held_take_a_fraction_of_what_they_took(tmp_path):
     """The memory that the files read keep (tracemalloc: Python's own count of its allocations, not
     a timing): under 200 bytes per profile record; as a dict of objects it was about 680."""
@@ -94,15 +108,7 @@ def test_the_files_held_take_a_fraction_of_what_they_took(tmp_path):
     for rank in range(files):
         write_rank_file(tmp_path, run_id="r", params={"p": 1}, rank=rank, world_size=files, regions=REGIONS,
                         profile=_profile(n))
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        runset = load_runs([tmp_path])
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    runset, held = _load_held(tmp_path)
     records = sum(len(f.run.profile) for r in runset.runs for f in r.files)
     assert records == files * (n + 1)
     assert held / records < 200, f"{held / records:.0f} bytes per profile record held"
@@ -172,14 +178,6 @@ def test_step_records_held_take_a_fraction_of_what_they_took(tmp_path):
     steps = [{"region": 2, "duration_ns": 123_456_789 + i, "data_wait_ns": 234_567 + i, "comm_ns": 0,
               "gpu_ns": None, "memory": {"rss_peak_bytes": 123_456_789 + i}, "active": True} for i in range(n)]
     write_rank_file(tmp_path, run_id="r", params={"p": 1}, steps=steps, profile={(0,): (1, 10**9, 10)})
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        runset = load_runs([tmp_path])
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    runset, held = _load_held(tmp_path)
     assert len(runset.runs[0].files[0].run.steps) == n
     assert held / n < 150, f"{held / n:.0f} bytes per step record held"

@@ -19,7 +19,7 @@ from . import _backend, signal_watch
 from .config import Config, ConfigError, RankSet, from_env
 from .errors import ScaleprobeRuntimeError
 from .fork_signals import stand_in, stands_in
-from .runfile import RunWriter, run_file_name
+from .runfile import RunWriter, file_on_the_way, run_file_name
 from .sysexit import exit_status
 
 impl = _backend.impl
@@ -256,7 +256,10 @@ class Recorder:
             self.writer.write_header(self.header)
         except OSError as e:
             where = "SCALEPROBE_OUT" if self.cfg.out_dir else "the default directory"
-            raise ConfigError(f"cannot write the run file {self.path} ({where}): {e.strerror or e}") from None
+            why = e.strerror or str(e)
+            if isinstance(e, (FileExistsError, NotADirectoryError)) and (file := file_on_the_way(e.filename)):
+                why = f"{file} is a file, not a folder"  # review 26: it said `File exists`
+            raise ConfigError(f"cannot write the run file {self.path} ({where}): {why}") from None
 
     # ----- regions -----------------------------------------------------------------------------
 

@@ -341,6 +341,17 @@ def _dumps():
     return encode
 
 
+def file_on_the_way(path: Any) -> str | None:
+    """The file that stands where `path` or one of its parents should be a folder, or None."""
+    if not path:
+        return None
+    p = Path(os.fsdecode(path))
+    for q in (p, *p.parents):
+        if q.is_file():
+            return str(q)
+    return None
+
+
 def _identity(fd: int) -> tuple[int, int] | None:
     """The file a descriptor names (device, inode), or None where it is closed."""
     try:

@@ -9,6 +9,8 @@ from collections import Counter
 from fnmatch import fnmatchcase
 from typing import Sequence
 
+from runtime.runfile import file_on_the_way
+
 from ..aggregate import RANK_AGGREGATES
 from ..dataset import Dataset
 from ..errors import InputError
@@ -159,4 +161,11 @@ def write_output(text: str, output: str | None) -> None:
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as exc:
-        raise InputError(f"-o {output}: cannot write: {exc.strerror or exc}") from exc
+        raise InputError(f"-o {output}: cannot write: {_why(exc)}") from exc
+
+
+def _why(exc: OSError) -> str:
+    """An OSError in words; a folder on the way that is a file says so (review 26: `File exists`)."""
+    if isinstance(exc, (FileExistsError, NotADirectoryError)) and (file := file_on_the_way(exc.filename)):
+        return f"{file} is a file, not a folder"
+    return exc.strerror or str(exc)

@@ -156,3 +156,10 @@ def test_an_exclude_that_matches_nothing_is_said(tmp_path, capsys):
                    + "".join(f"DATA {v}\n" for v in (2, 4, 8, 16, 32)))
     rc, _, err = _fit(capsys, str(src), "--exclude", "p=3")
     assert rc == 0 and f"--exclude p=3 matches none of the points of {src}" in err
+
+
+def test_an_output_whose_folder_is_a_file_is_said(tmp_path, capsys):
+    root = _sweep(tmp_path / "runs")
+    (tmp_path / "afile").write_text("x")
+    rc, _, err = _fit(capsys, str(root), "-o", str(tmp_path / "afile" / "out.json"))
+    assert rc == 1 and f"cannot write: {tmp_path / 'afile'} is a file, not a folder" in err

@@ -154,3 +154,12 @@ def test_a_tilde_in_scaleprobe_out_is_the_home_directory(tmp_path):
     assert p.returncode == 0, p.stderr
     assert list((tmp_path / "home" / "runs").glob("rank0.*.jsonl"))
     assert not (tmp_path / "~").exists()
+
+
+def test_an_output_folder_that_is_a_file_is_said(tmp_path):
+    main = _program(tmp_path, "def main():\n    return 1\n\n\nmain()\n")
+    (tmp_path / "afile").write_text("x")
+    for out in (tmp_path / "afile", tmp_path / "afile" / "runs"):
+        env = {**_env(), "SCALEPROBE_OUT": str(out)}
+        p = subprocess.run([sys.executable, str(main)], env=env, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and f"{tmp_path / 'afile'} is a file, not a folder" in p.stderr, p.stderr

@@ -104,3 +104,11 @@ def test_shares_at_the_target_take_the_parts_sum_where_a_model_is_below_it(tmp_p
     assert share["main->fit"]["at_target"] == pytest.approx((0.01 + step) / total, rel=0.1)
     assert share["main->fit->step"]["at_target"] == pytest.approx(step / total, rel=0.1)
     assert share["main"]["at_target"] == pytest.approx(1.0)
+
+
+def test_the_table_gives_the_parts_sum_beside_a_model_below_it(tmp_path, capsys):
+    src = _write(tmp_path / "in.jsonl")
+    assert cli.main(["fit", str(src), "--at", "width=4096", "--min-share", "0", "-q"]) == 0
+    rows = {ln.split()[1]: ln for ln in capsys.readouterr().out.splitlines() if ln[:4].strip().rstrip("!").isdigit()}
+    assert "(parts: 1" in rows["main"] and "!" in rows["main"].split()[0]
+    assert "(parts:" not in rows["main->fit->step"]

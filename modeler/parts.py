@@ -48,6 +48,14 @@ class PartsCheck:
     with_exclusive: bool
     #: the sum reaches below the children (some child counts with its own parts, not its `time`)
     deep: bool = False
+    #: the sum of the low ends of the parts' 80% ranges, and the high end of the whole's (None
+    #: where some range is not known: `--compat extrap`)
+    parts_low: float | None = None
+    whole_high: float | None = None
+    #: how the ranks' values were combined (`--ranks`): a whole equals its parts for `mean` and
+    #: `sum`, is at most their sum for `max` (its parts' largest ranks may be different ranks: a
+    #: straggler's compute and the others' wait for it, review 27) and at least for `min`
+    combine: str = "mean"
 
     @property
     def ratio(self) -> float:
@@ -55,15 +63,28 @@ class PartsCheck:
 
     def contradicts(self) -> bool:
         """Whole and parts disagree (`RATIO`, `BELOW`; a whole above its children only where its
-        exclusive time is known: else that may be its own work)."""
+        exclusive time is known: else that may be its own work; under `--ranks max` a whole below its
+        parts, under `min` one above them, is no contradiction)."""
         if not (math.isfinite(self.whole) and math.isfinite(self.parts)) or self.whole <= 0 or self.parts <= 0:
             return False
-        return self.ratio < 1.0 / BELOW or (self.with_exclusive and self.ratio > RATIO)
+        below = self.ratio < 1.0 / BELOW and self.combine != "max"
+        above = self.with_exclusive and self.ratio > RATIO and self.combine != "min"
+        return below or above
 
     def below_parts(self) -> bool:
-        """The whole is predicted below its parts by more than `BELOW`: impossible for an inclusive
-        time, whatever parts were not modeled (they would only add to the parts)."""
-        return self.contradicts() and self.ratio < 1.0 / BELOW
+        """The whole is predicted below its parts by more than `BELOW`, which an inclusive time
+        cannot be (whatever parts were not modeled: they would only add to them), and clearly so:
+        the low ends of the parts' 80% ranges add up to more than the high end of the whole's, so
+        that one far-extrapolated part with a wide range does not decide it (review 27: `main`'s
+        own 2% of the run, with a range of 0.25 to 560 s, made a 79 s run 4.9 min)."""
+        if not (self.contradicts() and self.ratio < 1.0 / BELOW):
+            return False
+        return self.parts_low is None or self.whole_high is None or self.parts_low > self.whole_high
+
+    def time_figure(self) -> float:
+        """The call path's time at the target for the shares and the run's time: its parts' sum
+        where the whole is clearly below it (`below_parts`), else the whole's prediction."""
+        return float(self.parts) if self.below_parts() else float(self.whole)
 
     @property
     def what(self) -> str:
@@ -80,12 +101,21 @@ class PartsCheck:
         )
 
 
-def parts_sums(predictions: Mapping[tuple[str, str], float]) -> dict[str, PartsCheck]:
+def parts_sums(predictions: Mapping[tuple[str, str], float],
+               ranges: Mapping[tuple[str, str], tuple[float, float] | None] | None = None,
+               combine: str = "mean") -> dict[str, PartsCheck]:
     """Per call path that has children with a `time` prediction: its whole and its parts, summed
     from the bottom (see the module): its exclusive time plus each child's parts, where the child
     has an exclusive time and children of its own, else the child's `time`.
 
-    `predictions` maps (call path, metric) to the prediction at the target point."""
+    `predictions` maps (call path, metric) to the prediction at the target point, `ranges` to the
+    80% range there (`PartsCheck.parts_low`, `whole_high`); `combine`: `--ranks`."""
+    ranges = ranges or {}
+
+    def low(key: tuple[str, str]) -> float | None:
+        rng = ranges.get(key)
+        return None if rng is None else min(rng[0], predictions[key])
+
     children: dict[str, list[str]] = {}
     for cp, metric in predictions:
         if metric == "time" and SEPARATOR in cp:
@@ -99,37 +129,34 @@ def parts_sums(predictions: Mapping[tuple[str, str], float]) -> dict[str, PartsC
             continue
         excl = predictions.get((cp, "exclusive_time"))
         parts, deep = (excl if excl is not None else 0.0), False
+        lows: list[float | None] = [low((cp, "exclusive_time"))] if excl is not None else []
         for kid in children[cp]:
             below = out.get(kid)
             if below is not None and below.with_exclusive:
                 parts += below.parts
+                lows.append(below.parts_low)
                 deep = True
             else:
                 parts += predictions[(kid, "time")]
-        out[cp] = PartsCheck(cp, whole, parts, len(children[cp]), excl is not None, deep)
+                lows.append(low((kid, "time")))
+        whole_rng = ranges.get((cp, "time"))
+        parts_low = None if any(v is None for v in lows) else float(sum(v for v in lows if v is not None))
+        out[cp] = PartsCheck(cp, whole, parts, len(children[cp]), excl is not None, deep, parts_low=parts_low,
+                             whole_high=None if whole_rng is None else max(whole_rng[1], whole), combine=combine)
     return out
 
 
-def check_parts(predictions: Mapping[tuple[str, str], float]) -> list[PartsCheck]:
-    """The call paths whose `time` prediction and the sum of their parts' disagree (see the module)."""
+def check_parts(predictions: Mapping[tuple[str, str], float],
+                sums: Mapping[str, PartsCheck] | None = None) -> list[PartsCheck]:
+    """The call paths whose `time` prediction and the sum of their parts' disagree (see the module);
+    `sums`: `parts_sums(predictions, ...)` where made already."""
     roots = [v for (cp, m), v in predictions.items() if m == "time" and SEPARATOR not in cp and math.isfinite(v)]
     scale = max(roots, default=0.0)
     out = []
-    for c in parts_sums(predictions).values():
+    for c in (sums if sums is not None else parts_sums(predictions)).values():
         if c.contradicts() and max(c.whole, c.parts) >= SHARE * scale:
             out.append(c)
     return sorted(out, key=lambda c: -max(c.whole, c.parts))
-
-
-def run_time_figure(whole: float, parts: float | None) -> float:
-    """A top-level region's time at the target, as the run's time: its time model's prediction, or
-    the sum of its parts' models (`parts_sums`) where the model predicts less than that by more
-    than `BELOW`: an inclusive time is never below its parts, and the whole's model is the one that
-    holds a part's growth constant under the others' noise (review 25: 1.21 s from the run's model,
-    6.3 s from its parts', 8.6 s measured). Parts that were not modeled would only add to them."""
-    if parts is not None and math.isfinite(parts) and math.isfinite(whole) and parts > 0 and whole * BELOW < parts:
-        return float(parts)
-    return float(whole)
 
 
 def _num(v: float) -> str:

@@ -23,7 +23,7 @@ from .errors import InputError
 from .listing import listing
 from .model import FittedModel, Model
 from .own_time import own_time_note
-from .parts import SEPARATOR, PartsCheck, check_parts, parts_sums, run_time_figure
+from .parts import SEPARATOR, PartsCheck, check_parts, parts_sums
 from .share import Share, kept_callpaths, measured_shares, own_shares, shares
 from .uncertainty import mixture_ranges, with_prediction
 
@@ -37,15 +37,16 @@ PARTS_DISAGREE = 2.0
 RANGE_LEVEL = 0.8
 
 
-def doubt(fm: FittedModel, prediction: float, from_parts: float | None) -> str | None:
+def doubt(fm: FittedModel, prediction: float, from_parts: float | None, combine: str = "mean") -> str | None:
     """Why a model's growth is not to be read as it stands, or None: a fit worse than a constant, or
     a time model that its parts' models (`from_parts`) contradict at the target (review 15: a noisy
-    18 ms region led the ranking with adj. R² -0.2 and parts 52x apart)."""
+    18 ms region led the ranking with adj. R² -0.2 and parts 52x apart). Under `--ranks max`
+    (`combine`) a whole below its parts is none, under `min` one above them (`parts.PartsCheck`)."""
     if _worse_than_constant(fm):
         return f"adj. R² {fm.ar2:.2g}: worse than a constant"
     if from_parts is not None and from_parts > 0 and math.isfinite(prediction) and prediction > 0:
         ratio = prediction / from_parts
-        if ratio > PARTS_DISAGREE or ratio < 1 / PARTS_DISAGREE:
+        if (ratio > PARTS_DISAGREE and combine != "min") or (ratio < 1 / PARTS_DISAGREE and combine != "max"):
             return f"its parts' models add up to {ratio:.2g}x less at the target" if ratio > 1 else \
                 f"its parts' models add up to {1 / ratio:.2g}x more at the target"
     return None
@@ -66,7 +67,7 @@ def blamed_parts(models: Iterable[FittedModel], predictions: Mapping[tuple[str, 
     out: dict[tuple[str, str], str] = {}
     for cp, check in sums.items():
         whole = fitted.get((cp, "time"))
-        if whole is None or doubt(whole, predictions.get((cp, "time"), math.nan), check.parts) is None \
+        if whole is None or doubt(whole, predictions.get((cp, "time"), math.nan), check.parts, check.combine) is None \
                 or _worse_than_constant(whole):
             continue
         parts = [fitted[k] for k in [(cp, "exclusive_time"), *((c, "time") for c in children.get(cp, ()))]
@@ -105,10 +106,15 @@ class RankedModel:
     share: Share | None = None
     #: why this model is charged with its caller's whole/parts contradiction (`blamed_parts`), or None
     blamed: str | None = None
+    #: for `time`: its parts' sum where it is clearly above the prediction (`parts.PartsCheck.below_parts`):
+    #: its time in the shares and the run's time; else None
+    time_figure: float | None = None
+    #: how the ranks' values were combined (`--ranks`: `doubt`)
+    combine: str = "mean"
 
     def doubtful(self) -> str | None:
         """Why this row's growth is not to be read as it stands, or None: see `doubt` and `blamed_parts`."""
-        return doubt(self.fitted, self.prediction, self.from_parts) or self.blamed
+        return doubt(self.fitted, self.prediction, self.from_parts, self.combine) or self.blamed
 
     def to_json(self) -> dict:
         d = self.fitted.to_json()
@@ -332,6 +338,7 @@ def rank_models(
     min_share: float = 0.0,
     run_shares: RunShares | None = None,
     model_notes: bool = False,
+    combine: str = "mean",
 ) -> Ranking:
     """The models worst-scaling first; `units` maps (call path, metric) to the unit of its values.
 
@@ -359,13 +366,14 @@ def rank_models(
     for fm in companions:
         with np.errstate(all="ignore"):
             by_key.setdefault((fm.callpath, fm.metric), float(fm.predict(point)[0]))
-    sums = parts_sums(by_key)
     at_text = ", ".join(f"{p}={float(at[p]):.12g}" for p in parameters)
-    parts_checks = check_parts(by_key)
     ranges = _ranges(models, {p: float(at[p]) for p in parameters}, preds)
+    range_of = _all_ranges(models, ranges, companions, by_key, {p: float(at[p]) for p in parameters})
+    sums = parts_sums(by_key, range_of, combine)
+    parts_checks = check_parts(by_key, sums)
     derived = derived_predictions(models, companions, at, parameters, baselines)
     blamed = blamed_parts([*models, *companions], by_key, sums)
-    share_of = _shares(measured, models, preds, ranges, companions, by_key, parameters, at, sums, run_shares, blamed)
+    share_of = _shares(measured, models, companions, by_key, range_of, sums, run_shares, blamed)
     own_of = _own_shares(measured, models, ranges, by_key, share_of, run_shares, blamed, sums)
     rows = []
     for fm, pred, rng, ft in zip(models, preds, ranges, derived):
@@ -376,8 +384,10 @@ def rank_models(
         unit = (units or {}).get((fm.callpath, fm.metric), "")
         parts = sums[fm.callpath].parts if fm.metric == "time" and fm.callpath in sums else None
         share = (own_of if fm.metric == "exclusive_time" and fm.callpath in own_of else share_of).get(fm.callpath)
+        check = sums.get(fm.callpath) if fm.metric == "time" else None
+        figure = check.time_figure() if check is not None and check.below_parts() else None
         rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng, ft, share,
-                                blamed.get((fm.callpath, fm.metric))))
+                                blamed.get((fm.callpath, fm.metric)), figure, combine))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time
@@ -389,8 +399,10 @@ def rank_models(
     kept = kept_callpaths(share_of, min_share)
 
     def shown_row(r: RankedModel) -> bool:
-        # a call path's own time is kept when the call path is, and takes the fraction itself
-        return r.share is None or (r.fitted.callpath in kept and r.share.kept(min_share))
+        # a call path's own time is kept when the call path is (one without a `time` share always
+        # is: review 27, an Extra-P input of exclusive times only), and takes the fraction itself
+        cp = r.fitted.callpath
+        return r.share is None or ((cp in kept or cp not in share_of) and r.share.kept(min_share))
 
     shown = [r for r in rows if shown_row(r)]
     left_out = [r for r in rows if not shown_row(r)]
@@ -429,37 +441,45 @@ def _own_shares(measured: Sequence, models: Sequence[FittedModel], ranges: Seque
                       times, doubtful)
 
 
-def _shares(measured: Sequence, models: Sequence[FittedModel], preds: Sequence[float],
-            ranges: Sequence[tuple[float, float] | None], companions: Sequence[FittedModel],
-            by_key: Mapping[tuple[str, str], float], parameters: Sequence[str],
-            at: Mapping[str, float], sums: Mapping, run_shares: RunShares | None = None,
+def _all_ranges(models: Sequence[FittedModel], ranges: Sequence[tuple[float, float] | None],
+                companions: Sequence[FittedModel], by_key: Mapping[tuple[str, str], float],
+                at: Mapping[str, float]) -> dict[tuple[str, str], tuple[float, float] | None]:
+    """The 80% range at the target of every `time` and `exclusive_time` model, shown (`ranges`) or
+    fitted beside (`companions`): the shares take their low ends, the parts' sums theirs."""
+    out = {(fm.callpath, fm.metric): rng for fm, rng in zip(models, ranges)}
+    extra = [fm for fm in companions if fm.metric in ("time", "exclusive_time") and (fm.callpath, fm.metric) not in out]
+    if extra:
+        keys = [(fm.callpath, fm.metric) for fm in extra]
+        out.update(zip(keys, _ranges(extra, at, [by_key[k] for k in keys])))
+    return out
+
+
+def _shares(measured: Sequence, models: Sequence[FittedModel], companions: Sequence[FittedModel],
+            by_key: Mapping[tuple[str, str], float], range_of: Mapping[tuple[str, str], tuple[float, float] | None],
+            sums: Mapping[str, PartsCheck], run_shares: RunShares | None = None,
             blamed: Collection[tuple[str, str]] = ()) -> dict[str, Share]:
     """Each call path's share of the run's time (`modeler.share`): measured in `measured` (and
     `run_shares`), and at the target from the `time` models (the low end from their 80% ranges;
-    none from a doubtful one, `doubt`, or one `blamed` for its caller's contradiction)."""
+    none from a doubtful one, `doubt`, or one `blamed` for its caller's contradiction), or from
+    their parts' sums where clearly above them (`_time_figures`)."""
     if not measured:
         return {}
     doubtful = {fm.callpath for fm in [*models, *companions] if fm.metric == "time"
                 and ((fm.callpath, "time") in blamed
-                     or doubt(fm, by_key[(fm.callpath, "time")], sums[fm.callpath].parts if fm.callpath in sums else None))}
-    lows = {fm.callpath: (None if rng is None else rng[0])
-            for fm, rng in zip(models, ranges) if fm.metric == "time"}
-    extra = [fm for fm in companions if fm.metric == "time" and fm.callpath not in lows]
-    if extra:
-        extra_preds = [by_key[(fm.callpath, "time")] for fm in extra]
-        for fm, rng in zip(extra, _ranges(extra, {p: float(at[p]) for p in parameters}, extra_preds)):
-            lows[fm.callpath] = None if rng is None else rng[0]
+                     or doubt(fm, by_key[(fm.callpath, "time")], sums[fm.callpath].parts if fm.callpath in sums else None,
+                              sums[fm.callpath].combine if fm.callpath in sums else "mean"))}
     times = {cp: v for (cp, metric), v in by_key.items() if metric == "time"}
+    lows: dict[str, float | None] = {cp: (None if (rng := range_of.get((cp, "time"))) is None else rng[0]) for cp in times}
     figures = _time_figures(times, sums)
-    for cp in [cp for cp in lows if figures.get(cp, math.nan) != times.get(cp)]:
-        lows[cp] = None  # its parts' sum, not its model: the model's range says nothing of it
+    for cp in [cp for cp in times if figures[cp] != times[cp]]:
+        lows[cp] = sums[cp].parts_low  # its parts' sum, not its model: the low ends of the parts' ranges
     roots = run_shares.main_roots if run_shares is not None else None
     return shares(measured_shares(measured, run_shares), figures, lows, roots, doubtful)
 
 
 def _time_figures(times: Mapping[str, float], sums: Mapping[str, PartsCheck]) -> dict[str, float]:
     """Each call path's time at the target for the shares: its model's prediction, or its parts'
-    sum where the model predicts below it (`parts.run_time_figure`; review 25: the training
-    function's model, 0.91 s at 4x, capped the shares of the training step under it, 4.5 s, at
-    14%, where it took 85% of the run)."""
-    return {cp: run_time_figure(v, sums[cp].parts if cp in sums else None) for cp, v in times.items()}
+    sum where the model predicts clearly below it (`parts.PartsCheck.time_figure`; review 25: the
+    training function's model, 0.91 s at 4x, capped the shares of the training step under it, 4.5 s,
+    at 14%, where it took 85% of the run)."""
+    return {cp: sums[cp].time_figure() if cp in sums else v for cp, v in times.items()}

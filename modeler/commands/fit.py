@@ -93,6 +93,7 @@ def fit_dataset(
     measured: Dataset | None = None,
     per_rank_time: bool = True,
     min_share: float | str | None = DEFAULT_MIN_SHARE,
+    combine: str = "mean",
 ) -> Ranking:
     """Fit every series of `dataset` and rank the models; warnings of every stage are in the Ranking.
 
@@ -132,7 +133,7 @@ def fit_dataset(
     return rank_models(shown, data.parameters, target, warnings=[*data.warnings, *warnings], model_notes=True, units=units,
                        companions=companions, nonnegative=nonnegative_keys(data.series), baselines=bases,
                        measured=_all_series(data, measured), min_share=min_share,
-                       run_shares=(measured if measured is not None else data).run_shares)
+                       run_shares=(measured if measured is not None else data).run_shares, combine=combine)
 
 
 def _all_series(data: Dataset, measured: Dataset | None) -> list[Series]:
@@ -162,6 +163,13 @@ def new_series(series: Sequence[Series], have: Sequence[Series]) -> list[Series]
     return [s for s in series if (s.callpath, s.metric) not in keys]
 
 
+def combine_of(args: argparse.Namespace, loaded) -> str:
+    """How the ranks' values were combined (`--ranks`) where runs were read; `mean` for Extra-P
+    inputs, which say nothing of it (`parts.PartsCheck.combine`)."""
+    formats = {f.format for f in loaded.files if f.status == "read"}
+    return getattr(args, "ranks", "mean") if "runs" in formats else "mean"
+
+
 def per_rank_time(args: argparse.Namespace, loaded) -> bool:
     """Whether the `time` read is a time per rank, which speedup, efficiency and cost derive from:
     our runs combined with `--ranks mean` or `max` (Extra-P files say nothing of it: `modeler export
@@ -179,7 +187,8 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_from_args(args)
     data = select(loaded.dataset, args)
     ranking = fit_dataset(data, at=args.at, compat=args.compat, repetitions=args.repetitions, min_points=args.min_points,
-                          measured=loaded.dataset, per_rank_time=per_rank_time(args, loaded), min_share=min_share)
+                          measured=loaded.dataset, per_rank_time=per_rank_time(args, loaded), min_share=min_share,
+                          combine=combine_of(args, loaded))
     if args.top is not None:
         ranking = ranking.top(args.top)
     write_output(render(ranking, args.format), args.output)

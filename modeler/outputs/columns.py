@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-from ..parts import run_time_figure
 from ..ranking import PARTS_DISAGREE, RankedModel, Ranking
 from ..share import left_out_note
 
@@ -49,9 +48,9 @@ def cells(i: int, row: RankedModel) -> tuple[str, ...]:
     if row.from_time is not None:
         # speedup, efficiency, cost: the same figure from a model of the per-rank time (modeler.derived)
         at += f" (from {row.from_time[1]}: {number(row.from_time[0])})"
-    if fm.metric == "time" and row.from_parts is not None and run_time_figure(row.prediction, row.from_parts) != row.prediction:
-        # below its parts' sum, which an inclusive time cannot be: that sum is its time in the shares
-        at += f" (parts: {number(row.from_parts)})"
+    if row.time_figure is not None:
+        # clearly below its parts' sum, which an inclusive time cannot be: that sum is its time in the shares
+        at += f" (parts: {number(row.time_figure)})"
     return (
         f"{i}!" if row.doubtful() else str(i),
         fm.callpath,

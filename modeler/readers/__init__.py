@@ -166,13 +166,16 @@ def expand(paths: Iterable[str | os.PathLike[str]],
         if key not in seen:
             seen.add(key)
             out.append((p, explicit))
+        elif explicit:  # named after the directory that holds it (review 27): it counts as named
+            out[:] = [(q, True) if q.resolve() == key else (q, e) for q, e in out]
 
     for raw in paths:
         text = os.fspath(raw)
         p = Path(text)
         if p.is_dir():
+            before = len(unlisted) if unlisted is not None else 0
             found = _files_under(p, unlisted)
-            if not found and not unlisted:
+            if not found and (unlisted is None or len(unlisted) == before):
                 raise InputError(f"{text}: directory holds no .jsonl or .txt files")
             for f in found:
                 add(f, False)

@@ -399,11 +399,17 @@ def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, 
         ok = [r for r in ok if r.status == "ok"]
 
 
+#: at most this share of the runs may have a parameter that is not a number where the others have
+#: numbers, to be left out as odd headers; more is a parameter of categories (review 27: a sweep
+#: `prec=16,32,bf16` lost its bf16 runs), which stops the read
+ODD_RUNS = 0.1
+
+
 def _varying(ok: list[RunRecord]) -> tuple[list[str], dict[str, Any], tuple[str, list[RunRecord]] | None]:
     """The parameters that vary over `ok` and the constants; and a parameter that is a number in
     most runs with the runs where it is not (hand-edited or odd headers, review 26: the whole read
-    stopped without naming a file), to be left out. A parameter that varies and is a number in fewer
-    than two runs' values stops the read."""
+    stopped without naming a file; at most `ODD_RUNS` of them), to be left out. Any other parameter
+    that varies and is not always a number stops the read."""
     names: list[str] = []
     for r in ok:
         names.extend(p for p in r.params if p not in names)
@@ -415,7 +421,8 @@ def _varying(ok: list[RunRecord]) -> tuple[list[str], dict[str, Any], tuple[str,
             constants[p] = ok[0].params[p]
             continue
         odd = [r for r in ok if not _is_number(r.params[p])]
-        if odd and len({float(r.params[p]) for r in ok if _is_number(r.params[p])}) >= 2 and len(odd) < len(ok) / 2:
+        numbers = {float(r.params[p]) for r in ok if _is_number(r.params[p])}
+        if odd and len(numbers) >= 2 and len(odd) <= ODD_RUNS * len(ok):
             return varying, constants, (p, odd)
         if odd:
             bad = sorted({repr(r.params[p]) for r in odd})
@@ -470,7 +477,8 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
         files.extend(FileResult(str(f.path), "runs", "deselected", f"experiment {r.experiment_key or '(unnamed)'!r} "
                                 "not selected (--experiment)") for r in others for f in r.all_files)
     if options.points:
-        warnings.extend(options.points.unmatched_excludes((_point_values(runs, r) for r in runs), "the runs"))
+        recorded = _ranks_recorded(runs)
+        warnings.extend(options.points.unmatched_excludes((_point_values(r, recorded) for r in runs), "the runs"))
         runs, others = select_points(runs, options.points)
         files.extend(FileResult(str(f.path), "runs", "deselected", f"{_params_text(r.params)} not selected "
                                 f"({options.points})") for r in others for f in r.all_files)
@@ -513,20 +521,24 @@ def select_experiments(runs: list[RunRecord], names: Sequence[str]) -> tuple[lis
     return [r for r in runs if r.experiment_key in wanted], [r for r in runs if r.experiment_key not in wanted]
 
 
-def _point_values(runs: list[RunRecord], r: RunRecord) -> dict[str, Any]:
+def _ranks_recorded(runs: list[RunRecord]) -> bool:
+    return any(RANKS_PARAMETER in x.params for x in runs)
+
+
+def _point_values(r: RunRecord, ranks_recorded: bool) -> dict[str, Any]:
     """A run's parameters as `--where` and `--exclude` see them: `ranks` is the world size where no
-    run records it, as `_parameters` takes it."""
-    if any(RANKS_PARAMETER in x.params for x in runs):
-        return r.params
-    return {**r.params, RANKS_PARAMETER: r.world_size}
+    run records it (`ranks_recorded`), as `_parameters` takes it."""
+    return r.params if ranks_recorded else {**r.params, RANKS_PARAMETER: r.world_size}
 
 
 def select_points(runs: list[RunRecord], points: PointFilter) -> tuple[list[RunRecord], list[RunRecord]]:
     """(the runs whose parameters `points` keeps, the others); `ranks` is the world size where no
     run records it, as `_parameters` takes it. A parameter no run has, or a filter that leaves no
     completed run, is an error naming the option."""
+    recorded = _ranks_recorded(runs)
+
     def values(r: RunRecord) -> dict[str, Any]:
-        return _point_values(runs, r)
+        return _point_values(r, recorded)
 
     points.check_names({k for r in runs for k in values(r)}, "the runs")
     keep = [points.keeps(values(r)) for r in runs]

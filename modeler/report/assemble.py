@@ -18,7 +18,6 @@ from ..errors import InputError
 from ..estimator import MIN_POINTS
 from ..listing import listing
 from ..model import FittedModel
-from ..parts import run_time_figure
 from . import svg
 from ..ranking import parse_assignments
 from ..share import parse_min_share
@@ -103,10 +102,11 @@ def build_report(
         if p not in hold and measured[p]:
             hold[p] = measured[p][-1]
     min_share = parse_min_share(opt.min_share)
+    from_runs = run_shares if run_shares is not None else dataset.run_shares  # None for Extra-P inputs
     ranking, left_out, folded, parts_notes = rank_regions(
         series, models, params, target, {p: v[-1] for p, v in measured.items() if v}, companions, baselines,
-        measured=series_read or dataset.series, min_share=min_share,
-        run_shares=run_shares if run_shares is not None else dataset.run_shares)
+        measured=series_read or dataset.series, min_share=min_share, run_shares=from_runs,
+        combine=opt.ranks if from_runs is not None else "mean")
     region_series = {s.callpath: s for s in series}
 
     regions = [
@@ -208,14 +208,20 @@ def _run_time(report: Report, ranking: Sequence, roots: set[str] | None, compani
     finite = [row for row in candidates if math.isfinite(row.predicted)]
     if not finite:
         return
-    row = max(finite, key=lambda r: (run_time_figure(r.predicted, r.from_parts), r.callpath))
-    report.predicted_total, report.predicted_root = run_time_figure(row.predicted, row.from_parts), row.callpath
+    row = max(finite, key=lambda r: (_figure(r), r.callpath))
+    report.predicted_total, report.predicted_root = _figure(row), row.callpath
     if report.scaling_axis in target:
         report.predicted_cost = report.predicted_total * target[report.scaling_axis]
     report.predicted_basis = what
     if report.predicted_total != row.predicted:
         report.predicted_model = float(row.predicted)
         report.predicted_basis = f"{what}, from its parts' models"
+
+
+def _figure(row) -> float:
+    """A top-level region's time as the run's: its parts' sum where clearly above its model's
+    prediction (`ranking.RankedModel.time_figure`), else that prediction."""
+    return float(row.time_figure) if row.time_figure is not None else float(row.predicted)
 
 
 #: a run time whose model and its parts' models differ by more than this factor gets a caveat

@@ -62,6 +62,9 @@ class RankingRow:
     share: Share | None = None
     #: for `time`: its exclusive time and its children's times predicted at the target (`modeler.parts`)
     from_parts: float | None = None
+    #: for `time`: its parts' sum where clearly above its prediction, its time as part of the run's
+    #: (`ranking.RankedModel.time_figure`), else None
+    time_figure: float | None = None
     #: why its growth is not to be read as it stands (`RankedModel.doubtful`), or None
     doubtful: str | None = None
 
@@ -118,7 +121,7 @@ class Report:
     predicted_cost: float | None = None  # predicted_total x ranks at the target, when ranks is a parameter
     predicted_root: str | None = None
     #: the root's own time model's prediction, where the run time is its parts' sum instead
-    #: (`assemble.run_time_figure`)
+    #: (`RankingRow.time_figure`)
     predicted_model: float | None = None
     #: what `predicted_root` is and how its time was had
     predicted_basis: str = ""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from modeler import cli
-from modeler.parts import BELOW, check_parts, parts_sums, run_time_figure
+from modeler.parts import BELOW, PartsCheck, check_parts, parts_sums
 
 WIDTH = (32, 64, 128, 256, 512)
 JITTER = (0.3, -0.2, 0.1, -0.3, 0.2)
@@ -49,11 +49,44 @@ def test_deep_call_paths_need_no_recursion():
     assert parts_sums(pred)["main"].parts == pytest.approx(3000.0)
 
 
-def test_run_time_figure():
-    assert run_time_figure(1.2, 6.3) == 6.3
-    assert run_time_figure(5.0, 5.0 * BELOW * 0.99) == 5.0  # within the bound: the model's own
-    assert run_time_figure(9.0, 3.0) == 9.0  # above its parts: its own (parts may be missing)
-    assert run_time_figure(1.0, None) == 1.0 and run_time_figure(1.0, float("nan")) == 1.0
+def _check(whole, parts, **kw) -> PartsCheck:
+    return PartsCheck("main", whole, parts, 2, True, True, **kw)
+
+
+def test_time_figure():
+    assert _check(1.2, 6.3).time_figure() == 6.3
+    assert _check(5.0, 5.0 * BELOW * 0.99).time_figure() == 5.0  # within the bound: the model's own
+    assert _check(9.0, 3.0).time_figure() == 9.0  # above its parts: its own (parts may be missing)
+    assert _check(1.0, float("nan")).time_figure() == 1.0
+
+
+def test_time_figure_needs_the_parts_clearly_above():
+    """Review 27: `main`'s own 2% of the run, fitted with a steep term (80% range 0.25 to 560 s),
+    made a 79 s run 4.9 min: the parts' sum counts only where the low ends of the parts' ranges add
+    up to more than the high end of the whole's."""
+    assert _check(1.2, 6.3, parts_low=4.0, whole_high=1.5).time_figure() == 6.3
+    assert _check(79.0, 295.0, parts_low=60.0, whole_high=95.0).time_figure() == 79.0
+
+
+def test_under_ranks_max_a_whole_below_its_parts_is_no_contradiction():
+    """Review 27: the largest rank of each part may be another rank (a straggler's compute, the
+    others' wait for it): summed, they are above any rank's time."""
+    below = _check(35.4, 64.3, combine="max")
+    assert not below.contradicts() and below.time_figure() == 35.4
+    assert _check(100.0, 30.0, combine="max").contradicts()  # above its parts is one still
+    assert not _check(100.0, 30.0, combine="min").contradicts() and _check(10.0, 30.0, combine="min").contradicts()
+
+
+def test_the_low_ends_of_the_parts_are_summed_from_the_bottom():
+    pred = {("main", "time"): 1.2, ("main", "exclusive_time"): 1.1, ("main->fit", "time"): 0.9,
+            ("main->fit", "exclusive_time"): 0.01, ("main->fit->epoch", "time"): 4.2}
+    ranges = {("main", "time"): (1.0, 1.5), ("main", "exclusive_time"): (1.0, 1.2),
+              ("main->fit", "exclusive_time"): (0.005, 0.02), ("main->fit->epoch", "time"): (3.0, 5.0)}
+    sums = parts_sums(pred, ranges)
+    assert sums["main"].parts_low == pytest.approx(1.0 + 0.005 + 3.0) and sums["main"].whole_high == 1.5
+    assert sums["main->fit"].whole_high is None  # its own range is not known
+    del ranges[("main->fit->epoch", "time")]
+    assert parts_sums(pred, ranges)["main"].parts_low is None
 
 
 def _write(path: Path) -> Path:
@@ -112,3 +145,32 @@ def test_the_table_gives_the_parts_sum_beside_a_model_below_it(tmp_path, capsys)
     rows = {ln.split()[1]: ln for ln in capsys.readouterr().out.splitlines() if ln[:4].strip().rstrip("!").isdigit()}
     assert "(parts: 1" in rows["main"] and "!" in rows["main"].split()[0]
     assert "(parts:" not in rows["main->fit->step"]
+
+
+def test_an_extrap_input_of_exclusive_times_only_shows_its_models(tmp_path, capsys):
+    """Review 27: with no `time` series there is no share, and every model was left out."""
+    lines = [{"params": {"width": w}, "callpath": cp, "metric": "exclusive_time", "value": [v, v * 1.01]}
+             for w in WIDTH for cp, v in (("main", 1.0 + w / 1000), ("main->step", 1e-5 * w * w))]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert cli.main(["fit", str(src), "--format", "json", "-q"]) == 0
+    assert {m["callpath"] for m in json.loads(capsys.readouterr().out)["models"]} == {"main", "main->step"}
+
+
+def test_under_ranks_max_the_run_time_is_its_own_model(tmp_path):
+    """Review 27: two ranks that each took 11n, rank 0 in A and rank 1 in B: the largest ranks of A
+    and B added up to 20n, and the headline said 64 s where every rank had taken 35 s."""
+    from .modeler_synthetic_runs import write_rank_file
+
+    regions = ((0, "function", "main", "m.py", 1), (1, "function", "A", "m.py", 2), (2, "function", "B", "m.py", 3))
+    for n in (2, 4, 8, 16, 32):
+        u = 10**8 * n
+        for rank in range(2):
+            a, b = (10 * u, u) if rank == 0 else (u, 10 * u)
+            write_rank_file(tmp_path / "runs" / f"n{n}", run_id=f"r{n}", params={"n": n}, rank=rank, world_size=2,
+                            regions=regions, profile={(0,): (1, a + b + 10**6, 10**6), (0, 1): (1, a, a), (0, 2): (1, b, b)})
+    out = tmp_path / "r.md"
+    assert cli.main(["report", str(tmp_path / "runs"), "--ranks", "max", "--at", "n=32", "--format", "markdown",
+                     "-o", str(out), "-q"]) == 0
+    line = next(ln for ln in out.read_text().splitlines() if ln.startswith("Predicted run time"))
+    assert "**35.2 s**" in line and "from its parts" not in line

@@ -21,12 +21,14 @@ REPO = Path(__file__).resolve().parents[2]
 N = (1, 2, 4, 8, 16)
 
 
-def _sweep(root: Path, world: int = 1) -> Path:
+def _sweep(root: Path, world: int = 1, reps: int = 1) -> Path:
     for n in N:
-        for rank in range(world):
-            t = 10**6 * n
-            write_rank_file(root / f"n{n}", run_id=f"run{n}", params={"n": n}, rank=rank, world_size=world,
-                            profile={(0,): (1, t + 1000, 1000), (0, 1): (n, t, t)})
+        for rep in range(reps):
+            for rank in range(world):
+                t = 10**6 * n
+                name = f"n{n}" if reps == 1 else f"n{n}-{rep}"
+                write_rank_file(root / name, run_id=f"run{n}-{rep}", params={"n": n}, rank=rank, world_size=world,
+                                repetition=rep, profile={(0,): (1, t + 1000, 1000), (0, 1): (n, t, t)})
     return root
 
 
@@ -95,16 +97,29 @@ def test_an_export_beside_the_runs_is_not_read_again(tmp_path, capsys):
     assert "1 ignored: Extra-P inputs beside run files" in err
     rc, alone, _ = _fit(capsys, str(root / "extrap.jsonl"))  # named, it is read
     assert rc == 0 and json.loads(alone)["models"]
+    rc, _, err = _fit(capsys, str(root), str(root / "extrap.jsonl"))  # named after its directory too (review 27)
+    assert rc == 0 and "beside run files" not in err
 
 
 def test_a_run_whose_parameter_is_not_a_number_is_left_out_and_named(tmp_path, capsys):
-    root = _sweep(tmp_path / "runs")
-    (odd,) = (root / "n2").glob("*.jsonl")
+    root = _sweep(tmp_path / "runs", reps=2)  # one odd header among 10 runs
+    (odd,) = (root / "n2-0").glob("*.jsonl")
     odd.write_text(odd.read_text().replace('"n":2', '"n":"2"', 1))
     rc, out, err = _fit(capsys, str(root))
     assert rc == 0
     assert f"{odd}: parameter 'n' is '2', not a number as in the other runs" in err
-    assert all(m["points"] == 4 for m in json.loads(out)["models"])
+    assert all(m["points"] == 5 for m in json.loads(out)["models"])  # n=2 has its other repetition
+
+
+def test_a_parameter_of_categories_is_still_an_error(tmp_path, capsys):
+    """Review 27: a sweep `prec=16,32,bf16` lost its bf16 runs as odd headers."""
+    root = tmp_path / "runs"
+    for i, prec in enumerate((16, 32, "bf16")):
+        for n in N:
+            write_rank_file(root / f"{prec}-{n}", run_id=f"r{i}-{n}", params={"n": n, "prec": prec},
+                            profile={(0,): (1, 10**6 * n, 10)})
+    rc, _, err = _fit(capsys, str(root))
+    assert rc == 1 and "parameter 'prec' varies over the runs but is not always a number ('bf16'" in err
 
 
 def test_a_parameter_that_is_never_a_number_names_a_file(tmp_path, capsys):

@@ -1,16 +1,22 @@
-"""OUT before and while a build writes it: refuse a folder that holds files of its own (not an
-earlier build), make sure it can be written, and clear the way for each file (what an earlier build
-left there of another type: a file where a folder now is, a folder where a file now is, a link).
+"""OUT before and while a build writes it: refuse a folder that is no earlier build and holds
+files the build would replace, make sure it can be written, and clear the way for each file (what
+an earlier build left there of another type: a file where a folder now is, a folder where a file
+now is, a link), never removing what no build wrote.
 
 An earlier build is known by `OUT/.scaleprobe/`, which a build makes before it writes any file.
+A folder with other things in it that the build does not write (setuptools' `build/`, a
+`.gitignore`) is built into, as before: only a name the build would write is refused (review 28:
+`instrument src/ -o build/`, the README's own line, was refused beside setuptools' files).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from .errors import InstrumentError
@@ -29,12 +35,12 @@ def check_out(out: Path, given: Path, files: list[str]) -> None:
     if not entries or (out / STATE_DIR).is_dir():
         return
     clash = [rel for rel in files if os.path.lexists(out / rel)]
-    shown = clash or entries
-    names = ", ".join(shown[:2]) + (f" and {len(shown) - 2} more" if len(shown) > 2 else "")
-    what = f"the build would replace {names}" if clash else f"it holds {names}"
+    if not clash:
+        return
+    names = ", ".join(clash[:2]) + (f" and {len(clash) - 2} more" if len(clash) > 2 else "")
     raise InstrumentError(
-        f"-o {given}: holds files of its own and is no earlier build (no {STATE_DIR}/ there): {what}; "
-        "give a new or empty directory"
+        f"-o {given}: holds files of its own and is no earlier build (no {STATE_DIR}/ there): the build "
+        f"would replace {names}; give a new or empty directory"
     )
 
 
@@ -52,11 +58,27 @@ def open_out(out: Path, given: Path) -> None:
 
 class OutTree:
     """Clears the way for the files written into OUT; never writes through a link already there
-    (it may point at the user's own files)."""
+    (it may point at the user's own files), and never removes what no earlier build wrote
+    (`written`, OUT-relative posix paths): such a thing in the way fails that file."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, written: Iterable[str] = ()) -> None:
         self.out = out
+        self._written = set(written)
         self._folders: set[PurePosixPath] = {PurePosixPath(".")}
+
+    def _ours(self, path: Path) -> bool:
+        """Written by an earlier build: the file itself, or every file under the folder."""
+        rel = path.relative_to(self.out).as_posix()
+        if not path.is_dir() or path.is_symlink():
+            return rel in self._written
+        for folder, _, names in os.walk(path):
+            for name in names:
+                if (Path(folder) / name).relative_to(self.out).as_posix() not in self._written:
+                    return False
+        return True
+
+    def _in_the_way(self, path: Path) -> None:
+        raise FileExistsError(errno.EEXIST, "in the way, and not written by a build: move it", str(path))
 
     def ready(self, rel: str) -> Path:
         """OUT/rel with its folders made and nothing of another type in its place."""
@@ -66,12 +88,16 @@ class OutTree:
             for part in folder.parts:
                 path = path / part
                 if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
+                    if not self._ours(path):
+                        self._in_the_way(path)
                     path.unlink()  # an earlier build's file (or link) where a folder now is
                 path.mkdir(exist_ok=True)
             self._folders.add(folder)
         dest = self.out / rel
         try:
             if stat.S_ISDIR(os.lstat(dest).st_mode):
+                if not self._ours(dest):
+                    self._in_the_way(dest)
                 shutil.rmtree(dest)  # an earlier build's folder where a file now is
         except FileNotFoundError:
             pass

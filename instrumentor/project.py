@@ -454,7 +454,7 @@ class Project:
         results = self.transform(targets, summary, reuse=True)
         summary.results = results
         open_out(self.out, self.opts.out)
-        tree = OutTree(self.out)
+        tree = OutTree(self.out, self.state.get("written", []))
         written = set()
         linemaps: dict[str, list[int]] = {}
         columns: dict[str, dict] = {}

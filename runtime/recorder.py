@@ -660,8 +660,9 @@ class Recorder:
         if not self.enabled or self.finished or self.writer is None:
             self.writer = None
             return
-        os.close(self.writer._fd)  # the parent's descriptor; the parent keeps writing through its own
-        self.writer._fd = -1
+        # the parent's descriptor (the parent keeps writing through its own); never one the program
+        # reused after closing ours (review 28: a forked child closed the program's file)
+        self.writer.close()
         self.written_regions = set()  # a file of its own
         self.header = dict(self.header, pid=self.pid, ppid=parent, forked_from=parent, child_of=parent,
                            start_ns=self.start_ns, start_unix=time.time())

@@ -4,9 +4,9 @@ A run's `launch.json` lists the run files (`rank*.jsonl`) that had their end rec
 ended (`files`). A resume skips the run only while each of them is still there and still ends with
 its end record: a file the user deleted or that was cut off (copied in part, truncated) makes the
 run again, with a line saying which file and why. Records of older launchers list no files: there
-every rank's own file present is checked (not its helper processes', which may end without one),
-and a run with no run file at all is made again (it has nothing to lose); one of several files
-deleted cannot be noticed.
+every rank's own file present is checked (not its helper processes', which may end without one);
+a run with no run file at all counts as done, as before (it may hold `--nsys` reports that making
+it again would remove), and one of several files deleted cannot be noticed.
 
 A run whose directory was removed (or replaced) while it ran lost its run files with it: it failed,
 whatever its ranks did.
@@ -72,11 +72,11 @@ def _is_helper(path: Path) -> bool:
 def missing_files(directory: Path, listed: list[str] | None) -> list[str]:
     """Why the run files of a run recorded as completed are not all there, one phrase per file
     (empty when they are)."""
-    if listed is None:  # a record of an older launcher: the ranks' own files that are there
+    if listed is None:
+        # a record of an older launcher: the ranks' own files that are there. None at all is done, as
+        # before: such a run may hold what making it again would remove (`--nsys` reports of an
+        # NVTX build, review 28)
         listed = [p.name for p in run_files(directory) if not _is_helper(p)]
-        if not run_files(directory):
-            # deleted, or never written (a program not instrumented): nothing to lose by making it again
-            return ["it has no run file (its record, by an older launcher, does not list the files it wrote)"]
     problems = []
     for name in listed:
         path = directory / name

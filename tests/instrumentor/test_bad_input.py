@@ -90,13 +90,35 @@ def test_out_holding_the_users_own_files_is_refused_and_left_alone(tmp_path, cap
     assert sorted(p.name for p in proj.iterdir()) == ["config.yaml", "main.py", "src"]
 
 
-def test_out_with_other_files_is_refused_naming_them(src, tmp_path, capsys):
+def test_out_with_other_files_the_build_does_not_write_is_built_into(src, tmp_path, capsys):
+    """Review 28: `instrument src/ -o build/` (the README's line) beside setuptools' `build/lib`, or
+    a folder holding a `.gitignore`, was refused."""
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "report.html").write_text("x")
-    assert main([str(src), "-o", str(out)]) == 2
-    assert "it holds report.html" in capsys.readouterr().err
-    assert [p.name for p in out.iterdir()] == ["report.html"]
+    (out / "lib").mkdir(parents=True)
+    (out / "lib" / "mod.py").write_text("x = 1\n")
+    (out / ".gitignore").write_text("*\n")
+    assert main([str(src), "-o", str(out), "-q"]) == 0
+    assert (out / "lib" / "mod.py").read_text() == "x = 1\n" and (out / ".gitignore").read_text() == "*\n"
+    assert (out / "main.py").is_file()
+
+
+def test_a_rerun_never_removes_what_no_build_wrote(tmp_path, capsys):
+    """Review 28: a path of SRC that changed between file and folder removed the user's own folder
+    (and file) of that name in OUT."""
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    (src / "main.py").write_text("def main():\n    return 1\nmain()\n")
+    assert main([str(src), "-o", str(out), "-q"]) == 0
+    (out / "logs").mkdir()
+    (out / "logs" / "run.log").write_text("mine\n")
+    (out / "notes").write_text("mine too\n")
+    (src / "logs").write_text("now SRC has a file here\n")
+    (src / "notes").mkdir()
+    (src / "notes" / "a.txt").write_text("and a folder here\n")
+    assert main([str(src), "-o", str(out), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert "in the way, and not written by a build" in err and "logs" in err and "notes" in err
+    assert (out / "logs" / "run.log").read_text() == "mine\n" and (out / "notes").read_text() == "mine too\n"
 
 
 def test_empty_out_an_earlier_build_and_one_stopped_halfway_are_built_into(src, tmp_path, capsys):

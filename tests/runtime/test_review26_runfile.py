@@ -163,3 +163,38 @@ def test_an_output_folder_that_is_a_file_is_said(tmp_path):
         env = {**_env(), "SCALEPROBE_OUT": str(out)}
         p = subprocess.run([sys.executable, str(main)], env=env, capture_output=True, text=True, timeout=120)
         assert p.returncode == 2 and f"{tmp_path / 'afile'} is a file, not a folder" in p.stderr, p.stderr
+
+
+def test_a_forked_child_leaves_the_programs_descriptor_alone(tmp_path):
+    """Review 28: the program closed every descriptor, opened its own file on our number and forked:
+    the child closed the program's file (taking it for the parent's run file), and its writes went
+    to the child's run file."""
+    main = _program(tmp_path, f'''\
+import os
+
+
+def work(n):
+    return sum(range(n))
+
+
+def main():
+    work(100)
+    os.closerange(3, 256)
+    fd = os.open({str(tmp_path / "user.txt")!r}, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    pid = os.fork()
+    if pid == 0:
+        work(10)
+        os.write(fd, b"child\\n")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    os.write(fd, b"parent\\n")
+
+
+main()
+''')
+    env = {**_env(), "SCALEPROBE_OUT": str(tmp_path / "runs")}
+    p = subprocess.run([sys.executable, str(main)], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert sorted((tmp_path / "user.txt").read_text().splitlines()) == ["child", "parent"]
+    for f in (tmp_path / "runs").glob("*.jsonl"):
+        assert not read_run(f).problems or all("no end record" in x for x in read_run(f).problems), f

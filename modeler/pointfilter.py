@@ -159,9 +159,6 @@ def filter_dataset(dataset: Dataset, points: PointFilter, source: str) -> tuple[
     """The points of `dataset` (an Extra-P input, `source`) that `points` keeps, and the parameters
     that had several values before and one after (to be dropped once the inputs are merged)."""
     points.check_names(dataset.parameters, f"the parameters of {source}")
-    everywhere = {tuple(map(float, pt)) for s in dataset.series for pt in s.points}
-    warnings = points.unmatched_excludes((dict(zip(dataset.parameters, pt)) for pt in everywhere),
-                                         f"the points of {source}")
     series: list[Series] = []
     for s in dataset.series:
         keep = np.array([points.keeps(dict(zip(dataset.parameters, map(float, pt)))) for pt in s.points], dtype=bool)
@@ -170,7 +167,12 @@ def filter_dataset(dataset: Dataset, points: PointFilter, source: str) -> tuple[
                                  tuple(r for r, k in zip(s.repetitions, keep) if k), s.unit))
     before, after = _values(dataset.series, dataset.parameters), _values(series, dataset.parameters)
     narrowed = {p for p in dataset.parameters if len(before[p]) > 1 and len(after[p]) == 1}
-    return Dataset(dataset.parameters, series, [*dataset.warnings, *warnings], list(dataset.sources)), narrowed
+    return Dataset(dataset.parameters, series, list(dataset.warnings), list(dataset.sources)), narrowed
+
+
+def point_values(dataset: Dataset) -> set[tuple[tuple[str, float], ...]]:
+    """The points of `dataset` as (parameter, value) tuples (for `PointFilter.unmatched_excludes`)."""
+    return {tuple(zip(dataset.parameters, map(float, pt))) for s in dataset.series for pt in s.points}
 
 
 def _values(series: Sequence[Series], parameters: Sequence[str]) -> dict[str, set[float]]:

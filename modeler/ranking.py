@@ -146,8 +146,15 @@ class Ranking:
     left_out: tuple[RankedModel, ...] = ()
 
     def left_out_callpaths(self) -> list[str]:
-        """The call paths left out by `min_share`, each once, in ranking order."""
-        return list(dict.fromkeys(r.fitted.callpath for r in self.left_out))
+        """The call paths left out by `min_share`, each once, in ranking order: those with no model
+        shown (not one whose time is shown and whose own time was left out: `own_time_left_out`)."""
+        shown = {r.fitted.callpath for r in self.rows}
+        return list(dict.fromkeys(r.fitted.callpath for r in self.left_out if r.fitted.callpath not in shown))
+
+    def own_time_left_out(self) -> list[str]:
+        """The call paths shown whose exclusive time `min_share` left out (its own time under it)."""
+        shown = {r.fitted.callpath for r in self.rows}
+        return list(dict.fromkeys(r.fitted.callpath for r in self.left_out if r.fitted.callpath in shown))
 
     def top(self, n: int) -> "Ranking":
         """The `n` worst-scaling models (`--top`); what `min_share` left out stays said."""

@@ -229,11 +229,15 @@ def kept_callpaths(of: Mapping[str, Share], fraction: float) -> set[str]:
     return kept
 
 
-def left_out_note(count: int, fraction: float) -> str:
+def left_out_note(count: int, fraction: float, own_only: int = 0) -> str:
     """`12 call paths under 1% of the run's time (at every measured point and at the target) left out;
-    --min-share 0 shows all`."""
-    return (f"{count} call path{'s' if count != 1 else ''} under {percent(fraction)} of the run's time (at every "
-            f"measured point and at the target) left out; --min-share 0 shows all")
+    --min-share 0 shows all`; `own_only`: call paths shown whose exclusive time was left out (review 27:
+    they were counted as left out)."""
+    own = (f"{'; ' if count else ''}the exclusive time of {own_only} call path{'s' if own_only != 1 else ''} shown "
+           f"(its own time under {percent(fraction)})" if own_only else "")
+    paths = (f"{count} call path{'s' if count != 1 else ''} under {percent(fraction)} of the run's time (at every "
+             f"measured point and at the target)" if count else "")
+    return f"{paths}{own} left out; --min-share 0 shows all"
 
 
 def share_series(data: Sequence[Series], measured: Sequence[Series], min_points: int = 3) -> list[Series]:

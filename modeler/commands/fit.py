@@ -195,9 +195,11 @@ def run(args: argparse.Namespace) -> int:
     warn(ranking.warnings, args)
     name_skipped(loaded, args)
     if not args.quiet:
-        left = ranking.left_out_callpaths()
+        left, own = ranking.left_out_callpaths(), ranking.own_time_left_out()
         note = (f", {len(left)} call path(s) under {percent(ranking.min_share)} of the run's time left out "
                 f"(--min-share)" if left else "")
+        if own:
+            note += f", the exclusive time of {len(own)} more (--min-share)"
         print(f"modeler: {describe_files(loaded)}; {len(ranking.rows)} model(s){note}", file=sys.stderr)
     return EXIT_PARTIAL if loaded.skipped else EXIT_OK
 

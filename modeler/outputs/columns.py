@@ -70,7 +70,8 @@ def cells(i: int, row: RankedModel) -> tuple[str, ...]:
 
 def left_out_text(ranking: Ranking) -> str:
     """What `--min-share` left out, in words (empty when nothing)."""
-    return left_out_note(len(ranking.left_out_callpaths()), ranking.min_share) if ranking.left_out else ""
+    return (left_out_note(len(ranking.left_out_callpaths()), ranking.min_share, len(ranking.own_time_left_out()))
+            if ranking.left_out else "")
 
 
 def doubtful_legend(ranking: Ranking) -> str:

@@ -25,7 +25,7 @@ import numpy as np
 from ..dataset import Dataset, RunShares, Series
 from ..errors import InputError, ModelerError
 from ..listing import listing
-from ..pointfilter import PointFilter, drop_single_valued, filter_dataset, nothing_left, values_of
+from ..pointfilter import PointFilter, drop_single_valued, filter_dataset, nothing_left, point_values, values_of
 from .unusable import LAUNCHER_FILE, NOT_MEASUREMENTS, is_launcher_file, no_usable_message
 
 
@@ -308,6 +308,7 @@ def read_inputs(
     batches: list[Any] = []
     copies: list[str] = []
     narrowed: set[str] = set()  # parameters that --where/--exclude left with one value in an Extra-P input
+    filtered_points: set[tuple[tuple[str, float], ...]] = set()  # the Extra-P inputs' points before the filter
     unfiltered: list[Dataset] = []  # Extra-P inputs of which --where/--exclude left no point
     for fmt, fpaths in by_format.items():
         spec = READERS[fmt]
@@ -338,6 +339,7 @@ def read_inputs(
                     ds.sources.append(str(p))
                 if options.points:
                     whole = ds
+                    filtered_points |= point_values(ds)
                     ds, single = filter_dataset(ds, options.points, str(p))  # an unknown name stops the command
                     if not ds.series:
                         unfiltered.append(whole)
@@ -347,6 +349,13 @@ def read_inputs(
                 files.append(FileResult(str(p), fmt, "read"))
                 datasets.append(ds)
 
+    if options.points and filtered_points:
+        # over every Extra-P input at once: an --exclude that matched in one of them did exclude
+        # (review 27: each of the others said it had excluded nothing)
+        excluded_nothing = options.points.unmatched_excludes((dict(p) for p in filtered_points),
+                                                             "the points of the Extra-P inputs")
+    else:
+        excluded_nothing = []
     # a skipped file's own warnings (its bad lines) come first: they say why it was skipped
     noticed = [w for f in files if f.status == "skipped" for w in f.warnings]
     if not datasets and unfiltered:
@@ -365,6 +374,7 @@ def read_inputs(
         dataset.warnings.append(f"{len(copies)} file(s) are byte-for-byte copies of another input, read once: "
                                 f"{listing(copies, 3, 'more')}")
     dataset.warnings.extend(noticed)
+    dataset.warnings.extend(excluded_nothing)
     dataset.warnings.extend(skipped_warning(f) for f in files if f.status == "skipped")
     dataset.warnings.extend(f"{f.path}: {f.reason}" for f in files if f.status == "ignored" and f.reason == BESIDE_RUNS)
     return Loaded(dataset, files, batches)

@@ -143,8 +143,9 @@ class Report:
 
     def left_out_text(self) -> str:
         """What `--min-share` left out, in words (empty when nothing)."""
-        n = len({row.callpath for row in self.left_out})
-        return left_out_note(n, self.min_share) if n else ""
+        shown = {row.callpath for row in self.ranking}
+        left = {row.callpath for row in self.left_out}
+        return left_out_note(len(left - shown), self.min_share, len(left & shown)) if left else ""
 
     def target_text(self) -> str:
         return ", ".join(f"{k}={v:.12g}" for k, v in self.target.items())

@@ -90,3 +90,15 @@ def test_own_share_at_the_target_is_capped_by_the_call_paths():
     assert not got["a"].kept(0.05) and got["a"].kept(0.005)
     doubtful = own_shares({"a": 0.001}, {"a": 50.0}, {"a": 40.0}, {}, None, {"main": 100.0}, doubtful={"a"})
     assert not doubtful["a"].kept(0.01)  # a fit worse than a constant keeps nothing at the target
+
+
+def test_a_call_path_whose_time_is_shown_is_not_counted_as_left_out(tmp_path, capsys):
+    """Review 27: the footer counted `main->evaluate` among the call paths under 1% of the run,
+    though its time was shown: only its own time was left out."""
+    runs = write_runs(tmp_path / "runs")
+    assert cli.main(["fit", str(runs), "--metric", "time,exclusive_time", "--at", "n=64"]) == 0
+    out, err = capsys.readouterr()
+    footer = out.strip().splitlines()[-1]
+    assert "the exclusive time of" in footer and "call paths shown (its own time under 1%) left out" in footer
+    assert "under 1% of the run's time (at every" not in footer  # no call path is left out whole
+    assert "the exclusive time of" in err.strip().splitlines()[-1]

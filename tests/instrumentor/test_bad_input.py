@@ -339,4 +339,6 @@ def test_the_summary_names_the_line_of_a_bad_byte(tmp_path, capsys):
     (src / "main.py").write_text("import b\n")
     (src / "b.py").write_bytes(b"x = 1\ny = '\0'\n")
     assert main([str(src), "-o", str(tmp_path / "out")]) == 1
-    assert failed_lines(capsys.readouterr().out) == ["  b.py:2: syntax error: source code string cannot contain null bytes"]
+    (line,) = failed_lines(capsys.readouterr().out)
+    # 3.11+ raise a SyntaxError for it, 3.10 a ValueError: the line is what matters
+    assert line.startswith("  b.py:2: ") and line.endswith("source code string cannot contain null bytes"), line

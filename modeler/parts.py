@@ -52,10 +52,21 @@ class PartsCheck:
     #: where some range is not known: `--compat extrap`)
     parts_low: float | None = None
     whole_high: float | None = None
-    #: how the ranks' values were combined (`--ranks`): a whole equals its parts for `mean` and
-    #: `sum`, is at most their sum for `max` (its parts' largest ranks may be different ranks: a
-    #: straggler's compute and the others' wait for it, review 27) and at least for `min`
+    #: how values were combined over ranks and repetitions (`combination`): a whole equals its parts
+    #: for `mean` (sums and means), is at most their sum for `max` (its parts' largest ranks or
+    #: repetitions may be different ones: a straggler's compute and the others' wait for it, review
+    #: 27), at least for `min`, and neither is known for `none` (a max over one, a min over the other)
     combine: str = "mean"
+    #: the largest figure among its children (`time_figure`) that is clearly above this whole (the
+    #: low end of its range above the high end of the whole's): a region's time holds its children's
+    floor: float = 0.0
+    #: the low end of the range of its figure: `parts_low` where its parts replace its model, else
+    #: the low end of the whole's own range (None where not known)
+    whole_low: float | None = None
+
+    @property
+    def figure_low(self) -> float | None:
+        return self.parts_low if self.below_parts() else self.whole_low
 
     @property
     def ratio(self) -> float:
@@ -67,8 +78,8 @@ class PartsCheck:
         parts, under `min` one above them, is no contradiction)."""
         if not (math.isfinite(self.whole) and math.isfinite(self.parts)) or self.whole <= 0 or self.parts <= 0:
             return False
-        below = self.ratio < 1.0 / BELOW and self.combine != "max"
-        above = self.with_exclusive and self.ratio > RATIO and self.combine != "min"
+        below = self.ratio < 1.0 / BELOW and self.combine in ("mean", "min")
+        above = self.with_exclusive and self.ratio > RATIO and self.combine in ("mean", "max")
         return below or above
 
     def below_parts(self) -> bool:
@@ -83,8 +94,11 @@ class PartsCheck:
 
     def time_figure(self) -> float:
         """The call path's time at the target for the shares and the run's time: its parts' sum
-        where the whole is clearly below it (`below_parts`), else the whole's prediction."""
-        return float(self.parts) if self.below_parts() else float(self.whole)
+        where the whole is clearly below it (`below_parts`), else the whole's prediction; never
+        below the figure of one of its children (review 29: the run, kept at its model's 7.22 s, came
+        out below its training function's parts, 8.29 s)."""
+        base = float(self.parts) if self.below_parts() else float(self.whole)
+        return max(base, self.floor) if math.isfinite(base) else base
 
     @property
     def what(self) -> str:
@@ -128,22 +142,38 @@ def parts_sums(predictions: Mapping[tuple[str, str], float],
         if whole is None:
             continue
         excl = predictions.get((cp, "exclusive_time"))
-        parts, deep = (excl if excl is not None else 0.0), False
+        whole_rng = ranges.get((cp, "time"))
+        whole_high = None if whole_rng is None else max(whole_rng[1], whole)
+        parts, deep, floor = (excl if excl is not None else 0.0), False, 0.0
         lows: list[float | None] = [low((cp, "exclusive_time"))] if excl is not None else []
         for kid in children[cp]:
             below = out.get(kid)
-            if below is not None and below.with_exclusive:
+            # a child counts with its parts where they agree with its model or clearly replace it,
+            # else with its model (review 29: a child's parts far above its model, but not clearly,
+            # added 19.9 s to a run's 3.6 min where the child's model said 0.065 s)
+            if below is not None and (below.below_parts() or (below.with_exclusive and not below.contradicts())):
                 parts += below.parts
                 lows.append(below.parts_low)
                 deep = True
             else:
                 parts += predictions[(kid, "time")]
                 lows.append(low((kid, "time")))
-        whole_rng = ranges.get((cp, "time"))
+            figure = below.time_figure() if below is not None else predictions[(kid, "time")]
+            kid_low = below.figure_low if below is not None else low((kid, "time"))
+            if math.isfinite(figure) and (kid_low is None or whole_high is None or kid_low > whole_high):
+                floor = max(floor, figure)
         parts_low = None if any(v is None for v in lows) else float(sum(v for v in lows if v is not None))
         out[cp] = PartsCheck(cp, whole, parts, len(children[cp]), excl is not None, deep, parts_low=parts_low,
-                             whole_high=None if whole_rng is None else max(whole_rng[1], whole), combine=combine)
+                             whole_high=whole_high, combine=combine, floor=floor, whole_low=low((cp, "time")))
     return out
+
+
+def combination(ranks: str = "mean", repetitions: str | None = None) -> str:
+    """How a whole relates to its parts' sum after `--ranks` and `--repetitions` (`PartsCheck.combine`):
+    `mean` where both are linear or nearly (mean, sum, median, robust), `max` where a largest of
+    several is taken, `min` where a smallest, `none` where both are and differ."""
+    kinds = {k for k in (ranks, repetitions) if k in ("max", "min")}
+    return "mean" if not kinds else kinds.pop() if len(kinds) == 1 else "none"
 
 
 def check_parts(predictions: Mapping[tuple[str, str], float],

@@ -46,7 +46,7 @@ def doubt(fm: FittedModel, prediction: float, from_parts: float | None, combine:
         return f"adj. R² {fm.ar2:.2g}: worse than a constant"
     if from_parts is not None and from_parts > 0 and math.isfinite(prediction) and prediction > 0:
         ratio = prediction / from_parts
-        if (ratio > PARTS_DISAGREE and combine != "min") or (ratio < 1 / PARTS_DISAGREE and combine != "max"):
+        if (ratio > PARTS_DISAGREE and combine in ("mean", "max")) or (ratio < 1 / PARTS_DISAGREE and combine in ("mean", "min")):
             return f"its parts' models add up to {ratio:.2g}x less at the target" if ratio > 1 else \
                 f"its parts' models add up to {1 / ratio:.2g}x more at the target"
     return None
@@ -392,7 +392,9 @@ def rank_models(
         parts = sums[fm.callpath].parts if fm.metric == "time" and fm.callpath in sums else None
         share = (own_of if fm.metric == "exclusive_time" and fm.callpath in own_of else share_of).get(fm.callpath)
         check = sums.get(fm.callpath) if fm.metric == "time" else None
-        figure = check.time_figure() if check is not None and check.below_parts() else None
+        figure = check.time_figure() if check is not None else None
+        if figure is not None and (not math.isfinite(pred) or figure == pred):
+            figure = None
         rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng, ft, share,
                                 blamed.get((fm.callpath, fm.metric)), figure, combine))
 

@@ -15,7 +15,7 @@ from ..errors import InputError
 from ..grid import grid_gaps_warning
 from ..listing import listing
 from ..outputs import FORMATS, render
-from ..parts import parts_series
+from ..parts import combination, parts_series
 from ..ranking import Ranking, measured_maximum, nonnegative_keys, parse_at, rank_models
 from ..share import DEFAULT_MIN_SHARE, parse_min_share, percent, share_series
 from .inputs import add_input_options, describe_files, load_from_args, name_skipped, select, warn, write_output
@@ -164,10 +164,11 @@ def new_series(series: Sequence[Series], have: Sequence[Series]) -> list[Series]
 
 
 def combine_of(args: argparse.Namespace, loaded) -> str:
-    """How the ranks' values were combined (`--ranks`) where runs were read; `mean` for Extra-P
-    inputs, which say nothing of it (`parts.PartsCheck.combine`)."""
+    """How a whole relates to its parts' sum (`parts.combination`): after `--ranks` where runs were
+    read (Extra-P inputs say nothing of it) and `--repetitions`."""
     formats = {f.format for f in loaded.files if f.status == "read"}
-    return getattr(args, "ranks", "mean") if "runs" in formats else "mean"
+    return combination(getattr(args, "ranks", "mean") if "runs" in formats else "mean",
+                       getattr(args, "repetitions", None))
 
 
 def per_rank_time(args: argparse.Namespace, loaded) -> bool:

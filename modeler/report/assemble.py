@@ -18,6 +18,7 @@ from ..errors import InputError
 from ..estimator import MIN_POINTS
 from ..listing import listing
 from ..model import FittedModel
+from ..parts import combination
 from . import svg
 from ..ranking import parse_assignments
 from ..share import parse_min_share
@@ -106,7 +107,7 @@ def build_report(
     ranking, left_out, folded, parts_notes = rank_regions(
         series, models, params, target, {p: v[-1] for p, v in measured.items() if v}, companions, baselines,
         measured=series_read or dataset.series, min_share=min_share, run_shares=from_runs,
-        combine=opt.ranks if from_runs is not None else "mean")
+        combine=combination(opt.ranks if from_runs is not None else "mean", opt.repetitions))
     region_series = {s.callpath: s for s in series}
 
     regions = [
@@ -136,7 +137,8 @@ def build_report(
     if metric == "time":
         _run_time(report, [*ranking, *left_out], main_roots(groups), companions, opt.ranks)
         report.predicted_caveats = _caveats(report, [*ranking, *left_out], series_read or dataset.series,
-                                            per_rank=opt.ranks not in PER_RANK_FROM_COST)
+                                            per_rank=opt.ranks not in PER_RANK_FROM_COST,
+                                            combine=combination(opt.ranks, opt.repetitions))
     chosen = choose_run(ok_groups or list(groups), opt.run_id)
     if chosen is not None:
         imbalance_view(report, chosen)
@@ -232,7 +234,8 @@ MEASURED_AGREES = (1 / 1.5, 1.5)
 INSIDE_ABOVE = 1.2
 
 
-def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool = True) -> list[str]:
+def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool = True,
+             combine: str = "mean") -> list[str]:
     """What makes the headline run time doubtful, said next to it: a parameter that the target
     moves but that its model holds constant (too few values); a prediction far from what was
     measured at the target itself, or below the most measured where the target lies beyond it with
@@ -272,7 +275,10 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
                    "where it is small against the other parts' noise at the measured points")
     elif per_rank and parts is not None and parts > 0 and report.predicted_total > 0:
         ratio = report.predicted_total / parts
-        if ratio > PARTS_DISAGREE or ratio < 1 / PARTS_DISAGREE:
+        # under --ranks max a run below its parts' sum is none (their largest ranks are other ranks:
+        # review 29), under min one above it
+        if (ratio > PARTS_DISAGREE and combine in ("mean", "max")) or \
+                (ratio < 1 / PARTS_DISAGREE and combine in ("mean", "min")):
             out.append(f"its parts' models add up to {parts:.4g} s ({ratio:.2g}x): one of them extrapolates badly")
     inside = [r for r in ranking if r.callpath.startswith(report.predicted_root + "->") and math.isfinite(r.predicted)]
     deepest = max(inside, key=lambda r: r.predicted, default=None)

@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     groups = groups_from_runset(loaded.batches[0]) if run_files and loaded.batches else []
     ranks = getattr(args, "ranks", "mean") if run_files else "mean"
     options = ReportOptions(metric=metric, target=target, hold=hold, run_id=args.run, rank=args.rank,
-                            top=args.top, title=args.title, ranks=ranks, min_share=min_share)
+                            top=args.top, title=args.title, ranks=ranks, min_share=min_share,
+                            repetitions=args.repetitions)
     # every option is checked before the fit, which is the slow part
     check_options(groups, selected.parameters, options)
     # fitted too, not shown: the exclusive times of the parents, only to check each time model

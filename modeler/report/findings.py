@@ -34,6 +34,9 @@ class ReportOptions:
     #: `--min-share`: regions under this share of the run's time (`modeler.share`) go to
     #: `Report.left_out`, out of the ranking and the region views
     min_share: float = DEFAULT_MIN_SHARE
+    #: `--repetitions` (None: the engine's choice): with `--ranks`, how a region relates to its
+    #: parts' sum (`modeler.parts.combination`)
+    repetitions: str | None = None
 
 
 @dataclass

@@ -14,6 +14,8 @@ import pytest
 from runtime.runfile import RunFileError, RunWriter, read_run
 
 REPO = Path(__file__).resolve().parents[2]
+# the start of the programs below: a function to time, and main's first line
+WORKER = "import os\n\n\ndef work(n):\n    return sum(range(n))\n\n\ndef main():\n"
 
 
 def _header(**extra) -> dict:
@@ -71,15 +73,7 @@ def _env() -> dict[str, str]:
 
 
 def test_a_program_closing_every_descriptor_keeps_its_output_and_its_run_file(tmp_path):
-    main = _program(tmp_path, f'''\
-import os
-
-
-def work(n):
-    return sum(range(n))
-
-
-def main():
+    main = _program(tmp_path, WORKER + f'''\
     work(1000)
     os.closerange(3, 256)
     with open({str(tmp_path / "user.txt")!r}, "w") as f:
@@ -169,15 +163,7 @@ def test_a_forked_child_leaves_the_programs_descriptor_alone(tmp_path):
     """Review 28: the program closed every descriptor, opened its own file on our number and forked:
     the child closed the program's file (taking it for the parent's run file), and its writes went
     to the child's run file."""
-    main = _program(tmp_path, f'''\
-import os
-
-
-def work(n):
-    return sum(range(n))
-
-
-def main():
+    main = _program(tmp_path, WORKER + f'''\
     work(100)
     os.closerange(3, 256)
     fd = os.open({str(tmp_path / "user.txt")!r}, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

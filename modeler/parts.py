@@ -119,11 +119,11 @@ def parts_sums(predictions: Mapping[tuple[str, str], float],
                ranges: Mapping[tuple[str, str], tuple[float, float] | None] | None = None,
                combine: str = "mean") -> dict[str, PartsCheck]:
     """Per call path that has children with a `time` prediction: its whole and its parts, summed
-    from the bottom (see the module): its exclusive time plus each child's parts, where the child
-    has an exclusive time and children of its own, else the child's `time`.
+    from the bottom (see the module): its exclusive time plus each child's parts where they agree
+    with the child's model or clearly replace it (`PartsCheck.below_parts`), else the child's `time`.
 
     `predictions` maps (call path, metric) to the prediction at the target point, `ranges` to the
-    80% range there (`PartsCheck.parts_low`, `whole_high`); `combine`: `--ranks`."""
+    80% range there (`PartsCheck.parts_low`, `whole_high`, `floor`); `combine`: `combination`."""
     ranges = ranges or {}
 
     def low(key: tuple[str, str]) -> float | None:

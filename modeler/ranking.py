@@ -106,8 +106,8 @@ class RankedModel:
     share: Share | None = None
     #: why this model is charged with its caller's whole/parts contradiction (`blamed_parts`), or None
     blamed: str | None = None
-    #: for `time`: its parts' sum where it is clearly above the prediction (`parts.PartsCheck.below_parts`):
-    #: its time in the shares and the run's time; else None
+    #: for `time`: its parts' sum where it is clearly above the prediction, or a child's figure clearly
+    #: above it (`parts.PartsCheck.time_figure`): its time in the shares and the run's time; else None
     time_figure: float | None = None
     #: how the ranks' values were combined (`--ranks`: `doubt`)
     combine: str = "mean"
@@ -481,7 +481,9 @@ def _shares(measured: Sequence, models: Sequence[FittedModel], companions: Seque
     lows: dict[str, float | None] = {cp: (None if (rng := range_of.get((cp, "time"))) is None else rng[0]) for cp in times}
     figures = _time_figures(times, sums)
     for cp in [cp for cp in times if figures[cp] != times[cp]]:
-        lows[cp] = sums[cp].parts_low  # its parts' sum, not its model: the low ends of the parts' ranges
+        # its parts' sum, not its model: the low ends of the parts' ranges (none where a child's figure
+        # lifted it: `PartsCheck.floor`)
+        lows[cp] = sums[cp].parts_low if sums[cp].below_parts() else None
     roots = run_shares.main_roots if run_shares is not None else None
     return shares(measured_shares(measured, run_shares), figures, lows, roots, doubtful)
 

@@ -78,9 +78,7 @@ class PartsCheck:
         parts, under `min` one above them, is no contradiction)."""
         if not (math.isfinite(self.whole) and math.isfinite(self.parts)) or self.whole <= 0 or self.parts <= 0:
             return False
-        below = self.ratio < 1.0 / BELOW and self.combine in ("mean", "min")
-        above = self.with_exclusive and self.ratio > RATIO and self.combine in ("mean", "max")
-        return below or above
+        return disagrees(self.ratio, RATIO if self.with_exclusive else None, BELOW, self.combine)
 
     def below_parts(self) -> bool:
         """The whole is predicted below its parts by more than `BELOW`, which an inclusive time
@@ -166,6 +164,14 @@ def parts_sums(predictions: Mapping[tuple[str, str], float],
         out[cp] = PartsCheck(cp, whole, parts, len(children[cp]), excl is not None, deep, parts_low=parts_low,
                              whole_high=whole_high, combine=combine, floor=floor, whole_low=low((cp, "time")))
     return out
+
+
+def disagrees(ratio: float, above: float | None, below: float, combine: str) -> bool:
+    """Whether a whole `ratio` times its parts' sum contradicts them: more than `above` times (None:
+    never, its own work may be unmodeled), or less than 1/`below`, as far as `combine` (`combination`)
+    makes the whole equal to its parts (`mean`), at most their sum (`max`) or at least (`min`)."""
+    too_high = above is not None and ratio > above and combine in ("mean", "max")
+    return too_high or (ratio < 1.0 / below and combine in ("mean", "min"))
 
 
 def combination(ranks: str = "mean", repetitions: str | None = None) -> str:

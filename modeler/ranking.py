@@ -23,7 +23,7 @@ from .errors import InputError
 from .listing import listing
 from .model import FittedModel, Model
 from .own_time import own_time_note
-from .parts import SEPARATOR, PartsCheck, check_parts, parts_sums
+from .parts import SEPARATOR, PartsCheck, check_parts, disagrees, parts_sums
 from .share import Share, kept_callpaths, measured_shares, own_shares, shares
 from .uncertainty import mixture_ranges, with_prediction
 
@@ -46,7 +46,7 @@ def doubt(fm: FittedModel, prediction: float, from_parts: float | None, combine:
         return f"adj. R² {fm.ar2:.2g}: worse than a constant"
     if from_parts is not None and from_parts > 0 and math.isfinite(prediction) and prediction > 0:
         ratio = prediction / from_parts
-        if (ratio > PARTS_DISAGREE and combine in ("mean", "max")) or (ratio < 1 / PARTS_DISAGREE and combine in ("mean", "min")):
+        if disagrees(ratio, PARTS_DISAGREE, PARTS_DISAGREE, combine):
             return f"its parts' models add up to {ratio:.2g}x less at the target" if ratio > 1 else \
                 f"its parts' models add up to {1 / ratio:.2g}x more at the target"
     return None

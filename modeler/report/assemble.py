@@ -18,7 +18,7 @@ from ..errors import InputError
 from ..estimator import MIN_POINTS
 from ..listing import listing
 from ..model import FittedModel
-from ..parts import combination
+from ..parts import combination, disagrees
 from . import svg
 from ..ranking import parse_assignments
 from ..share import parse_min_share
@@ -277,8 +277,7 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
         ratio = report.predicted_total / parts
         # under --ranks max a run below its parts' sum is none (their largest ranks are other ranks:
         # review 29), under min one above it
-        if (ratio > PARTS_DISAGREE and combine in ("mean", "max")) or \
-                (ratio < 1 / PARTS_DISAGREE and combine in ("mean", "min")):
+        if disagrees(ratio, PARTS_DISAGREE, PARTS_DISAGREE, combine):
             out.append(f"its parts' models add up to {parts:.4g} s ({ratio:.2g}x): one of them extrapolates badly")
     inside = [r for r in ranking if r.callpath.startswith(report.predicted_root + "->") and math.isfinite(r.predicted)]
     deepest = max(inside, key=lambda r: r.predicted, default=None)

@@ -197,22 +197,34 @@ def test_an_extrap_input_of_exclusive_times_only_shows_its_models(tmp_path, caps
     assert {m["callpath"] for m in json.loads(capsys.readouterr().out)["models"]} == {"main", "main->step"}
 
 
-def test_under_ranks_max_the_run_time_is_its_own_model(tmp_path):
-    """Review 27: two ranks that each took 11n, rank 0 in A and rank 1 in B: the largest ranks of A
-    and B added up to 20n, and the headline said 64 s where every rank had taken 35 s."""
+def _slow_in_turn(root, over: str) -> None:
+    """Runs of `main` = A + B where one rank (or repetition) is slow in A and the other in B: each
+    took 11n, the largest A and the largest B add up to 20n."""
     from .modeler_synthetic_runs import write_rank_file
 
     regions = ((0, "function", "main", "m.py", 1), (1, "function", "A", "m.py", 2), (2, "function", "B", "m.py", 3))
     for n in (2, 4, 8, 16, 32):
         u = 10**8 * n
-        for rank in range(2):
-            a, b = (10 * u, u) if rank == 0 else (u, 10 * u)
-            write_rank_file(tmp_path / "runs" / f"n{n}", run_id=f"r{n}", params={"n": n}, rank=rank, world_size=2,
-                            regions=regions, profile={(0,): (1, a + b + 10**6, 10**6), (0, 1): (1, a, a), (0, 2): (1, b, b)})
+        for k in range(2):
+            a, b = (10 * u, u) if k == 0 else (u, 10 * u)
+            where = dict(rank=k, world_size=2, run_id=f"r{n}") if over == "rank" else dict(repetition=k, run_id=f"r{n}-{k}")
+            write_rank_file(root / f"n{n}-{k if over != 'rank' else 0}", params={"n": n}, regions=regions,
+                            profile={(0,): (1, a + b + 10**6, 10**6), (0, 1): (1, a, a), (0, 2): (1, b, b)}, **where)
+
+
+def _headline(tmp_path, *options: str) -> str:
+    """The report's predicted run time line for the runs under tmp_path/runs at n=32."""
     out = tmp_path / "r.md"
-    assert cli.main(["report", str(tmp_path / "runs"), "--ranks", "max", "--at", "n=32", "--format", "markdown",
+    assert cli.main(["report", str(tmp_path / "runs"), *options, "--at", "n=32", "--format", "markdown",
                      "-o", str(out), "-q"]) == 0
-    line = next(ln for ln in out.read_text().splitlines() if ln.startswith("Predicted run time"))
+    return next(ln for ln in out.read_text().splitlines() if ln.startswith("Predicted run time"))
+
+
+def test_under_ranks_max_the_run_time_is_its_own_model(tmp_path):
+    """Review 27: two ranks that each took 11n, rank 0 in A and rank 1 in B: the largest ranks of A
+    and B added up to 20n, and the headline said 64 s where every rank had taken 35 s."""
+    _slow_in_turn(tmp_path / "runs", over="rank")
+    line = _headline(tmp_path, "--ranks", "max")
     assert "**35.2 s**" in line and "from its parts" not in line
     assert "extrapolates badly" not in line  # review 29: nothing extrapolates there; the maxima are other ranks'
 
@@ -220,19 +232,8 @@ def test_under_ranks_max_the_run_time_is_its_own_model(tmp_path):
 def test_under_repetitions_max_the_run_time_is_its_own_model(tmp_path):
     """Review 29: the largest repetitions of the parts are different repetitions, as the ranks under
     `--ranks max` are."""
-    from .modeler_synthetic_runs import write_rank_file
-
-    regions = ((0, "function", "main", "m.py", 1), (1, "function", "A", "m.py", 2), (2, "function", "B", "m.py", 3))
-    for n in (2, 4, 8, 16, 32):
-        u = 10**8 * n
-        for rep in range(2):
-            a, b = (10 * u, u) if rep == 0 else (u, 10 * u)
-            write_rank_file(tmp_path / "runs" / f"n{n}-{rep}", run_id=f"r{n}-{rep}", params={"n": n}, repetition=rep,
-                            regions=regions, profile={(0,): (1, a + b + 10**6, 10**6), (0, 1): (1, a, a), (0, 2): (1, b, b)})
-    out = tmp_path / "r.md"
-    assert cli.main(["report", str(tmp_path / "runs"), "--repetitions", "max", "--at", "n=32", "--format", "markdown",
-                     "-o", str(out), "-q"]) == 0
-    line = next(ln for ln in out.read_text().splitlines() if ln.startswith("Predicted run time"))
+    _slow_in_turn(tmp_path / "runs", over="repetition")
+    line = _headline(tmp_path, "--repetitions", "max")
     assert "**35.2 s**" in line and "from its parts" not in line
 
 

@@ -109,12 +109,11 @@ class PointFilter:
             return False
         return not any(c.parameter in values and c.holds(values[c.parameter]) for c in self.exclude)
 
-    def unmatched_excludes(self, points: Iterable[Mapping[str, Any]], what: str) -> list[str]:
-        """A warning for each `--exclude` condition that holds at none of `points` (review 26:
-        `--exclude n=7`, a slip for 8, excluded nothing without a word)."""
+    def unmatched(self, points: Iterable[Mapping[str, Any]]) -> tuple[Condition, ...]:
+        """The `--exclude` conditions that hold at none of `points`, each to be warned about with
+        `excluded_nothing` (review 26: `--exclude n=7`, a slip for 8, excluded nothing without a word)."""
         points = list(points)
-        return [f"{c.option} {_quoted(c.text)} matches none of {what}: nothing was excluded by it"
-                for c in self.exclude if not any(c.parameter in p and c.holds(p[c.parameter]) for p in points)]
+        return tuple(c for c in self.exclude if not any(c.parameter in p and c.holds(p[c.parameter]) for p in points))
 
     def check_names(self, known: Iterable[str], what: str) -> None:
         """An `InputError` naming the option and the parameters there are, for a parameter not among
@@ -126,6 +125,14 @@ class PointFilter:
 
     def __str__(self) -> str:
         return " ".join(f"{c.option} {_quoted(c.text)}" for c in self.conditions)
+
+
+#: what the warning of an `--exclude` that matched no run says it matched none of
+OF_RUNS = "the runs"
+
+
+def excluded_nothing(condition: Condition, what: str) -> str:
+    return f"{condition.option} {_quoted(condition.text)} matches none of {what}: nothing was excluded by it"
 
 
 def _quoted(text: str) -> str:
@@ -171,7 +178,7 @@ def filter_dataset(dataset: Dataset, points: PointFilter, source: str) -> tuple[
 
 
 def point_values(dataset: Dataset) -> set[tuple[tuple[str, float], ...]]:
-    """The points of `dataset` as (parameter, value) tuples (for `PointFilter.unmatched_excludes`)."""
+    """The points of `dataset` as (parameter, value) tuples (for `PointFilter.unmatched`)."""
     return {tuple(zip(dataset.parameters, map(float, pt))) for s in dataset.series for pt in s.points}
 
 

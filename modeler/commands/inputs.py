@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..listing import listing
 from ..pointfilter import parse_point_filter
 from ..readers import BESIDE_RUNS, FORMATS, Loaded, ReadOptions, read_inputs, skipped_warning
+from ..readers.runs import ODD
 
 
 def add_input_options(
@@ -63,11 +64,14 @@ def load_from_args(args: argparse.Namespace) -> Loaded:
 
 def describe_files(loaded: Loaded) -> str:
     """`read 24 of 27 input files (2 left out: their runs failed or did not finish; 1 skipped:
-    unreadable)`; also files ignored (not measurements) and duplicates (copies of files read)."""
+    unreadable)`; also files of runs left out for their parameters (`runs.ODD`), files ignored (not measurements) and duplicates (copies of files read)."""
     counts = Counter(f.status for f in loaded.files)
     extra = []
-    if counts["left out"]:
-        extra.append(f"{counts['left out']} left out: their runs failed or did not finish")
+    odd = sum(1 for f in loaded.files if f.status == "left out" and f.run_status == ODD)
+    if counts["left out"] - odd:
+        extra.append(f"{counts['left out'] - odd} left out: their runs failed or did not finish")
+    if odd:
+        extra.append(f"{odd} left out: their runs' parameters are not those of the others")
     if counts["skipped"]:
         extra.append(f"{counts['skipped']} skipped: unreadable")
     beside = sum(1 for f in loaded.files if f.status == "ignored" and f.reason == BESIDE_RUNS)

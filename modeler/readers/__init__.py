@@ -25,7 +25,8 @@ import numpy as np
 from ..dataset import Dataset, RunShares, Series
 from ..errors import InputError, ModelerError
 from ..listing import listing
-from ..pointfilter import PointFilter, drop_single_valued, filter_dataset, nothing_left, point_values, values_of
+from ..pointfilter import OF_RUNS, PointFilter, drop_single_valued, filter_dataset, nothing_left, point_values, values_of
+from ..pointfilter import excluded_nothing as excluded_nothing_warning
 from .unusable import LAUNCHER_FILE, NOT_MEASUREMENTS, is_launcher_file, no_usable_message
 
 
@@ -349,13 +350,8 @@ def read_inputs(
                 files.append(FileResult(str(p), fmt, "read"))
                 datasets.append(ds)
 
-    if options.points and filtered_points:
-        # over every Extra-P input at once: an --exclude that matched in one of them did exclude
-        # (review 27: each of the others said it had excluded nothing)
-        excluded_nothing = options.points.unmatched_excludes((dict(p) for p in filtered_points),
-                                                             "the points of the Extra-P inputs")
-    else:
-        excluded_nothing = []
+    runsets = [b for b in batches if hasattr(b, "unmatched")]
+    unmatched_warnings = _excluded_nothing(options.points, filtered_points, runsets) if filtered_points else []
     # a skipped file's own warnings (its bad lines) come first: they say why it was skipped
     noticed = [w for f in files if f.status == "skipped" for w in f.warnings]
     if not datasets and unfiltered:
@@ -367,6 +363,9 @@ def read_inputs(
     if not datasets:
         raise InputError(no_usable_message(files, options.include_incomplete), warnings=noticed)
     dataset = drop_single_valued(merge(datasets), narrowed)
+    if filtered_points and runsets:  # said over both kinds of input at once, not by the runs alone
+        said_by_runs = {excluded_nothing_warning(c, OF_RUNS) for r in runsets for c in r.unmatched}
+        dataset.warnings[:] = [w for w in dataset.warnings if w not in said_by_runs]
     from ..renamed_loops import renamed_loops_warnings
 
     dataset.warnings.extend(renamed_loops_warnings(dataset))
@@ -374,10 +373,23 @@ def read_inputs(
         dataset.warnings.append(f"{len(copies)} file(s) are byte-for-byte copies of another input, read once: "
                                 f"{listing(copies, 3, 'more')}")
     dataset.warnings.extend(noticed)
-    dataset.warnings.extend(excluded_nothing)
+    dataset.warnings.extend(unmatched_warnings)
     dataset.warnings.extend(skipped_warning(f) for f in files if f.status == "skipped")
     dataset.warnings.extend(f"{f.path}: {f.reason}" for f in files if f.status == "ignored" and f.reason == BESIDE_RUNS)
     return Loaded(dataset, files, batches)
+
+
+def _excluded_nothing(points: PointFilter, extrap_points: set[tuple[tuple[str, float], ...]],
+                      runsets: Sequence[Any]) -> list[str]:
+    """A warning for each `--exclude` condition that matched none of the Extra-P inputs' points, over
+    all of them at once (review 27: each input said it on its own), nor any run where runs were
+    read beside them (review 29: the Extra-P inputs warned of a condition that excluded runs)."""
+    unmatched = points.unmatched(dict(p) for p in extrap_points)
+    if not runsets:
+        return [excluded_nothing_warning(c, "the points of the Extra-P inputs") for c in unmatched]
+    in_runs = {c for r in runsets for c in r.unmatched}
+    return [excluded_nothing_warning(c, "the runs nor the points of the Extra-P inputs")
+            for c in unmatched if c in in_runs]
 
 
 def _sources(sources: Sequence[str], fallback: str) -> str:

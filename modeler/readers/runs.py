@@ -22,7 +22,7 @@ from runtime.runfile import FORMAT_NAME, Run, RunFileError, read_run
 from ..dataset import RANKS_PARAMETER, Dataset
 from ..errors import InputError
 from ..listing import listing
-from ..pointfilter import PointFilter, nothing_left
+from ..pointfilter import OF_RUNS, Condition, PointFilter, excluded_nothing, nothing_left
 from . import FileResult, ReadOptions, expand
 from .runjudge import attribute_unreadable, drop_copies, judge, run_file_rank
 from .runvalues import ValueCheck, check_values
@@ -30,6 +30,10 @@ from .runvalues import ValueCheck, check_values
 _NO_END = "no end record"
 #: how the runtime's writer starts every run file (compact JSON, the record type first)
 _HEADER_OPENING = b'{"type":"header"'
+#: the status of a run that did not fail but whose parameters are not those of the others: another
+#: set of names, or a value that is not a number where the others have numbers (review 29: such
+#: runs were counted as failed)
+ODD = "odd parameters"
 
 
 
@@ -110,7 +114,8 @@ class RunRecord:
     run_id: str
     files: list[RankFile]
     params: dict[str, Any] = field(default_factory=dict)
-    status: str = "ok"  # ok, failed, incomplete, ambiguous, damaged (see runjudge.judge)
+    #: ok, failed, incomplete, ambiguous, damaged (see runjudge.judge), or `ODD` (see `_parameters`)
+    status: str = "ok"
     reason: str = ""
     # (rank, file, why) of the ranks whose only file could not be read
     unreadable: list[tuple[int, Path, str]] = field(default_factory=list)
@@ -169,6 +174,8 @@ class RunSet:
     constants: dict[str, Any]
     files: list[FileResult]
     warnings: list[str] = field(default_factory=list)
+    #: the `--exclude` conditions that held for none of the runs (each is warned about, as `OF_RUNS`)
+    unmatched: tuple[Condition, ...] = ()
 
     def completed(self) -> list[RunRecord]:
         return [r for r in self.runs if r.status == "ok"]
@@ -380,7 +387,7 @@ def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, 
         common = set(sets.most_common(1)[0][0])
         for r in ok:
             if set(r.params) != common:
-                r.status = "failed"
+                r.status = ODD
                 r.reason = (
                     f"{r.files[0].path}: parameters ({', '.join(sorted(r.params)) or 'none'}) differ from "
                     f"those of most runs ({', '.join(sorted(common))})"
@@ -392,7 +399,7 @@ def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, 
             return tuple(varying), constants
         p, runs_of = odd
         for r in runs_of:
-            r.status, r.reason = "failed", (f"{r.files[0].path}: parameter {p!r} is {r.params[p]!r}, not a number "
+            r.status, r.reason = ODD, (f"{r.files[0].path}: parameter {p!r} is {r.params[p]!r}, not a number "
                                             f"as in the other runs")
         warnings.append(f"{len(runs_of)} run(s) left out: their parameter {p!r} is not a number "
                         f"(e.g. {runs_of[0].params[p]!r} in {runs_of[0].files[0].path})")
@@ -478,10 +485,13 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
                                 "not selected (--experiment)") for r in others for f in r.all_files)
     if options.points:
         recorded = _ranks_recorded(runs)
-        warnings.extend(options.points.unmatched_excludes((_point_values(r, recorded) for r in runs), "the runs"))
+        unmatched = options.points.unmatched(_point_values(r, recorded) for r in runs)
+        warnings.extend(excluded_nothing(c, OF_RUNS) for c in unmatched)
         runs, others = select_points(runs, options.points)
         files.extend(FileResult(str(f.path), "runs", "deselected", f"{_params_text(r.params)} not selected "
                                 f"({options.points})") for r in others for f in r.all_files)
+    else:
+        unmatched = ()
     parameters, constants = _parameters(runs, warnings)
     warnings.extend(_experiments_warning(runs, parameters))
     kept = [r for r in runs if r.status == "ok" and r.kept_incomplete]
@@ -505,7 +515,7 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
             warnings.append(f"run {r.run_id} left out ({r.status}): {r.reason}")
             files.extend(FileResult(str(f.path), "runs", "left out", f"run {r.status}: {r.reason}", run=r.run_id,
                                     run_status=r.status) for f in r.all_files)
-    return RunSet(runs, parameters, constants, files, warnings)
+    return RunSet(runs, parameters, constants, files, warnings, unmatched)
 
 
 def select_experiments(runs: list[RunRecord], names: Sequence[str]) -> tuple[list[RunRecord], list[RunRecord]]:

@@ -50,7 +50,7 @@ def test_report_counts_runs_under_rank_selection_as_completed(tmp_path):
     assert "| runs completed | 6 of 6 |" in md
     assert "| configurations | 6 |" in md
     assert "ranks recorded (rank selection) | 1 of 2, 1 of 4" in md
-    assert "Failed runs" not in md
+    assert "Runs left out" not in md
     # the same warning as `modeler fit`
     assert "6 run(s) have files of fewer ranks than their world size" in md
     training = md[md.index("## Training"):md.index("## Rank imbalance")]
@@ -68,7 +68,7 @@ def test_report_still_fails_a_run_whose_rank_died_at_start_up(tmp_path):
     assert all(g.ok for rid, g in groups.items() if rid != "r2b8")
     md = _report_md([str(tmp_path / "runs")], tmp_path, code=3)  # 3: the empty file was skipped
     assert "| runs completed | 5 of 6 |" in md
-    assert "**Failed runs (1):**" in md and "`r2b8`: incomplete:" in md
+    assert "**Runs left out (1):**" in md and "`r2b8`: incomplete:" in md
     assert "rank 1's file could not be read (empty)" in md
 
 

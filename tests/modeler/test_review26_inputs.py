@@ -109,6 +109,19 @@ def test_a_run_whose_parameter_is_not_a_number_is_left_out_and_named(tmp_path, c
     assert rc == 0
     assert f"{odd}: parameter 'n' is '2', not a number as in the other runs" in err
     assert all(m["points"] == 5 for m in json.loads(out)["models"])  # n=2 has its other repetition
+    # review 29: such a run did not fail, and is not counted as failed
+    assert "run run2-0 left out (odd parameters)" in err and "(failed)" not in err
+    assert "read 9 of 10 input files (1 left out: their runs' parameters are not those of the others)" in err
+
+
+def test_a_run_whose_parameters_are_others_is_not_counted_as_failed(tmp_path, capsys):
+    root = _sweep(tmp_path / "runs", reps=2)
+    (odd,) = (root / "n4-1").glob("*.jsonl")
+    odd.write_text(odd.read_text().replace('"n":4', '"n":4,"extra":1', 1))
+    rc, _, err = _fit(capsys, str(root))
+    assert rc == 0 and "run run4-1 left out (odd parameters)" in err and "differ from those of most runs" in err
+    assert "(1 left out: their runs' parameters are not those of the others)" in err
+    assert "failed or did not finish" not in err
 
 
 def test_a_parameter_of_categories_is_still_an_error(tmp_path, capsys):
@@ -176,6 +189,21 @@ def test_an_exclude_that_matches_nothing_is_said(tmp_path, capsys):
     other.write_text("PARAMETER p\nPOINTS 64 128\nREGION r\nMETRIC time\nDATA 64\nDATA 128\n")
     rc, _, err = _fit(capsys, str(src), str(other), "--exclude", "p=128")
     assert rc == 0 and "matches none" not in err
+
+
+def test_an_exclude_over_runs_and_extrap_inputs_is_judged_over_both(tmp_path, capsys):
+    """Review 29: a condition that excluded runs was said to exclude nothing of the Extra-P input."""
+    root = _sweep(tmp_path / "runs")
+    src = tmp_path / "in.txt"
+    src.write_text("PARAMETER n\nPOINTS 3 5 7 9 11\nREGION r\nMETRIC time\n"
+                   + "".join(f"DATA {v}\n" for v in (3, 5, 7, 9, 11)))
+    for cond, matched in (("n=8", "the runs"), ("n=7", "the Extra-P input")):
+        rc, _, err = _fit(capsys, str(src), str(root), "--exclude", cond)
+        assert rc == 0 and "matches none" not in err, (matched, err)
+    rc, _, err = _fit(capsys, str(src), str(root), "--exclude", "n=6")
+    assert rc == 0
+    assert err.count("matches none") == 1
+    assert "--exclude n=6 matches none of the runs nor the points of the Extra-P inputs" in err
 
 
 def test_an_output_whose_folder_is_a_file_is_said(tmp_path, capsys):

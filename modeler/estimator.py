@@ -22,6 +22,7 @@ import numpy as np
 from .dataset import RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series, robust_values
 from .errors import InputError, NotFittedError, TooFewPointsError
 from .listing import listing
+from .misfit import miss_text, worst_miss
 from .model import Alternative, Factor, FittedModel, Model, Term
 from .pmnf import default_mode, extrap_mode
 from .pmnf.fit import GroupFit
@@ -131,13 +132,15 @@ class PMNFModeler:
                     alternatives = (Alternative(1.0, model, np.zeros((k, k))),)
                 smape, rss, ar2, cv = (float(v[row]) for v in (q.smape, q.rss, q.ar2, q.cv_smape))
                 cv_smape = cv if np.isfinite(cv) else None
+                miss = _miss(model, s, dataset.parameters)
             else:
                 model, smape, rss = _mean_model(dataset.parameters, values)
-                ar2, cv_smape, alternatives = 0.0, None, ()
+                ar2, cv_smape, alternatives, miss = 0.0, None, (), None
             interval = _interval(spread, [r.size for r in s.repetitions])
             models.append(
                 FittedModel(
-                    s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points, interval, notes[i], alternatives
+                    s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points, interval, notes[i], alternatives,
+                    miss,
                 )
             )
         self.models_ = models
@@ -419,6 +422,18 @@ def _alternatives(params: tuple[str, ...], g: GroupFit, row: int) -> tuple[Alter
     if g.alternatives is None:
         return ()
     return tuple(Alternative(w, _model_of(params, specs, coef), cov) for w, specs, coef, cov in g.alternatives[row])
+
+
+def _miss(model: Model, s: Series, params: tuple[str, ...]) -> str | None:
+    """How the model misses the repetitions at one of its own points (`modeler.misfit`), or None."""
+    with np.errstate(all="ignore"):
+        fitted = model.evaluate(s.points)
+    worst = worst_miss(fitted, s.repetitions)
+    if worst is None:
+        return None
+    factor, i = worst
+    point = ", ".join(f"{p}={v:.12g}" for p, v in zip(params, s.points[i]))
+    return miss_text(factor, float(fitted[i]), point, s.repetitions[i])
 
 
 def _mean_model(params: tuple[str, ...], y: np.ndarray) -> tuple[Model, float, float]:

@@ -146,7 +146,7 @@ class FittedModel:
     `interval` is (low, high) multipliers of a prediction from the repetition spread, or None.
     `alternatives` are the forms in play with their weights (the chosen model among them), from
     which `prediction_range` draws; empty where the engine gives none (`compat="extrap"`, too
-    few points).
+    few points). `miss` says where the model misses its own measurements (`modeler.misfit`).
     """
 
     callpath: str
@@ -160,6 +160,9 @@ class FittedModel:
     interval: tuple[float, float] | None = None
     warnings: tuple[str, ...] = field(default=())
     alternatives: tuple[Alternative, ...] = field(default=(), compare=False)
+    #: how the model misses its own measurements (`modeler.misfit`: more than 2x from every
+    #: repetition at one of its points), or None
+    miss: str | None = None
 
     def predict(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
         return self.model.evaluate(points)
@@ -188,6 +191,7 @@ class FittedModel:
             points=int(self.points),
             interval=None if self.interval is None else [float(v) for v in self.interval],
             warnings=list(self.warnings),
+            miss=self.miss,
             alternatives=[{"weight": float(a.weight), "model": a.model.formula()} for a in self.alternatives],
         )
         return d

@@ -21,6 +21,7 @@ from .dataset import Dataset, RunShares
 from .derived import Baselines, derived_predictions, disagreement_warning
 from .errors import InputError
 from .listing import listing
+from .misfit import MISS_FACTOR, MISS_PREFIX
 from .model import FittedModel, Model
 from .own_time import own_time_note
 from .parts import SEPARATOR, PartsCheck, check_parts, disagrees, parts_sums
@@ -38,12 +39,15 @@ RANGE_LEVEL = 0.8
 
 
 def doubt(fm: FittedModel, prediction: float, from_parts: float | None, combine: str = "mean") -> str | None:
-    """Why a model's growth is not to be read as it stands, or None: a fit worse than a constant, or
-    a time model that its parts' models (`from_parts`) contradict at the target (review 15: a noisy
+    """Why a model's growth is not to be read as it stands, or None: a fit worse than a constant, one
+    that misses its own measurements (`modeler.misfit`), or a time model that its parts' models
+    (`from_parts`) contradict at the target (review 15: a noisy
     18 ms region led the ranking with adj. R² -0.2 and parts 52x apart). Under `--ranks max`
     (`combine`) a whole below its parts is none, under `min` one above them (`parts.PartsCheck`)."""
     if _worse_than_constant(fm):
         return f"adj. R² {fm.ar2:.2g}: worse than a constant"
+    if fm.miss:
+        return fm.miss
     if from_parts is not None and from_parts > 0 and math.isfinite(prediction) and prediction > 0:
         ratio = prediction / from_parts
         if disagrees(ratio, PARTS_DISAGREE, PARTS_DISAGREE, combine):
@@ -297,6 +301,19 @@ def poor_fit_warning(rows: Sequence["RankedModel"]) -> str | None:
             f"{POOR_FIT_SMAPE:g}%): {listing(named, 5)}; {'their predictions say' if n > 1 else 'its prediction says'} little. {why[0].upper()}{why[1:]}")
 
 
+def miss_warning(rows: Sequence["RankedModel"]) -> str | None:
+    """One warning naming the models that miss their own measurements (`modeler.misfit`), or None."""
+    named = [f"{r.fitted.callpath} ({r.fitted.metric}): {r.fitted.miss.removeprefix(MISS_PREFIX)}"
+             for r in rows if r.fitted.miss]
+    if not named:
+        return None
+    n = len(named)
+    return (f"{n} model{'s' if n > 1 else ''} miss{'' if n > 1 else 'es'} {'their' if n > 1 else 'its'} own measurements "
+            f"by more than {MISS_FACTOR:g}x at a measured point: {listing(named, 5)}; no form with these parameters "
+            f"follows the values there (a change of regime, or a term the model lacks): read "
+            f"{'their' if n > 1 else 'its'} growth and predictions as rough, and measure around that point")
+
+
 def step_parts_warning(predictions: Mapping[tuple[str, str], float], at_text: str) -> str | None:
     """One warning naming the step loops a part of whose step (data wait, communication, GPU time)
     is predicted above the whole step at the target (review 15: communication 0.214 s in a step of
@@ -424,7 +441,7 @@ def rank_models(
     # the time models fitted for the shares, without the exclusive times, a diagnosis of their own)
     shown_times = {r.fitted.callpath for r in shown if r.fitted.metric == "time"}
     warnings += [c.message(at_text) for c in parts_checks if c.callpath in shown_times]
-    warnings.extend(w for w in (poor_fit_warning(shown), below_zero_warning(shown, nonnegative, at_text),
+    warnings.extend(w for w in (poor_fit_warning(shown), miss_warning(shown), below_zero_warning(shown, nonnegative, at_text),
                                 disagreement_warning(shown, at_text), step_parts_warning(by_key, at_text)) if w)
     if shown_times and (own := own_time_note(measured, parameters, among=shown_times)):
         warnings.append(own)

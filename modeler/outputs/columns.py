@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..misfit import MISS_FACTOR
 from ..ranking import PARTS_DISAGREE, RankedModel, Ranking
 from ..share import left_out_note
 
@@ -80,6 +81,7 @@ def doubtful_legend(ranking: Ranking) -> str:
     if not marked:
         return ""
     return (f"! ({len(marked)} row{'s' if len(marked) > 1 else ''}): a fit worse than a constant (adj. R2 below 0), "
+            f"a model more than {MISS_FACTOR:g}x from every run at one of its measured points, "
             f"or a time model that its parts' models (its exclusive time and its descendants') contradict by more than "
             f"{PARTS_DISAGREE:g}x at the target, or the part with the poorest fit in such a contradiction: "
             f"its growth and prediction are not to be acted on as they stand")

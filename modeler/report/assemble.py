@@ -17,6 +17,7 @@ from ..derived import Baselines
 from ..errors import InputError
 from ..estimator import MIN_POINTS
 from ..listing import listing
+from ..misfit import MISS_PREFIX
 from ..model import FittedModel
 from ..parts import combination, disagrees
 from . import svg
@@ -241,7 +242,7 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
     measured at the target itself, or below the most measured where the target lies beyond it with
     such a parameter; and a model that its parts' models contradict at the target (review 15: two
     values of ranks pooled into a constant of 4 s, where 8.3 s had been measured and the step loop
-    alone predicted 28 s). `per_rank`: the run time is the region's time model's (not, under
+    alone predicted 28 s); and a model that misses its own measurements (`modeler.misfit`). `per_rank`: the run time is the region's time model's (not, under
     `--ranks sum` or `min`, from its cost model: the time series and parts are no time per rank)."""
     if report.predicted_total is None or report.predicted_root is None:
         return []
@@ -267,6 +268,8 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
             point = ", ".join(f"{p}={v:g}" for p, v in zip(report.parameters, s.points[top]))
             out.append(f"below the {measured[top]:.4g} s already measured at {point}")
     row = next((r for r in ranking if r.callpath == report.predicted_root), None)
+    if per_rank and row is not None and row.doubtful and row.doubtful.startswith(MISS_PREFIX):
+        out.append(f"its model {row.doubtful}")  # review 25: nothing said a model far from its own runs
     parts = None if row is None else row.from_parts
     if per_rank and report.predicted_model is not None:
         out.append(f"its own time model predicts {report.predicted_model:.4g} s "

@@ -46,8 +46,12 @@ def doubt(fm: FittedModel, prediction: float, from_parts: float | None, combine:
     (`combine`) a whole below its parts is none, under `min` one above them (`parts.PartsCheck`)."""
     if _worse_than_constant(fm):
         return f"adj. R² {fm.ar2:.2g}: worse than a constant"
-    if fm.miss:
-        return fm.miss
+    return fm.miss or contradiction(prediction, from_parts, combine)
+
+
+def contradiction(prediction: float, from_parts: float | None, combine: str = "mean") -> str | None:
+    """How a time model's prediction and its parts' sum (`from_parts`) contradict each other at the
+    target, by more than `PARTS_DISAGREE` (`parts.disagrees`), or None."""
     if from_parts is not None and from_parts > 0 and math.isfinite(prediction) and prediction > 0:
         ratio = prediction / from_parts
         if disagrees(ratio, PARTS_DISAGREE, PARTS_DISAGREE, combine):
@@ -71,8 +75,8 @@ def blamed_parts(models: Iterable[FittedModel], predictions: Mapping[tuple[str, 
     out: dict[tuple[str, str], str] = {}
     for cp, check in sums.items():
         whole = fitted.get((cp, "time"))
-        if whole is None or doubt(whole, predictions.get((cp, "time"), math.nan), check.parts, check.combine) is None \
-                or _worse_than_constant(whole):
+        if whole is None or _worse_than_constant(whole) \
+                or contradiction(predictions.get((cp, "time"), math.nan), check.parts, check.combine) is None:
             continue
         parts = [fitted[k] for k in [(cp, "exclusive_time"), *((c, "time") for c in children.get(cp, ()))]
                  if k in fitted]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,8 @@ import pytest
 from modeler import cli
 from modeler.dataset import Dataset, Series
 from modeler.estimator import PMNFModeler
+from modeler.model import FittedModel, Model
+from modeler.ranking import rank_models
 from modeler.misfit import worst_miss
 
 from .modeler_synthetic_runs import write_rank_file
@@ -104,3 +107,18 @@ def test_the_report_says_so_beside_the_run_time(tmp_path):
     assert cli.main(["report", str(calm), "--at", "p=32", "--format", "markdown", "-q", "-o", str(out)]) == 0
     headline = next(line for line in out.read_text().splitlines() if "Predicted run time" in line)
     assert "misses its own measurements" not in headline
+
+
+def test_a_whole_that_misses_but_agrees_with_its_parts_blames_none_of_them():
+    """A whole marked for missing its own measurements is no whole/parts contradiction: the part with
+    the poorer fit is not charged with one (`ranking.blamed_parts`)."""
+    def fm(cp, metric, value, smape):
+        return FittedModel(cp, metric, Model(("p",), value), smape=smape, rss=0.1, ar2=0.9, cv_smape=None, points=5)
+
+    whole = replace(fm("main", "time", 10.0, 5.0), miss="misses its own measurements: 10 at p=4, where its run measured 25 (2.5x off)")
+    parts = [fm("main", "exclusive_time", 1.0, 40.0), fm("main->a", "time", 9.0, 3.0)]
+    ranking = rank_models([whole, *parts], ("p",), {"p": 64.0})
+    rows = {(r.fitted.callpath, r.fitted.metric): r for r in ranking.rows}
+    assert rows[("main", "time")].doubtful() == whole.miss
+    assert rows[("main", "exclusive_time")].doubtful() is None
+    assert rows[("main->a", "time")].doubtful() is None

@@ -69,10 +69,13 @@ def format_summary(summary: Summary) -> str:
         for _, skip in summary.skipped:
             reasons[skip.reason] = reasons.get(skip.reason, 0) + 1
         lines.append("skipped: " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items())))
-    lines.append(f"files failed: {len(summary.failed)}")
-    lines += [f"  {f}" for f in summary.failed]
+    lines += format_failed(summary)
     lines += _epoch_hint(summary)
     return "\n".join(lines)
+
+
+def format_failed(summary: Summary) -> list[str]:
+    return [f"files failed: {len(summary.failed)}", *(f"  {f}" for f in summary.failed)]
 
 
 def _epoch_hint(summary: Summary) -> list[str]:
@@ -103,9 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InstrumentError(f"-o {args.out}: exists and is not a directory")
         project = Project(Options(args.src, args.out, args.main, args.all, args.backend, args.jobs, args.file_timeout))
         if args.graph:
-            print(format_graph(project.graph()))
-            return EXIT_OK
-        if args.diff:
+            summary = project.show_graph()
+            print(format_graph(summary.graph))  # type: ignore[arg-type]
+        elif args.diff:
             text, summary = project.diff()
             sys.stdout.write(text)
         else:
@@ -115,10 +118,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     for warning in summary.warnings:  # also with -q: the built program may not start
         print(f"instrument: warning: {warning}", file=sys.stderr)
-    if not args.quiet:
+    if args.quiet:
+        if summary.failed:  # -q drops the summary, never what failed
+            print("\n".join(f"instrument: failed: {f}" for f in summary.failed), file=sys.stderr)
+    elif not args.graph:
         print(format_summary(summary), file=sys.stderr if args.diff else sys.stdout)
-    elif summary.failed:  # -q drops the summary, never what failed
-        print("\n".join(f"instrument: failed: {f}" for f in summary.failed), file=sys.stderr)
+    elif summary.failed:  # the graph is its own summary: it adds what it could not read, as the build names it
+        print("\n".join(format_failed(summary)))
     if summary.failed and not args.keep_going:
         return EXIT_FAILED_FILES
     return EXIT_OK

@@ -188,7 +188,9 @@ def resolve(
         try:
             facts = scan(rel)
         except (SyntaxError, ValueError, RecursionError, MemoryError, OSError):
-            continue  # the same failure is reported when the file is instrumented (OSError: unreadable, gone)
+            # the same failure is reported when the file is instrumented (OSError: unreadable, gone;
+            # `scan` notes that for --graph)
+            continue
         is_package = rel.endswith("__init__.py")
         for module, level, names in facts.imports:
             if level:

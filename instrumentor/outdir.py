@@ -1,12 +1,15 @@
 """OUT before and while a build writes it: refuse a folder that is no earlier build and holds
 files the build would replace, make sure it can be written, and clear the way for each file (what
 an earlier build left there of another type: a file where a folder now is, a folder where a file
-now is, a link), never removing what no build wrote.
+now is, a link), never removing or replacing what no build wrote.
 
 An earlier build is known by `OUT/.scaleprobe/`, which a build makes before it writes any file.
 A folder with other things in it that the build does not write (setuptools' `build/`, a
 `.gitignore`) is built into, as before: only a name the build would write is refused (review 28:
 `instrument src/ -o build/`, the README's own line, was refused beside setuptools' files).
+A file of the user's that SRC takes the name of later is in the way as much (review 29: a re-run
+wrote over it). What builds wrote is on OUT's record (`state.json`'s `written`), where a build puts
+the files it will create before it writes any, so that a build stopped halfway is known.
 """
 
 from __future__ import annotations
@@ -58,12 +61,16 @@ def open_out(out: Path, given: Path) -> None:
 
 class OutTree:
     """Clears the way for the files written into OUT; never writes through a link already there
-    (it may point at the user's own files), and never removes what no earlier build wrote
-    (`written`, OUT-relative posix paths): such a thing in the way fails that file."""
+    (it may point at the user's own files), and never removes or replaces what no earlier build
+    wrote (`written`, OUT-relative posix paths): such a thing in the way fails that file.
+    `written=None`: OUT has no record (a `.scaleprobe/` without state, left by an earlier version
+    stopped halfway): a plain file is replaced as before, only a folder is looked into."""
 
-    def __init__(self, out: Path, written: Iterable[str] = ()) -> None:
+    def __init__(self, out: Path, written: Iterable[str] | None = ()) -> None:
         self.out = out
-        self._written = set(written)
+        self._recorded = written is not None
+        self._written = set(written or ())
+        self._cleared: set[str] = set()  # the files the way was cleared for in this build
         self._folders: set[PurePosixPath] = {PurePosixPath(".")}
 
     def _ours(self, path: Path) -> bool:
@@ -80,8 +87,15 @@ class OutTree:
     def _in_the_way(self, path: Path) -> None:
         raise FileExistsError(errno.EEXIST, "in the way, and not written by a build: move it", str(path))
 
+    def new(self, files: Iterable[str]) -> list[str]:
+        """The files this build will create (nothing in OUT there yet), to be put on the record
+        before any is written; none when OUT has no record."""
+        if not self._recorded:
+            return []
+        return [rel for rel in files if rel not in self._written and not os.path.lexists(self.out / rel)]
+
     def ready(self, rel: str) -> Path:
-        """OUT/rel with its folders made and nothing of another type in its place."""
+        """OUT/rel with its folders made and nothing of another type, nor a file of the user's, in its place."""
         folder = PurePosixPath(rel).parent
         if folder not in self._folders:
             path = self.out
@@ -99,6 +113,14 @@ class OutTree:
                 if not self._ours(dest):
                     self._in_the_way(dest)
                 shutil.rmtree(dest)  # an earlier build's folder where a file now is
+            elif self._recorded and rel not in self._written:
+                self._in_the_way(dest)  # the user's file (or link) of a name SRC took since
         except FileNotFoundError:
             pass
+        self._cleared.add(rel)
         return dest
+
+    def kept(self, rel: str) -> bool:
+        """After writing OUT/rel failed: whether it stays on the record of what builds wrote (it was,
+        or the way was cleared for it and this build left something there)."""
+        return rel in self._written or (rel in self._cleared and os.path.lexists(self.out / rel))

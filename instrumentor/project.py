@@ -25,7 +25,7 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from . import __version__
 from .emit import NvtxBackend
@@ -280,6 +280,11 @@ def run_jobs(jobs: list[tuple], workers: int, work=_work) -> dict[str, FileResul
     return results
 
 
+def _inside(rel: object) -> bool:
+    """Whether `rel` can name a file a build wrote: an OUT-relative posix path that stays inside."""
+    return isinstance(rel, str) and bool(rel) and not PurePosixPath(rel).is_absolute() and ".." not in PurePosixPath(rel).parts
+
+
 class Project:
     def __init__(self, opts: Options) -> None:
         self.opts = opts
@@ -314,7 +319,13 @@ class Project:
             state = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return empty
-        return state if state.get("version") == STATE_VERSION else empty
+        # a state that is no object of this version (edited, or another version's) is none
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+            return empty
+        written = state.get("written")
+        if written is not None and not (isinstance(written, list) and all(_inside(r) for r in written)):
+            del state["written"]  # edited out of shape: no record of what builds wrote (`OutTree`)
+        return state
 
     # -- graph ---------------------------------------------------------------------------------
 
@@ -337,7 +348,8 @@ class Project:
                                   "the project's files, relative to SRC or an absolute path inside it")
         return path.as_posix()
 
-    def graph(self) -> ImportGraph:
+    def graph(self, unread: list[str] | None = None) -> ImportGraph:
+        """The import graph; a module it could not read is added to `unread` (`rel: cannot read: why`)."""
         entries = self.entries()
         parents = {Path(m).parent.as_posix() for m in entries}
         # an entry inside a package runs as `python -m pkg.app` from the folder above the package
@@ -346,7 +358,12 @@ class Project:
         cache = self.state.setdefault("imports", {})
 
         def scan(rel: str) -> ImportFacts:
-            data = (self.src / rel).read_bytes()
+            try:
+                data = (self.src / rel).read_bytes()
+            except OSError as exc:  # resolve() goes on without its imports
+                if unread is not None and cannot_read(rel, exc) not in unread:  # once, if reached under two names
+                    unread.append(cannot_read(rel, exc))
+                raise
             digest = _hash(data)
             hit = cache.get(rel)
             if hit and hit[0] == digest:
@@ -357,6 +374,17 @@ class Project:
 
         own = sorted(self.own)
         return resolve(entries, own, roots, scan)
+
+    def _summary(self) -> Summary:
+        """A summary that starts with the folders and files of SRC that could not be looked at."""
+        return Summary(failed=[why for _, why in self.unreadable])
+
+    def show_graph(self) -> Summary:
+        """`--graph`: the import graph, and what it could not read (folders, modules reached) in
+        `failed`, named as the build names them."""
+        summary = self._summary()
+        summary.graph = self.graph(summary.failed)
+        return summary
 
     def targets(self) -> tuple[list[str], ImportGraph | None]:
         if self.opts.all:
@@ -448,13 +476,17 @@ class Project:
         if self.out is None:
             raise InstrumentError("no output directory (-o OUT)")
         check_out(self.out, self.opts.out, self.files)
-        summary = Summary(failed=[why for _, why in self.unreadable])
+        recorded = self.state.get("written")  # what earlier builds wrote
+        if recorded is None and not (self.out / STATE_DIR).is_dir():
+            recorded = []  # no earlier build: check_out found none of the build's names there
+        summary = self._summary()
         targets, summary.graph = self.targets()
         summary.warnings = shadow_warnings(self.own, self._entry_folders())
         results = self.transform(targets, summary, reuse=True)
         summary.results = results
         open_out(self.out, self.opts.out)
-        tree = OutTree(self.out, self.state.get("written", []))
+        tree = OutTree(self.out, recorded)
+        self._record_new(tree.new(self.files))
         written = set()
         linemaps: dict[str, list[int]] = {}
         columns: dict[str, dict] = {}
@@ -465,12 +497,14 @@ class Project:
         for rel in self.files:
             dest = self.out / rel
             result = results.get(rel)
-            written.add(rel)
             problem = None
             try:
                 self._place(rel, result, tree, summary)
-            except OSError as exc:  # unreadable, gone, or OUT not writable there: this file fails alone
+                written.add(rel)
+            except OSError as exc:  # unreadable, gone, OUT not writable there, the user's in the way: it fails alone
                 problem = io_failure(rel, exc, self.src, self.out)
+                if tree.kept(rel):
+                    written.add(rel)
                 if result is not None and result.status != "failed":
                     result = results[rel] = FileResult(rel, "failed", error=problem)
             if result is None:
@@ -518,6 +552,23 @@ class Project:
             where = exc.filename or self.out
             raise InstrumentError(f"-o {self.opts.out}: cannot write {where}: {exc.strerror or exc}") from None
         return summary
+
+    def _record_new(self, new: list[str]) -> None:
+        """Put the files this build will create on OUT's record before any is written (the state of
+        the last build, as it is on disk, with them added), so that a re-run after a build stopped
+        halfway knows them as a build's and replaces them."""
+        if not new:
+            return
+        path = self.out / STATE_DIR / STATE_NAME
+        try:
+            try:
+                state = json.loads(path.read_text(encoding="utf-8"))
+            except (FileNotFoundError, ValueError):  # a new OUT (or a state gone since it was read)
+                state = {"version": STATE_VERSION, "written": self.state.get("written", [])}
+            state["written"] = sorted({*state.get("written", []), *new})
+            path.write_text(json.dumps(state, separators=(",", ":")), encoding="utf-8")
+        except OSError as exc:
+            raise InstrumentError(f"-o {self.opts.out}: cannot write {exc.filename or path}: {exc.strerror or exc}") from None
 
     def _place(self, rel: str, result: FileResult | None, tree: OutTree, summary: Summary) -> None:
         """Write one file into OUT: its instrumented code, a copy, or nothing (unchanged since the last run)."""
@@ -599,7 +650,7 @@ class Project:
                 pass  # left in OUT: nothing is lost
 
     def diff(self) -> tuple[str, Summary]:
-        summary = Summary(failed=[why for _, why in self.unreadable])
+        summary = self._summary()
         targets, summary.graph = self.targets()
         results = self.transform(targets, summary, reuse=False)
         chunks = []

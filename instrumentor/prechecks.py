@@ -29,10 +29,19 @@ def max_depth(tree: ast.AST) -> tuple[int, int]:
 
 
 def check_reserved(tree: ast.Module, relpath: str) -> bool:
-    """True when the module was already instrumented; InstrumentError when it binds our names itself."""
+    """True when the module was already instrumented: its top level binds `__sp_on__` and imports
+    the probes under `__sp_*__` names, as the emitted header does (review 30: `__sp_on__ = 3` alone
+    passed a user's module off as instrumented, copied without probes and no word); InstrumentError
+    when it binds our names itself."""
+    on = imports = False
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__sp_on__" for t in stmt.targets):
-            return True
+            on = True
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)) and any(
+                a.asname and _RESERVED.match(a.asname) for a in stmt.names):
+            imports = True
+    if on and imports:
+        return True
     for node in ast.walk(tree):
         name = None
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):

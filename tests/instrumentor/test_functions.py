@@ -151,6 +151,16 @@ def test_already_instrumented_module_is_reported_as_such():
     assert again.code is None
 
 
+@pytest.mark.parametrize("source", ["x = 1\n\n__sp_on__ = 3\ndef f():\n    return 1\n",
+                                    "import os\n__sp_on__ = os.environ.get('X')\n"])
+def test_a_module_binding_sp_on_itself_is_refused_not_passed_as_instrumented(source):
+    """Review 30: `__sp_on__ = 3` in a user's module made it "already instrumented": copied without
+    probes, files failed 0 (and under nvtx "already instrumented with --backend runtime")."""
+    result = rewrite(source)
+    assert result.status == "failed"
+    assert "__sp_on__" in result.error and "reserved" in result.error
+
+
 def test_syntax_error_names_file_and_line():
     result = rewrite("def f():\n    return 1\n\ndef g(:\n    pass\n", relpath="pkg/bad.py")
     assert result.status == "failed"

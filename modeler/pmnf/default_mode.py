@@ -3,8 +3,9 @@
 What it changes against Extra-P, each for a measured reason (see docs/modeling.md):
 - relative errors: least squares weighted by 1/y^2, because run-time noise is multiplicative;
 - wider search: the single-parameter step keeps the `candidates` best terms per parameter (not
-  only the best one), and every combination of them in every Extra-P structure is fitted on all
-  points (Extra-P keeps one term per parameter and picks by in-sample SMAPE, which favours extra
+  only the best one), and every combination of them in every Extra-P structure, and with two
+  parameters also a + b + a*b (`structures.default_structures`), is fitted on all points
+  (Extra-P keeps one term per parameter and picks by in-sample SMAPE, which favours extra
   terms);
 - a choice aimed at extrapolation (`modeler.pmnf.selection`): every hypothesis is weighted by how
   well it explains the values given the noise the repetitions show, the structure with the most
@@ -38,7 +39,7 @@ from .selection import (
     outlier_weights,
 )
 from .single import ranked_single, relative_weights
-from .structures import extrap_structures
+from .structures import default_structures
 
 #: the noise test on the constant model works at 1%: z is the standard normal 99% quantile
 NOISE_Z = 2.3263478740408408
@@ -53,18 +54,18 @@ LOO_FROM_NOISE = 0.02
 
 
 def default_candidates(n_parameters: int) -> int:
-    """Terms kept per parameter: 5 with two parameters (121 hypotheses), 3 with three (about
-    740), 1 beyond; wider sets cost time and, with three parameters, gained nothing measurable."""
+    """Terms kept per parameter: 5 with two parameters (136 hypotheses), 3 with three (766), 1
+    beyond; wider sets cost time and, with three parameters, gained nothing measurable."""
     return {2: 5, 3: 3}.get(n_parameters, 1)
 
 
 def _hypotheses(n_options: list[int]) -> list[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]]:
     """(option per parameter (-1: none), terms as tuples of parameters) for every combination of
-    candidate terms and every Extra-P structure over the parameters that have a term."""
+    candidate terms and every structure (`default_structures`) over the parameters that have a term."""
     out = []
     for assign in itertools.product(*[range(-1, k) for k in n_options]):
         active = [p for p, a in enumerate(assign) if a >= 0]
-        for st in extrap_structures(len(active)):
+        for st in default_structures(len(active)):
             out.append((assign, tuple(tuple(active[i] for i in term) for term in st)))
     return out
 

@@ -49,5 +49,16 @@ def extrap_structures(k: int) -> tuple[Structure, ...]:
     return ((tuple(range(k)),), tuple((i,) for i in range(k)))
 
 
+def default_structures(k: int) -> tuple[Structure, ...]:
+    """The default mode's hypotheses for k kept terms: Extra-P's, and for 2 also a + b + a*b. That is
+    the inclusive time of a training loop (a step that grows with both parameters, an evaluation
+    with one, data loading with the other), which none of Extra-P's four follows: its terms come
+    back additive, and the loop's growth with both is lost (review 25: a training function -88% at
+    4x its sweep; Extra-P's three-parameter list has the like of it)."""
+    if k == 2:
+        return extrap_structures(2) + (((0,), (1,), (0, 1)),)
+    return extrap_structures(k)
+
+
 def n_factors(s: Structure) -> int:
     return sum(len(t) for t in s)

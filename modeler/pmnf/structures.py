@@ -54,7 +54,8 @@ def default_structures(k: int) -> tuple[Structure, ...]:
     the inclusive time of a training loop (a step that grows with both parameters, an evaluation
     with one, data loading with the other), which none of Extra-P's four follows: its terms come
     back additive, and the loop's growth with both is lost (review 25: a training function -88% at
-    4x its sweep; Extra-P's three-parameter list has the like of it)."""
+    4x its sweep; Extra-P's three-parameter list has the like of it). The default mode fits it
+    only for a pair of parameters measured richly enough (`default_mode.rich_pairs`)."""
     if k == 2:
         return extrap_structures(2) + (((0,), (1,), (0, 1)),)
     return extrap_structures(k)

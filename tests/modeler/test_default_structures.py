@@ -51,3 +51,29 @@ def test_a_noisy_training_loop_keeps_its_growth_with_both(seed):
     far = np.array([[1024.0, 2048.0]])
     assert fm.predict(far)[0] == pytest.approx(_loop(1024.0, 2048.0), rel=0.25)
     assert any({f.parameter for f in t.factors} == {"batch", "width"} for t in fm.model.terms)
+
+
+def test_only_richly_measured_pairs_get_it():
+    """Review 31: on 3 x 3 grids and sparse designs its four coefficients followed the noise."""
+    from modeler.pmnf.default_mode import rich_pairs
+
+    grid5 = np.array([(b, w) for b in BATCH for w in WIDTH])
+    assert rich_pairs(grid5) == {(0, 1)}
+    assert rich_pairs(grid5[1:]) == {(0, 1)}  # a failed run or two: still a grid
+    assert rich_pairs(np.array([(b, w) for b in BATCH[:3] for w in WIDTH[:3]])) == set()
+    band = np.array([(BATCH[i], WIDTH[j]) for i in range(5) for j in range(5) if abs(i - j) <= 1])
+    assert rich_pairs(band) == set()
+    three = np.array([(b, w, r) for b in BATCH for w in WIDTH for r in (1.0, 2.0, 4.0)])
+    assert rich_pairs(three) == {(0, 1)}
+
+
+def _full_structure(fm) -> bool:
+    return sorted(len(t.factors) for t in fm.model.terms) == [1, 1, 2]
+
+
+def test_a_small_grid_is_fitted_with_extrap_structures_only():
+    pts = np.array([(b, w) for b in BATCH[:3] for w in WIDTH[:3]])
+    reps = tuple(np.full(2, v) for v in _loop(pts[:, 0], pts[:, 1]))
+    fm = PMNFModeler().fit(Dataset(("batch", "width"), [Series("loop", "time", pts, reps)])).models_[0]
+    assert not _full_structure(fm)
+    assert _full_structure(_fit(0.0))

@@ -401,8 +401,6 @@ def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, 
         for r in runs_of:
             r.status, r.reason = ODD, (f"{r.files[0].path}: parameter {p!r} is {r.params[p]!r}, not a number "
                                             f"as in the other runs")
-        warnings.append(f"{len(runs_of)} run(s) left out: their parameter {p!r} is not a number "
-                        f"(e.g. {runs_of[0].params[p]!r} in {runs_of[0].files[0].path})")
         ok = [r for r in ok if r.status == "ok"]
 
 

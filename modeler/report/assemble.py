@@ -17,9 +17,9 @@ from ..derived import Baselines
 from ..errors import InputError
 from ..estimator import MIN_POINTS
 from ..listing import listing
-from ..misfit import MISS_PREFIX
 from ..model import FittedModel
 from ..parts import combination, disagrees
+from ..readers.runs import ODD
 from . import svg
 from ..ranking import parse_assignments
 from ..share import parse_min_share
@@ -268,8 +268,8 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
             point = ", ".join(f"{p}={v:g}" for p, v in zip(report.parameters, s.points[top]))
             out.append(f"below the {measured[top]:.4g} s already measured at {point}")
     row = next((r for r in ranking if r.callpath == report.predicted_root), None)
-    if per_rank and row is not None and row.doubtful and row.doubtful.startswith(MISS_PREFIX):
-        out.append(f"its model {row.doubtful}")  # review 25: nothing said a model far from its own runs
+    if row is not None and row.miss:  # review 25: nothing said a model far from its own runs
+        out.append(f"its model {row.miss}")
     parts = None if row is None else row.from_parts
     if per_rank and report.predicted_model is not None:
         out.append(f"its own time model predicts {report.predicted_model:.4g} s "
@@ -322,7 +322,11 @@ def _design(report: Report, groups: Sequence[RunGroup], params: Sequence[str],
     sizes = sorted({g.world_size for g in groups})
     report.design.append(("ranks per run", ", ".join(map(str, sizes))))
     n_ok = sum(1 for g in groups if g.ok)
-    report.design.append(("runs completed", f"{n_ok} of {len(groups)}"))
+    odd = sum(1 for g in groups if g.status == ODD)
+    # runs left out for their parameters did complete (review 31)
+    report.design.append(("runs completed", f"{n_ok + odd} of {len(groups)}"))
+    if odd:
+        report.design.append(("runs left out for their parameters", str(odd)))
     selected = sorted({(len(g.ranks), g.world_size) for g in groups if g.ok and g.left_out_ranks})
     if selected:
         # rank selection (SCALEPROBE_RANKS): the ranks left out wrote no file; the readers' warning says so too

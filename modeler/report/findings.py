@@ -70,6 +70,8 @@ class RankingRow:
     time_figure: float | None = None
     #: why its growth is not to be read as it stands (`RankedModel.doubtful`), or None
     doubtful: str | None = None
+    #: how its model misses its own measurements (`modeler.misfit`), or None
+    miss: str | None = None
 
 
 @dataclass
@@ -155,9 +157,12 @@ class Report:
 
     def headline(self) -> RankingRow | None:
         """The region to name first: among those with the worst growth the deepest, since its
-        callers inherit its growth and say less about where to look."""
-        rows = [r for r in self.ranking if r.doubtful is None] or self.ranking  # not a doubtful fit
-        if not rows or rows[0].growth_key <= (0.0, 0.0):
+        callers inherit its growth and say less about where to look; a doubtful fit only where no
+        other grows (review 31: the card said no region grows while every growing row was doubtful).
+        None where no model grows."""
+        growing = [r for r in self.ranking if r.growth_key > (0.0, 0.0)]
+        rows = [r for r in growing if r.doubtful is None] or growing
+        if not rows:
             return None
         top = rows[0].growth_key
         return max((r for r in rows if r.growth_key == top), key=lambda r: r.callpath.count("->"))

@@ -67,6 +67,7 @@ def _row(rm, s: Series, largest_pt: np.ndarray, anchor: str) -> RankingRow:
         from_parts=rm.from_parts,
         time_figure=rm.time_figure,
         doubtful=rm.doubtful(),
+        miss=fm.miss,
     )
 
 

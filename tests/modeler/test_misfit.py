@@ -17,7 +17,7 @@ from modeler.dataset import Dataset, Series
 from modeler.estimator import PMNFModeler
 from modeler.model import FittedModel, Model
 from modeler.ranking import rank_models
-from modeler.misfit import worst_miss
+from modeler.misfit import threshold, worst_miss
 
 from .modeler_synthetic_runs import write_rank_file
 
@@ -48,9 +48,31 @@ def test_worst_miss_is_outside_every_repetition(fitted, values, expected):
 
 
 def test_runs_spread_over_more_than_2x_do_not_mark_a_model_among_them():
-    reps = (np.array([1.0, 1.0, 1.0]), np.array([0.5, 1.0, 3.0]))
-    assert worst_miss(np.array([1.0, 1.4]), reps) is None
-    assert worst_miss(np.array([1.0, 0.2]), reps) == (pytest.approx(2.5), 1)
+    reps = (*_reps((1.0, 2.0, 3.0, 4.0)), np.array([0.5, 1.0, 3.0]))
+    assert worst_miss(np.array([1.0, 2.0, 3.0, 4.0, 1.4]), reps) is None
+    assert worst_miss(np.array([1.0, 2.0, 3.0, 4.0, 0.2]), reps) == (pytest.approx(2.5), 4)
+
+
+def test_a_point_measured_once_is_not_tested():
+    """Review 31: with one run per point (the launcher's default) a lone slow run marked the model."""
+    once = tuple(np.array([v]) for v in (1.0, 2.0, 3.0))
+    assert worst_miss(np.array([1.0, 0.6, 3.0]), once) is None
+    twice = (once[0], np.array([2.0, 2.1]), once[2])
+    assert worst_miss(np.array([1.0, 0.6, 3.0]), twice) == (pytest.approx(2.0 / 0.6), 1)
+
+
+def test_heavy_noise_raises_the_bar():
+    """Runs spread by a log standard deviation of 0.35 at every point: a 2.5x miss is within what
+    25 such points give by chance, 3x beyond 3 standard deviations is not."""
+    s = 0.35 / np.sqrt(2)  # two runs at exp(-s) and exp(s): their log standard deviation is 0.35
+    reps = tuple(v * np.exp(np.array([-s, s])) for v in np.arange(1.0, 26.0))
+    assert threshold(reps) == pytest.approx(np.exp(3 * 0.35))
+    fitted = np.arange(1.0, 26.0)
+    fitted[7] = 8.0 * np.exp(-s) / 2.5
+    assert worst_miss(fitted, reps) is None
+    fitted[7] = 8.0 * np.exp(-s) / 3.0
+    assert worst_miss(fitted, reps) == (pytest.approx(3.0), 7)
+    assert threshold(_reps((1.0, 2.0, 3.0))) == 2.0  # little noise: the bar stays at 2x
 
 
 @pytest.mark.parametrize("compat", [None, "extrap"])
@@ -122,3 +144,19 @@ def test_a_whole_that_misses_but_agrees_with_its_parts_blames_none_of_them():
     assert rows[("main", "time")].doubtful() == whole.miss
     assert rows[("main", "exclusive_time")].doubtful() is None
     assert rows[("main->a", "time")].doubtful() is None
+
+
+def test_the_caveat_is_said_under_ranks_sum_too(tmp_path):
+    """Review 31: the caveat was said only where the run time is the time model's, not under
+    `--ranks sum`, where it comes from the cost model of the same values."""
+    root = tmp_path / "runs"
+    for rep in range(3):
+        for x, v in zip(X, ZIGZAG):
+            t = int(v * (1 + 0.01 * rep) * 10**9)
+            write_rank_file(root / f"x{x:g}-{rep}", run_id=f"x{x:g}-{rep}", params={"ranks": int(x)},
+                            world_size=int(x), repetition=rep, profile={(0,): (1, t, t)})
+    out = tmp_path / "r.md"
+    assert cli.main(["report", str(root), "--at", "ranks=32", "--ranks", "sum", "--format", "markdown", "-q",
+                     "-o", str(out)]) == 0
+    headline = next(line for line in out.read_text().splitlines() if "Predicted run time" in line)
+    assert "from its cost model" in headline and "its model misses its own measurements: " in headline

@@ -160,6 +160,17 @@ def test_the_overview_names_the_worst_growth_among_rows_that_are_not_doubtful():
                     hold={}, ranking=[row("main->noisy", 3.0, "adj. R² -0.2: worse than a constant"),
                                       row("main", 1.0, None), row("main->train", 1.0, None)], regions=[])
     assert report.headline().callpath == "main->train"
+    # review 31: where every growing row is doubtful, the worst of them, not "no region grows"
+    report.ranking = [row("main->noisy", 3.0, "a doubt"), row("main->flat", 0.0, None),
+                      row("main->falls", -1.0, None)]
+    assert report.headline().callpath == "main->noisy"
+    from modeler.report.render import render_html
+
+    html = render_html(report)
+    assert "worst growth: " in html and "(doubtful: every growing model is)" in html and "a doubt" in html
+    assert "no region&#39;s model grows" not in html and "no region's model grows" not in html
+    report.ranking = [row("main->flat", 0.0, None), row("main->falls", -1.0, None)]
+    assert report.headline() is None
 
 
 def test_a_top_level_region_whose_time_is_mostly_its_own_is_said(tmp_path):
@@ -282,3 +293,20 @@ def test_the_poorest_fitting_part_of_a_contradicted_whole_is_marked_too():
     better = FittedModel("main->loop->it", "time", Model(("batch",), 0.0134), 10.0, 0.0, 0.0, None, 12)
     ranking = rank_models([whole, own, better], ("batch",), {"batch": 64.0})
     assert [r.fitted.callpath for r in ranking.rows if r.doubtful()] == ["main->loop"]
+
+
+def test_a_constant_whole_below_its_parts_charges_none_of_them():
+    """Review 31: the run, a constant 1.21 s (8.6 s measured at 4x), was contradicted by its parts,
+    and the training function under it, the one model that was right (-23%), was marked for it as
+    the poorer fit."""
+    from modeler.model import Factor, FittedModel, Model, Term
+    from modeler.ranking import rank_models
+
+    grows = Model(("batch",), 0.01, (Term(0.001, (Factor("batch", 1.0, 0),)),))
+    whole = FittedModel("main", "time", Model(("batch",), 1.2), 7.0, 0.0, 0.0, None, 25)
+    own = FittedModel("main", "exclusive_time", Model(("batch",), 1.1), 7.5, 0.0, 0.0, None, 25)
+    child = FittedModel("main->fit", "time", grows, 9.5, 0.0, 0.97, None, 25)
+    ranking = rank_models([whole, own, child], ("batch",), {"batch": 4096.0})
+    why = {(r.fitted.callpath, r.fitted.metric): r.doubtful() for r in ranking.rows}
+    assert why[("main", "time")].startswith("its parts' models add up to")
+    assert why[("main->fit", "time")] is None and why[("main", "exclusive_time")] is None

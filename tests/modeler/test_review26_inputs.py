@@ -112,6 +112,13 @@ def test_a_run_whose_parameter_is_not_a_number_is_left_out_and_named(tmp_path, c
     # review 29: such a run did not fail, and is not counted as failed
     assert "run run2-0 left out (odd parameters)" in err and "(failed)" not in err
     assert "read 9 of 10 input files (1 left out: their runs' parameters are not those of the others)" in err
+    assert err.count("not a number") == 1  # said once, for the run (review 31)
+    # the report counts it as completed, and left out for its parameters
+    md = tmp_path / "r.md"
+    assert cli.main(["report", str(root), "--format", "markdown", "-q", "-o", str(md)]) == 0
+    text = md.read_text()
+    assert "| runs completed | 10 of 10 |" in text and "| runs left out for their parameters | 1 |" in text
+    assert "**Runs left out (1):**" in text and "`run2-0`: odd parameters: " in text
 
 
 def test_a_run_whose_parameters_are_others_is_not_counted_as_failed(tmp_path, capsys):

@@ -15,6 +15,7 @@ the files it will create before it writes any, so that a build stopped halfway i
 from __future__ import annotations
 
 import errno
+import filecmp
 import os
 import shutil
 import stat
@@ -59,6 +60,11 @@ def open_out(out: Path, given: Path) -> None:
         raise InstrumentError(f"-o {given}: cannot write {where}: {exc.strerror or exc}") from None
 
 
+#: how a module the build instrumented starts (emit.py's headers), within its first bytes
+_HEADERS = (b"from runtime.probe import ", b"import nvtx as __sp_nvtx__")
+_HEADER_BYTES = 1 << 16
+
+
 class OutTree:
     """Clears the way for the files written into OUT; never writes through a link already there
     (it may point at the user's own files), and never removes or replaces what no earlier build
@@ -66,8 +72,9 @@ class OutTree:
     `written=None`: OUT has no record (a `.scaleprobe/` without state, left by an earlier version
     stopped halfway): a plain file is replaced as before, only a folder is looked into."""
 
-    def __init__(self, out: Path, written: Iterable[str] | None = ()) -> None:
+    def __init__(self, out: Path, written: Iterable[str] | None = (), src: Path | None = None) -> None:
         self.out = out
+        self.src = src
         self._recorded = written is not None
         self._written = set(written or ())
         self._cleared: set[str] = set()  # the files the way was cleared for in this build
@@ -113,12 +120,30 @@ class OutTree:
                 if not self._ours(dest):
                     self._in_the_way(dest)
                 shutil.rmtree(dest)  # an earlier build's folder where a file now is
-            elif self._recorded and rel not in self._written:
+            elif self._recorded and rel not in self._written and not self._built(rel):
                 self._in_the_way(dest)  # the user's file (or link) of a name SRC took since
         except FileNotFoundError:
             pass
         self._cleared.add(rel)
         return dest
+
+    def _built(self, rel: str) -> bool:
+        """Whether OUT/rel, on no record, is a build's all the same: a copy of SRC's file (the same
+        bytes, or a link to the same target) or a module that starts with the probes' header. A
+        re-run of an earlier scaleprobe, which recorded what it wrote only at its end, leaves such
+        files off the record when it is stopped halfway (review 31: they were refused for good)."""
+        dest = self.out / rel
+        source = None if self.src is None else self.src / rel
+        try:
+            if dest.is_symlink():
+                return source is not None and source.is_symlink() and os.readlink(source) == os.readlink(dest)
+            if source is not None and not source.is_symlink() and filecmp.cmp(source, dest, shallow=False):
+                return True
+            with open(dest, "rb") as f:
+                head = f.read(_HEADER_BYTES)
+        except OSError:
+            return False
+        return b"\n__sp_on__ = " in head and any(h in head for h in _HEADERS)
 
     def kept(self, rel: str) -> bool:
         """After writing OUT/rel failed: whether it stays on the record of what builds wrote (it was,

@@ -25,7 +25,7 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from . import __version__
 from .emit import NvtxBackend
@@ -38,6 +38,7 @@ from .quiet import quiet_warnings
 from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
 from .results import FileResult, Skip
 from .shadowing import shadow_warnings
+from .stateshape import state_in_shape, written_in_shape
 from .transform import instrument_source
 
 LINEMAP_NAME = "linemap.json"
@@ -280,11 +281,6 @@ def run_jobs(jobs: list[tuple], workers: int, work=_work) -> dict[str, FileResul
     return results
 
 
-def _inside(rel: object) -> bool:
-    """Whether `rel` can name a file a build wrote: an OUT-relative posix path that stays inside."""
-    return isinstance(rel, str) and bool(rel) and not PurePosixPath(rel).is_absolute() and ".." not in PurePosixPath(rel).parts
-
-
 class Project:
     def __init__(self, opts: Options) -> None:
         self.opts = opts
@@ -323,8 +319,10 @@ class Project:
         if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
             return empty
         written = state.get("written")
-        if written is not None and not (isinstance(written, list) and all(_inside(r) for r in written)):
+        if written is not None and not written_in_shape(written):
             del state["written"]  # edited out of shape: no record of what builds wrote (`OutTree`)
+        if not state_in_shape(state):  # edited out of shape: start over, keeping the record
+            return {**empty, **({"written": state["written"]} if "written" in state else {})}
         return state
 
     # -- graph ---------------------------------------------------------------------------------
@@ -383,7 +381,11 @@ class Project:
         """`--graph`: the import graph, and what it could not read (folders, modules reached) in
         `failed`, named as the build names them."""
         summary = self._summary()
-        summary.graph = self.graph(summary.failed)
+        graph = self.graph(summary.failed)
+        # an own folder that could not be listed is no third-party module (review 31)
+        unlisted = {folder.rstrip("/").rsplit("/", 1)[-1] for folder, _ in self.unreadable if folder.endswith("/")}
+        graph.third_party = [t for t in graph.third_party if t not in unlisted]
+        summary.graph = graph
         return summary
 
     def targets(self) -> tuple[list[str], ImportGraph | None]:
@@ -485,7 +487,7 @@ class Project:
         results = self.transform(targets, summary, reuse=True)
         summary.results = results
         open_out(self.out, self.opts.out)
-        tree = OutTree(self.out, recorded)
+        tree = OutTree(self.out, recorded, self.src)
         self._record_new(tree.new(self.files))
         written = set()
         linemaps: dict[str, list[int]] = {}
@@ -644,7 +646,7 @@ class Project:
         for rel in set(self.state.get("written", [])) - written:
             path = self.out / rel
             try:
-                if path.is_file():
+                if path.is_symlink() or path.is_file():  # a copied link too, even dangling (review 31)
                     path.unlink()
             except OSError:
                 pass  # left in OUT: nothing is lost

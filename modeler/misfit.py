@@ -31,9 +31,7 @@ NOISE_SIGMAS = 3.0
 def threshold(repetitions: Sequence[np.ndarray]) -> float:
     """The factor a miss must exceed: `MISS_FACTOR`, or `NOISE_SIGMAS` standard deviations of the
     runs' log spread where that is more (the median over the points measured at least twice)."""
-    sds = [float(np.std(np.log(r), ddof=1)) for r in repetitions
-           if r.size >= MIN_REPETITIONS and np.all(r > 0) and np.all(np.isfinite(r))]
-    return max(MISS_FACTOR, math.exp(NOISE_SIGMAS * float(np.median(sds)))) if sds else MISS_FACTOR
+    return _threshold(_table(repetitions))
 
 
 def worst_miss(fitted: np.ndarray, repetitions: Sequence[np.ndarray]) -> tuple[float, int] | None:
@@ -41,17 +39,50 @@ def worst_miss(fitted: np.ndarray, repetitions: Sequence[np.ndarray]) -> tuple[f
     repetitions measured there, when that is more than the `threshold`; else None. A model at or
     below zero where every repetition is above zero misses by an infinite factor; points measured
     fewer than `MIN_REPETITIONS` times, or whose repetitions are not all above zero, are skipped."""
-    worst, at = threshold(repetitions), -1
-    for i, (f, reps) in enumerate(zip(fitted, repetitions)):
-        if reps.size < MIN_REPETITIONS:
-            continue
-        lo, hi = float(np.min(reps)), float(np.max(reps))
-        if not (lo > 0 and math.isfinite(hi)) or not math.isfinite(f):
-            continue
-        factor = lo / f if 0 < f < lo else (math.inf if f <= 0 else f / hi)
-        if factor > worst:
-            worst, at = factor, i
-    return None if at < 0 else (worst, at)
+    R = _table(repetitions)
+    f = np.asarray(fitted, dtype=float)
+    if R.shape[1] < MIN_REPETITIONS:
+        return None
+    missing = np.isnan(R)
+    counts = R.shape[1] - missing.sum(axis=1)
+    lo = np.where(missing, np.inf, R).min(axis=1)
+    hi = np.where(missing, -np.inf, R).max(axis=1)
+    tested = (counts >= MIN_REPETITIONS) & (lo > 0) & np.isfinite(hi) & np.isfinite(f)
+    if not tested.any():
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(f <= 0, np.inf, np.where(f < lo, lo / f, f / hi))
+    factor = np.where(tested, factor, -np.inf)
+    at = int(np.argmax(factor))
+    if factor[at] <= MISS_FACTOR:  # the bar is never lower: most models stop here
+        return None
+    return (float(factor[at]), at) if factor[at] > _threshold(R) else None
+
+
+def _table(repetitions: Sequence[np.ndarray]) -> np.ndarray:
+    """The repetitions as a (points, most repetitions) array, NaN where a point has fewer (one
+    array op per series instead of several per point: the test runs on every model)."""
+    width = max(r.size for r in repetitions)
+    if all(r.size == width for r in repetitions):
+        return np.array(repetitions, dtype=float)
+    table = np.full((len(repetitions), width), np.nan)
+    for i, r in enumerate(repetitions):
+        table[i, : r.size] = r
+    return table
+
+
+def _threshold(R: np.ndarray) -> float:
+    missing = np.isnan(R)
+    counts = R.shape[1] - missing.sum(axis=1)
+    with np.errstate(invalid="ignore"):
+        usable = (counts >= MIN_REPETITIONS) & np.all(missing | ((R > 0) & np.isfinite(R)), axis=1)
+    if not usable.any():
+        return MISS_FACTOR
+    logs = np.log(np.where(missing, 1.0, R)[usable])  # padding: log 1 = 0, left out below
+    present, n = ~missing[usable], counts[usable]
+    mean = logs.sum(axis=1) / n
+    sds = np.sqrt((((logs - mean[:, None]) * present) ** 2).sum(axis=1) / (n - 1))
+    return max(MISS_FACTOR, math.exp(NOISE_SIGMAS * float(np.median(sds))))
 
 
 def miss_text(factor: float, value: float, point: str, repetitions: np.ndarray) -> str:

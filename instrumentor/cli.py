@@ -96,6 +96,17 @@ def _epoch_hint(summary: Summary) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        return _run(args)
+    except BrokenPipeError:
+        # `instrument src --graph | head`: the reader went away, which is not an error of ours (what
+        # was built is built); point stdout at devnull so the interpreter's final flush does not raise
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
         if args.jobs < 1:
             raise InstrumentError(f"--jobs {args.jobs}: must be at least 1")
         if args.file_timeout < 0:

@@ -77,3 +77,17 @@ def test_graph_does_not_call_an_unlistable_own_folder_third_party(tmp_path, caps
     assert main([str(src), "--graph"]) == 1
     printed = capsys.readouterr().out
     assert "third-party modules (1):\n  numpy" in printed and "private/: cannot read" in printed
+
+
+def test_a_reader_that_goes_away_is_no_error(built):  # noqa: F811
+    """`instrument src -o out | head -1` ended in a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    source, out = built
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen([sys.executable, "-m", "instrumentor.cli", str(source), "-o", str(out), "--all"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()  # before the summary is printed
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and "Traceback" not in err, err

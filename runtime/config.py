@@ -152,6 +152,12 @@ def parse_schedule(spec: str, var: str = "SCALEPROBE_SCHEDULE") -> Schedule:
     return sched
 
 
+def _missing(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is None
+
+
 def _flag(env: Mapping[str, str], var: str, default: bool = False) -> bool:
     v = env.get(var)
     if v is None or v == "":
@@ -204,6 +210,10 @@ def from_env(env: Mapping[str, str] | None = None) -> Config:
     gpu = e.get("SCALEPROBE_GPU", "auto") or "auto"
     if gpu not in ("auto", "0", "1", "fake"):
         raise ConfigError(f"SCALEPROBE_GPU={gpu!r}: use auto, 0, 1 or fake")
+    nvtx = _flag(e, "SCALEPROBE_NVTX")
+    if nvtx and _missing("nvtx"):
+        # else a ModuleNotFoundError traceback at the first instrumented import (review 33)
+        raise ConfigError("SCALEPROBE_NVTX=1 needs the nvtx package, which this Python cannot import: pip install nvtx")
     return Config(
         out_dir=os.path.expanduser(e.get("SCALEPROBE_OUT") or "") or None,  # `~/x` quoted in a job script (review 26)
         experiment=e.get("SCALEPROBE_EXPERIMENT", ""),
@@ -215,7 +225,7 @@ def from_env(env: Mapping[str, str] | None = None) -> Config:
         schedule=sched,
         include=_patterns(e, "SCALEPROBE_INCLUDE"),
         exclude=_patterns(e, "SCALEPROBE_EXCLUDE"),
-        nvtx=_flag(e, "SCALEPROBE_NVTX"),
+        nvtx=nvtx,
         disable=_flag(e, "SCALEPROBE_DISABLE"),
         trace=_flag(e, "SCALEPROBE_TRACE"),
         flush_interval_s=_number(e, "SCALEPROBE_FLUSH_INTERVAL", 5.0, float, maximum=MAX_FLUSH_INTERVAL_S),

@@ -20,7 +20,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 
 from .errors import InstrumentError
@@ -149,3 +149,24 @@ class OutTree:
         """After writing OUT/rel failed: whether it stays on the record of what builds wrote (it was,
         or the way was cleared for it and this build left something there)."""
         return rel in self._written or (rel in self._cleared and os.path.lexists(self.out / rel))
+
+
+def replace_file(dest: Path, write: Callable[[Path], None]) -> None:
+    """Put a new file at `dest`: `write` fills a temporary file beside it, which is then renamed
+    over it. Whatever was at `dest` is replaced, never written through: a symlink (it may point at
+    the user's files) or a hard link to SRC's own file (review 32: the instrumented code went into
+    the user's source)."""
+    fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".scaleprobe-tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        os.replace(tmp, dest)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename == str(tmp):  # named as the file the build writes, not its temporary
+            raise type(exc)(exc.errno, exc.strerror, str(dest)) from None
+        raise
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -33,7 +33,7 @@ from .errors import InstrumentError
 from .fileerrors import cannot_read, decode_failure, io_failure
 from .graph import ImportFacts, ImportGraph, entry_package, resolve, scan_imports
 from .linemap import MAP_FORMAT
-from .outdir import OutTree, check_out, open_out
+from .outdir import OutTree, check_out, open_out, replace_file
 from .quiet import quiet_warnings
 from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
 from .results import FileResult, Skip
@@ -578,10 +578,13 @@ class Project:
             return
         if result is not None and result.status == "instrumented":
             dest = tree.ready(rel)
-            if dest.is_symlink():  # an earlier copy of a symlink: never write through it
-                dest.unlink()
-            dest.write_bytes(result.code)  # type: ignore[arg-type]
-            shutil.copymode(self.src / rel, dest)
+            code = result.code
+
+            def write(tmp: Path) -> None:
+                tmp.write_bytes(code)  # type: ignore[arg-type]
+                shutil.copymode(self.src / rel, tmp)
+
+            replace_file(dest, write)
         else:
             self._copy(rel, tree)
             summary.copied += 1
@@ -633,14 +636,12 @@ class Project:
                 dest.unlink()
             dest.symlink_to(target)
             return
-        if dest.is_symlink():
-            dest.unlink()
-        elif dest.exists():
+        if not dest.is_symlink() and dest.exists():
             a, b = source.stat(), dest.stat()
             # copy2 keeps the nanosecond mtime: a file rewritten within the same second differs there
             if a.st_size == b.st_size and a.st_mtime_ns == b.st_mtime_ns:
                 return
-        shutil.copy2(source, dest)
+        replace_file(dest, lambda tmp: shutil.copy2(source, tmp))
 
     def _remove_stale(self, written: set[str]) -> None:
         for rel in set(self.state.get("written", [])) - written:

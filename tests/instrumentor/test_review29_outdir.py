@@ -98,7 +98,9 @@ def test_a_rerun_stopped_halfway_is_continued(built, capsys):
         patch.setattr(shutil, "copymode", stop)
         with pytest.raises(KeyboardInterrupt):
             main([str(source), "-o", str(out), "-q", "--all"])
-    assert (out / "a.yaml").exists() and (out / "b.py").exists() and not (out / "c.yaml").exists()
+    # b.py is written to a temporary file renamed over it: stopped in between, nothing is left of it
+    assert (out / "a.yaml").exists() and not (out / "b.py").exists() and not (out / "c.yaml").exists()
+    assert not list(out.glob(".*.scaleprobe-tmp"))
     (source / "a.yaml").write_text("a, changed\n")
     assert main([str(source), "-o", str(out), "-q", "--all"]) == 0, capsys.readouterr().err
     assert (out / "a.yaml").read_text() == "a, changed\n" and (out / "c.yaml").read_text() == "c\n"

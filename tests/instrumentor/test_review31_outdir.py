@@ -91,3 +91,18 @@ def test_a_reader_that_goes_away_is_no_error(built):  # noqa: F811
     proc.stdout.close()  # before the summary is printed
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0 and "Traceback" not in err, err
+
+
+def test_a_hard_link_in_out_to_src_is_replaced_never_written_through(built, capsys):  # noqa: F811
+    """Review 32: OUT/helper.py, a hard link to SRC/helper.py (same bytes, so taken as a build's
+    copy), had the instrumented code written into it, and so into the user's source."""
+    source, out = built
+    (source / "helper.py").write_text("def h():\n    return 1\n")
+    (source / "data.txt").write_text("v1\n")
+    os.link(source / "helper.py", out / "helper.py")
+    os.link(source / "data.txt", out / "data.txt")
+    assert main([str(source), "-o", str(out), "-q", "--all"]) == 0, capsys.readouterr().err
+    assert (source / "helper.py").read_text() == "def h():\n    return 1\n"
+    assert "__sp_define__" in (out / "helper.py").read_text()
+    # a copy through a link shares its size and time with SRC's file: it is left as it is
+    assert (source / "data.txt").read_text() == "v1\n" == (out / "data.txt").read_text()

@@ -77,25 +77,37 @@ def _hypotheses(n_options: list[int], rich: Collection[tuple[int, int]] = ()
     return out
 
 
-#: a + b + a*b is fitted for a pair of parameters only where each has this many values and the
-#: points hold this share of the pair's grid: on smaller or sparse designs its four coefficients
-#: follow the noise (review 31: on 3 x 3 grids with one run the 90th percentile of the error at 4x
-#: rose from 148% to 204%; on a diagonal band one fit predicted -6428 for a true 560)
-RICH_VALUES = 5
+#: a + b + a*b is fitted for a pair of parameters only where the pair's grid has this many values
+#: of each and the points hold this share of it: on smaller or sparse designs its four
+#: coefficients follow the noise (review 31: on 3 x 3 grids with one run the 90th percentile of
+#: the error at 4x rose from 148% to 204%; on a diagonal band one fit predicted -6428 for a true
+#: 560); on 4 x 4 grids it helped (review 32)
+RICH_VALUES = 4
 RICH_GRID = 0.8
 
 
 def rich_pairs(points: np.ndarray) -> set[tuple[int, int]]:
     """The pairs of parameters (p < q) measured richly enough for a + b + a*b (`RICH_VALUES`,
-    `RICH_GRID`)."""
+    `RICH_GRID`). The grid is that of the values met with two or more values of the other
+    parameter: a point measured off the grid (a check inside the range) does not add a row and a
+    column to it (review 32: one such point turned the structure off on a full 5 x 5 grid)."""
     out = set()
-    counts = [np.unique(points[:, p]).size for p in range(points.shape[1])]
     for p, q in itertools.combinations(range(points.shape[1]), 2):
-        if min(counts[p], counts[q]) < RICH_VALUES:
+        pairs = np.unique(points[:, [p, q]], axis=0)
+        rows = _grid_values(pairs[:, 0])
+        cols = _grid_values(pairs[:, 1])
+        if min(rows.size, cols.size) < RICH_VALUES:
             continue
-        if np.unique(points[:, [p, q]], axis=0).shape[0] >= RICH_GRID * counts[p] * counts[q]:
+        inside = np.isin(pairs[:, 0], rows) & np.isin(pairs[:, 1], cols)
+        if inside.sum() >= RICH_GRID * rows.size * cols.size:
             out.add((p, q))
     return out
+
+
+def _grid_values(column: np.ndarray) -> np.ndarray:
+    """The values of one parameter met (in the distinct pairs `column` comes from) at least twice."""
+    values, counts = np.unique(column, return_counts=True)
+    return values[counts >= 2]
 
 
 def fit_group(

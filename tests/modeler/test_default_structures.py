@@ -60,7 +60,12 @@ def test_only_richly_measured_pairs_get_it():
     grid5 = np.array([(b, w) for b in BATCH for w in WIDTH])
     assert rich_pairs(grid5) == {(0, 1)}
     assert rich_pairs(grid5[1:]) == {(0, 1)}  # a failed run or two: still a grid
+    # review 32: a point measured inside the range, off the grid, does not make it sparse
+    assert rich_pairs(np.vstack([grid5, [[96.0, 192.0]]])) == {(0, 1)}
+    assert rich_pairs(np.array([(b, w) for b in BATCH[:4] for w in WIDTH[:4]])) == {(0, 1)}  # 4 x 4 helped
     assert rich_pairs(np.array([(b, w) for b in BATCH[:3] for w in WIDTH[:3]])) == set()
+    cross = np.array([(b, WIDTH[2]) for b in BATCH] + [(BATCH[2], w) for w in WIDTH])
+    assert rich_pairs(cross) == set()
     band = np.array([(BATCH[i], WIDTH[j]) for i in range(5) for j in range(5) if abs(i - j) <= 1])
     assert rich_pairs(band) == set()
     three = np.array([(b, w, r) for b in BATCH for w in WIDTH for r in (1.0, 2.0, 4.0)])

@@ -383,7 +383,8 @@ class Project:
         summary = self._summary()
         graph = self.graph(summary.failed)
         # an own folder that could not be listed is no third-party module (review 31)
-        unlisted = {folder.rstrip("/").rsplit("/", 1)[-1] for folder, _ in self.unreadable if folder.endswith("/")}
+        # (top-level ones only: a nested `vendor/json5/` is no module `json5`, review 32)
+        unlisted = {folder.rstrip("/") for folder, _ in self.unreadable if folder.endswith("/") and folder.count("/") == 1}
         graph.third_party = [t for t in graph.third_party if t not in unlisted]
         summary.graph = graph
         return summary

@@ -37,7 +37,8 @@ def state_in_shape(state: dict[str, Any]) -> bool:
     files, imports, bodies = state.get("files", {}), state.get("imports", {}), state.get("epoch_bodies", {})
     if not (isinstance(files, dict) and isinstance(imports, dict) and isinstance(bodies, dict)):
         return False
-    return all(_file_entry(e) for e in files.values()) and all(_imports_entry(e) for e in imports.values())
+    return all(_file_entry(e) for e in files.values()) and all(_imports_entry(e) for e in imports.values()) \
+        and all(isinstance(e, list) and len(e) == 3 and isinstance(e[1], list) for e in bodies.values())
 
 
 def _file_entry(e: object) -> bool:
@@ -49,12 +50,18 @@ def _file_entry(e: object) -> bool:
         and isinstance(e.get("status"), str) and isinstance(e.get("out_size"), int)
         and (block is None or (isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) for b in block)))
         and isinstance(e.get("regions"), list)
-        and all(isinstance(r, dict) and set(r) == _REGION_KEYS for r in e["regions"])
+        and all(isinstance(r, dict) and set(r) == _REGION_KEYS and _region_values(r) for r in e["regions"])
         and isinstance(e.get("skipped", []), list)
         and all(isinstance(s, dict) and set(s) == _SKIP_KEYS for s in e.get("skipped", []))
     )
 
 
+def _region_values(r: dict) -> bool:
+    return all(isinstance(r[k], int) and not isinstance(r[k], bool) for k in ("id", "line")) \
+        and all(isinstance(r[k], str) for k in ("kind", "name", "file", "key"))
+
+
 def _imports_entry(e: object) -> bool:
     return isinstance(e, list) and len(e) == 3 and isinstance(e[0], str) and isinstance(e[1], list) \
-        and all(isinstance(i, list) and len(i) == 3 for i in e[1]) and isinstance(e[2], list)
+        and all(isinstance(i, list) and len(i) == 3 and isinstance(i[0], str) and isinstance(i[1], int)
+                and isinstance(i[2], list) for i in e[1]) and isinstance(e[2], list)

@@ -96,5 +96,8 @@ def miss_text(factor: float, value: float, point: str, repetitions: np.ndarray) 
 
 
 def _factor(x: float) -> str:
-    """2.04, 12.3, 123: never rounded down to the 2 of "more than 2x", never in e-notation."""
-    return f"{x:.3g}" if x < 100 else f"{x:.0f}"
+    """2.04, 2.004, 12.3, 123: never rounded to the 2 of "more than 2x", never in e-notation."""
+    if x >= 100:
+        return f"{x:.0f}"
+    text = f"{x:.3g}"
+    return f"{x:.4g}" if text == "2" else text  # 2.004: not "2" under "more than 2x" (review 32)

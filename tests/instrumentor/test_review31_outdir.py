@@ -53,11 +53,16 @@ def test_a_dangling_link_src_dropped_is_removed(built, capsys):  # noqa: F811
 @pytest.mark.parametrize("edit", [
     {"files": "x"}, {"files": {"main.py": "bad"}}, {"imports": []}, {"next_id": "x"},
     {"files": {"main.py": {"hash": 1}}}, {"epoch_bodies": 3}, {"imports": {"main.py": ["h", [1], []]}},
+    # review 32: values of the wrong type inside the entries
+    "region id", {"imports": {"main.py": ["h", [["a", "b", 5]], []]}}, {"epoch_bodies": {"main.py": ["h", 5, "f"]}},
 ])
 def test_a_state_edited_out_of_shape_anywhere_starts_over(built, capsys, edit):  # noqa: F811
     source, out = built
     state_file = out / ".scaleprobe" / "state.json"
     state = json.loads(state_file.read_text())
+    if edit == "region id":
+        state["files"]["main.py"]["regions"][0]["id"] = "x"
+        edit = {}
     state_file.write_text(json.dumps({**state, **edit}))
     (source / "b.py").write_text("def b():\n    return 1\n")
     assert main([str(source), "-o", str(out), "-q", "--all"]) == 0, capsys.readouterr().err
@@ -106,3 +111,12 @@ def test_a_hard_link_in_out_to_src_is_replaced_never_written_through(built, caps
     assert "__sp_define__" in (out / "helper.py").read_text()
     # a copy through a link shares its size and time with SRC's file: it is left as it is
     assert (source / "data.txt").read_text() == "v1\n" == (out / "data.txt").read_text()
+
+
+def test_graph_keeps_a_third_party_module_named_like_a_nested_unlistable_folder(tmp_path, capsys, unreadable):  # noqa: F811
+    src = tmp_path / "src"
+    (src / "vendor" / "json5").mkdir(parents=True)
+    (src / "main.py").write_text("import json5\n")
+    unreadable(src / "vendor" / "json5")
+    assert main([str(src), "--graph"]) == 1
+    assert "third-party modules (1):\n  json5" in capsys.readouterr().out

@@ -53,6 +53,13 @@ def test_runs_spread_over_more_than_2x_do_not_mark_a_model_among_them():
     assert worst_miss(np.array([1.0, 2.0, 3.0, 4.0, 0.2]), reps) == (pytest.approx(2.5), 4)
 
 
+def test_a_factor_just_above_2_is_not_printed_as_2():
+    from modeler.misfit import miss_text
+
+    assert "(2.004x off)" in miss_text(2.004, 1.0, "p=1", np.array([2.004, 2.1]))
+    assert "(123x off)" in miss_text(123.4, 1.0, "p=1", np.array([123.4, 130.0]))
+
+
 def test_a_point_measured_once_is_not_tested():
     """Review 31: with one run per point (the launcher's default) a lone slow run marked the model."""
     once = tuple(np.array([v]) for v in (1.0, 2.0, 3.0))

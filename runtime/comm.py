@@ -2,16 +2,20 @@
 all-reduce, recorded with the operation, bytes, group size and time.
 
 Patched only once the program itself has imported torch.distributed (checked at every `define`
-and at the start of every epoch/step loop), never by importing torch ourselves. Only the public
-`torch.distributed.<op>` names are wrapped, so the library's internal calls are not counted twice.
+and at the start of every epoch/step loop), never by importing torch ourselves. The public
+`torch.distributed.<op>` names are wrapped, and isend/irecv also in distributed_c10d (`_C10D_TOO`);
+a wrapped call made while another runs on the same thread (send's isend, batch_isend_irecv's
+isends and irecvs) is part of that one and not recorded again.
 """
 
 from __future__ import annotations
 
 import bisect
+import collections
 import functools
 import sys
 import threading
+import weakref
 from time import perf_counter_ns
 from typing import Any, Callable
 
@@ -27,12 +31,17 @@ OPS = (
 )
 # The argument that carries this rank's payload, by parameter name, in order of preference.
 _PAYLOAD = ("tensor", "input_tensor", "input", "input_tensor_list", "input_list", "p2p_op_list", "tensors")
+# Always asynchronous: they return Work(s) whatever the arguments.
+_ASYNC = ("isend", "irecv", "batch_isend_irecv")
+# Also replaced in distributed_c10d: `P2POp` accepts only an op that `is` c10d's own isend/irecv, and
+# batch_isend_irecv tells sends from receives the same way (review 33 H2).
+_C10D_TOO = ("isend", "irecv")
 
 _patched = [False]
 _watching = [False]
-# Set while a DDP comm hook runs: the collectives it issues are part of `ddp_allreduce` and must
-# not be counted a second time as plain all_reduce calls.
-_in_hook = threading.local()
+# Set while a wrapped operation or a DDP comm hook runs on this thread: the operations it issues
+# (send's isend, a hook's all_reduce) are part of it and must not be counted a second time.
+_inside = threading.local()
 
 
 class _TorchImportWatch:
@@ -117,6 +126,7 @@ def patch_if_loaded(rec: "_recorder.Recorder") -> bool:
     _patched[0] = True
     import inspect
 
+    c10d = sys.modules.get("torch.distributed.distributed_c10d")
     for op in OPS:
         fn = getattr(dist, op, None)
         if fn is None or getattr(fn, "__sp_wrapped__", False):
@@ -126,7 +136,11 @@ def patch_if_loaded(rec: "_recorder.Recorder") -> bool:
         except (TypeError, ValueError):
             params = []
         rid = rec.new_region("comm", f"torch.distributed.{op}", "torch/distributed", 0)
-        setattr(dist, op, _wrap(rec, op, fn, rid, params))
+        wrapper = _wrap(rec, op, fn, rid, params)
+        setattr(dist, op, wrapper)
+        if op in _C10D_TOO and getattr(c10d, op, None) is fn:
+            setattr(c10d, op, wrapper)
+    _patch_work_wait(dist)
     if rec.cfg.ddp_hook:
         _patch_ddp(rec)
     return True
@@ -185,18 +199,30 @@ def _group_size(dist: Any, group: Any) -> int | None:
         return None
 
 
+def _is_compiling() -> Callable[[], bool]:
+    """torch.compiler.is_compiling, where this torch has it."""
+    compiler = getattr(sys.modules.get("torch"), "compiler", None)
+    return getattr(compiler, "is_compiling", None) or (lambda: False)
+
+
 def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: list[str]) -> Callable:
     payload = next((params.index(p) for p in _PAYLOAD if p in params), None)
     payload_name = params[payload] if payload is not None else None
     group_at = params.index("group") if "group" in params else None
     # scatter's `tensor` is what a rank receives: the source rank sends its `scatter_list`.
     sends_at = params.index("scatter_list") if op == "scatter" and "scatter_list" in params else None
+    async_at = params.index("async_op") if "async_op" in params else None
     dist = sys.modules["torch.distributed"]
+    is_compiling = _is_compiling()
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not rec.on or getattr(_in_hook, "on", False):
+        # While dynamo traces, it must see only the library's call (it makes it a functional
+        # collective): our probes would break the graph (review 33 H3). Compiled calls are not recorded.
+        if is_compiling() or not rec.on or getattr(_inside, "on", False):
             return fn(*args, **kwargs)
+        if _dropped:
+            _settle_dropped()
         if payload is None:
             nbytes = 0
         elif payload < len(args):
@@ -208,29 +234,41 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
             if sends:  # only on the source rank
                 nbytes = _tensor_bytes(sends)
         group = args[group_at] if group_at is not None and group_at < len(args) else kwargs.get("group")
+        if op in _ASYNC:
+            is_async = True
+        elif async_at is not None:
+            is_async = bool(args[async_at] if async_at < len(args) else kwargs.get("async_op"))
+        else:
+            is_async = False
         path = impl.current_path()
         gpu = rec.gpu
-        ev = gpu.start() if gpu is not None else None
+        # GPU events only for the sync forms: nothing stops an async call's (review 33 L1)
+        ev = gpu.start() if gpu is not None and not is_async else None
         impl.enter(rid)
+        _inside.on = True
         t0 = perf_counter_ns()
         try:
             result = fn(*args, **kwargs)
         finally:
             dt = perf_counter_ns() - t0
+            _inside.on = False
             impl.exit(rid)
         fut = None
         if result is not None and hasattr(result, "get_future"):
             try:
                 fut = result.get_future()
-            except Exception:  # backends without futures: the issue time is all we get
+            except Exception:  # backends without futures (gloo's isend/irecv): see `_until_waited`
                 fut = None
+
+        def done(end: int) -> None:
+            record(rec, op, nbytes, _group_size(dist, group), end - t0, path + (rid,), None, t0)
+
         if fut is not None:
             # Async form: the operation lasts until its future completes (on another thread).
-            def done(f: Any, t0: int = t0) -> None:
-                record(rec, op, nbytes, _group_size(dist, group), perf_counter_ns() - t0, path + (rid,), None, t0)
-
-            fut.add_done_callback(done) if hasattr(fut, "add_done_callback") else fut.then(done)
-        else:
+            fut_done = lambda f: done(perf_counter_ns())  # noqa: E731
+            fut.add_done_callback(fut_done) if hasattr(fut, "add_done_callback") else fut.then(fut_done)
+        elif not (is_async and _until_waited(result, t0 + dt, done)):
+            # A sync form, or an async one whose end cannot be seen: the call's own duration.
             pending = None
             if ev is not None:
                 pending = {"gpu_ns": None}
@@ -240,6 +278,86 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
 
     wrapper.__sp_wrapped__ = True  # type: ignore[attr-defined]
     return wrapper
+
+
+# An async call whose Work has no future (gloo's isend/irecv; the list batch_isend_irecv returns)
+# lasts until the program's wait() on its Work returns (review 33 M4): Work -> (its _Waited, the
+# finalizer that notices the Work dropped unwaited).
+_waiting: "weakref.WeakKeyDictionary[Any, tuple[_Waited, weakref.finalize]]" = weakref.WeakKeyDictionary()
+# _Waited of Works dropped unwaited. A finalizer may run inside a garbage collection, with the
+# recorder's locks held, so it only queues them here; the next wrapped call or wait() records them.
+_dropped: collections.deque = collections.deque()
+_work_patched = [None]  # the Work class whose wait() is wrapped
+
+
+class _Waited:
+    """One async call, recorded once each of its Works was waited for or dropped: until the last
+    wait() returned, or with its issue time when none was waited for."""
+
+    __slots__ = ("left", "end", "done", "lock")
+
+    def __init__(self, works: int, issued: int, done: Callable[[int], None]) -> None:
+        self.left = works
+        self.end = issued
+        self.done = done
+        self.lock = threading.Lock()
+
+    def settle(self, waited: bool) -> None:
+        with self.lock:
+            self.left -= 1
+            if waited:
+                self.end = max(self.end, perf_counter_ns())
+            if self.left:
+                return
+        self.done(self.end)
+
+
+def _until_waited(result: Any, issued: int, done: Callable[[int], None]) -> bool:
+    """Have `done` called when the program has waited for the Work(s) of an async call; False
+    (it is then recorded at issue) where that cannot be seen."""
+    works = result if isinstance(result, list) else [result]
+    work_type = _work_patched[0]
+    if work_type is None or not works or not all(isinstance(w, work_type) for w in works):
+        return False
+    waited = _Waited(len(works), issued, done)
+    for w in works:
+        _waiting[w] = (waited, weakref.finalize(w, _dropped.append, waited))
+    return True
+
+
+def _settle_dropped() -> None:
+    while _dropped:
+        try:
+            waited = _dropped.popleft()
+        except IndexError:  # another thread took the last one
+            return
+        waited.settle(False)
+
+
+def _patch_work_wait(dist: Any) -> None:
+    """Wrap `Work.wait` (a Work instance takes no attributes) so that `_until_waited` sees it return."""
+    work_type = getattr(dist, "Work", None)
+    orig = getattr(work_type, "wait", None)
+    if orig is None or _work_patched[0] is not None:
+        return
+    is_compiling = _is_compiling()
+
+    @functools.wraps(orig)
+    def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = orig(self, *args, **kwargs)  # if it raises, the call stays waiting, as the Work does
+        if not is_compiling():
+            entry = _waiting.pop(self, None) if _waiting else None
+            if entry is not None and entry[1].detach() is not None:  # not dropped meanwhile
+                entry[0].settle(True)
+            if _dropped:
+                _settle_dropped()
+        return out
+
+    try:
+        work_type.wait = wait
+    except (AttributeError, TypeError):  # not patchable: async p2p keeps its issue time
+        return
+    _work_patched[0] = work_type
 
 
 def record(rec: "_recorder.Recorder", op: str, nbytes: int, group_size: int | None, time_ns: int,
@@ -363,14 +481,15 @@ def _ddp_hook(state: _HookState, bucket: Any) -> Any:
         nbytes = int(buf.numel()) * int(buf.element_size())
     except Exception:
         nbytes = 0
-    _in_hook.on = True
+    inside = getattr(_inside, "on", False)
+    _inside.on = True
     try:
         if state.user_hook is not None:
             fut = state.user_hook(state.user_state, bucket)
         else:
             fut = default_hooks.allreduce_hook(state.process_group, bucket)
     finally:
-        _in_hook.on = False
+        _inside.on = inside
     rec = state.rec
     if not rec.on:
         return fut
@@ -407,6 +526,10 @@ def _patch_ddp(rec: "_recorder.Recorder") -> None:
     @functools.wraps(orig_init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         orig_init(self, *args, **kwargs)
+        if getattr(self, "_use_python_reducer", False):
+            # dynamo's python reducer (optimize_ddp="python_reducer") calls comm hooks per
+            # parameter as hook(state, (grad, param)), not per GradBucket (review 33 M10): untimed
+            return
         try:
             st = _HookState(getattr(self, "process_group", None), rid, rec)
             orig_register(self, st, _ddp_hook)

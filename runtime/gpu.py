@@ -1,18 +1,31 @@
 """GPU timing with CUDA events: taken from a pool, recorded on the current stream, resolved lazily.
 
 No synchronization is added per step: a stop event is queued and its elapsed time is read when
-`query()` says it has completed (at flushes, and every few starts so the queue stays short). Only
-the final flush waits for the events still in flight. Tests use `FakeBackend` on CPU.
+`query()` says both events have completed (at flushes, and every few starts so the queue stays
+short). Only the final flush waits for the events still in flight, and at most FINAL_WAIT_S.
+
+Reading events never raises into the program or a flush (review 33, H6): an interval that cannot
+be read gets no GPU time (null), and a CUDA error (they are sticky: every later call fails too)
+turns GPU timing off for the rest of the process, said once on stderr and in the end record.
+An event belongs to the device of its first record, so pools and queues are per device (H4).
+Nothing is recorded or queried while a CUDA graph is being captured (H7). Tests use `FakeBackend`
+on CPU.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
+import sys
+import threading
+import time
 from collections import deque
-from typing import Any, Protocol
+from typing import Any, ContextManager, Protocol
 
 
 class Event(Protocol):
-    def record(self) -> None: ...
+    def record(self, stream: Any = None) -> None: ...
     def query(self) -> bool: ...
     def synchronize(self) -> None: ...
     def elapsed_time(self, end: "Event") -> float: ...  # milliseconds, like torch.cuda.Event
@@ -21,8 +34,27 @@ class Event(Protocol):
 class EventBackend(Protocol):
     name: str
 
+    def capturing(self) -> bool: ...  # a CUDA graph capture is underway: record and query nothing
+    def device(self) -> int: ...  # the device to time on, now, in this thread
     def new_event(self) -> Event: ...
-    def peak_memory(self) -> dict[str, int] | None: ...
+    def record(self, ev: Event, device: int) -> None: ...
+    def bind(self, device: int) -> ContextManager[Any]: ...  # for calls on that device's events
+    def peak_memory(self, device: int) -> dict[str, int] | None: ...
+
+
+# The timer's lock (the flush thread and the program's threads both resolve, H8), also taken by
+# the capture count below. Made anew in a forked child: a parent's thread may have held it.
+_lock = threading.RLock()
+_captures = [0]  # CUDA graph captures underway in this process (_count_captures)
+
+
+def _after_fork() -> None:
+    global _lock
+    _lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 class CudaBackend:
@@ -30,15 +62,107 @@ class CudaBackend:
 
     def __init__(self, torch: Any) -> None:
         self._torch = torch
+        self._cuda = cuda = torch.cuda
+        self._capturing_here = cuda.is_current_stream_capturing
+        _count_captures(cuda)
+        self._for0 = _device_for_0(cuda)
+
+    def capturing(self) -> bool:
+        return _captures[0] > 0 or self._capturing_here()
+
+    def device(self) -> int:
+        d = self._cuda.current_device()
+        return self._for0 if d == 0 else d
 
     def new_event(self) -> Event:
-        return self._torch.cuda.Event(enable_timing=True)
+        return self._cuda.Event(enable_timing=True)
 
-    def peak_memory(self) -> dict[str, int] | None:
-        cuda = self._torch.cuda
-        peak = int(cuda.max_memory_allocated())
-        cuda.reset_peak_memory_stats()
-        return {"cuda_peak_bytes": peak}
+    def record(self, ev: Event, device: int) -> None:
+        ev.record(self._cuda.current_stream(device))
+
+    def bind(self, device: int) -> ContextManager[Any]:
+        # A CUDA call from a thread whose current device is another (the flush thread's is 0) makes
+        # a context there: ~500 MB on GPU 0 for every rank. torch's guard makes none when it
+        # switches back to a device that has none.
+        return self._cuda.device(device)
+
+    def peak_memory(self, device: int) -> dict[str, int] | None:
+        # The peak is read, never reset: a reset would change what the program's own
+        # max_memory_allocated() says (review 33, M3). One C call: the public one flattens ~130
+        # statistics in Python at each step.
+        try:
+            peak = self._torch._C._cuda_memoryStats(device)["allocated_bytes"]["all"]["peak"]
+        except Exception:  # another torch
+            peak = self._cuda.max_memory_allocated(device)
+        return {"cuda_peak_bytes": int(peak)}
+
+
+def _count_captures(cuda: Any) -> None:
+    """Count the program's CUDA graph captures: torch.cuda.graph, make_graphed_callables and
+    torch.compile's CUDA graphs all call CUDAGraph.capture_begin/capture_end. In the default
+    ("global") capture mode a cudaEventQuery from any thread, the flush thread's too, invalidates
+    the capture; the current thread's `is_current_stream_capturing()` does not see another
+    thread's. A capture begins only once a resolve in progress has ended (the lock)."""
+    cls = getattr(cuda, "CUDAGraph", None)
+    if cls is None or getattr(cls.capture_begin, "__sp_counted__", False):
+        return
+    begin, end = cls.capture_begin, cls.capture_end
+
+    @functools.wraps(begin)
+    def capture_begin(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with _lock:
+            _captures[0] += 1
+        try:
+            return begin(self, *args, **kwargs)
+        except BaseException:
+            with _lock:
+                _captures[0] -= 1
+            raise
+
+    @functools.wraps(end)
+    def capture_end(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return end(self, *args, **kwargs)
+        finally:
+            with _lock:  # cudaStreamEndCapture ends the capture, also when it fails
+                _captures[0] -= 1
+
+    capture_begin.__sp_counted__ = True  # type: ignore[attr-defined]
+    cls.capture_begin, cls.capture_end = capture_begin, capture_end
+
+
+def _device_for_0(cuda: Any) -> int:
+    """The device to time on while device 0 is current (review 33, H5), decided once, when the
+    timer starts: at the first epoch or step loop after CUDA was initialised, when the model is
+    usually on its device.
+
+    A rank that never calls torch.cuda.set_device keeps device 0 current while its tensors are on
+    cuda:<local rank> (the DDP tutorial's `.to(rank)`): events on device 0 would time a stream it
+    never uses (and give it a CUDA context there). So when device 0 is current: the one device
+    with memory allocated; with none, LOCAL_RANK (if there is such a device); with several,
+    LOCAL_RANK or device 0 if one of them is among them, else the first, said once on stderr. A
+    program that made another device current chose it: device 0 then means device 0."""
+    try:
+        if cuda.current_device() != 0:
+            return 0
+        n = cuda.device_count()
+        used = [i for i in range(n) if cuda.memory_allocated(i) > 0]
+    except Exception:
+        return 0
+    try:
+        local = int(os.environ.get("LOCAL_RANK", ""))
+    except ValueError:
+        local = -1
+    if len(used) == 1:
+        return used[0]
+    if not used:
+        return local if 0 <= local < n else 0
+    for d in (local, 0):
+        if d in used:
+            return d
+    print(f"scaleprobe: device 0 is current (no torch.cuda.set_device) but this process has memory on GPUs"
+          f" {', '.join(map(str, used))}: GPU times are taken on GPU {used[0]}", file=sys.stderr)
+    return used[0]
 
 
 class FakeEvent:
@@ -46,9 +170,14 @@ class FakeEvent:
         self._b = backend
         self.t_ns: int | None = None
         self.seq = 0
+        self.device: int | None = None
 
-    def record(self) -> None:
+    def record(self, device: int = 0) -> None:
         b = self._b
+        if self.device is None:
+            self.device = device
+        elif self.device != device:  # like torch's CUDAEvent::record
+            raise RuntimeError(f"Event device {self.device} does not match recording stream's device {device}.")
         b.clock_ns += b.tick_ns
         b.records += 1
         self.t_ns = b.clock_ns
@@ -72,7 +201,8 @@ class FakeEvent:
 class FakeBackend:
     """A deterministic GPU: each record advances the clock by `tick_ns`; events complete in
     record order, when the test calls `advance()` (or, with auto=True, a little at every query).
-    Counts what the timer did, so tests can check pooling and laziness."""
+    Counts what the timer did, so tests can check pooling and laziness. `current` is the current
+    device, `in_capture` says a graph capture is underway."""
 
     name = "fake"
 
@@ -84,73 +214,258 @@ class FakeBackend:
         self.records = 0
         self.completed = 0
         self.synchronizes = 0
+        self.current = 0
+        self.in_capture = False
 
     def advance(self, n: int) -> None:
         self.completed += n
+
+    def capturing(self) -> bool:
+        return self.in_capture
+
+    def device(self) -> int:
+        return self.current
 
     def new_event(self) -> FakeEvent:
         self.created += 1
         return FakeEvent(self)
 
-    def peak_memory(self) -> dict[str, int] | None:
+    def record(self, ev: FakeEvent, device: int) -> None:
+        ev.record(device)
+
+    def bind(self, device: int) -> ContextManager[Any]:
+        return contextlib.nullcontext()
+
+    def peak_memory(self, device: int) -> dict[str, int] | None:
         return {"cuda_peak_bytes": 0}
 
 
 class GpuTimer:
     RESOLVE_EVERY = 16
+    FINAL_WAIT_S = 5.0  # the final flush waits at most this long for the events still in flight
 
     def __init__(self, backend: EventBackend) -> None:
         self.backend = backend
-        self.free: list[Event] = []
-        self.pending: deque[tuple[Event, Event, dict]] = deque()
+        # device -> (free events, the (start, end, target) of recorded intervals in record order)
+        self.pools: dict[int, tuple[list[Event], deque[tuple[Event, Event, dict]]]] = {}
         self._starts = 0
+        self.error: str | None = None  # why GPU timing was turned off
 
-    def _take(self) -> Event:
-        try:
-            return self.free.pop()
-        except IndexError:
-            return self.backend.new_event()
+    def _pool(self, device: int) -> tuple[list[Event], deque]:
+        pool = self.pools.get(device)
+        if pool is None:
+            pool = self.pools[device] = ([], deque())
+        return pool
 
-    def start(self) -> Event:
-        self._starts += 1
-        if self._starts % self.RESOLVE_EVERY == 0:
-            self.resolve()
-        ev = self._take()
-        ev.record()
+    def _record(self, device: int) -> Event:
+        free = self._pool(device)[0]
+        ev = free.pop() if free else self.backend.new_event()
+        self.backend.record(ev, device)
         return ev
 
-    def stop(self, start: Event, target: dict) -> None:
-        """Record the end event; `target["gpu_ns"]` is set once both events have completed."""
-        ev = self._take()
-        ev.record()
-        self.pending.append((start, ev, target))
+    def start(self) -> Any:
+        """Record a start event. Returns what `stop` takes, or None when nothing can be timed now."""
+        if self.error is not None:
+            return None
+        with _lock:
+            try:
+                if self.backend.capturing():
+                    return None  # the event would become a node of the program's graph
+                self._starts += 1
+                if self._starts % self.RESOLVE_EVERY == 0 and self._resolve() is None:
+                    return None
+                device = self.backend.device()
+                return device, self._record(device)
+            except Exception as e:
+                self._fail(e)
+                return None
+
+    def stop(self, started: Any, target: dict) -> bool:
+        """Record the end event; `target["gpu_ns"]` is set once both events have completed. False,
+        with `target["gpu_ns"]` None, when the interval cannot be timed: another device is current
+        now (events of two devices do not compare), a capture is underway, or timing is off."""
+        if started is not None and self.error is None:
+            device, start = started
+            with _lock:
+                try:
+                    if not self.backend.capturing() and self.backend.device() == device:
+                        self._pool(device)[1].append((start, self._record(device), target))
+                        return True
+                    self._pool(device)[0].append(start)
+                except Exception as e:
+                    self._fail(e)
+        target["gpu_ns"] = None
+        return False
+
+    def release(self, started: Any) -> None:
+        """Give back the start event of an interval that will not be stopped."""
+        if started is not None and self.error is None:
+            with _lock:
+                self._pool(started[0])[0].append(started[1])
 
     def resolve(self, wait: bool = False) -> int:
-        """Read the elapsed time of completed events, in order; returns how many resolved."""
-        n = 0
-        while self.pending:
-            start, end, target = self.pending[0]
-            if wait:
-                end.synchronize()
-            elif not end.query():
-                break  # later events on the stream are not done either
-            ns = int(round(start.elapsed_time(end) * 1e6))
-            target["gpu_ns"] = ns
-            summary = target.pop("summary", None)
-            if summary is not None:
-                summary[3] += ns
-                summary[4] += 1
-            self.pending.popleft()
-            self.free.append(start)
-            self.free.append(end)
-            n += 1
+        """Read the elapsed time of completed intervals, in order; returns how many resolved.
+
+        Without `wait` (flushes) it never waits for the lock: its holder may be the main thread,
+        interrupted by a signal handler that waits for this very flush to end. With `wait` (the
+        final flush) it synchronizes the events still in flight, both of each pair, in a helper
+        thread, and gives up after FINAL_WAIT_S: behind a hung collective they never complete,
+        and the program must still end, with its end record."""
+        if not wait:
+            return _locked(None, self._resolve) or 0
+        deadline = time.monotonic() + self.FINAL_WAIT_S
+        n = _locked(deadline, self._resolve) or 0
+        events = _locked(deadline, self._in_flight)
+        if events:
+            try:
+                _synchronize(self.backend, events, deadline - time.monotonic())
+            except Exception as e:
+                _locked(deadline, self._fail, e)
+            n += _locked(deadline, self._resolve) or 0
         return n
 
-    def peak_memory(self) -> dict[str, int] | None:
+    def _in_flight(self) -> list[tuple[int, list[Event]]]:
         try:
-            return self.backend.peak_memory()
+            if self.error is not None or self.backend.capturing():
+                return []
+        except Exception as e:
+            self._fail(e)
+            return []
+        return [(device, [ev for start, end, _ in queue for ev in (end, start)])
+                for device, (_, queue) in self.pools.items() if queue]
+
+    def _resolve(self) -> int | None:
+        """One pass over the queues (the lock held); None when they cannot be looked at."""
+        if self.error is not None:
+            return None
+        n = 0
+        try:
+            if self.backend.capturing():
+                return None  # a query now would invalidate the program's capture
+            for device, (free, queue) in list(self.pools.items()):
+                if queue:
+                    with self.backend.bind(device):
+                        n += _read(free, queue)
+        except Exception as e:
+            self._fail(e)
+            return None
+        return n
+
+    def _fail(self, e: BaseException) -> None:
+        """An error from CUDA: GPU timing is off from here on; intervals in flight get no GPU time."""
+        if self.error is None:
+            lines = str(e).strip().splitlines()
+            self.error = f"{type(e).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+            print(f"scaleprobe: GPU timing is off from here on, after an error from CUDA: {self.error}",
+                  file=sys.stderr, flush=True)
+        pools, self.pools = self.pools, {}
+        for _, queue in pools.values():
+            for _, _, target in queue:
+                _drop(target)
+
+    def peak_memory(self, started: Any) -> dict[str, int] | None:
+        """The memory peak of the device `started` (from `start`) was timed on."""
+        try:
+            return self.backend.peak_memory(started[0])
         except Exception:  # memory statistics are a bonus; never fail a step for them
             return None
+
+
+def _locked(deadline: float | None, fn: Any, *args: Any) -> Any:
+    """fn(*args) under the timer's lock, had at once (deadline None) or by `deadline`
+    (time.monotonic()); None if it was not."""
+    if not _lock.acquire(timeout=0 if deadline is None else max(0.0, deadline - time.monotonic())):
+        return None  # the thread that holds it resolves; what is left waits for the next flush
+    try:
+        return fn(*args)
+    finally:
+        _lock.release()
+
+
+def _read(free: list[Event], queue: deque[tuple[Event, Event, dict]]) -> int:
+    """Read the completed intervals at the head of one device's queue; returns how many."""
+    n = 0
+    while queue:
+        # Taken off first: a signal handler in this thread may resolve meanwhile.
+        entry = start, end, target = queue.popleft()
+        try:
+            # Both: on two streams (a region that switched streams) the end can complete first.
+            done = end.query() and start.query()
+            ms = start.elapsed_time(end) if done else None
+        except Exception:
+            queue.appendleft(entry)  # dropped with the others (GpuTimer._fail)
+            raise
+        if not done:
+            queue.appendleft(entry)
+            break  # later events on the stream are not done either
+        free += (start, end)
+        try:
+            _settle(target, ms)
+        except Exception:  # no error of CUDA's: this interval alone goes without its GPU time
+            _drop(target)
+        n += 1
+    return n
+
+
+def _drop(target: dict) -> None:
+    """No GPU time for `target`: null in its record, nothing added to its comm summary."""
+    target["gpu_ns"] = None
+    target.pop("summary", None)
+
+
+def _settle(target: dict, ms: float) -> None:
+    """Give `target` (and the comm summary it belongs to) the time of its resolved interval."""
+    ns = round(ms * 1e6)
+    if ns < 0:  # its events were on two streams, the end's done first: no interval of the program's
+        _drop(target)
+        return
+    target["gpu_ns"] = ns
+    summary = target.pop("summary", None)
+    if summary is not None:
+        summary[3] += ns
+        summary[4] += 1
+
+
+def _synchronize(backend: EventBackend, events: list[tuple[int, list[Event]]], timeout: float) -> None:
+    """Wait until `events` (per device) have completed, at most `timeout` seconds: in a helper
+    thread (cudaEventSynchronize cannot be interrupted: it is left behind if the GPU hangs), or,
+    at interpreter shutdown, where Python 3.12 starts no thread, by polling query()."""
+    error: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            for device, evs in events:
+                with backend.bind(device):
+                    for ev in evs:
+                        if not ev.query():
+                            ev.synchronize()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            error.append(e)
+
+    t = threading.Thread(target=wait, name="scaleprobe-gpu-wait", daemon=True)
+    try:
+        t.start()
+    except RuntimeError:
+        _poll(backend, events, time.monotonic() + timeout)
+        return
+    t.join(max(0.0, timeout))
+    if error:
+        raise error[0]
+
+
+def _poll(backend: EventBackend, events: list[tuple[int, list[Event]]], deadline: float) -> None:
+    pause = 0.001
+    for device, evs in events:
+        with backend.bind(device):
+            for ev in evs:
+                while not ev.query():
+                    if time.monotonic() >= deadline:
+                        return
+                    time.sleep(pause)
+                    pause = min(2 * pause, 0.05)
+
+
+_WAITING = object()  # the gpu_ns of a timed visit until its events are read
 
 
 class Rotation:
@@ -171,29 +486,47 @@ class Rotation:
         self.budget = budget
         self.left = [0]
         self.target = [-1]
-        self.open: list[Event] = []
+        self.gen = [0]  # step boundaries so far: a visit opened before the latest one is no clean sample
+        # Per thread (DataParallel replicas, prefetch threads: H8), the target's open visits,
+        # innermost last: (step boundaries when opened, what timer.start returned).
+        self.local = threading.local()
+        self.timed: deque[dict] = deque()  # timed visits, until take() finds their GPU time read
         self.samples: dict[int, list[int]] = {}  # rid -> [samples, gpu_ns] since the last flush
         self._order: list[int] = []
         self._pos = 0
-        self._pending: list[dict] = []
 
     def install(self, g: dict) -> None:
         enter, exit = g.get("__sp_enter__"), g.get("__sp_exit__")
         if enter is None or exit is None or getattr(enter, "__sp_gpu__", False):
             return
-        target, left, timer, opened, pending = self.target, self.left, self.timer, self.open, self._pending
+        target, left, gen, timer, local, timed = self.target, self.left, self.gen, self.timer, self.local, self.timed
 
         def gpu_enter(rid: int) -> None:
             enter(rid)
-            if rid == target[0] and left[0] > 0:
-                left[0] -= 1
-                opened.append(timer.start())
+            if rid == target[0]:
+                try:
+                    opened = local.open
+                except AttributeError:
+                    opened = local.open = []
+                if left[0] > 0:
+                    left[0] -= 1
+                    opened.append((gen[0], timer.start()))
+                elif opened:
+                    opened.append((0, None))  # nested in a timed visit: its exit must not close that one
 
         def gpu_exit(rid: int) -> None:
-            if rid == target[0] and opened:
-                d = {"gpu_ns": None, "rid": rid}
-                timer.stop(opened.pop(), d)
-                pending.append(d)
+            if rid == target[0]:
+                opened = getattr(local, "open", None)
+                if opened:
+                    g0, started = opened.pop()
+                    if started is None:
+                        pass
+                    elif g0 != gen[0]:
+                        timer.release(started)  # opened before a step boundary: no clean sample
+                    else:
+                        d = {"gpu_ns": _WAITING, "rid": rid}
+                        if timer.stop(started, d):
+                            timed.append(d)
             exit(rid)
 
         gpu_enter.__sp_gpu__ = True  # type: ignore[attr-defined]
@@ -204,8 +537,10 @@ class Rotation:
 
     def next_step(self) -> None:
         """Called at every step boundary: pick the next region to time."""
-        self.timer.free.extend(self.open)  # a visit still open at a step boundary is no clean sample
-        self.open.clear()
+        self.gen[0] += 1
+        if self.timer.error is not None:
+            self.target[0] = -1  # GPU timing is off: the wrappers go back to the bare probes' cost
+            return
         if not self._order or self._pos >= len(self._order):
             regions = self.rec.regions
             # Regions known to be visited (after a flush) first; before that, every defined one.
@@ -222,14 +557,18 @@ class Rotation:
 
     def take(self) -> list[dict]:
         """Per-region GPU samples resolved since the previous call, as run-file records."""
-        done, waiting = [], []
-        for d in self._pending:
-            (waiting if d["gpu_ns"] is None else done).append(d)
-        self._pending[:] = waiting
-        for d in done:
-            s = self.samples.setdefault(d["rid"], [0, 0])
-            s[0] += 1
-            s[1] += d["gpu_ns"]
+        timed = self.timed
+        # One turn of the deque, popleft and append: a visit that another thread times meanwhile
+        # is appended, never lost (H8).
+        for _ in range(len(timed)):
+            d = timed.popleft()
+            ns = d["gpu_ns"]
+            if ns is _WAITING:
+                timed.append(d)
+            elif ns is not None:  # (None: it could not be read)
+                s = self.samples.setdefault(d["rid"], [0, 0])
+                s[0] += 1
+                s[1] += ns
         out = [{"type": "gpu", "region": rid, "samples": n, "gpu_ns": ns} for rid, (n, ns) in sorted(self.samples.items())]
         # (the recorder adds the flush number)
         self.samples = {}

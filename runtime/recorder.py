@@ -394,6 +394,16 @@ class Recorder:
             if self.pending_rank is not None:
                 recs.append(self.pending_rank)
                 self.pending_rank = None
+            gpu_recs: list[dict] = []
+            if self.gpu is not None:
+                # Before the deltas are taken: whatever happens here, this interval's profile is
+                # written (review 33, H6). The timer contains CUDA errors and says them itself.
+                try:
+                    self.gpu.resolve(wait=final_records is not None)
+                    if self.gpu_rotation is not None:
+                        gpu_recs = [dict(r, flush=n) for r in self.gpu_rotation.take()]
+                except Exception as e:
+                    print(f"scaleprobe: reading GPU events failed: {e!r}", file=sys.stderr)
             if final_records is None:
                 deltas = impl.take_deltas()
             else:
@@ -413,12 +423,7 @@ class Recorder:
                 tot[1] += incl
             for rid, count in impl.take_iterations():
                 recs.append({"type": "iterations", "flush": n, "region": rid, "count": count})
-            if self.gpu is not None:
-                self.gpu.resolve(wait=final_records is not None)
-                if self.gpu_rotation is not None:
-                    for r in self.gpu_rotation.take():
-                        r["flush"] = n
-                        recs.append(r)
+            recs.extend(gpu_recs)
             waiting = self.series_wait
             while self.series:
                 waiting.append(self.series.popleft())
@@ -444,6 +449,8 @@ class Recorder:
                 for r in final_records:
                     if r.get("type") == "end":
                         r["lost_flushes"] = self.lost_flushes
+                        if self.gpu is not None and self.gpu.error is not None:
+                            r["gpu_error"] = self.gpu.error  # GPU timing was turned off by it
                 recs.extend(final_records)
             return self._write([*self._region_records(recs), *recs], sync, final=final_records is not None)
 

@@ -86,9 +86,9 @@ class _Series:
         gpu = rec.gpu
         if gpu is not None and self._gpu0 is not None:
             r["gpu_ns"] = _PENDING
-            gpu.stop(self._gpu0, r)
+            gpu.stop(self._gpu0, r)  # (it sets None when the step cannot be timed)
             if self._kind == "step":
-                r["memory"] = gpu.peak_memory()
+                r["memory"] = gpu.peak_memory(self._gpu0)
         self._gpu0 = None
         self._index += 1
         if self._kind == "epoch":
@@ -204,14 +204,17 @@ def _maybe_start_gpu(rec: "_recorder.Recorder") -> None:
     if torch is None:
         return
     try:
-        ok = torch.cuda.is_available() and torch.cuda.is_initialized()
-    except Exception:
-        return
-    if ok:
+        # is_initialized first: is_available() initialises the driver in a process that has not
+        # used CUDA, and a fork then gives children that cannot use it (review 33, M7).
+        if not (torch.cuda.is_initialized() and torch.cuda.is_available()):
+            return
         from .gpu import CudaBackend, GpuTimer
 
-        rec.gpu = GpuTimer(CudaBackend(torch))
-        _start_rotation(rec)
+        timer = GpuTimer(CudaBackend(torch))
+    except Exception:
+        return
+    rec.gpu = timer
+    _start_rotation(rec)
 
 
 def _start_rotation(rec: "_recorder.Recorder") -> None:

@@ -1,0 +1,317 @@
+"""Review 33: P2POp/batch_isend_irecv and torch.distributed.pipelining (H2), torch.compile of code
+with collectives (H3), async point-to-point timed to its wait (M4), DDP's python reducer (M10) and
+no GPU events for async calls (L1). Programs run on gloo, on CPU."""
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from runtime.runfile import find_run_files, read_run
+
+from .test_comm import REPO
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+
+# A hand-instrumented program, as comm_app.py: one region, `work`, around the code under test.
+HEAD = '''
+from runtime.probe import enter as __sp_enter__, exit as __sp_exit__, define as __sp_define__
+__sp_on__ = __sp_define__(__name__, globals(), "app.py", ((0, "function", "work", 10),))
+import sys, time
+import torch
+import torch.distributed as dist
+
+rank, world = int(sys.argv[2]), int(sys.argv[3])
+dist.init_process_group("gloo", init_method=f"file://{sys.argv[1]}", rank=rank, world_size=world)
+peer = 1 - rank
+'''
+
+
+def run_ranks(tmp_path, body, world=2, **env_extra):
+    """Run HEAD + body on `world` gloo ranks; returns each rank's stdout and run file."""
+    (tmp_path / "app.py").write_text(HEAD + textwrap.dedent(body))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k not in ("RANK", "WORLD_SIZE")}
+    env.update(PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", **env_extra)
+    procs = [subprocess.Popen([sys.executable, str(tmp_path / "app.py"), str(tmp_path / "store"), str(r), str(world)],
+                              env=dict(env, SCALEPROBE_OUT=str(tmp_path / f"out{r}")), cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(world)]
+    outs = []
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            raise
+        assert p.returncode == 0, err
+        outs.append(out)
+    runs = []
+    for r in range(world):
+        [f] = find_run_files(tmp_path / f"out{r}")
+        runs.append(read_run(f))
+    return outs, runs
+
+
+def comm_ops(run):
+    ops: dict[str, dict] = {}
+    for c in run.comms:
+        o = ops.setdefault(c["op"], {"calls": 0, "bytes": 0, "time_ns": 0})
+        for k in o:
+            o[k] += c[k]
+    return ops
+
+
+P2P = '''
+def work():
+    if __sp_on__: __sp_enter__(0)
+    try:
+        t = torch.full((256,), float(rank))
+        buf = torch.empty(256)
+        if rank == 1:
+            time.sleep(0.3)  # rank 0 waits for what it receives
+        reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, t, peer), dist.P2POp(dist.irecv, buf, peer)])
+        for r in reqs:
+            r.wait()
+        assert buf.tolist() == [float(peer)] * 256
+        # send/recv call isend/irecv inside: recorded once, as send/recv
+        if rank == 0:
+            dist.send(t, peer)
+        else:
+            dist.recv(buf, peer)
+        objs = [None]
+        if rank == 0:
+            dist.send_object_list([{"a": 1}], dst=1)
+        else:
+            dist.recv_object_list(objs, src=0)
+            assert objs == [{"a": 1}], objs
+    finally:
+        if __sp_on__: __sp_exit__(0)
+
+work()
+print("ok", flush=True)
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.slow
+def test_p2pop_batch_isend_irecv_works_and_is_recorded_once(tmp_path):
+    """H2: P2POp(dist.isend, ...) raised ValueError (torch compares with c10d's own isend)."""
+    outs, runs = run_ranks(tmp_path, P2P)
+    assert all(o.startswith("ok") for o in outs)
+    ops = comm_ops(runs[0])
+    assert ops["batch_isend_irecv"]["calls"] == 1 and ops["batch_isend_irecv"]["bytes"] == 2 * 1024
+    # timed until the wait() returned (M4): rank 0 waited 0.3 s
+    assert ops["batch_isend_irecv"]["time_ns"] > 200e6, ops
+    # the isend/irecv that batch_isend_irecv and send/recv make inside are not counted again
+    assert ops["send"]["calls"] == 1 and ops["send"]["bytes"] == 1024
+    assert ops["isend"]["calls"] == 2 and "irecv" not in ops  # send_object_list's: sizes, then data
+    ops1 = comm_ops(runs[1])
+    assert ops1["recv"]["calls"] == 1 and ops1["irecv"]["calls"] == 2 and "isend" not in ops1
+
+
+ISEND = '''
+def work():
+    if __sp_on__: __sp_enter__(0)
+    try:
+        t = torch.ones(256)
+        buf = torch.empty(256)
+        if rank == 1:
+            time.sleep(0.3)  # rank 0 waits in its irecv's wait()
+        s = dist.isend(t, peer)
+        r = dist.irecv(buf, peer)
+        assert r.wait() is True and s.wait() is True
+    finally:
+        if __sp_on__: __sp_exit__(0)
+
+work()
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.slow
+def test_async_p2p_is_timed_until_its_wait_returns(tmp_path):
+    """M4: gloo's isend/irecv Works have no future; their calls were timed to issue only."""
+    outs, runs = run_ranks(tmp_path, ISEND)
+    ops = comm_ops(runs[0])
+    assert ops["isend"]["calls"] == ops["irecv"]["calls"] == 1, ops
+    assert ops["irecv"]["time_ns"] > 200e6, ops
+
+
+DROPPED = '''
+def work():
+    if __sp_on__: __sp_enter__(0)
+    try:
+        t = torch.ones(4)
+        buf = torch.empty(4)
+        if rank == 0:
+            w = dist.isend(t, peer)
+        else:
+            dist.irecv(buf, peer).wait()
+        dist.barrier()
+        if rank == 0:
+            del w  # dropped unwaited, once done (gloo loses the send of a Work deleted before it completes)
+        dist.barrier()  # records the dropped one, with its issue time
+    finally:
+        if __sp_on__: __sp_exit__(0)
+
+work()
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.slow
+def test_an_isend_dropped_unwaited_is_still_recorded(tmp_path):
+    """Not a finding: the M4 fix must not lose a call whose Work the program never waits for."""
+    outs, runs = run_ranks(tmp_path, DROPPED)
+    assert comm_ops(runs[0])["isend"]["calls"] == 1
+    assert comm_ops(runs[1])["irecv"]["calls"] == 1
+
+
+PIPE = '''
+from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+
+torch.manual_seed(0)
+layer = torch.nn.Linear(8, 8)
+mb = torch.empty(2, 8)  # shapes given: the metadata inference hangs on gloo, with or without scaleprobe
+stage = PipelineStage(layer, rank, world, torch.device("cpu"), input_args=mb, output_args=mb)
+sched = ScheduleGPipe(stage, n_microbatches=2, loss_fn=(lambda y, _: y.sum()) if rank == 1 else None)
+
+def work():
+    if __sp_on__: __sp_enter__(0)
+    try:
+        for _ in range(2):
+            if rank == 0:
+                sched.step(torch.randn(4, 8))
+            else:
+                sched.step(target=torch.zeros(4, 8))
+    finally:
+        if __sp_on__: __sp_exit__(0)
+
+work()
+print("ok", flush=True)
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.slow
+def test_pipelining_runs_and_its_p2p_is_recorded(tmp_path):
+    """H2: torch.distributed.pipelining builds P2POp(dist.isend/irecv, ...)."""
+    outs, runs = run_ranks(tmp_path, PIPE)
+    assert all(o.startswith("ok") for o in outs)
+    first, last = comm_ops(runs[0]), comm_ops(runs[1])
+    assert first["isend"]["calls"] == last["irecv"]["calls"] == 4, (first, last)  # 2 steps x 2 microbatches
+    assert first["isend"]["bytes"] == 4 * 2 * 8 * 4
+    assert all(o["time_ns"] > 0 for o in [*first.values(), *last.values()])
+
+
+COMPILE = '''
+import torch._dynamo
+
+def fn(t):
+    dist.all_reduce(t)
+    return t * 2
+
+def work():
+    if __sp_on__: __sp_enter__(0)
+    try:
+        out = torch.compile(fn, backend="eager", fullgraph=True)(torch.ones(4))
+        assert out.tolist() == [2.0 * world] * 4, out
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
+        torch.compile(fn, backend="eager")(torch.ones(4))
+        print("graph breaks", dict(torch._dynamo.utils.counters["graph_break"]), flush=True)
+        fn(torch.ones(4))  # eager: recorded
+    finally:
+        if __sp_on__: __sp_exit__(0)
+
+work()
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.slow
+def test_torch_compile_of_a_function_with_a_collective(tmp_path):
+    """H3: dynamo failed on the wrapper (fullgraph) or fell back to eager (graph break)."""
+    outs, runs = run_ranks(tmp_path, COMPILE, world=1)
+    assert "graph breaks {}" in outs[0], outs[0]
+    assert comm_ops(runs[0])["all_reduce"]["calls"] == 1  # compiled calls are not recorded
+
+
+DDP_PY = '''
+import torch._dynamo
+torch._dynamo.config.optimize_ddp = "python_reducer"
+
+def work():
+    if __sp_on__: __sp_enter__(0)
+    try:
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
+        model(torch.randn(2, 4)).sum().backward()
+        assert model.module.weight.grad is not None
+    finally:
+        if __sp_on__: __sp_exit__(0)
+
+work()
+print("ok", flush=True)
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.slow
+def test_ddp_with_the_python_reducer(tmp_path):
+    """M10: the python reducer calls comm hooks as hook(state, (grad, param)); ours took a bucket."""
+    outs, runs = run_ranks(tmp_path, DDP_PY, world=1)
+    assert outs[0].startswith("ok")
+
+
+GPU_EVENTS = '''
+from runtime import recorder
+
+class Timer:  # stands in for runtime.gpu.GpuTimer: counts the events started and stopped
+    error = None
+
+    def __init__(self):
+        self.starts = self.stops = 0
+
+    def start(self):
+        self.starts += 1
+        return object()
+
+    def stop(self, started, target):
+        self.stops += 1
+        target["gpu_ns"] = None
+        return True
+
+    def resolve(self, wait=False):
+        return 0
+
+    def peak_memory(self):
+        return None
+
+def work():
+    if __sp_on__: __sp_enter__(0)
+    try:
+        t = torch.ones(4)
+        dist.all_reduce(t)
+        dist.all_reduce(t, async_op=True).wait()
+        dist.all_reduce(t, dist.ReduceOp.SUM, None, True).wait()  # async_op given by position
+        dist.broadcast(t, 0, async_op=True).wait()
+        dist.barrier()
+    finally:
+        if __sp_on__: __sp_exit__(0)
+
+rec = recorder.get()
+timer = rec.gpu = Timer()
+work()
+rec.gpu = None
+print("events", timer.starts, timer.stops, flush=True)
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.slow
+def test_async_collectives_take_no_gpu_event(tmp_path):
+    """L1: an async call's start event was never stopped nor given back."""
+    outs, runs = run_ranks(tmp_path, GPU_EVENTS, world=1)
+    assert "events 2 2" in outs[0], outs[0]

@@ -50,6 +50,7 @@ def test_steps_and_epochs_get_gpu_time_with_fake_backend(tmp_path):
 
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -58,15 +59,60 @@ from pathlib import Path
 import pytest
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="its programs need torch, which is not installed")
-def test_gpu_check_script_fake_mode_passes():
-    repo = Path(__file__).resolve().parents[2]
+GPU_CHECK = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_check.py"
+NEEDS_TORCH = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                 reason="its programs need torch, which is not installed")
+
+
+def _gpu_check(*args, timeout=300):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
-    p = subprocess.run([sys.executable, str(repo / "benchmarks" / "gpu_check.py"), "--fake", "--steps", "5", "--epochs", "2"],
-                       env=env, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "all GPU checks passed" in p.stdout and "FAILED" not in p.stdout
+    return subprocess.run([sys.executable, str(GPU_CHECK), *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+@NEEDS_TORCH
+def test_gpu_check_script_fake_mode_passes(tmp_path):
+    """--fake runs every scenario on CPU: the script's plumbing and what needs no GPU are checked,
+    every comparison with GPU time is a [skip] that says why."""
+    out = tmp_path / "gpu.json"
+    p = _gpu_check("--fake", "--steps", "5", "--epochs", "2", "--reps", "5", "--json", str(out))
+    text = p.stdout + p.stderr
+    assert p.returncode == 0, text
+    assert "[FAILED]" not in p.stdout and "all GPU checks passed" in p.stdout, text
+    lines = [ln.strip() for ln in p.stdout.splitlines() if ln.strip().startswith("[")]
+    for check in ("accuracy", "sync", "spans", "cpu_bound", "memory", "overhead", "nccl", "robust", "nvtx"):
+        assert any(ln.startswith((f"[ok] {check}:", f"[skip] {check}:")) for ln in lines), (check, text)
+    # what needs no GPU is checked for real in fake mode ...
+    for check in ("accuracy", "sync", "cpu_bound", "memory", "nccl", "robust"):
+        assert any(ln.startswith(f"[ok] {check}:") for ln in lines), (check, text)
+    assert any(ln.startswith("[ok] sync: 0 host synchronisation(s) by the runtime") for ln in lines), text
+    assert "[ok] nvtx:" in p.stdout or "[skip] nvtx: the nvtx package is not installed" in p.stdout, text
+    # ... and what needs one is skipped, saying why
+    assert "[skip] accuracy: fake events, no verdict: region `sleeper`" in p.stdout, text
+    assert "[skip] overhead: fake events, no verdict: many_regions" in p.stdout, text
+    assert "[skip] nccl: world size 2: needs 2 GPUs" in p.stdout, text
+    assert "[skip] robust: a region under torch.cuda.device(1): needs 2 GPUs" in p.stdout, text
+    assert "measured:" in p.stdout and "overhead.many_regions.ratio" in p.stdout, text
+    data = json.loads(out.read_text())
+    assert data["exit_status"] == 0 and data["environment"]["fake"] is True
+    assert {c["status"] for c in data["checks"]} <= {"ok", "skip"}
+    for key in ("accuracy.calibrated_sleep", "sync.runtime_syncs_in_loop", "memory.step0_peak",
+                "overhead.matmul.ratio", "overhead.many_regions.added_per_visit", "nccl.ws1_sync_allreduce.event_pair"):
+        assert key in data["numbers"], key
+    assert data["numbers"]["sync.runtime_syncs_in_loop"]["value"] == 0
+
+
+@NEEDS_TORCH
+def test_gpu_check_script_says_usage_and_setup_errors_with_status_2():
+    p = _gpu_check("--fake", "--reps", "3", timeout=60)
+    assert p.returncode == 2 and "at least 5 alternations" in p.stderr, p.stdout + p.stderr
+    p = _gpu_check("--checks", "accuracy,bogus", timeout=60)
+    assert p.returncode == 2 and "unknown bogus" in p.stderr, p.stdout + p.stderr
+    import torch
+
+    if not torch.cuda.is_available():
+        p = _gpu_check(timeout=120)
+        assert p.returncode == 2 and "no CUDA" in p.stdout and "--fake" in p.stdout, p.stdout + p.stderr
 
 
 def test_rotation_gives_ordinary_regions_gpu_samples_within_budget(tmp_path):

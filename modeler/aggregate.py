@@ -47,7 +47,7 @@ METRICS: dict[str, Metric] = {
     "data_wait": Metric("s", False, "mean time per step spent waiting for the data loader"),
     "step_comm_time": Metric("s", False, "mean communication time per step"),
     "step_gpu_time": Metric("s", False, "mean GPU time per step (runs on a GPU only)"),
-    "peak_memory": Metric("B", False, "largest peak GPU memory of a step (runs on a GPU only)"),
+    "peak_memory": Metric("B", False, "peak GPU memory allocated up to the loop's last step (runs on a GPU only)"),
     "peak_rss": Metric("B", False, "largest peak resident memory of an epoch"),
     "gpu_time": Metric("s", False, "GPU time of a region, from sampled visits scaled to all visits (GPU runs only)"),
     "comm_time": Metric("s", True, "time in a communication operation over the run"),

@@ -249,6 +249,10 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
         t0 = perf_counter_ns()
         try:
             result = fn(*args, **kwargs)
+        except BaseException:
+            if ev is not None:
+                gpu.release(ev)  # the call failed: its start event goes back to the pool
+            raise
         finally:
             dt = perf_counter_ns() - t0
             _inside.on = False

@@ -315,3 +315,39 @@ def test_async_collectives_take_no_gpu_event(tmp_path):
     """L1: an async call's start event was never stopped nor given back."""
     outs, runs = run_ranks(tmp_path, GPU_EVENTS, world=1)
     assert "events 2 2" in outs[0], outs[0]
+
+
+def test_a_failed_sync_call_gives_its_gpu_event_back(monkeypatch):
+    """A sync call that raised kept its start event out of the pool for good."""
+    import threading
+    from types import SimpleNamespace
+
+    from runtime import _backend, comm
+
+    monkeypatch.setitem(sys.modules, "torch.distributed", SimpleNamespace(is_initialized=lambda: False))
+    _backend.impl.ensure_capacity(200)
+
+    class Timer:
+        def __init__(self):
+            self.started, self.released = [], []
+
+        def start(self):
+            self.started.append(object())
+            return self.started[-1]
+
+        def stop(self, token, target):
+            return True
+
+        def release(self, token):
+            self.released.append(token)
+
+    timer = Timer()
+    rec = SimpleNamespace(on=True, gpu=timer, comm_spans=comm.CommSpans(), comm_lock=threading.Lock(), comm={})
+
+    def all_reduce(tensor, op=None, group=None, async_op=False):
+        raise RuntimeError("a peer died")
+
+    wrapped = comm._wrap(rec, "all_reduce", all_reduce, 151, ["tensor", "op", "group", "async_op"])
+    with pytest.raises(RuntimeError, match="a peer died"):
+        wrapped(None)
+    assert timer.released == timer.started and len(timer.started) == 1

@@ -93,9 +93,10 @@ def test_a_reader_that_goes_away_is_no_error(built):  # noqa: F811
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.Popen([sys.executable, "-m", "instrumentor.cli", str(source), "-o", str(out), "--all"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    proc.stdout.close()  # before the summary is printed
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 0 and "Traceback" not in err, err
+    with proc:
+        proc.stdout.close()  # before the summary is printed
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 0 and "Traceback" not in err, err
 
 
 def test_a_hard_link_in_out_to_src_is_replaced_never_written_through(built, capsys):  # noqa: F811

@@ -27,11 +27,18 @@ rank, world = int(sys.argv[2]), int(sys.argv[3])
 dist.init_process_group("gloo", init_method=f"file://{sys.argv[1]}", rank=rank, world_size=world)
 peer = 1 - rank
 '''
+# What a body that does not call `work()` itself ends with.
+TAIL = '''
+work()
+print("ok", flush=True)
+dist.destroy_process_group()
+'''
 
 
 def run_ranks(tmp_path, body, world=2, **env_extra):
     """Run HEAD + body on `world` gloo ranks; returns each rank's stdout and run file."""
-    (tmp_path / "app.py").write_text(HEAD + textwrap.dedent(body))
+    body = textwrap.dedent(body)
+    (tmp_path / "app.py").write_text(HEAD + body + ("" if "\nwork()\n" in body else TAIL))
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k not in ("RANK", "WORLD_SIZE")}
     env.update(PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", **env_extra)
     procs = [subprocess.Popen([sys.executable, str(tmp_path / "app.py"), str(tmp_path / "store"), str(r), str(world)],
@@ -89,9 +96,6 @@ def work():
     finally:
         if __sp_on__: __sp_exit__(0)
 
-work()
-print("ok", flush=True)
-dist.destroy_process_group()
 '''
 
 
@@ -189,9 +193,6 @@ def work():
     finally:
         if __sp_on__: __sp_exit__(0)
 
-work()
-print("ok", flush=True)
-dist.destroy_process_group()
 '''
 
 
@@ -252,9 +253,6 @@ def work():
     finally:
         if __sp_on__: __sp_exit__(0)
 
-work()
-print("ok", flush=True)
-dist.destroy_process_group()
 '''
 
 

@@ -2,7 +2,7 @@
 baseline measured in the same run, with nvtx and torch.profiler.record_function side by side;
 then the training-step overhead on the instrumented sample application.
 
-    .venv/bin/python benchmarks/probe_overhead.py [--calls N] [--repeat R] [--no-app]
+    .venv/bin/python benchmarks/probe_overhead.py [--calls N] [--repeat R] [--no-app] [--gpu-app]
 
 Micro numbers are the best per-call time over interleaved repeats minus the baseline's; on a
 noisy machine look at the ratios, not the absolute nanoseconds. Samples are short (2000 calls,
@@ -12,6 +12,12 @@ A function region is measured nested in an open region (the common case) and as 
 region of the thread (where the probes also check for a SystemExit leaving the program).
 Targets (issue 4): <= +120 ns per function region, <= +40 ns per loop iteration, <= +10 ns with
 probes off, < 3% per training step.
+
+GPU rotation (a program that uses CUDA; review 33, M2): the same function region with the rotation
+of runtime/gpu.py installed on a fake GPU (what SCALEPROBE_GPU=fake runs), with another region as
+the target, is measured in the same interleaved rounds and printed as a ratio to the plain probe's
+added cost (target: 1.0x: only the target region may cost more). `--gpu-app` also runs an
+instrumented program with SCALEPROBE_GPU=0 and =fake against the original, alternating.
 """
 from __future__ import annotations
 
@@ -120,6 +126,55 @@ def backend_env(mod, on: bool) -> dict:
     return {"__sp_on__": on, "__sp_enter__": mod.enter, "__sp_exit__": mod.exit, "__sp_mark__": mod.mark}
 
 
+class _Rotations:
+    """GPU rotations on a fake GPU, installed on probe environments as runtime.series does under
+    SCALEPROBE_GPU=fake. Works with the code before review 33 M2 too (no backend argument: then
+    the rotation wraps the environment's probes in Python)."""
+
+    TARGET = 4  # a region no runner visits: every measured region is not the target
+
+    def __init__(self) -> None:
+        self.rots: list = []
+
+    def env(self, mod, budget: int = 4) -> tuple[dict, object]:
+        from types import SimpleNamespace
+
+        from runtime.gpu import FakeBackend, GpuTimer, Rotation
+
+        g = backend_env(mod, True)
+        rec = SimpleNamespace(regions={r: ("function", f"r{r}", "bench.py", r, "bench") for r in (1, 3, self.TARGET)},
+                              region_totals={}, throttled={})
+        try:
+            rot = Rotation(GpuTimer(FakeBackend()), rec, budget=budget, backend=mod)
+        except TypeError:  # before M2: the rotation always wraps
+            rot = Rotation(GpuTimer(FakeBackend()), rec, budget=budget)
+        rot.install(g)
+        rot.target[0] = self.TARGET
+        self.rots.append(rot)
+        return g, rot
+
+    def target_runner(self, mod, nested: bool):
+        """f is the target itself, its budget spent: what each further visit of the target costs."""
+        g, rot = self.env(mod)
+        inner = compile_fn(FUNC_PROBED, g, "f", nested=nested)
+
+        def run(n):
+            rot.target[0], rot.left[0] = 1, 0
+            try:
+                return inner(n)
+            finally:
+                rot.target[0] = self.TARGET
+
+        return run
+
+    def close(self, backends) -> None:
+        for rot in self.rots:
+            rot.target[0] = -1
+        for mod in backends.values():
+            if hasattr(mod, "set_gpu_hooks"):
+                mod.set_gpu_hooks(None, None)
+
+
 def micro(calls: int, repeat: int) -> list[tuple[str, float, float | None]]:
     from runtime import _pyprobe
 
@@ -135,6 +190,10 @@ def micro(calls: int, repeat: int) -> list[tuple[str, float, float | None]]:
         runners[f"probe {name}"] = compile_fn(FUNC_PROBED, backend_env(mod, True), "f", nested=True)
         runners[f"probe {name}, outermost"] = compile_fn(FUNC_PROBED, backend_env(mod, True), "f")
         runners[f"probe {name} off"] = compile_fn(FUNC_PROBED, backend_env(mod, False), "f")
+    rotations = _Rotations()
+    for name, mod in backends.items():
+        runners[f"probe {name}, GPU rotation"] = compile_fn(FUNC_PROBED, rotations.env(mod)[0], "f", nested=True)
+        runners[f"probe {name}, GPU rotation, target"] = rotations.target_runner(mod, nested=True)
     try:
         import nvtx
 
@@ -160,11 +219,12 @@ def micro(calls: int, repeat: int) -> list[tuple[str, float, float | None]]:
         res.update(measure({"base": runners["base"], **{k: runners[k] for k in slow}}, max(calls // 20, 1000), repeat))
         res["base"] = measure({"base": runners["base"]}, calls, repeat)["base"]
     lres = measure(loops, calls, repeat)
+    rotations.close(backends)
     for mod in backends.values():  # the measured visits are not a profile anyone wants
         mod.reset_after_fork()
     rows = []
     targets = {"probe C": 120, "probe python": 120, "probe C, outermost": 120, "probe python, outermost": 120,
-               "probe C off": 10, "probe python off": 10}
+               "probe C off": 10, "probe python off": 10, "probe C, GPU rotation": 120}
     for k, v in res.items():
         if k != "base":
             rows.append((f"function region: {k}", v - res["base"], targets.get(k)))
@@ -173,6 +233,12 @@ def micro(calls: int, repeat: int) -> list[tuple[str, float, float | None]]:
         if k != "loop base":
             rows.append((f"loop iteration: {k}", v - lres["loop base"], ltargets.get(k)))
     print(f"baseline: empty call {res['base']:.1f} ns, empty loop iteration {lres['loop base']:.1f} ns")
+    print("GPU rotation on (SCALEPROBE_GPU=fake), a region that is not the target, added cost over the plain probe's"
+          " (same interleaved rounds; 1.00x: the rotation costs it nothing):")
+    for name in backends:
+        plain = res[f"probe {name}"] - res["base"]
+        rot = res[f"probe {name}, GPU rotation"] - res["base"]
+        print(f"  {name:<7} +{rot:.1f} ns vs +{plain:.1f} ns: {rot / plain if plain > 0 else float('nan'):.2f}x")
     return rows
 
 
@@ -215,6 +281,88 @@ def app_overhead(steps: int, reps: int) -> None:
     print("  (on a shared, loaded machine wall time swings by 2x between runs; the CPU time is the steadier figure)")
 
 
+GPU_APP = r'''
+import sys, time
+
+flush = None
+if "runtime.probe" in sys.modules:  # instrumented: a flush after the first steps applies throttling
+    from runtime.probe import flush
+
+
+def leaf(x):
+    return x + 1
+
+
+def work(n):
+    s = 0
+    for i in range(n):
+        s = leaf(s)
+    return s
+
+
+def train(steps, n):
+    best = None
+    for step in range(steps):  # scaleprobe: step
+        if step == 2 and flush is not None:
+            flush()
+        t0 = time.perf_counter_ns()
+        work(n)
+        dt = (time.perf_counter_ns() - t0) / n
+        if step >= 3:
+            best = dt if best is None else min(best, dt)
+    print(best)
+
+
+if __name__ == "__main__":
+    train(int(sys.argv[1]), int(sys.argv[2]))
+'''
+
+
+def gpu_app(reps: int, steps: int = 40, calls: int = 20000) -> None:
+    """The review's measurement (review 33, M2): ns per call of a leaf function, best step of a
+    run, in the original program and instrumented with SCALEPROBE_GPU=0 and =fake, with the leaf
+    timed and with it throttled; `reps` alternating runs each, best run. A step's target is one
+    of 3 regions (train, work, leaf): the best step is one where the leaf is not the target."""
+    tmp = Path(tempfile.mkdtemp(prefix="sp-gpu-bench-"))
+    src, build = tmp / "src", tmp / "build"
+    src.mkdir()
+    (src / "main.py").write_text(GPU_APP)
+    p = subprocess.run([sys.executable, "-m", "instrumentor.cli", str(src), "-o", str(build)], cwd=REPO,
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0 or not (build / "main.py").exists():
+        print(f"\ninstrumenting the GPU program failed (exit {p.returncode}): skipped\n{p.stderr[-2000:]}")
+        return
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp / "runs"), SCALEPROBE_QUIET="1",
+               SCALEPROBE_FLUSH_INTERVAL="0")
+    timed = {"SCALEPROBE_THROTTLE_CALLS": "0"}
+    throttled = {"SCALEPROBE_THROTTLE_CALLS": "1000", "SCALEPROBE_THROTTLE_NS": "1000000"}
+    variants = {
+        "original": (src, {}),
+        "GPU=0": (build, {"SCALEPROBE_GPU": "0", **timed}),
+        "GPU=fake": (build, {"SCALEPROBE_GPU": "fake", **timed}),
+        "GPU=0, leaf throttled": (build, {"SCALEPROBE_GPU": "0", **throttled}),
+        "GPU=fake, leaf throttled": (build, {"SCALEPROBE_GPU": "fake", **throttled}),
+    }
+    best: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(reps):
+        for label, (where, extra) in variants.items():
+            p = subprocess.run([sys.executable, str(where / "main.py"), str(steps), str(calls)], env={**env, **extra},
+                               capture_output=True, text=True, timeout=600, cwd=tmp)
+            if p.returncode != 0:
+                print(f"\n{label} run failed: skipped\n{p.stderr[-2000:]}")
+                return
+            best[label].append(float(p.stdout.strip().splitlines()[-1]))
+    b = {k: min(v) for k, v in best.items()}
+    print(f"\nGPU rotation in a program (leaf function, {steps} steps of {calls} calls, best step of a run, best of {reps}"
+          " alternating runs):")
+    print(f"  original {b['original']:.1f} ns per call")
+    for kind in ("", ", leaf throttled"):
+        plain, fake = b[f"GPU=0{kind}"] - b["original"], b[f"GPU=fake{kind}"] - b["original"]
+        print(f"  {kind[2:] or 'leaf timed'}: probes +{plain:.1f} ns, with the GPU rotation (SCALEPROBE_GPU=fake) +{fake:.1f} ns:"
+              f" {fake / plain if plain > 0 else float('nan'):.2f}x")
+
+
 # Times whole training iterations (data loading, step, bookkeeping) the same way in both builds:
 # from one Trainer.train_step call to the next within an epoch.
 STEP_DRIVER = r'''
@@ -253,12 +401,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-app", action="store_true", help="skip the sample-application step overhead")
     ap.add_argument("--app-steps", type=int, default=30)
     ap.add_argument("--app-reps", type=int, default=5)
+    ap.add_argument("--gpu-app", action="store_true",
+                    help="also time an instrumented program with SCALEPROBE_GPU=0 and =fake against the original")
+    ap.add_argument("--gpu-app-reps", type=int, default=5)
+    ap.add_argument("--no-micro", action="store_true", help="skip the per-visit figures")
     a = ap.parse_args(argv)
-    rows = micro(a.calls, a.repeat)
-    print(f"{'added ns per visit':<48}{'ns':>9}  target")
-    for name, ns, target in rows:
-        verdict = "" if target is None else (f"<= {target}  " + ("ok" if ns <= target else "MISSED"))
-        print(f"{name:<48}{ns:>9.1f}  {verdict}")
+    if not a.no_micro:
+        rows = micro(a.calls, a.repeat)
+        print(f"{'added ns per visit':<48}{'ns':>9}  target")
+        for name, ns, target in rows:
+            verdict = "" if target is None else (f"<= {target}  " + ("ok" if ns <= target else "MISSED"))
+            print(f"{name:<48}{ns:>9.1f}  {verdict}")
+    if a.gpu_app:
+        gpu_app(a.gpu_app_reps)
     if not a.no_app:
         app_overhead(a.app_steps, a.app_reps)
     return 0

@@ -10,6 +10,11 @@ A folder with other things in it that the build does not write (setuptools' `bui
 A file of the user's that SRC takes the name of later is in the way as much (review 29: a re-run
 wrote over it). What builds wrote is on OUT's record (`state.json`'s `written`), where a build puts
 the files it will create before it writes any, so that a build stopped halfway is known.
+
+Each file is written to a temporary beside it and renamed over it (`replace_file`); a build killed
+outright (SIGKILL, the OOM killer, power loss) leaves that temporary behind, and a later build that
+is alone in OUT removes it (`writing`, review 34). On a file system that ignores case (macOS,
+Windows), a file a build wrote as `Model.py` is a build's under the name `model.py` too (review 31).
 """
 
 from __future__ import annotations
@@ -17,10 +22,14 @@ from __future__ import annotations
 import errno
 import filecmp
 import os
+import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterable
+import time
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 from .errors import InstrumentError
@@ -79,17 +88,56 @@ class OutTree:
         self._written = set(written or ())
         self._cleared: set[str] = set()  # the files the way was cleared for in this build
         self._folders: set[PurePosixPath] = {PurePosixPath(".")}
+        self._by_fold: dict[str, list[str]] | None = None  # the record by `_fold`, made when first asked
+        self._blind: bool | None = None  # whether OUT's file system ignores case, found when first asked
+
+    def _on_record(self, rel: str) -> bool:
+        """Written by an earlier build: on the record, or the same file as a name there that differs
+        only in case (SRC renamed `Model.py` to `model.py` since, on a file system that ignores case)."""
+        return rel in self._written or self._case_twin(rel) is not None
+
+    def _case_twin(self, rel: str) -> str | None:
+        """The name on the record that OUT/rel is, where it differs from rel only in case (or in the
+        Unicode normalization macOS ignores too): the file system takes both names for one file."""
+        if not self._written:
+            return None
+        if self._by_fold is None:
+            self._by_fold = fold_index(self._written)
+        return case_twin(self.out, rel, self._by_fold)
+
+    def _case_blind(self) -> bool:
+        """Whether OUT's file system ignores case: `.scaleprobe/` is there under `.SCALEPROBE` too."""
+        if self._blind is None:
+            self._blind = one_file(self.out, STATE_DIR, STATE_DIR.upper())
+        return self._blind
 
     def _ours(self, path: Path) -> bool:
         """Written by an earlier build: the file itself, or every file under the folder."""
         rel = path.relative_to(self.out).as_posix()
         if not path.is_dir() or path.is_symlink():
-            return rel in self._written
+            return self._on_record(rel)
         for folder, _, names in os.walk(path):
             for name in names:
-                if (Path(folder) / name).relative_to(self.out).as_posix() not in self._written:
+                if not self._on_record((Path(folder) / name).relative_to(self.out).as_posix()):
                     return False
         return True
+
+    def _recase(self, path: Path) -> None:
+        """Give the folder at `path` the case SRC's has now, where OUT's file system ignores case and
+        an earlier build made it under another (`Pkg/` renamed to `pkg/`): Python imports a module
+        only by its exact name there. A folder that is not all a build's keeps its name."""
+        try:
+            names = os.listdir(path.parent)
+        except OSError:
+            return
+        if path.name in names:
+            return
+        there = [n for n in names if _fold(n) == _fold(path.name)]
+        if len(there) == 1 and self._ours(path.parent / there[0]):
+            try:
+                os.rename(path.parent / there[0], path)
+            except OSError:
+                pass  # built into under its old name, as before
 
     def _in_the_way(self, path: Path) -> None:
         raise FileExistsError(errno.EEXIST, "in the way, and not written by a build: move it", str(path))
@@ -99,7 +147,8 @@ class OutTree:
         before any is written; none when OUT has no record."""
         if not self._recorded:
             return []
-        return [rel for rel in files if rel not in self._written and not os.path.lexists(self.out / rel)]
+        return [rel for rel in files if rel not in self._written
+                and (not os.path.lexists(self.out / rel) or self._case_twin(rel) is not None)]
 
     def ready(self, rel: str) -> Path:
         """OUT/rel with its folders made and nothing of another type, nor a file of the user's, in its place."""
@@ -112,6 +161,8 @@ class OutTree:
                     if not self._ours(path):
                         self._in_the_way(path)
                     path.unlink()  # an earlier build's file (or link) where a folder now is
+                elif path.is_dir() and self._case_blind():
+                    self._recase(path)
                 path.mkdir(exist_ok=True)
             self._folders.add(folder)
         dest = self.out / rel
@@ -120,8 +171,12 @@ class OutTree:
                 if not self._ours(dest):
                     self._in_the_way(dest)
                 shutil.rmtree(dest)  # an earlier build's folder where a file now is
-            elif self._recorded and rel not in self._written and not self._built(rel):
-                self._in_the_way(dest)  # the user's file (or link) of a name SRC took since
+            elif self._recorded and rel not in self._written:
+                if self._case_twin(rel) is not None:
+                    # an earlier build's file under another case: gone, the new one takes SRC's name
+                    dest.unlink()
+                elif not self._built(rel):
+                    self._in_the_way(dest)  # the user's file (or link) of a name SRC took since
         except FileNotFoundError:
             pass
         self._cleared.add(rel)
@@ -151,12 +206,138 @@ class OutTree:
         return rel in self._written or (rel in self._cleared and os.path.lexists(self.out / rel))
 
 
+def _fold(rel: str) -> str:
+    """A name as a file system that ignores case (and, as macOS does, Unicode normalization) sees it."""
+    return unicodedata.normalize("NFC", rel).casefold()
+
+
+def fold_index(names: Iterable[str]) -> dict[str, list[str]]:
+    """`names` by `_fold`."""
+    index: dict[str, list[str]] = {}
+    for name in names:
+        index.setdefault(_fold(name), []).append(name)
+    return index
+
+
+def one_file(out: Path, a: str, b: str) -> bool:
+    """Whether OUT/a and OUT/b, two names, are one file (or link, or folder) there: the file system
+    ignores what they differ in. False where either is not there."""
+    try:
+        first, second = os.lstat(out / a), os.lstat(out / b)
+    except (OSError, ValueError):
+        return False
+    # an inode number of 0 is none the file system gives (some network shares): not known to be one
+    return first.st_ino != 0 and (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
+
+
+def case_twin(out: Path, rel: str, index: dict[str, list[str]]) -> str | None:
+    """The name in `index` (`fold_index`) other than rel that is the same file as OUT/rel."""
+    return next((name for name in index.get(_fold(rel), ()) if name != rel and one_file(out, name, rel)), None)
+
+
+#: the suffix of `replace_file`'s temporary files, and their whole name: `.<name>.<mkstemp's 8
+#: characters>.scaleprobe-tmp`, beside OUT/.../<name>
+TMP_SUFFIX = ".scaleprobe-tmp"
+_TMP_NAME = re.compile(r"\.(.+)\.[a-z0-9_]{8}" + re.escape(TMP_SUFFIX), re.DOTALL)
+#: the lock every build into OUT holds while it writes there, in `.scaleprobe/`
+LOCK_NAME = "build.lock"
+#: where OUT cannot be locked: a temporary unchanged this long (seconds) is no live build's
+_STALE_AFTER = 3600.0
+
+
+@contextmanager
+def writing(out: Path, names: Iterable[str]) -> Iterator[None]:
+    """Hold OUT's lock while a build writes there (after `open_out`): shared with any other build
+    into OUT, so that none waits for another. A build that finds no other there (it gets the lock
+    exclusive first) removes, before it writes, the temporary files that builds killed outright
+    left (`remove_temporaries`): no build can be writing one. With another build there its
+    temporaries are live, and all stay. Where the lock cannot be had (no `fcntl`, a file system
+    without `flock`) only temporaries unchanged for an hour are removed."""
+    fd = None
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None  # type: ignore[assignment]
+    alone: bool | None = None  # None: not known (no lock)
+    if fcntl is not None:
+        try:
+            fd = os.open(out / STATE_DIR / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                alone = True
+            except BlockingIOError:
+                alone = False
+        except OSError:  # no lock file, or no flock on this file system
+            if fd is not None:
+                os.close(fd)
+                fd = None
+    try:
+        if alone is None:
+            remove_temporaries(out, names, older_than=time.time() - _STALE_AFTER)
+        elif alone:
+            remove_temporaries(out, names)
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)  # exclusive to shared: others may write beside this build
+            except OSError:
+                pass
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # closing it releases the lock
+
+
+def remove_temporaries(out: Path, names: Iterable[str], older_than: float | None = None) -> None:
+    """Remove the temporary files of `replace_file` that a build killed outright left in OUT: in the
+    folders of `names` (OUT-relative posix paths of the files builds write or wrote), and only plain
+    files named as its temporaries of one of those files are (`.main.py.k3x9q0za.scaleprobe-tmp`
+    beside `main.py`); never in a folder reached through a link. `older_than`: only those unchanged
+    since then (a time.time())."""
+    by_folder: dict[str, set[str]] = {}
+    for rel in names:
+        folder, _, name = rel.rpartition("/")
+        by_folder.setdefault(folder, set()).add(name)
+    for folder, files in by_folder.items():
+        path = out.joinpath(*folder.split("/")) if folder else out
+        if not _real_folder(out, path):
+            continue
+        try:
+            entries = list(os.scandir(path))
+        except OSError:
+            continue
+        for entry in entries:
+            found = _TMP_NAME.fullmatch(entry.name)
+            if found is None or found.group(1) not in files:
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                if older_than is not None and max(info.st_mtime, info.st_ctime) > older_than:
+                    continue
+                os.unlink(entry.path)
+            except OSError:
+                pass  # left there: nothing is lost
+
+
+def _real_folder(out: Path, path: Path) -> bool:
+    """Whether `path` is a folder of OUT reached without a link."""
+    while path != out:
+        try:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                return False
+        except OSError:
+            return False
+        path = path.parent
+    return True
+
+
 def replace_file(dest: Path, write: Callable[[Path], None]) -> None:
     """Put a new file at `dest`: `write` fills a temporary file beside it, which is then renamed
     over it. Whatever was at `dest` is replaced, never written through: a symlink (it may point at
     the user's files) or a hard link to SRC's own file (review 32: the instrumented code went into
     the user's source)."""
-    fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".scaleprobe-tmp")
+    fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=TMP_SUFFIX)
     os.close(fd)
     tmp = Path(name)
     try:

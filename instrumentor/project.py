@@ -33,7 +33,7 @@ from .errors import InstrumentError
 from .fileerrors import cannot_read, decode_failure, io_failure
 from .graph import ImportFacts, ImportGraph, entry_package, resolve, scan_imports
 from .linemap import MAP_FORMAT
-from .outdir import OutTree, check_out, open_out, replace_file
+from .outdir import OutTree, case_twin, check_out, fold_index, open_out, replace_file, writing
 from .quiet import quiet_warnings
 from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
 from .results import FileResult, Skip
@@ -488,6 +488,12 @@ class Project:
         results = self.transform(targets, summary, reuse=True)
         summary.results = results
         open_out(self.out, self.opts.out)
+        # what builds killed outright left is removed by the first build alone in OUT (review 34)
+        with writing(self.out, {*self.files, *self.state.get("written", [])}):
+            return self._write(results, summary, recorded)
+
+    def _write(self, results: dict[str, FileResult], summary: Summary, recorded: list[str] | None) -> Summary:
+        """Write the build into OUT (holding its lock), its record last."""
         tree = OutTree(self.out, recorded, self.src)
         self._record_new(tree.new(self.files))
         written = set()
@@ -645,8 +651,12 @@ class Project:
         replace_file(dest, lambda tmp: shutil.copy2(source, tmp))
 
     def _remove_stale(self, written: set[str]) -> None:
+        by_fold = None
         for rel in set(self.state.get("written", [])) - written:
             path = self.out / rel
+            by_fold = fold_index(written) if by_fold is None else by_fold
+            if case_twin(self.out, rel, by_fold) is not None:
+                continue  # the file this build wrote under SRC's new case, where OUT ignores case (review 31)
             try:
                 if path.is_symlink() or path.is_file():  # a copied link too, even dangling (review 31)
                     path.unlink()

@@ -9,7 +9,8 @@ own. Runs at the same parameter point are repetitions: they stay separate in
 A call path that a completed rank did not visit took no time there: additive metrics (time,
 visits, communication) count it as 0 on that rank, and in a repetition that did not visit it where
 another run of the same experiment at that point did. Per-step values (the median step, the mean
-data wait, communication and GPU time per step: `STEP_PARTS`) exist only where steps ran.
+data wait, communication and GPU time per step: `STEP_PARTS`) exist only where steps ran; a step
+record with a `weight` (a run thinned by SCALEPROBE_STEP_RECORDS) counts as that many steps in them.
 A rank whose profile is empty was not profiled (rank selection) and does not count at all.
 """
 
@@ -186,12 +187,51 @@ LOOP_FIELDS = (("duration_ns", "step_time"), ("data_wait_ns", "data_wait"), ("co
 #: communication + data wait. A step's duration stays the median, which a slow first step does
 #: not dominate.
 STEP_PARTS = frozenset({"data_wait_ns", "comm_ns", "gpu_ns"})
-_MEAN_PER_STEP = frozenset(m for f, m in LOOP_FIELDS if f in STEP_PARTS)
+_FIELD_OF = {m: f for f, m in LOOP_FIELDS} | {"epoch_time": "duration_ns"}  # metric -> record field
 
 
-def per_step(field: str, values: list[float]) -> float:
+def record_weight(rec: dict[str, Any]) -> float:
+    """How many steps a step record stands for: its `weight` (runs thinned by
+    SCALEPROBE_STEP_RECORDS), 1 without one. A weight that is not a finite number of at least 0
+    counts as 1 (a negative one is left out with its record by `readers.runvalues`)."""
+    w = rec.get("weight")
+    if w is None or isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w < float("inf"):
+        return 1
+    return w
+
+
+def weighted_median(values: list[float], weights: list[float]) -> float:
+    """The median of `values` where each stands for `weights` of them: the value at which half the
+    total weight is reached, the mean of two neighbours where it is reached exactly between them,
+    so that all weights 1 give `np.median`."""
+    v = np.asarray(values, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    order = np.argsort(v, kind="stable")
+    v, cum = v[order], np.cumsum(w[order])
+    half = cum[-1] / 2
+    i = int(np.searchsorted(cum, half, side="left"))
+    if cum[i] == half:
+        j = i + 1 + int(np.searchsorted(cum[i + 1:], half, side="right"))  # skip weight-0 values
+        if j < len(v):
+            return float((v[i] + v[j]) / 2)
+    return float(v[i])
+
+
+def weighted_mean(values: list[float], weights: list[float] | None = None) -> float:
+    """The mean of `values`, each counted `weights` times where given (and the weights not all 0)."""
+    if weights is not None:
+        total = sum(weights)
+        if total > 0:
+            return sum(v * w for v, w in zip(values, weights)) / total
+    return sum(values) / len(values)
+
+
+def per_step(field: str, values: list[float], weights: list[float] | None = None) -> float:
     """One rank's value of a step record's `field` over its active steps: the mean for the parts
-    of a step (`STEP_PARTS`), else the median."""
+    of a step (`STEP_PARTS`), else the median; each value counted `weights` times where given
+    (`record_weight`: a thinned run's record stands for several steps)."""
+    if weights is not None and any(w != 1 for w in weights) and sum(weights) > 0:
+        return weighted_mean(values, weights) if field in STEP_PARTS else weighted_median(values, weights)
     return sum(values) / len(values) if field in STEP_PARTS else _median(values)
 
 
@@ -215,7 +255,8 @@ def loop_callpaths(rf: RankFile, names: RegionNames,
 
 def loop_records(rf: RankFile, loop_callpath: Callable[[Any], str]) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """("step" or "epoch", loop call path, record) of a file's steps and epochs; steps outside the
-    schedule's active window (warm-up, skipped steps) are left out."""
+    schedule's active window (warm-up, skipped steps) are left out. A step record may stand for
+    several steps (`record_weight`)."""
     for rec in rf.run.steps:
         if rec.get("active") is not False:
             yield "step", loop_callpath(rec.get("region")), rec
@@ -227,6 +268,7 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
     """One rank's metrics, its processes summed."""
     totals: dict[Key, float] = defaultdict(float)
     samples: dict[Key, list[float]] = defaultdict(list)
+    weights: dict[Key, list[float]] = defaultdict(list)  # of the step samples: see record_weight
     peaks: dict[Key, float] = {}
     unknown: set[Key] = set()
     throttled: set[str] = set()
@@ -268,10 +310,17 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
 
         loop_callpath = loop_callpaths(rf, names, ends_in)
         for kind, cp, rec in loop_records(rf, loop_callpath):
-            for field, metric in (LOOP_FIELDS if kind == "step" else LOOP_FIELDS[:1]):
-                v = _ns(rec.get(field))
+            if kind == "step":
+                w = record_weight(rec)
+                for field, metric in LOOP_FIELDS:
+                    v = _ns(rec.get(field))
+                    if v is not None:
+                        samples[(cp, metric)].append(v)
+                        weights[(cp, metric)].append(w)
+            else:
+                v = _ns(rec.get("duration_ns"))
                 if v is not None:
-                    samples[(cp, metric if kind == "step" else "epoch_time")].append(v)
+                    samples[(cp, "epoch_time")].append(v)
             if kind == "step":
                 _peak(peaks, (cp, "peak_memory"), _bytes(rec.get("memory"), "rss"))
             elif isinstance(mem := rec.get("memory"), dict):
@@ -300,7 +349,7 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
             if (cp, "comm_calls") in totals:
                 totals[(cp, "visits")] = totals[(cp, "comm_calls")]
     out: dict[Key, float] = dict(totals)
-    out.update((k, sum(v) / len(v) if k[1] in _MEAN_PER_STEP else _median(v)) for k, v in samples.items() if v)
+    out.update((k, per_step(_FIELD_OF[k[1]], v, weights.get(k))) for k, v in samples.items() if v)
     out.update(peaks)
     for k in unknown:
         out.pop(k, None)

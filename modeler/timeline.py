@@ -5,6 +5,8 @@ threads for epochs, steps (the data wait drawn inside each step, where it happen
 the iteration), and, for runs recorded with `SCALEPROBE_TRACE=1`, one thread per recorded thread
 with every region visit as a slice. Ranks are aligned on wall-clock time from each file's header
 (`start_unix` taken at `start_ns`), so on one host the ranks line up to the clock's precision.
+A run thinned by SCALEPROBE_STEP_RECORDS has its written steps drawn as they are (gaps between
+them), each with its `weight` among its args.
 """
 
 from __future__ import annotations
@@ -177,7 +179,7 @@ def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
             events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": kind + "s"}})
             for r in timed:
                 dur = float(r.get("duration_ns") or 0)
-                args = {k: r[k] for k in ("index", "data_wait_ns", "comm_ns", "gpu_ns") if r.get(k) is not None}
+                args = {k: r[k] for k in ("index", "data_wait_ns", "comm_ns", "gpu_ns", "weight") if r.get(k) is not None}
                 if isinstance(r.get("memory"), dict):
                     args.update({f"memory.{k}": v for k, v in r["memory"].items()})
                 events.append({
@@ -208,11 +210,21 @@ def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
     # parents before children where they start together: some importers nest by order
     events.sort(key=lambda e: (e["ph"] != "M", e["pid"], e.get("tid", 0), e.get("ts", 0.0), -e.get("dur", 0.0)))
     dropped = sum(int((f.run.end or {}).get("trace_dropped") or 0) for f in files)
+    thinned = sum(_thinned(f.run) for f in files)
     head = files[0].run.header
     meta = {"run_id": head.get("run_id"), "experiment": head.get("experiment"), "params": head.get("params"),
             "world_size": head.get("world_size"), "region_events": traced, "events_dropped": dropped,
+            "steps_thinned": thinned,
             "origin_unix": ref + origin * 1e-9 if walls else None}
     return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": meta}
+
+
+def _thinned(run: Any) -> int:
+    """Steps the process measured but did not write (the end record's `steps_thinned`)."""
+    counts = (run.end or {}).get("steps_thinned")
+    if not isinstance(counts, dict):
+        return 0
+    return sum(int(n) for n in counts.values() if isinstance(n, (int, float)) and not isinstance(n, bool) and n > 0)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -234,6 +246,9 @@ def run(args: argparse.Namespace) -> int:
     if meta["events_dropped"]:
         note += (f" ({meta['events_dropped']} region events were dropped while recording: raise "
                  f"SCALEPROBE_TRACE_MAX or trace a shorter run)")
+    if meta["steps_thinned"]:
+        note += (f" ({meta['steps_thinned']} steps were measured but not written (SCALEPROBE_STEP_RECORDS): "
+                 f"the steps drawn thin out along the run, each standing for its block of steps, its weight)")
     print(f"timeline of run {trace['otherData']['run_id']}: {n} slices written to {out.resolve()}{note}; "
           f"open it in https://ui.perfetto.dev or chrome://tracing", file=sys.stderr)
     return 0

@@ -187,11 +187,18 @@ static inline int read_rid(PyObject *arg, Py_ssize_t *rid) {
     return 1;
 }
 
-static PyObject *p_enter(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 1) return one_argument("enter", nargs);
-    PyObject *arg = args[0];
-    Py_ssize_t rid;
-    if (!read_rid(arg, &rid) || off[rid]) Py_RETURN_NONE;
+/* off[rid]: REGION_OFF = not timed (throttled or filtered out); GPU_TARGET = the GPU rotation's
+ * current target (runtime/gpu.py Rotation): enter/exit of that one region also call a Python hook.
+ * Both in one byte, so every other region pays nothing for the rotation: enter tests off[rid] anyway,
+ * exit tests one more byte. */
+#define REGION_OFF 1
+#define GPU_TARGET 2
+
+static PyObject *gpu_hook_enter = NULL, *gpu_hook_exit = NULL; /* both set or both NULL */
+static Py_ssize_t gpu_target = -1; /* the one rid with GPU_TARGET set, or -1 */
+
+/* The visit bookkeeping of enter, after the checks. */
+static inline PyObject *enter_timed(Py_ssize_t rid) {
     ThreadState *s = tls;
     if (!s && !(s = new_state())) { dropped++; Py_RETURN_NONE; }
     Frame *top = &s->stack[s->depth - 1];
@@ -215,6 +222,40 @@ static PyObject *p_enter(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     f->child_ns = 0;
     f->t0 = now_ns();
     Py_RETURN_NONE;
+}
+
+/* hook(arg) with a reference held meanwhile (the hook may replace the hooks); 0 or -1 (raised). */
+static int call_hook(PyObject *hook, PyObject *arg) {
+    if (!hook) return 0;
+    Py_INCREF(hook);
+    PyObject *res = PyObject_CallOneArg(hook, arg);
+    Py_DECREF(hook);
+    if (!res) return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+/* enter() of the GPU target: the visit as for any region (unless throttled), then the hook, so
+ * that its start event falls inside the visit, as the enclosing regions' do. */
+static PyObject *enter_target(PyObject *arg, Py_ssize_t rid) {
+    if (!(off[rid] & REGION_OFF)) {
+        PyObject *none = enter_timed(rid);
+        Py_DECREF(none);
+    }
+    if (call_hook(gpu_hook_enter, arg) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *p_enter(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1) return one_argument("enter", nargs);
+    PyObject *arg = args[0];
+    Py_ssize_t rid;
+    if (!read_rid(arg, &rid)) Py_RETURN_NONE;
+    if (off[rid]) {
+        if (off[rid] & GPU_TARGET) return enter_target(arg, rid);
+        Py_RETURN_NONE;
+    }
+    return enter_timed(rid);
 }
 
 /* Runs only when the outermost region of a thread closes. */
@@ -257,22 +298,18 @@ static void close_top(ThreadState *s, int64_t t) {
     if (s->depth == 1) note_outermost();
 }
 
-static PyObject *p_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    int64_t t = now_ns();
-    if (nargs != 1) return one_argument("exit", nargs);
-    PyObject *arg = args[0];
-    Py_ssize_t rid;
-    if (!read_rid(arg, &rid)) Py_RETURN_NONE;
+/* The visit bookkeeping of exit at time t, after the checks. */
+static inline PyObject *exit_timed(Py_ssize_t rid, int64_t t) {
     ThreadState *s = tls;
     if (!s) {
-        if (off[rid]) Py_RETURN_NONE;
+        if (off[rid] & REGION_OFF) Py_RETURN_NONE;
         Py_RETURN_FALSE; /* not open on this thread (the manual API says so) */
     }
     Frame *top = &s->stack[s->depth - 1];
     if (top->rid != (int32_t)rid) {
         /* An untimed region's enter pushed nothing. A visit that began before its region was
          * throttled is on top and closes normally, so it never stays behind as a stale parent. */
-        if (off[rid]) Py_RETURN_NONE;
+        if (off[rid] & REGION_OFF) Py_RETURN_NONE;
         /* Frames above rid were left open (probes switched off mid-visit): drop them. */
         int32_t i;
         for (i = s->depth - 1; i > 0; i--)
@@ -291,6 +328,34 @@ static PyObject *p_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     close_top(s, t);
     Py_RETURN_NONE;
+}
+
+/* exit() of the GPU target: the hook first (its end event falls inside the visit), then the visit
+ * ends, at the time read after the hook. The visit ends also when the hook raised (a signal
+ * handler's KeyboardInterrupt): the exception then goes on to the program. */
+static PyObject *exit_target(PyObject *arg, Py_ssize_t rid) {
+    if (call_hook(gpu_hook_exit, arg) == 0) return exit_timed(rid, now_ns());
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+    Py_XDECREF(exit_timed(rid, now_ns()));
+    PyErr_SetRaisedException(exc);
+#else
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+    Py_XDECREF(exit_timed(rid, now_ns()));
+    PyErr_Restore(et, ev, etb);
+#endif
+    return NULL;
+}
+
+static PyObject *p_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t t = now_ns();
+    if (nargs != 1) return one_argument("exit", nargs);
+    PyObject *arg = args[0];
+    Py_ssize_t rid;
+    if (!read_rid(arg, &rid)) Py_RETURN_NONE;
+    if (off[rid] & GPU_TARGET) return exit_target(arg, rid);
+    return exit_timed(rid, t);
 }
 
 /* The end of the run: the visits still open on other threads (daemon threads that run for the
@@ -325,10 +390,14 @@ static PyObject *p_take_final_deltas(PyObject *self, PyObject *unused) {
 /* exit(rid) on a thread where rid is not open (a manual region entered on one thread, left on
  * another): close the visit on the thread where rid is the innermost open region, if exactly one
  * thread has it there. True if closed. */
+/* Region ids are int32 in the frames: a larger one is refused, never an index past the tables. */
+#define REGION_LIMIT ((Py_ssize_t)INT32_MAX)
+
 static PyObject *p_exit_elsewhere(PyObject *self, PyObject *arg) {
     int64_t t = now_ns();
     Py_ssize_t rid = PyLong_AsSsize_t(arg);
     if (rid == -1 && PyErr_Occurred()) return NULL;
+    if (rid < 0 || rid >= REGION_LIMIT) Py_RETURN_FALSE; /* no region's: never another's by truncation */
     ThreadState *found = NULL;
     for (ThreadState *s = all_states; s; s = s->next) {
         if (s == tls || s->dead || s->depth < 2 || s->stack[s->depth - 1].rid != (int32_t)rid) continue;
@@ -355,8 +424,14 @@ static PyObject *p_mark(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+static PyObject *too_large(Py_ssize_t rid) {
+    PyErr_Format(PyExc_ValueError, "region id must be below %zd, got %zd", REGION_LIMIT, rid);
+    return NULL;
+}
+
 static int grow(Py_ssize_t n) {
     if (n <= cap) return 0;
+    if (n > REGION_LIMIT) return -1;
     Py_ssize_t ncap = cap * 2 > n ? cap * 2 : n;
     uint8_t *o = realloc(off, (size_t)ncap);
     if (!o) return -1;
@@ -377,6 +452,7 @@ static int grow(Py_ssize_t n) {
 static PyObject *p_ensure_capacity(PyObject *self, PyObject *arg) {
     Py_ssize_t n = PyLong_AsSsize_t(arg);
     if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n > REGION_LIMIT) return too_large(n - 1);
     if (grow(n) < 0) return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
@@ -389,10 +465,51 @@ static PyObject *p_set_off(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "region id must not be negative, got %zd", rid);
         return NULL;
     }
+    if (rid >= REGION_LIMIT) return too_large(rid);
     if (grow(rid + 1) < 0) return PyErr_NoMemory();
-    off[rid] = (uint8_t)flag;
+    off[rid] = (uint8_t)((off[rid] & GPU_TARGET) | (flag ? REGION_OFF : 0));
     Py_RETURN_NONE;
 }
+
+static void clear_target(void) {
+    if (gpu_target >= 0 && gpu_target < cap) off[gpu_target] &= (uint8_t)~GPU_TARGET;
+    gpu_target = -1;
+}
+
+static PyObject *p_set_gpu_hooks(PyObject *self, PyObject *args) {
+    PyObject *on_enter, *on_exit;
+    if (!PyArg_ParseTuple(args, "OO:set_gpu_hooks", &on_enter, &on_exit)) return NULL;
+    if (on_enter == Py_None && on_exit == Py_None) {
+        clear_target();
+        Py_CLEAR(gpu_hook_enter);
+        Py_CLEAR(gpu_hook_exit);
+        Py_RETURN_NONE;
+    }
+    if (!PyCallable_Check(on_enter) || !PyCallable_Check(on_exit)) {
+        PyErr_SetString(PyExc_TypeError, "set_gpu_hooks(on_enter, on_exit): two callables, or None, None");
+        return NULL;
+    }
+    Py_INCREF(on_enter);
+    Py_INCREF(on_exit);
+    Py_XSETREF(gpu_hook_enter, on_enter);
+    Py_XSETREF(gpu_hook_exit, on_exit);
+    Py_RETURN_NONE;
+}
+
+static PyObject *p_set_gpu_target(PyObject *self, PyObject *arg) {
+    Py_ssize_t rid = PyLong_AsSsize_t(arg);
+    if (rid == -1 && PyErr_Occurred()) return NULL;
+    if (rid >= REGION_LIMIT) return too_large(rid);
+    if (rid >= 0 && grow(rid + 1) < 0) return PyErr_NoMemory();
+    clear_target();
+    if (rid >= 0 && gpu_hook_enter) {
+        off[rid] |= GPU_TARGET;
+        gpu_target = rid;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *p_gpu_target(PyObject *self, PyObject *unused) { return PyLong_FromSsize_t(gpu_target); }
 
 static PyObject *path_of(ThreadState *s, int32_t idx) {
     int32_t depth = 0;
@@ -492,6 +609,9 @@ static PyObject *p_reset_after_fork(PyObject *self, PyObject *unused) {
         memset(iters_snap, 0, sizeof(int64_t) * (size_t)cap);
     }
     dropped = 0;
+    clear_target(); /* CUDA does not survive fork: the rotation's hooks are the parent's */
+    Py_CLEAR(gpu_hook_enter);
+    Py_CLEAR(gpu_hook_exit);
     Py_CLEAR(exit_seen);
     Py_CLEAR(main_exit);
     main_ident = PyThread_get_thread_ident(); /* the forking thread is the child's main thread */
@@ -776,6 +896,10 @@ static PyMethodDef methods[] = {
     {"mark", (PyCFunction)(void (*)(void))p_mark, METH_FASTCALL, "mark(rid): one iteration of loop region rid."},
     {"ensure_capacity", p_ensure_capacity, METH_O, "Make region ids below n valid."},
     {"set_off", p_set_off, METH_VARARGS, "set_off(rid, off): stop or resume timing region rid."},
+    {"set_gpu_hooks", p_set_gpu_hooks, METH_VARARGS,
+     "set_gpu_hooks(on_enter, on_exit): called with the rid by enter (after it) and exit (before it) of the GPU target; None, None: none."},
+    {"set_gpu_target", p_set_gpu_target, METH_O, "set_gpu_target(rid): the region whose enter/exit call the GPU hooks (-1: none; none without hooks)."},
+    {"gpu_target", p_gpu_target, METH_NOARGS, "The GPU target region, or -1."},
     {"take_deltas", p_take_deltas, METH_NOARGS, "Changed call paths since the previous call."},
     {"take_iterations", p_take_iterations, METH_NOARGS, "Loop iteration counts since the previous call."},
     {"current_path", p_current_path, METH_NOARGS, "Region ids on this thread's stack, outermost first."},

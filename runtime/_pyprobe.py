@@ -3,7 +3,8 @@
 The C extension `runtime._cprobe` implements the same functions faster; this module is the
 fallback when it is not built (no compiler) or when SCALEPROBE_PURE=1. Both expose:
 enter, exit, mark, left, back, back_of, ensure_capacity, set_off, take_deltas, take_iterations, current_path,
-reset_after_fork, dropped, threads, exit_seen, set_exit_seen, take_final_deltas, exit_elsewhere.
+reset_after_fork, dropped, threads, exit_seen, set_exit_seen, take_final_deltas, exit_elsewhere,
+set_gpu_hooks, set_gpu_target, gpu_target.
 
 The hot path is bytecode-bound, so every choice below saves bytecodes or allocations
 (benchmarks/probe_overhead.py measures it):
@@ -20,6 +21,8 @@ The hot path is bytecode-bound, so every choice below saves bytecodes or allocat
 - Direct recursion (a region entering itself) pushes the same node again: exit recognises it by
   identity (`stack[-1] is node`), counts nothing and adds no time, so inclusive time is never
   counted twice and no fold counter is checked on every exit.
+- The GPU rotation's target region (runtime/gpu.py) is a bit in `_off`: enter finds it where it
+  checks `_off` anyway, exit with one index on its way out; only that region calls the hooks.
 """
 
 from __future__ import annotations
@@ -41,9 +44,16 @@ _local = threading.local()
 # last deltas.
 _roots: list[tuple[list, weakref.ref, list]] = []
 _roots_lock = threading.Lock()
-# Per region id: 1 = not timed (throttled or filtered out). Extended in place, never rebound,
-# because the hot-path functions hold it as a default argument.
+# Per region id, bits: _OFF = not timed (throttled or filtered out), _TARGET = the GPU rotation's
+# target (its enter/exit call the hooks in _gpu). Extended in place, never rebound, because the
+# hot-path functions hold it as a default argument.
 _off: list[int] = [0] * 1024  # a list indexes faster than a bytearray here
+_OFF, _TARGET = 1, 2
+# `_off` with the _OFF bits only: what the target's own enter/exit take as their `_off` once
+# _enter_target/_exit_target have called the hooks (a further parameter would cost every probe).
+_off_only: list[int] = [0] * 1024
+# The GPU rotation (runtime/gpu.py Rotation): [on_enter, on_exit, target rid or -1], as in C.
+_gpu: list = [None, None, -1]
 _iters: list[int] = [0] * 1024
 _iters_snap: list[int] = [0] * 1024
 _dropped = [0]
@@ -87,11 +97,17 @@ def _new_child(parent: list, rid: int) -> list | None:
 def enter(rid: int, _perf=perf_counter, _local=_local, _off=_off) -> None:
     try:
         if _off[rid]:
+            if _off[rid] & 2 and rid >= 0:  # _TARGET (a negative index is no region of ours)
+                _enter_target(rid)
             return
         stack = _local.stack
     except AttributeError:
+        if _off[rid] & 2:  # raised by the GPU target's hook: the program's (as in C)
+            raise
         stack = _new_thread()
     except (IndexError, TypeError):  # an id never defined: ignored (as in C) rather than failing the program
+        if _valid(rid) and _off[rid] & 2:  # (or raised by the GPU target's hook)
+            raise
         _dropped[0] += 1
         return
     top = stack[-1]
@@ -109,7 +125,17 @@ def enter(rid: int, _perf=perf_counter, _local=_local, _off=_off) -> None:
     stack.append(node)
 
 
-def exit(rid: int, _perf=perf_counter, _local=_local, _root=_ROOT_RID, _exc=_handled, _seen=_exit_seen) -> None:
+def _enter_target(rid: int) -> None:
+    """enter() of the GPU target: the visit as for any region (unless throttled), then the hook,
+    so that its start event falls inside the visit."""
+    if not _off[rid] & _OFF:
+        enter(rid, perf_counter, _local, _off_only)
+    hook = _gpu[0]
+    if hook is not None:
+        hook(rid)
+
+
+def exit(rid: int, _perf=perf_counter, _local=_local, _root=_ROOT_RID, _exc=_handled, _seen=_exit_seen, _off=_off) -> None:
     t = _perf()
     try:
         stack = _local.stack
@@ -117,11 +143,17 @@ def exit(rid: int, _perf=perf_counter, _local=_local, _root=_ROOT_RID, _exc=_han
         if not _valid(rid):
             _dropped[0] += 1
             return None
-        return False if not _off[rid] else None  # not open on this thread (the manual API says so)
+        if _off[rid] & _TARGET:
+            return _exit_target(rid)
+        return False if not _off[rid] & _OFF else None  # not open on this thread (the manual API says so)
     n = stack.pop()
     if n[8] != rid:
         stack.append(n)
-        return _exit_other(stack, rid, t)
+        return _exit_other(stack, rid, t, _off)
+    if _off[rid]:  # the GPU target, or a visit begun before its region was throttled
+        if _off[rid] & 2:  # _TARGET
+            stack.append(n)
+            return _exit_target(rid)
     p = stack[-1]
     if p is n:  # a folded direct-recursive visit
         return
@@ -137,6 +169,19 @@ def exit(rid: int, _perf=perf_counter, _local=_local, _root=_ROOT_RID, _exc=_han
     n[5] += dt * dt
     if p[8] is _root and (_exc() is not None or _seen[0] is not None):
         _note_outermost()
+
+
+def _exit_target(rid: int) -> bool | None:
+    """exit() of the GPU target: the hook first (its end event falls inside the visit), then the
+    visit ends, at the time read after the hook; also when the hook raised (the exception then
+    goes on to the program)."""
+    hook = _gpu[1]
+    try:
+        if hook is not None:
+            hook(rid)
+    finally:
+        result = exit(rid, perf_counter, _local, _ROOT_RID, _handled, _exit_seen, _off_only)
+    return result
 
 
 def _close_top(stack: list, t: float) -> None:
@@ -173,7 +218,7 @@ def _valid(rid: object) -> bool:
     return type(rid) is int and 0 <= rid < len(_off)  # noqa: E721 - what the hot path can index
 
 
-def _exit_other(stack: list, rid: int, t: float) -> bool | None:
+def _exit_other(stack: list, rid: int, t: float, off=_off) -> bool | None:
     """`rid` is not on top. Either its enter pushed nothing (region not timed, invalid id), or
     visits above it were left open (probes switched off mid-visit): those are dropped and the
     visit of `rid` itself is closed. (A visit that began before its region was throttled is on
@@ -182,7 +227,9 @@ def _exit_other(stack: list, rid: int, t: float) -> bool | None:
     if not _valid(rid):
         _dropped[0] += 1
         return None
-    if _off[rid]:
+    if off[rid] & _TARGET:
+        return _exit_target(rid)
+    if off[rid] & _OFF:
         return None
     for i in range(len(stack) - 1, 0, -1):
         if stack[i][_RID] == rid:
@@ -337,6 +384,7 @@ def ensure_capacity(n: int) -> None:
     have = len(_off)
     if n > have:
         grow = max(n, have * 2) - have
+        _off_only.extend([0] * grow)  # first: a valid id (below len(_off)) is valid in both
         _off.extend([0] * grow)
         _iters.extend([0] * grow)
         _iters_snap.extend([0] * grow)
@@ -346,7 +394,43 @@ def set_off(rid: int, off: bool) -> None:
     if rid < 0:
         raise ValueError(f"region id must not be negative, got {rid}")
     ensure_capacity(rid + 1)
-    _off[rid] = 1 if off else 0
+    _off_only[rid] = _OFF if off else 0
+    _off[rid] = (_off[rid] & _TARGET) | _off_only[rid]
+
+
+def set_gpu_hooks(on_enter, on_exit) -> None:
+    """on_enter(rid) runs after enter(rid), on_exit(rid) before exit(rid), for the GPU target
+    region only (set_gpu_target). None, None: no hooks, and no target."""
+    if on_enter is None and on_exit is None:
+        _clear_target()
+        _gpu[0] = _gpu[1] = None
+        return
+    if not callable(on_enter) or not callable(on_exit):
+        raise TypeError("set_gpu_hooks(on_enter, on_exit): two callables, or None, None")
+    _gpu[0], _gpu[1] = on_enter, on_exit
+
+
+def _clear_target() -> None:
+    rid = _gpu[2]
+    if 0 <= rid < len(_off):
+        _off[rid] &= ~_TARGET
+    _gpu[2] = -1
+
+
+def set_gpu_target(rid: int) -> None:
+    """The region whose enter/exit call the GPU hooks; -1: none (and none while no hooks are set)."""
+    rid = int(rid)
+    if rid >= 0:
+        ensure_capacity(rid + 1)
+    _clear_target()
+    if rid >= 0 and _gpu[0] is not None:
+        _off[rid] |= _TARGET
+        _gpu[2] = rid
+
+
+def gpu_target() -> int:
+    """The GPU target region, or -1."""
+    return _gpu[2]
 
 
 _NO_SNAP = (0, 0, 0, 0.0, 0)  # visits, incl_ns, excl_ns, sumsq (float s^2), recursive
@@ -420,6 +504,8 @@ def reset_after_fork() -> None:
         _iters[i] = 0
         _iters_snap[i] = 0
     _dropped[0] = 0
+    _clear_target()  # CUDA does not survive fork: the rotation's hooks are the parent's
+    _gpu[0] = _gpu[1] = None
     _exit_seen[0] = None
     if hasattr(_local, "stack"):
         del _local.stack

@@ -20,6 +20,7 @@ from time import perf_counter_ns
 from typing import Any, Callable
 
 from . import _backend
+from . import gpu as _gpu
 from . import recorder as _recorder
 
 impl = _backend.impl
@@ -190,6 +191,26 @@ def _tensor_bytes(x: Any) -> int:
     return 0
 
 
+def _on_cpu(x: Any) -> bool:
+    """Whether the payload `x` is tensors and none of them on a GPU (a gloo collective of CPU
+    tensors in a program that uses CUDA): CUDA events around it would time whatever else the
+    stream runs meanwhile, not the call (review 33 L2). False where it holds no tensor (a
+    barrier): not known."""
+    found = False
+    stack = [x]
+    while stack:
+        y = stack.pop()
+        if hasattr(y, "tensor") and not hasattr(y, "is_cuda"):  # P2POp
+            y = y.tensor
+        if hasattr(y, "is_cuda"):
+            if y.is_cuda:
+                return False
+            found = True
+        elif isinstance(y, (list, tuple)):
+            stack.extend(y)
+    return found
+
+
 def _group_size(dist: Any, group: Any) -> int | None:
     try:
         if not dist.is_initialized():
@@ -224,14 +245,16 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
         if _dropped:
             _settle_dropped()
         if payload is None:
-            nbytes = 0
+            data = None
         elif payload < len(args):
-            nbytes = _tensor_bytes(args[payload])
+            data = args[payload]
         else:
-            nbytes = _tensor_bytes(kwargs.get(payload_name))
+            data = kwargs.get(payload_name)
+        nbytes = _tensor_bytes(data)
         if sends_at is not None:
             sends = args[sends_at] if sends_at < len(args) else kwargs.get("scatter_list")
             if sends:  # only on the source rank
+                data = sends
                 nbytes = _tensor_bytes(sends)
         group = args[group_at] if group_at is not None and group_at < len(args) else kwargs.get("group")
         if op in _ASYNC:
@@ -242,8 +265,9 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
             is_async = False
         path = impl.current_path()
         gpu = rec.gpu
-        # GPU events only for the sync forms: nothing stops an async call's (review 33 L1)
-        ev = gpu.start() if gpu is not None and not is_async else None
+        # GPU events only for the sync forms: nothing stops an async call's (review 33 L1); and
+        # not for CPU tensors, whose call no GPU stream runs (L2)
+        ev = gpu.start() if gpu is not None and not is_async and not _on_cpu(data) else None
         impl.enter(rid)
         _inside.on = True
         t0 = perf_counter_ns()
@@ -273,11 +297,12 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
             fut.add_done_callback(fut_done) if hasattr(fut, "add_done_callback") else fut.then(fut_done)
         elif not (is_async and _until_waited(result, t0 + dt, done)):
             # A sync form, or an async one whose end cannot be seen: the call's own duration.
-            pending = None
-            if ev is not None:
-                pending = {"gpu_ns": None}
-                gpu.stop(ev, pending)
+            pending = {"gpu_ns": None} if ev is not None else None
+            # the summary is the interval's before its end event is recorded: the flush thread may
+            # read the interval at once (review 37: its time was lost, and the summary waited for it)
             record(rec, op, nbytes, _group_size(dist, group), dt, path + (rid,), pending, t0)
+            if pending is not None and not gpu.stop(ev, pending):
+                _gpu.drop(pending)  # not timed after all: one interval fewer to wait for
         return result
 
     wrapper.__sp_wrapped__ = True  # type: ignore[attr-defined]
@@ -374,12 +399,14 @@ def record(rec: "_recorder.Recorder", op: str, nbytes: int, group_size: int | No
     with rec.comm_lock:
         s = rec.comm.get((op, group_size, path))
         if s is None:
-            s = rec.comm[(op, group_size, path)] = [0, 0, 0, 0, 0]
+            s = rec.comm[(op, group_size, path)] = [0, 0, 0, 0, 0, 0]
         s[0] += 1
         s[1] += nbytes
         s[2] += time_ns
         if gpu is not None:
-            # Resolved later by the GPU timer; the summary takes whatever resolved by its flush.
+            # Resolved later by the GPU timer: what resolves after its flush goes into the next
+            # (Recorder._comm_records)
+            s[5] += 1
             gpu["summary"] = s
 
 

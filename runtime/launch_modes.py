@@ -121,11 +121,32 @@ def _set_run_env(opts: Options, run: Run, run_id: str) -> None:
     })
 
 
-def _finish(run: Run, record: RunRecord, code: int, rank: int, wall_s: float) -> None:
+def _run_in_process(opts: Options, identity: ProcessIdentity, run: Run, record: RunRecord, start: float,
+                    cfg: Config) -> int:
+    """The program, in this process. Where a signal ends it while its main thread is blocked in C
+    (signal_watch: the program never unwinds to here), the run's record still ends, `interrupted`."""
+    from runtime import signal_watch
+
+    def last_words(signum: int) -> None:
+        _finish(run, record, 128 + signum, identity.rank, time.monotonic() - start, signum)
+        if not cfg.quiet:
+            print(f"scaleprobe launch: {record.error} while blocked outside Python; run data in {run.directory}",
+                  file=sys.stderr, flush=True)
+
+    remove = signal_watch.at_default_action(last_words) if identity.rank == 0 else (lambda: None)
+    try:
+        return _run(opts, identity, run.args)
+    finally:
+        remove()
+
+
+def _finish(run: Run, record: RunRecord, code: int, rank: int, wall_s: float, signum: int | None = None) -> None:
     from runtime import launch_child
 
     record.exit_code = code
-    if launch_script.received_sigterm:
+    if signum is not None:
+        record.status, record.error = "interrupted", f"interrupted by {signal.Signals(signum).name}"
+    elif launch_script.received_sigterm:
         record.status, record.error = "interrupted", "interrupted by SIGTERM"
     elif code:
         record.status, record.failed_rank = "failed", rank
@@ -174,7 +195,10 @@ def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str], cfg
     record = _record(opts, run, run_id, argv)
     if identity.rank == 0:
         write_record(run.directory, record)
-    code = _run(opts, identity, run.args)
+    launcher = os.getpid()
+    code = _run_in_process(opts, identity, run, record, start, cfg)
+    if os.getpid() != launcher:
+        return code  # a child the program forked, unwinding through here: the run is not its to end
     if identity.rank == 0:
         _finish(run, record, code, identity.rank, time.monotonic() - start)
         # The other ranks may still be writing: rank 0 knows only whether it ran instrumented code.
@@ -200,7 +224,12 @@ def run_plain(opts: Options, run: Run, argv: list[str], cfg: Config) -> int:
     clear_attempt(run.directory)  # `--repetition K` into a run directory of an earlier attempt
     record = _record(opts, run, run_id, argv)
     write_record(run.directory, record)
-    code = _run(opts, detect(), run.args)
+    launcher = os.getpid()
+    code = _run_in_process(opts, detect(), run, record, start, cfg)
+    if os.getpid() != launcher:
+        # A child the program forked that leaves by sys.exit() or falls off its end unwinds through
+        # here: the run's record and messages are the launcher's (review 38: it wrote `ok` mid-run)
+        return code
     _finish(run, record, code, 0, time.monotonic() - start)
     held.release()
     if record.status == "failed" and not cfg.quiet:

@@ -37,7 +37,9 @@ class Outcome:
     failed_rank: int | None
     error: str | None
     wall_s: float
-    signal: int | None = None  # the signal that interrupted the run, when one did
+    # the signal that interrupted the run, when one did; or, with another status, one that came as
+    # its ranks ended and was not forwarded to them: it stops the sweep after this run
+    signal: int | None = None
 
 
 def free_port() -> int:
@@ -200,20 +202,24 @@ def run_members(members: Sequence[Member], run_dir: Path, *, timeout: float | No
             time.sleep(POLL_S)
     wall = time.monotonic() - start
     codes = [p.returncode for p in procs]
+    # a signal that came as the last rank ended, never forwarded: the run is done as it ended, and
+    # the signal still stops what comes after it (review 38: the sweep went on and exited 0)
+    late = inbox.received[forwarded:] if status != "interrupted" else []
     if status == "ok" and any(codes):
         first_failure, status = next(i for i, c in enumerate(codes) if c), "failed"
     if status == "failed" and first_failure is not None:
         rank, error = _failed_member(members, procs, run_dir, first_failure)
-        return Outcome("failed", status_code(codes[first_failure]), rank, error, wall)
+        return Outcome("failed", status_code(codes[first_failure]), rank, error, wall, late[0] if late else None)
     if status == "timeout":
-        return Outcome("timeout", 124, None, f"timed out after {timeout:g} s", wall)
+        return Outcome("timeout", 124, None, f"timed out after {timeout:g} s", wall, late[0] if late else None)
     if status == "ok":
         # Every rank exited 0, but one may have said that its run file could not be written
         # (launch_child: a full disk, a file size limit): the run's data is not complete.
         for rank in _error_ranks(run_dir):
-            return Outcome("failed", 0, rank, read_error(run_dir, rank) or "left an error file", wall)
+            return Outcome("failed", 0, rank, read_error(run_dir, rank) or "left an error file", wall,
+                           late[0] if late else None)
     if status == "interrupted":
         name = signal.Signals(stop_signal).name if stop_signal else "signal"
         return Outcome("interrupted", 128 + (stop_signal or 0), None, f"interrupted by {name}", wall,
                        stop_signal)
-    return Outcome("ok", 0, None, None, wall)
+    return Outcome("ok", 0, None, None, wall, late[0] if late else None)

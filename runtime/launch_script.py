@@ -46,6 +46,11 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(SIGTERM_EXIT)
 
 
+# In a forked child the handler ends the process as the default action would (above): the recorder,
+# which chains to it, then writes the child's end record first, as it does before a default action
+_exit_on_sigterm.__sp_ends_process__ = lambda: os.getpid() != _owner  # type: ignore[attr-defined]
+
+
 def install_sigterm_exit() -> None:
     """Let SIGTERM unwind the program instead of killing it, unless someone already handles it."""
     global _owner

@@ -39,6 +39,111 @@ EPOCH_FLUSH_SPACING_S = 1.0
 # next flush; past this many bytes waiting they are given up and counted in the end record.
 MAX_UNWRITTEN_BYTES = 64 << 20
 
+# A signal that the watch takes (signal_watch: the main thread is blocked in C) ends the process
+# even when the end record cannot be written: what holds the recorder's lock gets this long.
+END_LOCK_WAIT_S = 3.0
+
+
+class StepThinning:
+    """SCALEPROBE_STEP_RECORDS: a bound on the step records of one step loop (region) per process.
+
+    The first `bound` steps of a region are written as they are. After that the steps are cut into
+    blocks of `stride` steps, one after the other; the stride starts at 2 and doubles after every
+    `bound` blocks. One step of each block is written, standing for the block: its record has
+    `"weight": stride`. So a region writes about bound * (1 + log2(steps / bound)) records however
+    long the run, spread over all of it.
+
+    Which step of a block is written is drawn (a fixed-seed generator: the same steps every run),
+    except in the first block, whose first step is taken: a step loop that does something every 2nd
+    or 4th step (gradient accumulation synchronises on every k-th micro-step) would otherwise have
+    only its synchronising steps, or none of them, written at a power-of-two stride, and the mean
+    communication per step would come out k times too large, or 0. Drawn, each block is a random
+    sample of itself and the weighted means are unbiased.
+
+    Steps inside and outside a schedule's active window (`active`) are counted apart, so the active
+    steps, the ones the modeler uses, are bounded on their own and a short active window is written
+    whole. Thinned-out steps are measured as every step is and then forgotten; `thinned` counts
+    them per region for the end record. The latest weighted record of each region is held here
+    until the region's next one is taken, or the final flush, which weighs it with all steps from
+    its block's start on (its block's rest, and the steps of an unfinished block whose drawn step
+    never came): the weights of a region sum to its steps exactly."""
+
+    __slots__ = ("bound", "counts", "_held", "thinned", "_seed")
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every count (a forked child's loops count their steps from zero). New objects:
+        runtime.series keeps a loop's counts at hand and checks that they are still these."""
+        #: (region, active) -> [steps seen, count of the next step to write, stride, blocks at that
+        #: stride, start of the block of the next step to write]
+        self.counts: dict[tuple[int, Any], list[int]] = {}
+        self._held: dict[tuple[int, Any], tuple[int, dict]] = {}  # key -> (its block's start, record)
+        self.thinned: dict[int, int] = {}  # region -> steps not written
+        self._seed = 0x5CA1E9B0BE
+
+    def _draw(self, stride: int) -> int:
+        """A step of a block of `stride` (a 64-bit linear congruential generator, Knuth's MMIX)."""
+        self._seed = x = (self._seed * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFFFFFFFFFF
+        return (x >> 33) % stride
+
+    def state(self, rid: int, active: Any) -> list[int]:
+        """The counts of one region (and side of the active window): see `take`, whose first lines
+        runtime.series runs itself on a state it keeps at hand."""
+        key = (rid, active)
+        st = self.counts.get(key)
+        if st is None:
+            st = self.counts[key] = [0, self.bound, 2, 0, self.bound]
+        return st
+
+    def take(self, rid: int, active: Any) -> int:
+        """Count one step of `rid`: 1 to write it as it is, 0 to leave it out, or the weight (2 or
+        more) of a record to give to `hold`."""
+        st = self.state(rid, active)
+        c = st[0]
+        st[0] = c + 1
+        return 1 if c < self.bound else self.past_bound(st, rid, c)
+
+    def past_bound(self, st: list[int], rid: int, c: int) -> int:
+        """`take` for the step counted `c` (0-based) of a region past its bound."""
+        if c != st[1]:
+            self.thinned[rid] = self.thinned.get(rid, 0) + 1
+            return 0
+        stride = st[2]
+        start = st[4] + stride  # the next block
+        st[3] += 1
+        if st[3] >= self.bound:
+            st[2] *= 2
+            st[3] = 0
+        st[4] = start
+        st[1] = start + self._draw(st[2])
+        return stride
+
+    def hold(self, rid: int, active: Any, r: dict, out: Any) -> None:
+        """Keep `r` (its weight, the stride `take` gave, set) until the region's next weighted
+        record; the one it replaces goes to `out` (the recorder's series)."""
+        key = (rid, active)
+        prev = self._held.get(key)
+        self._held[key] = (self.counts[key][4] - r["weight"], r)
+        if prev is not None:
+            out.append(prev[1])
+
+    def release(self) -> list[dict]:
+        """The held records, each weighed with the steps of its region from its block's start on
+        (final flush)."""
+        out = []
+        for key, (start, r) in self._held.items():
+            r["weight"] = self.counts[key][0] - start
+            out.append(r)
+        self._held = {}
+        return out
+
+    def end_counts(self) -> dict[str, int]:
+        """For the end record: region id (a string, as JSON keys are) -> steps not written."""
+        return {str(rid): n for rid, n in sorted(self.thinned.items()) if n}
+
 
 class Recorder:
     def __init__(self, cfg: Config) -> None:
@@ -59,7 +164,11 @@ class Recorder:
         self.next_reserved = RESERVED_BASE
         self.series: deque[dict] = deque()  # epoch/step records from the recording threads
         self.series_wait: list[dict] = []  # records whose GPU time is not resolved yet
-        self.comm: dict[tuple, list] = {}  # (op, group_size, callpath) -> [calls, bytes, time_ns, gpu_ns, gpu_calls]
+        # (op, group_size, callpath) -> [calls, bytes, time_ns, gpu_ns, gpu_calls, GPU intervals unread]
+        self.comm: dict[tuple, list] = {}
+        # summaries written while some of their GPU intervals were unread: [key, summary, gpu_ns
+        # written, gpu_calls written]; what resolves later goes into the next flush (review 33 L2)
+        self.comm_late: list[list] = []
         self.comm_lock = threading.Lock()
         from .comm import CommSpans
 
@@ -74,8 +183,12 @@ class Recorder:
         self.lost_flushes = 0  # flushes whose records were given up after failed writes
         self.last_error: str | None = None  # the flush thread's last error message, said once
         self.steps_seen = 0  # steps of the whole run: the schedule counts these
+        #: SCALEPROBE_STEP_RECORDS (None: every step is written)
+        self.thinning: StepThinning | None = StepThinning(cfg.step_records) if cfg.step_records > 0 else None
         self.finished = False
         self.finishing = False
+        self.finishing_thread: int | None = None  # the thread writing the end record
+        self.deferred_signal: int | None = None  # a signal that came to that thread meanwhile
         self.status: str | None = None
         self.exc_type: str | None = None
         self.signal: int | None = None
@@ -85,7 +198,7 @@ class Recorder:
         self.main_exit: tuple | None = None  # (code,) of the SystemExit that unwound `__main__`
         self.wake = threading.Event()
         self.thread: threading.Thread | None = None
-        self.sigwatch: signal_watch.Watch | None = None  # forked children only: see signal_watch
+        self.sigwatch: signal_watch.Watch | None = None  # stand-in signals the flush thread takes: signal_watch
         self.flush_requested = False  # an epoch ended since the last flush (see request_flush)
         self.last_flush = time.monotonic()  # when the last flush began (the start counts as one)
         self.pid = os.getpid()
@@ -158,6 +271,7 @@ class Recorder:
             "argv": list(sys.argv),
             "schedule": None if self.cfg.schedule is None else vars(self.cfg.schedule),
             "throttle": {"calls": self.cfg.throttle_calls, "ns": self.cfg.throttle_ns},
+            "step_records": self.cfg.step_records,
         }
         if self.cfg.ranks:  # rank selection: the ranks that record, so that readers can tell one that died
             selected = RankSet.parse(self.cfg.ranks)
@@ -367,9 +481,32 @@ class Recorder:
                     self.last_error = msg
 
     def _die_of(self, signum: int) -> None:
-        """A stand-in signal that never reached Python (signal_watch): end as its handler would."""
-        signal_watch.take_default(
-            signum, lambda: self.finish(status="signal", exit_code=128 + signum, signal=signum))
+        """A stand-in signal that never reached Python (signal_watch): end as its handler would.
+
+        In the flush thread, while the main thread is blocked in C. The lock is had before the end
+        record, so that a Python handler that runs meanwhile waits for the write (`wait_finished`);
+        its holder gets END_LOCK_WAIT_S, after which the process ends without its end record,
+        as the default action would have ended it."""
+
+        def write_end() -> None:
+            if not self.lock.acquire(timeout=END_LOCK_WAIT_S):
+                print(f"scaleprobe: signal {signum}: the run file {self.path} could not be ended (its end record"
+                      " is missing)", file=sys.stderr)
+                return
+            try:
+                self.signal = signum
+                self.finish(status="signal", exit_code=128 + signum, signal=signum)
+            finally:
+                self.lock.release()
+
+        signal_watch.take_default(signum, write_end)
+
+    def wait_finished(self, timeout: float = END_LOCK_WAIT_S + 10.0) -> None:
+        """Another thread is writing the end record (the signal watch, `_die_of`): wait until the
+        file is ended before the process is. Immediate in the thread that writes it (the lock is
+        re-entrant: a handler that interrupted its own thread's `finish`)."""
+        if self.finishing and self.lock.acquire(timeout=timeout):
+            self.lock.release()
 
     def flush(self, final_records: list[dict] | None = None, sync: bool = False) -> bool:
         """Write what was measured since the previous flush; False if the write failed (its records
@@ -424,6 +561,8 @@ class Recorder:
             for rid, count in impl.take_iterations():
                 recs.append({"type": "iterations", "flush": n, "region": rid, "count": count})
             recs.extend(gpu_recs)
+            if final_records is not None and self.thinning is not None:
+                self.series.extend(self.thinning.release())  # the last weighted step of each loop
             waiting = self.series_wait
             while self.series:
                 waiting.append(self.series.popleft())
@@ -437,9 +576,7 @@ class Recorder:
                 self.series_wait = []
             with self.comm_lock:
                 comm, self.comm = self.comm, {}
-            for (op, group, path), (calls, nbytes, t_ns, gpu_ns, gpu_calls) in comm.items():
-                recs.append({"type": "comm", "flush": n, "op": op, "bytes": nbytes, "group_size": group, "calls": calls,
-                             "time_ns": t_ns, "gpu_ns": gpu_ns if gpu_calls else None, "callpath": list(path)})
+            recs.extend(self._comm_records(n, comm))
             if final_records is None:
                 # Not at the end: every visit of the run was timed, so nothing is partial yet.
                 recs.extend(self._throttle())
@@ -449,6 +586,8 @@ class Recorder:
                 for r in final_records:
                     if r.get("type") == "end":
                         r["lost_flushes"] = self.lost_flushes
+                        if self.thinning is not None and self.thinning.thinned:
+                            r["steps_thinned"] = self.thinning.end_counts()  # SCALEPROBE_STEP_RECORDS
                         if self.gpu is not None and self.gpu.error is not None:
                             r["gpu_error"] = self.gpu.error  # GPU timing was turned off by it
                 recs.extend(final_records)
@@ -510,6 +649,34 @@ class Recorder:
             self.failed_writes = 0
         return True
 
+    def _comm_records(self, n: int, comm: dict[tuple, list]) -> list[dict]:
+        """The `comm` records of flush n: the summaries of its interval, and for the summaries of
+        earlier intervals whose GPU time resolved since they were written, that GPU time (a record
+        of 0 calls): a collective's CUDA events complete after the flush that took its summary."""
+        out = []
+        still = []
+        for late in self.comm_late:
+            (op, group, path), s, ns0, calls0 = late
+            unread, gpu_ns, gpu_calls = s[5], s[3], s[4]  # (unread first: what it counted has been added)
+            if gpu_calls > calls0:
+                out.append({"type": "comm", "flush": n, "op": op, "bytes": 0, "group_size": group, "calls": 0,
+                            "time_ns": 0, "gpu_ns": gpu_ns - ns0, "gpu_calls": gpu_calls - calls0,
+                            "callpath": list(path)})
+                late[2], late[3] = gpu_ns, gpu_calls
+            if unread > 0:
+                still.append(late)
+        for key, s in comm.items():
+            unread = s[5]
+            calls, nbytes, t_ns, gpu_ns, gpu_calls = s[:5]
+            op, group, path = key
+            out.append({"type": "comm", "flush": n, "op": op, "bytes": nbytes, "group_size": group, "calls": calls,
+                        "time_ns": t_ns, "gpu_ns": gpu_ns if gpu_calls else None, "gpu_calls": gpu_calls,
+                        "callpath": list(path)})
+            if unread > 0:
+                still.append([key, s, gpu_ns, gpu_calls])
+        self.comm_late = still
+        return out
+
     def _throttle(self) -> list[dict]:
         calls, limit = self.cfg.throttle_calls, self.cfg.throttle_ns
         if calls <= 0:
@@ -539,6 +706,7 @@ class Recorder:
                 return
             # Set before the final flush: a signal arriving during it must not write a second end.
             self.finishing = True
+            self.finishing_thread = threading.get_ident()
             status, exit_code = self._outcome(status, exit_code)
             end = {
                 "type": "end", "status": status, "exit_code": exit_code,
@@ -557,6 +725,7 @@ class Recorder:
                 self.finished = True
                 self.wake.set()
                 self.set_on(False)
+                _stand_down()
             if self.writer is not None:
                 removed = self.writer.removed
                 self.writer.close()
@@ -570,6 +739,9 @@ class Recorder:
                 elif self.default_dir and not self.cfg.quiet and self.header.get("child_of") is None \
                         and self.rank_source not in ("torch.distributed", "parent"):
                     print(f"scaleprobe: run data written to {self.path}", file=sys.stderr)
+        deferred, self.deferred_signal = self.deferred_signal, None
+        if deferred is not None:
+            os.kill(os.getpid(), deferred)  # now that the end record is whole: see _chain_signal
 
     def _outcome(self, status: str | None, exit_code: int | None) -> tuple[str, int | None]:
         """Status and exit code of the end record, from the most direct witness available: the
@@ -636,6 +808,8 @@ class Recorder:
     def after_fork_child(self) -> None:
         """A forked child gets its own file and forgets what the parent measured."""
         self.lock = threading.RLock()
+        self.finishing_thread = self.deferred_signal = None
+        self.sigwatch = None  # the parent's: armed again below for the child's own signals
         self.comm_lock = threading.Lock()
         self.wake = threading.Event()
         self.flush_requested = False
@@ -647,7 +821,10 @@ class Recorder:
         self.main_exit = None
         self.series = deque()
         self.series_wait = []
+        if self.thinning is not None:  # the child's loops count their steps from zero
+            self.thinning.reset()
         self.comm = {}
+        self.comm_late = []
         self.comm_spans = type(self.comm_spans)()
         self.region_totals = {}
         self.pending_rank = None
@@ -712,6 +889,10 @@ def start() -> Recorder:
         _rec = rec
         if rec.enabled:
             _install_hooks(rec)
+            if cfg.flush_interval_s > 0:
+                # A SIGTERM that the main thread, blocked in C (a hung collective), never takes to
+                # our handler still ends the process, as its default action would (signal_watch).
+                rec.sigwatch = signal_watch.arm(main=True)
             rec.start_thread()
         return rec
 
@@ -787,6 +968,28 @@ def _py_sys_exit(real_exit: Any) -> Any:
     return exit
 
 
+# The recorder's handlers that stand in for a default action (signal -> handler): once the run file
+# is ended there is nothing left to write, and the default action is put back (`_stand_down`).
+_standing_in: dict[int, Any] = {}
+
+
+def _stand_down() -> None:
+    """After the end record, in the main thread: SIGTERM (and a SIGINT the program left to its
+    default) kill at once again, as uninstrumented. The signal watch ends with the flush thread,
+    and a process that then hangs in C (an atexit handler registered before recording started)
+    would otherwise ignore them until SIGKILL (review 37)."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal.signal is the main thread's; the watch path ends the process anyway
+    import signal as _signal
+
+    for sig, handler in list(_standing_in.items()):
+        try:
+            if _signal.getsignal(sig) is handler:
+                _signal.signal(sig, _signal.SIG_DFL)
+        except (ValueError, OSError):
+            pass
+
+
 def _chain_signal(sig: int) -> None:
     import signal as _signal
 
@@ -817,12 +1020,24 @@ def _chain_signal(sig: int) -> None:
         if r is not None and not r.finished and not r.finishing and os.getpid() == r.pid:
             r.signal = signum
             try:
-                if prev in (_signal.SIG_DFL, None):
+                # the default action, or a stand-in that ends this process as it would (the launcher's
+                # in a forked worker: review 38, the worker's file had no end record)
+                if prev in (_signal.SIG_DFL, None) or getattr(prev, "__sp_ends_process__", lambda: False)():
                     r.finish(status="signal", exit_code=128 + signum, signal=signum)
                 else:
                     r.flush()  # the previous handler may let the program go on (KeyboardInterrupt)
             except Exception as e:
                 print(f"scaleprobe: flush on signal {signum} failed: {e!r}", file=sys.stderr)
+        elif r is not None and r.finishing and os.getpid() == r.pid:
+            if r.finishing_thread == threading.get_ident():
+                # This very thread is writing the end record (an exit, interrupted by the signal):
+                # it is sent again once the record is whole (review 38: a Pool worker stopped as
+                # it exited lost its end record mid-write)
+                r.deferred_signal = signum
+                return
+            # Late: the signal watch took this signal and is writing the end record in the flush
+            # thread. The process ends when that is written, not in the middle of its last line.
+            r.wait_finished()
         if callable(prev):
             prev(signum, frame)
         else:
@@ -833,6 +1048,9 @@ def _chain_signal(sig: int) -> None:
         _signal.signal(sig, handler)
     except (ValueError, OSError):
         return
+    signal_watch.notes_arrivals(handler)
+    if prev in (_signal.SIG_DFL, None):
+        _standing_in[sig] = handler
     if prev in (_signal.SIG_DFL, None) or stands_in(sig, prev):
         stand_in(sig, handler)
 

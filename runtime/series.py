@@ -6,6 +6,9 @@ An iteration lasts from the start of its `next()` (data wait included) to the st
 `for` statement and closes the open iteration then). The wait inside `next()` is the data wait.
 The runtime's own work between two iterations (writing the record, an epoch's memory peak) is in
 neither.
+
+Past SCALEPROBE_STEP_RECORDS steps of a step loop only some steps are kept, with a `weight`
+(`runtime.recorder.StepThinning`); the others are measured alike and then dropped.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ class _Series:
     StopIteration) reaches the `for` statement with the traceback it would have uninstrumented. The
     bookkeeping keeps no reference to the items."""
 
-    __slots__ = ("_rid", "_kind", "_index", "_t0", "_next0", "_wait", "_spans", "_gpu0", "_rec", "__weakref__")
+    __slots__ = ("_rid", "_kind", "_index", "_t0", "_next0", "_wait", "_spans", "_gpu0", "_rec", "_thinning", "_thin",
+                 "__weakref__")
 
     def __init__(self, rid: int, kind: str, rec: "_recorder.Recorder") -> None:
         self._rid = rid
@@ -40,6 +44,8 @@ class _Series:
         self._spans = getattr(rec, "comm_spans", None)  # runtime.comm.CommSpans
         self._gpu0 = None
         self._rec = rec
+        self._thinning = getattr(rec, "thinning", None)  # runtime.recorder.StepThinning, or None: no bound
+        self._thin: tuple | None = None  # (its counts, this loop's in them) without a schedule
 
     def before(self) -> None:
         t0 = perf_counter_ns()
@@ -73,16 +79,42 @@ class _Series:
         comm = self._spans.end(id(self), t) if self._spans is not None else 0
         if rec.finished:
             return
+        weight = 1
+        if self._kind == "step":
+            n = rec.steps_seen
+            rec.steps_seen = n + 1
+            active = rec.cfg.schedule.is_active(n) if rec.cfg.schedule is not None else None
+            thinning = self._thinning
+            if thinning is not None:
+                # StepThinning.take, its common case inline (a method call and a dict look-up cost
+                # more than the rest: ~120 ns a step against ~40)
+                cached = self._thin
+                if active is None and cached is not None and cached[0] is thinning.counts:
+                    st = cached[1]
+                else:
+                    st = thinning.state(self._rid, active)
+                    if active is None:
+                        self._thin = (thinning.counts, st)
+                c = st[0]
+                st[0] = c + 1
+                if c >= thinning.bound:
+                    weight = thinning.past_bound(st, self._rid, c)
+                if not weight:  # thinned out (SCALEPROBE_STEP_RECORDS): not kept
+                    self._index += 1
+                    gpu = rec.gpu
+                    if gpu is not None and self._gpu0 is not None:
+                        gpu.release(self._gpu0)  # its start event back to the pool: no end, no read
+                    self._gpu0 = None
+                    return
         r: dict[str, Any] = {
             "type": self._kind, "region": self._rid, "index": self._index, "start_ns": t0,
             "duration_ns": t - t0, "data_wait_ns": self._wait, "comm_ns": comm,
             "gpu_ns": None, "memory": None,
         }
         if self._kind == "step":
-            r["step"] = rec.steps_seen
-            if rec.cfg.schedule is not None:
-                r["active"] = rec.cfg.schedule.is_active(rec.steps_seen)
-            rec.steps_seen += 1
+            r["step"] = n
+            if active is not None:
+                r["active"] = active
         gpu = rec.gpu
         if gpu is not None and self._gpu0 is not None:
             r["gpu_ns"] = _PENDING
@@ -93,7 +125,11 @@ class _Series:
         self._index += 1
         if self._kind == "epoch":
             r["memory"] = dict(r["memory"] or {}, **_rss_peak_and_reset())
-        rec.series.append(r)
+        if weight == 1:
+            rec.series.append(r)
+        else:  # a thinned step standing for `weight` steps: written once the next one is taken
+            r["weight"] = weight
+            thinning.hold(self._rid, active, r, rec.series)
         if self._kind == "epoch":
             rec.request_flush()  # written soon by the flush thread (docs/runtime.md, Recording)
 

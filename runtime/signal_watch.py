@@ -1,27 +1,49 @@
-"""Make sure a forked child dies of a signal that scaleprobe handles in place of the default action.
+"""Make sure a process dies of a signal that scaleprobe handles in place of the default action.
 
-In a forked child (a `multiprocessing` or DataLoader worker) the launcher's and the recorder's
-SIGTERM handlers stand in for the default action: they write the child's data, then end it as the
-kernel would have. But a Python handler runs only in the main thread, at its next bytecode
-boundary or when a blocking call returns EINTR. A signal that arrives in the few instructions
-between the interpreter's last check and the blocking call (glibc's `sem_wait` loop under a
-`multiprocessing` lock) is taken by CPython's C handler and never reaches Python: the thread
-sleeps on. A Pool worker stopped by `terminate()` hit this about once in 500 signals, and its
-parent waited for it forever; under the default action the kernel ends the worker at once.
+Where the program leaves SIGTERM (or SIGINT) to its default action, the launcher's and the
+recorder's handlers stand in for it: they write the process's data, then end it as the kernel
+would have. But a Python handler runs only in the main thread, at its next bytecode boundary or
+when a blocking call returns EINTR, and C code that restarts its wait never returns it:
 
-So in a forked child whose SIGTERM or SIGINT handler stands in for the default action, a C handler
-in front of CPython's counts the signal's arrivals (`runtime/_sigwatch.c`; per process, reset at
-fork), and the recorder's flush thread looks at the count every POLL_S: a stand-in signal that
-arrived and has not reached Python within GRACE_S is taken from there (the recorder writes the
-child's end record, then the default action). Nothing the program can see changes: no file
-descriptor, no wakeup fd. Not armed without the C extension, nor without the flush thread
-(`SCALEPROBE_FLUSH_INTERVAL=0`); a program that installs its own handler takes the signal over.
+- a forked child (a `multiprocessing` or DataLoader worker): a signal that arrives in the few
+  instructions between the interpreter's last check and the blocking call (glibc's `sem_wait`
+  loop under a `multiprocessing` lock) is taken by CPython's C handler and never reaches Python:
+  the thread sleeps on. A Pool worker stopped by `terminate()` hit this about once in 500
+  signals, and its parent waited for it forever;
+- a rank whose main thread is blocked in C: a collective waiting for a peer that never joins
+  (gloo, NCCL), `.item()` or a stream synchronize behind a hung NCCL kernel; the usual state of
+  the surviving ranks when one rank died (review 33 M1). Uninstrumented, SIGTERM ends it at once;
+  with only the Python handler it lived on until torchrun or Slurm sent SIGKILL, and its run file
+  lost its end record and its last interval.
+
+Under the default action the kernel ends the process at once in both cases. So a C handler in
+front of CPython's counts the signal's arrivals (`runtime/_sigwatch.c`; per process, reset at
+fork), and the recorder's flush thread, which is never blocked with the program, looks at the
+count every POLL_S: a stand-in signal that arrived and has not reached Python within the grace
+period (GRACE_S in a forked child, MAIN_GRACE_S in the process that started recording) is taken
+from there: the recorder writes the end record (`signal`), then the signal's default action ends
+the process, which the parent sees killed by that signal, as without scaleprobe. A handler that
+does run in time behaves exactly as without the watch; if it runs while the flush thread is
+writing the end record, it waits for that write before it ends the process (one end record, no
+cut line).
+
+Nothing the program can see changes: no file descriptor, no wakeup fd, no extra thread; with no
+signal the flush thread wakes every POLL_S for a few C calls, and the probes are untouched. Not
+armed without the C extension (today's behaviour then: the Python handler runs when the blocking
+call returns), nor without the flush thread (`SCALEPROBE_FLUSH_INTERVAL=0`). A program that
+handles the signal itself takes it over: its handler, installed before recording started (the
+recorder chains to it) or after (it replaces the recorder's), runs when the main thread gets back
+to Python, as without scaleprobe, and the watch never ends the process for it. In the process
+that started recording, only the recorder's own handler is watched, since only it tells the watch
+that it ran (the launcher's, alone, lets the program unwind for however long its `finally` blocks
+take).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from typing import Callable
 
@@ -32,16 +54,32 @@ try:
 except ImportError:  # built without a C compiler
     _sigwatch = None
 
-#: how long a stand-in signal may stay unseen by Python before the flush thread takes it
+#: how long a stand-in signal may stay unseen by Python before the flush thread takes it, in a
+#: forked child (whose main thread is then asleep for good)
 GRACE_S = 0.5
+#: the same in the process that started recording (a rank): its main thread may be in a long C
+#: call that returns soon enough for its own handler to run, as today
+MAIN_GRACE_S = 1.0
 #: how often the flush thread looks at the counts while armed
 POLL_S = 0.2
 _WATCHED = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT") if hasattr(signal, name))
+_noting: list[Callable[..., object]] = []  # handlers that call Watch.note_seen first (the recorder's)
+
+
+def notes_arrivals(handler: Callable[..., object]) -> None:
+    """`handler` calls `note_seen` of the recorder's watch as soon as it runs."""
+    _noting.append(handler)
+
+
+def _notes(handler: object) -> bool:
+    return any(h is handler for h in _noting)
 
 
 class Watch:
-    def __init__(self, signals: tuple[int, ...]) -> None:
+    def __init__(self, signals: tuple[int, ...], grace: float = GRACE_S, noting_only: bool = False) -> None:
         self.signals = signals
+        self.grace = grace
+        self.noting_only = noting_only  # act only while the handler is one that notes (the recorder's)
         self.seen: dict[int, int] = {s: 0 for s in signals}  # arrivals that reached Python
         self.unseen_since: dict[int, float] = {}
 
@@ -57,11 +95,15 @@ class Watch:
         for signum in self.signals:
             if _sigwatch.arrivals(signum) <= self.seen[signum]:
                 self.unseen_since.pop(signum, None)
-            elif not (_sigwatch.watching(signum) and stands_in(signum, _handler(signum))):
+            elif not (_sigwatch.watching(signum) and self._stands_in(signum)):
                 self.unseen_since.pop(signum, None)  # the program took the signal over
-            elif now - self.unseen_since.setdefault(signum, now) >= GRACE_S:
+            elif now - self.unseen_since.setdefault(signum, now) >= self.grace:
                 return signum
         return None
+
+    def _stands_in(self, signum: int) -> bool:
+        handler = _handler(signum)
+        return stands_in(signum, handler) and (not self.noting_only or _notes(handler))
 
 
 def prepare() -> None:
@@ -78,26 +120,63 @@ def prepare() -> None:
                 pass
 
 
-def arm() -> Watch | None:
-    """In a forked child: watch its stand-in signals (None where there is none, or no C extension)."""
+def arm(main: bool = False) -> Watch | None:
+    """In a forked child, or (`main`) in the process that started recording, once the recorder's
+    handlers are installed: watch the stand-in signals (None where there is none, or no C
+    extension). In the main process only the recorder's own handlers (see `notes_arrivals`)."""
     if _sigwatch is None:
         return None
     signals = []
     for signum in _WATCHED:
-        if stands_in(signum, _handler(signum)):
+        handler = _handler(signum)
+        if stands_in(signum, handler) and (not main or _notes(handler)):
             try:
                 if _sigwatch.watch(signum):
                     signals.append(signum)
             except OSError:
                 pass
-    return Watch(tuple(signals)) if signals else None
+    if not signals:
+        return None
+    return Watch(tuple(signals), MAIN_GRACE_S, noting_only=True) if main else Watch(tuple(signals))
+
+
+#: what else is to be written before the watch ends the process (`at_default_action`); this
+#: process's own: a forked child (a Pool or DataLoader worker) starts with none (review 37: a
+#: worker ended by its watch rewrote the launcher's record of the whole run)
+_last_words: list[Callable[[int], object]] = []
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_last_words.clear)
+
+
+def at_default_action(callback: Callable[[int], object]) -> Callable[[], None]:
+    """Have `callback(signum)` run when the watch ends this process by a signal's default action,
+    after the recorder's end record (the launcher, running the program in its own process, ends
+    its run's record). Returns what takes it back."""
+    _last_words.append(callback)
+
+    def remove() -> None:
+        try:
+            _last_words.remove(callback)
+        except ValueError:
+            pass
+
+    return remove
 
 
 def take_default(signum: int, before: Callable[[], object]) -> None:
-    """From any thread: run `before` (write the data), then end the process by `signum`'s default
-    action. `signal.signal` is for the main thread only, so the disposition is reset in C."""
+    """From any thread: run `before` (write the data) and the `at_default_action` callbacks, then
+    end the process by `signum`'s default action. `signal.signal` is for the main thread only, so
+    the disposition is reset in C; the signal is then sent to this very thread, unblocked here (the
+    flush thread runs with the program's signals blocked, and the main thread may block it too)."""
     try:
-        before()
+        try:
+            before()
+        finally:
+            for callback in list(_last_words):
+                try:
+                    callback(signum)
+                except Exception:  # the process ends as the signal would have ended it, whatever fails here
+                    pass
     finally:
         try:
             import ctypes
@@ -105,8 +184,13 @@ def take_default(signum: int, before: Callable[[], object]) -> None:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.signal.restype = ctypes.c_void_p
             libc.signal(ctypes.c_int(signum), ctypes.c_void_p(0))  # SIG_DFL
-            os.kill(os.getpid(), signum)
-            time.sleep(1.0)  # delivered to a thread that does not block it
+            try:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+                signal.pthread_kill(threading.get_ident(), signum)
+            except (AttributeError, OSError, ValueError):
+                pass
+            os.kill(os.getpid(), signum)  # where that is not available: any thread that does not block it
+            time.sleep(1.0)
         finally:
             os._exit(128 + signum)
 

@@ -18,6 +18,7 @@ def non_numeric_warnings(opts: Options) -> list[str]:
     warnings = []
     for name, values in opts.design.sweep.items():
         if len(values) < 2:
+            warnings.extend(_one_value_warning(opts, name, values))
             continue
         texts = opts.design.spelled.get(name, {})
         bad = [texts.get(v, str(v)) for v in values if isinstance(v, str)]
@@ -30,6 +31,24 @@ def non_numeric_warnings(opts: Options) -> list[str]:
                         f"model over {name!r} (it models a parameter only over numbers, written as decimals such as 1024, "
                         "0.5 or 1e3); the runs are made anyway")
     return warnings
+
+
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _one_value_warning(opts: Options, name: str, values: list) -> list[str]:
+    """A single value that is numbers joined by another separator than `,` (`batch=32;64`, `32 64`):
+    a sweep that makes one run where several were meant (review 36)."""
+    if len(values) != 1 or not isinstance(values[0], str):
+        return []
+    text = opts.design.spelled.get(name, {}).get(values[0], str(values[0]))
+    for sep in (";", "|", ":", " ", "/"):
+        parts = [p for p in text.split(sep) if p]
+        if len(parts) > 1 and all(_NUMBER.fullmatch(p.strip()) for p in parts):
+            where = opts.sweep_origin.get(name, "--sweep")
+            return [f"scaleprobe launch: warning: {where}: {name}={text!r} is one value, not {len(parts)}: values are "
+                    f"separated by ',' ({name}={','.join(p.strip() for p in parts)}); one run is made with it"]
+    return []
 
 
 def check_records(runs: list[Run]) -> None:

@@ -91,6 +91,10 @@ def members_for(opts: Options, run: Run, run_id: str) -> list[Member]:
         return [Member(command, env, None)]
     n = run.ranks
     port = str(free_port())
+    if n > 1 and "OMP_NUM_THREADS" not in base:
+        # as torchrun does for more than one process per node: the ranks share the node's cores
+        base = dict(base, OMP_NUM_THREADS="1")
+        _say_omp_once(n)
     members = []
     for rank in range(n):
         env = dict(base)
@@ -100,6 +104,18 @@ def members_for(opts: Options, run: Run, run_id: str) -> list[Member]:
                     "SCALEPROBE_PARENT_PID": str(os.getpid())})
         members.append(Member(command, env, rank))
     return members
+
+
+_omp_said = [False]
+
+
+def _say_omp_once(n: int) -> None:
+    """torchrun says it too: the threads per rank are part of what a sweep over ranks measures."""
+    if _omp_said[0] or os.environ.get("SCALEPROBE_QUIET"):
+        return
+    _omp_said[0] = True
+    print(f"scaleprobe launch: OMP_NUM_THREADS=1 in each of the {n} ranks, as torchrun sets it for more than one "
+          "rank per node; set OMP_NUM_THREADS to choose the threads per rank", file=sys.stderr)
 
 
 def describe(opts: Options, run: Run, command: list[str]) -> str:
@@ -192,6 +208,11 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
         unrecorded += outcome.status == "ok" and not recorded
         if outcome.status == "interrupted":
             interrupted = outcome
+            break
+        if outcome.signal is not None:  # it came as the run's ranks ended: the run stands, the sweep stops
+            name = signal.Signals(outcome.signal).name
+            interrupted = Outcome("interrupted", 128 + outcome.signal, None, f"interrupted by {name}", 0.0,
+                                  outcome.signal)
             break
         if stopped is not None:
             break

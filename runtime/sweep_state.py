@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
 import sys
 import time
@@ -164,12 +165,14 @@ def completion(directory: Path, params: dict[str, Any],
                program: list[str] | None = None) -> tuple[bool, list[str]]:
     """Whether the directory holds a finished run of these parameters (and, when both are known,
     of the same program) with all its run files; and, for a run recorded as finished whose run
-    files are not all there (deleted, cut off), why it is not (see sweep_files)."""
+    files are not all there (deleted, cut off), or that another program command made, why it is
+    not (see sweep_files)."""
     record = read_record(directory)
     if record is None or record.status != "ok" or record.params != params:
         return False, []
     if program and record.program and not same_program(record, program):
-        return False, []
+        # said: an accidental edit of a long sweep's command line remakes its finished runs (review 36)
+        return False, [f"by another program command ({shlex.join(record.program)})"]
     from runtime.sweep_files import missing_files
 
     problems = missing_files(directory, record.files)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Sequence
 
@@ -21,6 +22,10 @@ from ..share import DEFAULT_MIN_SHARE, parse_min_share, percent, share_series
 from .inputs import add_input_options, describe_files, load_from_args, name_skipped, select, warn, write_output
 
 DEFAULT_MIN_POINTS = 3
+
+
+#: the warning of a run the reader left out (`readers.runs`: "run <id> left out (<status>): ...")
+_RUN_LEFT_OUT = re.compile(r"run \S+ left out \(")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -111,7 +116,10 @@ def fit_dataset(
     paths, and of the call paths selected for other metrics, are fitted for it (not shown)."""
     min_share = parse_min_share(min_share)
     if not dataset.parameters:
-        raise InputError("no parameter varies over the measurements: nothing to model (sweep at least one parameter)",
+        left = sum(1 for w in dataset.warnings if _RUN_LEFT_OUT.match(w))
+        why = (f"what is left after the {left} run(s) left out above was measured at one point" if left
+               else "sweep at least one parameter")  # (review 36: a sweep of two, interrupted, was told to sweep)
+        raise InputError(f"no parameter varies over the measurements: nothing to model ({why})",
                          warnings=dataset.warnings)
     _check_magnitudes(dataset)
     data, warnings = enough_points(dataset, min_points)

@@ -89,25 +89,47 @@ RICH_GRID = 0.8
 def rich_pairs(points: np.ndarray) -> set[tuple[int, int]]:
     """The pairs of parameters (p < q) measured richly enough for a + b + a*b (`RICH_VALUES`,
     `RICH_GRID`). The grid is that of the values met with two or more values of the other
-    parameter: a point measured off the grid (a check inside the range) does not add a row and a
-    column to it (review 32: one such point turned the structure off on a full 5 x 5 grid)."""
+    parameter, and with at least half of the other parameter's grid values (`_grid`): points
+    measured off the grid (checks inside the range) add no rows or columns to it (reviews 32 and 34:
+    one such point, then three in an L, turned the structure off on a full 5 x 5 grid)."""
     out = set()
     for p, q in itertools.combinations(range(points.shape[1]), 2):
         pairs = np.unique(points[:, [p, q]], axis=0)
-        rows = _grid_values(pairs[:, 0])
-        cols = _grid_values(pairs[:, 1])
+        rows, cols, present = _grid(pairs)
         if min(rows.size, cols.size) < RICH_VALUES:
             continue
-        inside = np.isin(pairs[:, 0], rows) & np.isin(pairs[:, 1], cols)
-        if inside.sum() >= RICH_GRID * rows.size * cols.size:
+        if present.sum() >= RICH_GRID * rows.size * cols.size:
             out.add((p, q))
     return out
 
 
-def _grid_values(column: np.ndarray) -> np.ndarray:
-    """The values of one parameter met (in the distinct pairs `column` comes from) at least twice."""
-    values, counts = np.unique(column, return_counts=True)
-    return values[counts >= 2]
+def _grid(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The grid of distinct `(a, b)` pairs: its row values, column values and which cells were measured.
+    A value stays in it while it is met with two or more, and at least half, of the other side's
+    values in it. Values are dropped one at a time, the one met with the smallest share of the other
+    side first, so a full grid's rows are never judged against columns about to go (review 35: a 4 x 4
+    grid plus a line of 5 larger values was dropped whole)."""
+    rv, ri = np.unique(pairs[:, 0], return_inverse=True)
+    cv, ci = np.unique(pairs[:, 1], return_inverse=True)
+    cells = np.zeros((rv.size, cv.size), dtype=bool)
+    cells[ri.ravel(), ci.ravel()] = True
+    keep_r = np.ones(rv.size, dtype=bool)
+    keep_c = np.ones(cv.size, dtype=bool)
+    while True:
+        sub = cells & keep_r[:, None] & keep_c[None, :]
+        per_r, per_c = sub.sum(axis=1), sub.sum(axis=0)
+        n_r, n_c = int(keep_r.sum()), int(keep_c.sum())
+        bad_r = keep_r & ((per_r < 2) | (2 * per_r < n_c))
+        bad_c = keep_c & ((per_c < 2) | (2 * per_c < n_r))
+        if not bad_r.any() and not bad_c.any():
+            return rv[keep_r], cv[keep_c], sub
+        share_r = np.where(bad_r, per_r / max(n_c, 1), np.inf)
+        share_c = np.where(bad_c, per_c / max(n_r, 1), np.inf)
+        r, c = int(np.argmin(share_r)), int(np.argmin(share_c))
+        if share_r[r] <= share_c[c]:
+            keep_r[r] = False
+        else:
+            keep_c[c] = False
 
 
 def fit_group(

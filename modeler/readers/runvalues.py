@@ -28,7 +28,7 @@ _NEGATIVE = re.compile(rb"-[0-9]")
 # fields that hold counts, durations or bytes, per record type
 _NON_NEGATIVE: dict[str, tuple[str, ...]] = {
     "profile": ("visits", "incl_ns", "excl_ns", "min_ns", "max_ns", "sumsq_ns", "recursive"),
-    "step": ("duration_ns", "data_wait_ns", "comm_ns", "gpu_ns"),
+    "step": ("duration_ns", "data_wait_ns", "comm_ns", "gpu_ns", "weight"),
     "epoch": ("duration_ns", "data_wait_ns", "comm_ns", "gpu_ns"),
     "comm": ("bytes", "calls", "time_ns", "gpu_ns", "group_size"),
     "gpu": ("samples", "gpu_ns"),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..aggregate import loop_callpaths, loop_records, per_step
+from ..aggregate import loop_callpaths, loop_records, per_step, record_weight, weighted_mean
 from ..dataset import RANKS_PARAMETER
 
 # Header keys that differ per rank or per run; everything else in a header describes the environment.
@@ -149,18 +149,23 @@ def loop_stats(files: Sequence[Any], names: Any) -> dict[str, dict[str, dict[str
     mean per step, as is `mean_duration`, which they split: a part that happens on some steps only
     (the synchronizing micro-steps of gradient accumulation) is not dropped."""
     samples: dict[str, dict[str, dict[str, list[float]]]] = {"steps": {}, "epochs": {}}
-    counts: dict[str, dict[str, int]] = {"steps": defaultdict(int), "epochs": defaultdict(int)}
+    weights: dict[str, dict[str, dict[str, list[float]]]] = {"steps": {}, "epochs": {}}
+    counts: dict[str, dict[str, float]] = {"steps": defaultdict(float), "epochs": defaultdict(float)}
     for rf in files:
         for kind, cp, rec in loop_records(rf, loop_callpaths(rf, names)):
             kind = f"{kind}s"
-            counts[kind][cp] += 1
+            w = record_weight(rec) if kind == "steps" else 1  # a thinned run's record: several steps
+            counts[kind][cp] += w
             fields = samples[kind].setdefault(cp, {})
+            wts = weights[kind].setdefault(cp, {})
             for key, name in STEP_FIELDS.items():
                 v = _as_number(rec.get(name))
                 if v is not None:
                     fields.setdefault(key, []).append(v)
-    return {kind: {cp: {**{k: per_step(STEP_FIELDS[k], v) for k, v in fields.items() if v},
-                        **({"mean_duration": sum(d) / len(d)} if (d := fields.get("duration")) else {}),
+                    wts.setdefault(key, []).append(w)
+    return {kind: {cp: {**{k: per_step(STEP_FIELDS[k], v, weights[kind][cp][k]) for k, v in fields.items() if v},
+                        **({"mean_duration": weighted_mean(d, weights[kind][cp]["duration"])}
+                           if (d := fields.get("duration")) else {}),
                         "count": float(counts[kind][cp])}
                    for cp, fields in loops.items()}
             for kind, loops in samples.items()}

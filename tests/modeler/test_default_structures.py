@@ -62,6 +62,16 @@ def test_only_richly_measured_pairs_get_it():
     assert rich_pairs(grid5[1:]) == {(0, 1)}  # a failed run or two: still a grid
     # review 32: a point measured inside the range, off the grid, does not make it sparse
     assert rich_pairs(np.vstack([grid5, [[96.0, 192.0]]])) == {(0, 1)}
+    # review 34: three checks in an L, or a 2 x 2 block of them, share values: still no row or column
+    ell = [[96.0, 192.0], [96.0, 384.0], [160.0, 192.0]]
+    assert rich_pairs(np.vstack([grid5, ell])) == {(0, 1)}
+    assert rich_pairs(np.vstack([grid5, ell, [[160.0, 384.0]]])) == {(0, 1)}
+    assert rich_pairs(np.vstack([grid5[5:], ell])) == {(0, 1)}  # a row short as well
+    # review 35: a 4 x 4 grid extended by a line of larger values (a scaling run) stays a grid
+    grid4 = np.array([(b, w) for b in BATCH[:4] for w in WIDTH[:4]])
+    line = np.array([(BATCH[0], 2.0**k) for k in range(10, 15)])
+    assert rich_pairs(np.vstack([grid4, line])) == {(0, 1)}
+    assert rich_pairs(np.vstack([grid4, line, line[:, ::-1] * [1, 0.001]])) == {(0, 1)}
     assert rich_pairs(np.array([(b, w) for b in BATCH[:4] for w in WIDTH[:4]])) == {(0, 1)}  # 4 x 4 helped
     assert rich_pairs(np.array([(b, w) for b in BATCH[:3] for w in WIDTH[:3]])) == set()
     cross = np.array([(b, WIDTH[2]) for b in BATCH] + [(BATCH[2], w) for w in WIDTH])

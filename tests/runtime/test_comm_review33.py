@@ -310,9 +310,57 @@ dist.destroy_process_group()
 
 @pytest.mark.slow
 def test_async_collectives_take_no_gpu_event(tmp_path):
-    """L1: an async call's start event was never stopped nor given back."""
+    """L1: an async call's start event was never stopped nor given back. L2: nor does a sync call
+    of CPU tensors take one (no GPU stream runs it); the barrier, which has no tensor, does."""
     outs, runs = run_ranks(tmp_path, GPU_EVENTS, world=1)
-    assert "events 2 2" in outs[0], outs[0]
+    assert "events 1 1" in outs[0], outs[0]
+
+
+def test_gpu_events_only_for_sync_calls_that_may_run_on_a_gpu(monkeypatch):
+    """Review 33 L2: in a program that uses CUDA, a gloo collective of CPU tensors got CUDA events,
+    which timed whatever else the stream ran meanwhile."""
+    import threading
+    from types import SimpleNamespace
+
+    from runtime import _backend, comm
+
+    monkeypatch.setitem(sys.modules, "torch.distributed", SimpleNamespace(is_initialized=lambda: False))
+    _backend.impl.ensure_capacity(200)
+
+    class Timer:
+        starts = 0
+
+        def start(self):
+            self.starts += 1
+            return object()
+
+        def stop(self, token, target):
+            return True
+
+    def tensor(cuda):
+        return SimpleNamespace(is_cuda=cuda, numel=lambda: 4, element_size=lambda: 4)
+
+    def all_reduce(tensor, op=None, group=None, async_op=False):
+        return None
+
+    def all_gather(tensor_list, tensor, group=None, async_op=False):
+        return None
+
+    def events(op, fn, params, *args, **kwargs):
+        timer = Timer()
+        rec = SimpleNamespace(on=True, gpu=timer, comm_spans=comm.CommSpans(), comm_lock=threading.Lock(), comm={})
+        comm._wrap(rec, op, fn, 151, params)(*args, **kwargs)
+        return timer.starts
+
+    reduce_params = ["tensor", "op", "group", "async_op"]
+    assert events("all_reduce", all_reduce, reduce_params, tensor(True)) == 1
+    assert events("all_reduce", all_reduce, reduce_params, tensor(False)) == 0
+    assert events("all_reduce", all_reduce, reduce_params, tensor=tensor(False)) == 0
+    assert events("all_reduce", all_reduce, reduce_params, tensor(True), async_op=True) == 0
+    assert events("all_reduce", all_reduce, reduce_params, None) == 1  # no tensor: not known to be CPU
+    gather_params = ["tensor_list", "tensor", "group", "async_op"]
+    assert events("all_gather", all_gather, gather_params, [tensor(False)] * 2, tensor(False)) == 0
+    assert events("all_gather", all_gather, gather_params, [tensor(False), tensor(True)], tensor(True)) == 1
 
 
 def test_a_failed_sync_call_gives_its_gpu_event_back(monkeypatch):
@@ -349,3 +397,75 @@ def test_a_failed_sync_call_gives_its_gpu_event_back(monkeypatch):
     with pytest.raises(RuntimeError, match="a peer died"):
         wrapped(None)
     assert timer.released == timer.started and len(timer.started) == 1
+
+
+def test_gpu_time_that_resolves_after_its_flush_goes_into_the_next():
+    """Review 33 L2: a collective's CUDA events complete after the flush that took its summary; their
+    time was added to a summary already written, and lost. The flush after writes it, in a record of
+    0 calls, and every record says how many calls its `gpu_ns` covers (`gpu_calls`)."""
+    import threading
+    from types import SimpleNamespace
+
+    from runtime import comm, gpu
+    from runtime.recorder import Recorder
+
+    rec = SimpleNamespace(comm_spans=comm.CommSpans(), comm_lock=threading.Lock(), comm={}, comm_late=[])
+    first, second = {"gpu_ns": None}, {"gpu_ns": None}
+    comm.record(rec, "all_reduce", 64, 2, 1000, (5,), first)
+    comm.record(rec, "all_reduce", 64, 2, 1000, (5,), second)
+    gpu._settle(first, 2.0)  # 2 ms resolved before the flush
+    taken, rec.comm = rec.comm, {}
+    [r1] = Recorder._comm_records(rec, 1, taken)
+    assert (r1["calls"], r1["gpu_ns"], r1["gpu_calls"]) == (2, 2_000_000, 1)
+    assert Recorder._comm_records(rec, 2, {}) == []  # nothing resolved since
+    gpu._settle(second, 3.0)
+    [r3] = Recorder._comm_records(rec, 3, {})
+    assert (r3["calls"], r3["bytes"], r3["time_ns"], r3["gpu_ns"], r3["gpu_calls"]) == (0, 0, 0, 3_000_000, 1)
+    assert (r3["op"], r3["callpath"], r3["group_size"], r3["flush"]) == ("all_reduce", [5], 2, 3)
+    assert rec.comm_late == [] and Recorder._comm_records(rec, 4, {}) == []  # all read: forgotten
+    # an interval that cannot be read is no longer waited for either
+    third = {"gpu_ns": None}
+    comm.record(rec, "broadcast", 8, 2, 10, (6,), third)
+    taken, rec.comm = rec.comm, {}
+    [r5] = Recorder._comm_records(rec, 5, taken)
+    assert r5["gpu_ns"] is None and r5["gpu_calls"] == 0 and len(rec.comm_late) == 1
+    gpu._drop(third)
+    assert Recorder._comm_records(rec, 6, {}) == [] and rec.comm_late == []
+
+
+@pytest.mark.parametrize("how", ["cannot", "at_once"])
+def test_a_collectives_gpu_interval_is_never_waited_for_in_vain(monkeypatch, how):
+    """Review 37: a call whose end event could not be recorded (`stop` False), or whose interval was
+    read before its summary was attached, stayed an unread interval of its summary for the rest of
+    the run (and the second lost its time)."""
+    import threading
+    from types import SimpleNamespace
+
+    from runtime import _backend, comm, gpu
+    from runtime.recorder import Recorder
+
+    monkeypatch.setitem(sys.modules, "torch.distributed", SimpleNamespace(is_initialized=lambda: False))
+    _backend.impl.ensure_capacity(200)
+
+    class Timer:
+        def start(self):
+            return object()
+
+        def stop(self, token, target):
+            if how == "cannot":
+                target["gpu_ns"] = None
+                return False
+            gpu._settle(target, 4.0)  # the flush thread read it at once: 4 ms
+            return True
+
+    rec = SimpleNamespace(on=True, gpu=Timer(), comm_spans=comm.CommSpans(), comm_lock=threading.Lock(), comm={},
+                          comm_late=[])
+
+    def all_reduce(tensor, op=None, group=None, async_op=False):
+        return None
+
+    comm._wrap(rec, "all_reduce", all_reduce, 151, ["tensor", "op", "group", "async_op"])(None)
+    taken, rec.comm = rec.comm, {}
+    [r] = Recorder._comm_records(rec, 1, taken)
+    assert rec.comm_late == []
+    assert (r["gpu_ns"], r["gpu_calls"]) == ((None, 0) if how == "cannot" else (4_000_000, 1))

@@ -238,7 +238,7 @@ def test_a_sticky_cuda_error_turns_gpu_timing_off_without_raising(capsys):
     for i in range(40):
         if i == 20:
             cuda.sticky = "CUDA error: device-side assert triggered"
-        d = {"gpu_ns": None, "summary": [1, 0, 0, 0, 0]}
+        d = {"gpu_ns": None, "summary": [1, 0, 0, 0, 0, 1]}
         started = t.start()  # never raises into the program (the probe or the loop that called it)
         if started is not None:
             t.stop(started, d)
@@ -260,7 +260,7 @@ def test_an_error_drops_the_intervals_in_flight_rather_than_leaving_them_pending
     cuda = torch.cuda
     cuda.lag[(0, 0)] = 100  # nothing completes yet
     t = new_timer(torch)
-    targets = [{"gpu_ns": object(), "summary": [1, 0, 0, 0, 0]} for _ in range(3)]
+    targets = [{"gpu_ns": object(), "summary": [1, 0, 0, 0, 0, 1]} for _ in range(3)]
     for d in targets:
         t.stop(t.start(), d)
     cuda.query_error = lambda ev: True
@@ -282,7 +282,7 @@ class _OddBackend(FakeBackend):
 
 def test_an_interval_that_cannot_be_read_is_dropped_alone():
     t = GpuTimer(_OddBackend())
-    targets = [{"gpu_ns": None, "summary": [1, 0, 0, 0, 0]} for _ in range(3)]
+    targets = [{"gpu_ns": None, "summary": [1, 0, 0, 0, 0, 1]} for _ in range(3)]
     for d in targets:
         t.stop(t.start(), d)
     assert t.resolve(wait=True) == 3
@@ -436,27 +436,7 @@ def test_each_thread_closes_its_own_timed_visit():
     rot.install(g)
     rot.next_step()
     enter, exit = g["__sp_enter__"], g["__sp_exit__"]
-    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
-
-    def replica_a():  # DataParallel replicas: the same forward, in two threads at once
-        enter(5)
-        a_in.set()
-        b_in.wait(5)
-        exit(5)
-        a_out.set()
-
-    def replica_b():
-        a_in.wait(5)
-        enter(5)
-        b_in.set()
-        a_out.wait(5)
-        exit(5)
-
-    ths = [threading.Thread(target=replica_a), threading.Thread(target=replica_b)]
-    for th in ths:
-        th.start()
-    for th in ths:
-        th.join()
+    run_two_replicas(enter, exit, 5)
     assert pairs == [True, True]
 
 
@@ -467,22 +447,8 @@ def test_a_recursive_target_pairs_each_visit_with_its_own_end_past_the_budget():
     g = {"__sp_enter__": lambda rid: None, "__sp_exit__": lambda rid: None}
     rot.install(g)
     rot.next_step()
-    enter, exit = g["__sp_enter__"], g["__sp_exit__"]
-    depth, stopped_at = [0], []
-    stop = timer.stop
-
-    def noted_stop(started, target):
-        stopped_at.append(depth[0])
-        return stop(started, target)
-
-    timer.stop = noted_stop
-    for _ in range(4):  # depth 4: the budget times the outer two visits
-        depth[0] += 1
-        enter(5)
-    for _ in range(4):
-        exit(5)
-        depth[0] -= 1
-    assert stopped_at == [2, 1]  # (before: the innermost two exits closed them)
+    # depth 4: the budget times the outer two visits
+    assert stop_depths(timer, g["__sp_enter__"], g["__sp_exit__"], 5, 4) == [2, 1]  # (before: the innermost two)
 
 
 # H5: the device of a rank that never calls set_device -------------------------------------------
@@ -688,3 +654,48 @@ def test_a_hung_gpu_does_not_hang_the_final_flush(tmp_path):
     assert p.returncode == 0, p.stderr
     assert time.monotonic() - t0 < 25
     assert run.end["status"] == "ok" and len(run.steps) == 40
+
+
+def run_two_replicas(enter, exit, rid):
+    """DataParallel replicas: the same forward in two threads at once, interleaved (a enters, b
+    enters, a exits, b exits)."""
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+
+    def replica_a():
+        enter(rid)
+        a_in.set()
+        b_in.wait(5)
+        exit(rid)
+        a_out.set()
+
+    def replica_b():
+        a_in.wait(5)
+        enter(rid)
+        b_in.set()
+        a_out.wait(5)
+        exit(rid)
+
+    ths = [threading.Thread(target=replica_a), threading.Thread(target=replica_b)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+
+
+def stop_depths(timer, enter, exit, rid, depth):
+    """Recurse into `rid` `depth` levels deep and back: the depth at which each timed visit stopped."""
+    level, stopped_at = [0], []
+    stop = timer.stop
+
+    def noted_stop(started, target):
+        stopped_at.append(level[0])
+        return stop(started, target)
+
+    timer.stop = noted_stop
+    for _ in range(depth):
+        level[0] += 1
+        enter(rid)
+    for _ in range(depth):
+        exit(rid)
+        level[0] -= 1
+    return stopped_at

@@ -1,0 +1,132 @@
+"""Review 36, a user's sweep of a modern DDP project: threads per rank as torchrun sets them, a resume
+that remakes finished runs says why, a separator typo in --sweep is named; a run whose ranks exit 0
+after a signal stays interrupted (review 37)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime.launch_ranks import Member, run_members
+
+REPO = Path(__file__).resolve().parents[2]
+PRINT_ENV = 'import os, sys\nprint("OMP", os.environ.get("OMP_NUM_THREADS"), os.environ.get("RANK"), sys.argv[1:])\n'
+
+
+def launch(tmp_path, *args, env=None):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k != "OMP_NUM_THREADS"}
+    e.update(PYTHONPATH=str(REPO), **(env or {}))
+    return subprocess.run([sys.executable, "-m", "runtime.launch", *args], cwd=tmp_path, env=e,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_ranks_get_one_openmp_thread_each_as_under_torchrun(tmp_path):
+    (tmp_path / "t.py").write_text(PRINT_ENV)
+    p = launch(tmp_path, "--out", "runs", "--nproc", "2", "t.py")
+    assert p.returncode == 0, p.stderr
+    assert sorted(line for line in p.stdout.splitlines() if line.startswith("OMP")) == ["OMP 1 0 []", "OMP 1 1 []"]
+    assert p.stderr.count("OMP_NUM_THREADS=1 in each of the 2 ranks") == 1
+    mine = launch(tmp_path, "--out", "runs2", "--nproc", "2", "t.py", env={"OMP_NUM_THREADS": "3"})
+    assert sorted(line for line in mine.stdout.splitlines() if line.startswith("OMP")) == ["OMP 3 0 []", "OMP 3 1 []"]
+    assert "OMP_NUM_THREADS=1" not in mine.stderr  # the user's choice stands, unsaid
+    one = launch(tmp_path, "--out", "runs3", "t.py")  # one rank, in the launcher's process
+    assert "OMP None 0 []" in one.stdout and "OMP_NUM_THREADS" not in one.stderr
+
+
+def test_a_resume_that_remakes_finished_runs_for_another_command_says_so(tmp_path):
+    (tmp_path / "t.py").write_text(PRINT_ENV)
+    first = launch(tmp_path, "--out", "runs", "--sweep", "batch=1,2", "--", "t.py", "--steps", "3")
+    assert first.returncode == 0, first.stderr
+    again = launch(tmp_path, "--out", "runs", "--sweep", "batch=1,2", "--", "t.py", "--steps", "3")
+    assert "OMP" not in again.stdout  # both done: nothing remade, nothing said
+    assert "another program command" not in again.stderr
+    dry = launch(tmp_path, "--out", "runs", "--sweep", "batch=1,2", "--dry-run", "--", "t.py", "--steps", "4")
+    assert dry.stdout.count("recorded as completed, but by another program command (t.py --steps 3)") == 2, dry.stdout
+    edited = launch(tmp_path, "--out", "runs", "--sweep", "batch=1,2", "--", "t.py", "--steps", "4")
+    assert edited.stderr.count("recorded as completed, but by another program command (t.py --steps 3): "
+                               "making it again") == 2, edited.stderr
+
+
+def test_a_sweep_value_of_numbers_joined_by_another_separator_is_named(tmp_path):
+    (tmp_path / "t.py").write_text(PRINT_ENV)
+    p = launch(tmp_path, "--out", "runs", "--sweep", "batch=32;64", "--dry-run", "--", "t.py", "{batch}")
+    assert "batch='32;64' is one value, not 2: values are separated by ',' (batch=32,64)" in p.stderr, p.stderr
+    fine = launch(tmp_path, "--out", "runs", "--sweep", "batch=32", "--sweep", "model=resnet", "--dry-run", "--", "t.py")
+    assert "warning" not in fine.stderr
+
+
+def test_ranks_that_exit_0_after_a_signal_still_make_an_interrupted_run(tmp_path):
+    """Review 36 asked that ranks which had finished as the signal came make a complete run; review 37
+    found what that costs: a program that checkpoints and exits 0 on SIGTERM (preemptible jobs) was
+    recorded complete, cut short, and a resume skipped it. The launcher cannot tell the two apart,
+    so such a run stays `interrupted` (a resume makes it again)."""
+    prog = ("import os, signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+            "os.kill(os.getppid(), signal.SIGTERM)\ntime.sleep(5)\n")
+    members = [Member([sys.executable, "-c", prog], dict(os.environ), rank) for rank in range(2)]
+    outcome = run_members(members, tmp_path, grace=10.0)
+    assert (outcome.status, outcome.signal) == ("interrupted", signal.SIGTERM)
+    assert outcome.wall_s < 5  # the ranks ended on the signal, with status 0, before their work was done
+
+
+def test_modeler_names_the_runs_left_out_when_one_point_is_left(tmp_path):
+    """An interrupted sweep of two parameters left one completed run: the error told the user to
+    sweep a parameter."""
+    sys.path.insert(0, str(REPO / "tests" / "modeler"))
+    try:
+        from modeler_synthetic_runs import write_rank_file
+    finally:
+        sys.path.pop(0)
+    profile = {(0,): (1, 5_000_000, 5_000_000)}
+    write_rank_file(tmp_path / "a", run_id="a", params={"batch": 32, "width": 64}, profile=profile)
+    write_rank_file(tmp_path / "b", run_id="b", params={"batch": 64, "width": 64}, profile=profile, end=None)
+    p = subprocess.run([sys.executable, "-m", "modeler", "fit", str(tmp_path)], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
+    assert p.returncode != 0
+    assert "left out" in p.stderr
+    assert "what is left after the 1 run(s) left out above was measured at one point" in p.stderr, p.stderr
+    assert "sweep at least one parameter" not in p.stderr
+
+
+def test_a_signal_that_comes_after_the_ranks_ended_is_not_dropped(tmp_path, monkeypatch):
+    """Review 38: the launcher's inbox for one run dropped a signal that came after its ranks had all
+    ended, before it saw them end: the sweep went on and exited 0. The run stands as it ended, and
+    its outcome carries the signal, which stops the sweep (`sweep_run._execute`)."""
+    import threading
+    import time
+
+    from runtime import launch_ranks
+
+    monkeypatch.setattr(launch_ranks, "POLL_S", 1.0)  # the signal lands while the launcher waits to poll
+    prog = "import pathlib, sys\npathlib.Path(sys.argv[1]).write_text('')\n"
+    members = [Member([sys.executable, "-c", prog, str(tmp_path / f"done{rank}")], dict(os.environ), rank)
+               for rank in range(2)]
+
+    def scheduler():  # SIGTERM to this process, the launcher, once both ranks are done
+        while not all((tmp_path / f"done{rank}").exists() for rank in range(2)):
+            time.sleep(0.005)
+        time.sleep(0.3)  # their processes are gone by then
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    th = threading.Thread(target=scheduler)
+    th.start()
+    outcome = run_members(members, tmp_path, grace=10.0)
+    th.join()
+    assert (outcome.status, outcome.exit_code, outcome.signal) == ("ok", 0, signal.SIGTERM)
+
+
+def test_a_child_the_program_forks_leaves_the_launchers_record_alone(tmp_path):
+    """Review 38: a forked child that leaves by sys.exit() unwinds through the launcher's frames (the
+    program runs in the launcher's process) and rewrote the run's launch.json mid-run."""
+    (tmp_path / "prog.py").write_text(
+        "import glob, json, os, sys, time\npid = os.fork()\nif pid == 0:\n    time.sleep(0.2)\n    sys.exit(0)\n"
+        "time.sleep(1.5)\n[p] = glob.glob(os.environ['SCALEPROBE_OUT'] + '/launch.json')\n"
+        "print('MID', json.load(open(p))['status'], flush=True)\nos.waitpid(pid, 0)\nraise SystemExit(3)\n")
+    p = launch(tmp_path, "--out", "runs", "prog.py")
+    assert p.returncode == 3
+    assert "MID running" in p.stdout, p.stdout
+    assert p.stderr.count("scaleprobe launch: run failed") == 1, p.stderr  # the parent's; none of the child's
+    [record] = [json.loads(f.read_text()) for f in (tmp_path / "runs").rglob("launch.json")]
+    assert (record["status"], record["exit_code"]) == ("failed", 3)

@@ -52,31 +52,87 @@ static int signal_arg(PyObject *arg) {
     return (int)sig;
 }
 
-static PyObject *w_watch(PyObject *self, PyObject *arg) {
-    int sig = signal_arg(arg);
-    if (sig < 0) return NULL;
+/* Put the counting handler in front of CPython's: 1, or 0 where the handler installed is another
+ * (SIG_DFL, SIG_IGN, a C handler of the program's), -1 with errno set. */
+static int do_watch(int sig) {
     struct sigaction current;
-    if (sigaction(sig, NULL, &current) != 0) return PyErr_SetFromErrno(PyExc_OSError);
-    if (is_ours(&current)) Py_RETURN_TRUE;
+    if (sigaction(sig, NULL, &current) != 0) return -1;
+    if (is_ours(&current)) return 1;
     if ((current.sa_flags & SA_SIGINFO) || cpython_handler == NULL || current.sa_handler != cpython_handler)
-        Py_RETURN_FALSE; /* not CPython's handler (SIG_DFL, SIG_IGN, the program's own C handler) */
+        return 0;
     struct sigaction ours = current;
     ours.sa_flags |= SA_SIGINFO;
     ours.sa_sigaction = counting_handler;
     previous[sig] = current;
-    if (sigaction(sig, &ours, NULL) != 0) return PyErr_SetFromErrno(PyExc_OSError);
-    Py_RETURN_TRUE;
+    if (sigaction(sig, &ours, NULL) != 0) return -1;
+    return 1;
+}
+
+/* Right after signal.signal(sig, <Python function>): the C handler now installed is CPython's. */
+static int do_remember(int sig) {
+    struct sigaction current;
+    if (sigaction(sig, NULL, &current) != 0) return 0;
+    if ((current.sa_flags & SA_SIGINFO) || current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)
+        return 0;
+    cpython_handler = current.sa_handler;
+    return 1;
+}
+
+static PyObject *w_watch(PyObject *self, PyObject *arg) {
+    int sig = signal_arg(arg);
+    if (sig < 0) return NULL;
+    int r = do_watch(sig);
+    if (r < 0) return PyErr_SetFromErrno(PyExc_OSError);
+    return PyBool_FromLong(r);
 }
 
 static PyObject *w_remember(PyObject *self, PyObject *arg) {
     int sig = signal_arg(arg);
     if (sig < 0) return NULL;
-    struct sigaction current;
-    if (sigaction(sig, NULL, &current) != 0) Py_RETURN_FALSE;
-    if ((current.sa_flags & SA_SIGINFO) || current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)
-        Py_RETURN_FALSE;
-    cpython_handler = current.sa_handler;
-    Py_RETURN_TRUE;
+    return PyBool_FromLong(do_remember(sig));
+}
+
+/* signal.signal as it was before `keep_counting`, and the signals whose counter it puts back. */
+static PyObject *original_signal = NULL;
+static char keep[NSIG];
+
+/* In place of signal.signal (runtime/run_signals.py): the same call, then, for a kept signal given
+ * a Python handler, the counter back in front of CPython's handler that the call installed. A C
+ * function: an error of the call shows no frame of scaleprobe's. */
+static PyObject *w_signal(PyObject *self, PyObject *args) {
+    if (original_signal == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_sigwatch.signal: keep_counting() was not called");
+        return NULL;
+    }
+    PyObject *result = PyObject_Call(original_signal, args, NULL);
+    if (result == NULL || PyTuple_GET_SIZE(args) != 2) return result;
+    long sig = PyLong_AsLong(PyTuple_GET_ITEM(args, 0));
+    if (sig == -1 && PyErr_Occurred()) {
+        PyErr_Clear(); /* an enum the call took: nothing of ours to do */
+        return result;
+    }
+    if (sig > 0 && sig < NSIG && keep[sig] && PyCallable_Check(PyTuple_GET_ITEM(args, 1))) {
+        if (do_remember((int)sig)) (void)do_watch((int)sig);
+    }
+    return result;
+}
+
+static PyObject *w_keep_counting(PyObject *self, PyObject *args) {
+    PyObject *original;
+    int sig, on;
+    if (!PyArg_ParseTuple(args, "Oip", &original, &sig, &on)) return NULL;
+    if (sig <= 0 || sig >= NSIG) {
+        PyErr_Format(PyExc_ValueError, "signal number out of range: %d", sig);
+        return NULL;
+    }
+    if (original != Py_None) {
+        PyObject *old = original_signal;
+        Py_INCREF(original);
+        original_signal = original;
+        Py_XDECREF(old);
+    }
+    keep[sig] = (char)on;
+    Py_RETURN_NONE;
 }
 
 static PyObject *w_arrivals(PyObject *self, PyObject *arg) {
@@ -99,6 +155,10 @@ static PyMethodDef methods[] = {
     {"watch", w_watch, METH_O, "watch(sig): count sig's arrivals ahead of CPython's handler; False if that is not installed."},
     {"arrivals", w_arrivals, METH_O, "arrivals(sig): how many times sig arrived in this process since watch()."},
     {"watching", w_watching, METH_O, "watching(sig): whether the counting handler is still the one installed."},
+    {"signal", w_signal, METH_VARARGS,
+     "signal(signalnum, handler, /): signal.signal, then the counter back in front for a kept signal."},
+    {"keep_counting", w_keep_counting, METH_VARARGS,
+     "keep_counting(original_signal, sig, on): what signal() calls (None: as before), and whether it keeps counting sig."},
     {NULL, NULL, 0, NULL},
 };
 

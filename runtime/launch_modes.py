@@ -122,10 +122,12 @@ def _set_run_env(opts: Options, run: Run, run_id: str) -> None:
 
 
 def _run_in_process(opts: Options, identity: ProcessIdentity, run: Run, record: RunRecord, start: float,
-                    cfg: Config) -> int:
-    """The program, in this process. Where a signal ends it while its main thread is blocked in C
-    (signal_watch: the program never unwinds to here), the run's record still ends, `interrupted`."""
-    from runtime import signal_watch
+                    cfg: Config) -> tuple[int, int | None]:
+    """The program, in this process: its exit status, and a stop signal that came meanwhile
+    (`run_signals`: the program may have handled it and exited 0), or None. Where a signal ends it
+    while its main thread is blocked in C (signal_watch: the program never unwinds to here), the
+    run's record still ends, `interrupted`."""
+    from runtime import run_signals, signal_watch
 
     def last_words(signum: int) -> None:
         _finish(run, record, 128 + signum, identity.rank, time.monotonic() - start, signum)
@@ -135,7 +137,10 @@ def _run_in_process(opts: Options, identity: ProcessIdentity, run: Run, record: 
 
     remove = signal_watch.at_default_action(last_words) if identity.rank == 0 else (lambda: None)
     try:
-        return _run(opts, identity, run.args)
+        run_signals.start()
+        mark = run_signals.mark()
+        code = _run(opts, identity, run.args)
+        return code, run_signals.since(mark)
     finally:
         remove()
 
@@ -196,11 +201,11 @@ def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str], cfg
     if identity.rank == 0:
         write_record(run.directory, record)
     launcher = os.getpid()
-    code = _run_in_process(opts, identity, run, record, start, cfg)
+    code, signum = _run_in_process(opts, identity, run, record, start, cfg)
     if os.getpid() != launcher:
         return code  # a child the program forked, unwinding through here: the run is not its to end
     if identity.rank == 0:
-        _finish(run, record, code, identity.rank, time.monotonic() - start)
+        _finish(run, record, code, identity.rank, time.monotonic() - start, signum)
         # The other ranks may still be writing: rank 0 knows only whether it ran instrumented code.
         report_single_run(opts, cfg, run.directory, recorder_started(), record.status == "ok")
     return code
@@ -225,12 +230,12 @@ def run_plain(opts: Options, run: Run, argv: list[str], cfg: Config) -> int:
     record = _record(opts, run, run_id, argv)
     write_record(run.directory, record)
     launcher = os.getpid()
-    code = _run_in_process(opts, detect(), run, record, start, cfg)
+    code, signum = _run_in_process(opts, detect(), run, record, start, cfg)
     if os.getpid() != launcher:
         # A child the program forked that leaves by sys.exit() or falls off its end unwinds through
         # here: the run's record and messages are the launcher's (review 38: it wrote `ok` mid-run)
         return code
-    _finish(run, record, code, 0, time.monotonic() - start)
+    _finish(run, record, code, 0, time.monotonic() - start, signum)
     held.release()
     if record.status == "failed" and not cfg.quiet:
         # With the "run data in" line (SCALEPROBE_QUIET leaves both out, and stderr is python's own):

@@ -15,7 +15,7 @@ from collections import deque
 from fnmatch import fnmatchcase
 from typing import Any, NoReturn
 
-from . import _backend, signal_watch
+from . import _backend, run_signals, signal_watch
 from .config import Config, ConfigError, RankSet, from_env
 from .errors import ScaleprobeRuntimeError
 from .fork_signals import stand_in, stands_in
@@ -192,6 +192,7 @@ class Recorder:
         self.status: str | None = None
         self.exc_type: str | None = None
         self.signal: int | None = None
+        self.stop_mark = run_signals.mark()  # a stop signal the program's own handler takes: `finish`
         self.exit_code: int | None = None  # decided by the excepthook
         self.exit_frozen: Any = _UNSET  # backend's exit_seen() when interpreter shutdown began
         self.main_code: Any = None  # code object of `__main__` (watched on Python 3.12+)
@@ -708,6 +709,11 @@ class Recorder:
             self.finishing = True
             self.finishing_thread = threading.get_ident()
             status, exit_code = self._outcome(status, exit_code)
+            if status in ("ok", "exit") and signal is None:
+                # a stop signal came and the program, handling it itself, went on to exit: the run
+                # was cut short all the same (review 38: a checkpoint-and-exit-0 run ended `ok`)
+                signal = self.signal or run_signals.since(self.stop_mark)
+                status = "signal" if signal is not None else status
             end = {
                 "type": "end", "status": status, "exit_code": exit_code,
                 "signal": signal if signal is not None else self.signal,
@@ -948,6 +954,8 @@ def _install_hooks(rec: Recorder) -> None:
 
         for sig in (_signal.SIGTERM, _signal.SIGINT):
             _chain_signal(sig)
+    run_signals.start()
+    rec.stop_mark = run_signals.mark()
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(before=_before_fork, after_in_child=_after_fork)
     if rec.header.get("child_of") is not None and "multiprocessing.util" in sys.modules:

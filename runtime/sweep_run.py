@@ -91,10 +91,13 @@ def members_for(opts: Options, run: Run, run_id: str) -> list[Member]:
         return [Member(command, env, None)]
     n = run.ranks
     port = str(free_port())
-    if n > 1 and "OMP_NUM_THREADS" not in base:
-        # as torchrun does for more than one process per node: the ranks share the node's cores
+    counts = {int(p["ranks"]) for p in opts.design.points(opts.nproc or 1)} | {n}
+    if max(counts) > 1 and "OMP_NUM_THREADS" not in base:
+        # as torchrun does for more than one process per node: the ranks share the node's cores; in a
+        # sweep over ranks the ranks=1 runs too, so that a rank has the same threads at every point
+        # (review 39: ranks=1 with every core measured another regime than the ranks above it)
         base = dict(base, OMP_NUM_THREADS="1")
-        _say_omp_once(n)
+        _say_omp_once(n, counts)
     members = []
     for rank in range(n):
         env = dict(base)
@@ -109,13 +112,19 @@ def members_for(opts: Options, run: Run, run_id: str) -> list[Member]:
 _omp_said = [False]
 
 
-def _say_omp_once(n: int) -> None:
+def _say_omp_once(n: int, counts: set[int]) -> None:
     """torchrun says it too: the threads per rank are part of what a sweep over ranks measures."""
     if _omp_said[0] or os.environ.get("SCALEPROBE_QUIET"):
         return
     _omp_said[0] = True
-    print(f"scaleprobe launch: OMP_NUM_THREADS=1 in each of the {n} ranks, as torchrun sets it for more than one "
-          "rank per node; set OMP_NUM_THREADS to choose the threads per rank", file=sys.stderr)
+    if len(counts) == 1:
+        said = f"in each of the {n} ranks"
+    else:
+        said = "in every rank of every run" + (
+            f" (ranks=1 too, so that a rank has the same threads at every point up to ranks={max(counts)})"
+            if 1 in counts else "")
+    print(f"scaleprobe launch: OMP_NUM_THREADS=1 {said}, as torchrun sets it for more than one rank per node; "
+          "set OMP_NUM_THREADS to choose the threads per rank", file=sys.stderr)
 
 
 def describe(opts: Options, run: Run, command: list[str]) -> str:

@@ -36,6 +36,20 @@ def test_ranks_get_one_openmp_thread_each_as_under_torchrun(tmp_path):
     assert "OMP None 0 []" in one.stdout and "OMP_NUM_THREADS" not in one.stderr
 
 
+def test_a_sweep_over_ranks_gives_its_ranks_1_runs_one_thread_too(tmp_path):
+    """Review 39: in a sweep over ranks, ranks=1 had every core and ranks=2 one thread each: the model
+    of the ranks fitted the change of threads."""
+    (tmp_path / "t.py").write_text(PRINT_ENV)
+    p = launch(tmp_path, "--out", "runs", "--sweep", "ranks=1,2", "t.py")
+    assert p.returncode == 0, p.stderr
+    assert sorted(line for line in p.stdout.splitlines() if line.startswith("OMP")) == ["OMP 1 0 []", "OMP 1 0 []", "OMP 1 1 []"]
+    assert p.stderr.count("OMP_NUM_THREADS=1 in every rank of every run (ranks=1 too") == 1, p.stderr
+    mine = launch(tmp_path, "--out", "runs2", "--sweep", "ranks=1,2", "t.py", env={"OMP_NUM_THREADS": "2"})
+    assert sorted(line for line in mine.stdout.splitlines() if line.startswith("OMP")) == ["OMP 2 0 []", "OMP 2 0 []", "OMP 2 1 []"]
+    alone = launch(tmp_path, "--out", "runs3", "--sweep", "batch=1,2", "t.py")  # ranks=1 throughout: as it was
+    assert [line for line in alone.stdout.splitlines() if line.startswith("OMP")] == ["OMP None 0 []"] * 2, alone.stdout
+
+
 def test_a_resume_that_remakes_finished_runs_for_another_command_says_so(tmp_path):
     (tmp_path / "t.py").write_text(PRINT_ENV)
     first = launch(tmp_path, "--out", "runs", "--sweep", "batch=1,2", "--", "t.py", "--steps", "3")

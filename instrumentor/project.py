@@ -250,8 +250,11 @@ def _wait_for_stray_threads() -> None:
 
 
 def run_jobs(jobs: list[tuple], workers: int, work=_work) -> dict[str, FileResult]:
-    """Run `work` in worker processes; a file that kills its worker fails alone, copied unchanged."""
+    """Run `work` in worker processes; a file that kills its worker fails alone, copied unchanged.
+    Never more workers than files: a fork pool starts all of them at once (review 39: `-j 1000000`
+    on a project of 2 files started processes until the machine ran out of memory)."""
     results: dict[str, FileResult] = {}
+    workers = max(1, min(workers, len(jobs)))
     ctx = _pool_context()
     pending = jobs
     isolate = False

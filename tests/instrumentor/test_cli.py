@@ -152,6 +152,24 @@ def test_a_file_that_kills_its_worker_fails_alone():
     assert "worker process died" in results["bad.py"].error
 
 
+def test_never_more_workers_than_files(monkeypatch):
+    """Review 39: a fork pool starts all its workers at once; `-j 40` on 2 files started 40."""
+    import instrumentor.project as project_module
+
+    sizes = []
+    real = project_module.ProcessPoolExecutor
+
+    def counting(max_workers, **kwargs):
+        sizes.append(max_workers)
+        return real(max_workers=max_workers, **kwargs)
+
+    monkeypatch.setattr(project_module, "ProcessPoolExecutor", counting)
+    jobs = [(name, "", (0, 1), {}, "runtime", 0) for name in ("a.py", "b.py")]
+    results = run_jobs(jobs, 40, work=_die_on_bad)
+    assert {k: v.status for k, v in results.items()} == {"a.py": "unchanged", "b.py": "unchanged"}
+    assert sizes == [2]
+
+
 def test_a_file_past_the_timeout_fails_and_the_rest_is_instrumented(src, tmp_path, capsys):
     # libcst's native parser needs far more than a second for a chain of 2500 `+` (one per line;
     # Python 3.12's own parser gives up at about 3000, so 6000 would fail before libcst runs)

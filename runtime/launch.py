@@ -137,16 +137,17 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
     if opts.sweeping:
         check_records(runs)  # every damaged launch record named before anything runs
     in_process = not (spawned or opts.nsys or runs[0].ranks != 1)
-    if opts.dry_run:
-        from runtime.sweep_run import dry_run
-
-        return dry_run(opts, runs, argv if in_process else None)
+    # before a dry run too: its plan would not run (review 39: a misspelled script got a plan and exit 0)
     if opts.module is not None:
         check_module(opts.module)
     elif not opts.script.is_file():
         hint = ("; to run a module, give -m MODULE before any --, as in python -m runtime.launch -m pkg.train"
                 if str(opts.script) == "-m" else "")
         raise LaunchError(f"script {opts.script} does not exist or is not a file{hint}")
+    if opts.dry_run:
+        from runtime.sweep_run import dry_run
+
+        return dry_run(opts, runs, argv if in_process else None)
     if opts.nsys:
         from runtime.launch_nsys import nsys_executable
 

@@ -13,7 +13,10 @@ import pytest
 from runtime.launch_ranks import Member, run_members
 
 REPO = Path(__file__).resolve().parents[2]
-PRINT_ENV = 'import os, sys\nprint("OMP", os.environ.get("OMP_NUM_THREADS"), os.environ.get("RANK"), sys.argv[1:])\n'
+# one write of one line: two ranks' lines never mix on the shared pipe (print writes its parts apart
+# where PYTHONUNBUFFERED is set)
+PRINT_ENV = ('import os, sys\nos.write(1, f"OMP {os.environ.get(\'OMP_NUM_THREADS\')} {os.environ.get(\'RANK\')} '
+             '{sys.argv[1:]}\\n".encode())\n')
 
 
 def launch(tmp_path, *args, env=None):

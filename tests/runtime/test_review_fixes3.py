@@ -169,6 +169,7 @@ def test_repetition_help_gives_both_defaults():
 
 
 def test_dry_run_shows_the_command_that_really_runs(tmp_path):
+    (tmp_path / "main.py").write_text("print('run')\n")
     sweep = launch(["--dry-run", "--sweep", "a=1,2", "--nsys-args=-t nvtx", "--nsys", "main.py", "{a}"], tmp_path)
     assert sweep.returncode == 0, sweep.stderr
     lines = sweep.stdout.splitlines()
@@ -177,6 +178,15 @@ def test_dry_run_shows_the_command_that_really_runs(tmp_path):
     assert spawned.stdout.splitlines()[0].endswith(f"srun -n 1 {sys.executable} -m runtime.launch --child -- main.py")
     here = launch(["--dry-run", "--experiment", "e", "main.py", "--dry-run"], tmp_path)
     assert here.stdout.splitlines()[0].endswith(f"{sys.executable} -m runtime.launch --experiment e main.py --dry-run")
+
+
+def test_dry_run_of_a_script_or_module_that_is_not_there_is_an_error(tmp_path):
+    """Review 39: a misspelled script got a whole plan and exit 0; the run itself stops with exit 2."""
+    typo = launch(["--dry-run", "--sweep", "a=1,2", "mian.py", "{a}"], tmp_path)
+    assert typo.returncode == 2 and typo.stdout == "", (typo.stdout, typo.stderr)
+    assert "script mian.py does not exist or is not a file" in typo.stderr
+    module = launch(["--dry-run", "-m", "no_such_pkg.train"], tmp_path)
+    assert module.returncode == 2 and "-m no_such_pkg.train: no module named 'no_such_pkg'" in module.stderr, module.stderr
 
 
 CONSOLE = Path(sys.executable).with_name("scaleprobe-launch")

@@ -51,6 +51,9 @@ def free_port() -> int:
 
 def describe_exit(code: int) -> str:
     if code < 0:
+        if -code == getattr(signal, "SIGKILL", None):
+            # nothing in the process could say why (review 39: ranks the OOM killer took)
+            return "killed by SIGKILL (the kernel's out-of-memory killer sends it, as do schedulers at a limit: see dmesg)"
         try:
             return f"killed by {signal.Signals(-code).name}"
         except ValueError:

@@ -181,7 +181,9 @@ def load_toml(path: Path) -> Design:
     for name, values in data.get("sweep", {}).items():
         where = f"sweep file {path}: sweep.{name}"
         check_name(name, where)
-        if not isinstance(values, list) or not values:
+        if values == []:  # review 39: it said "values must be numbers or strings, not []"
+            raise LaunchError(f"{where} = []: give at least one value")
+        if not isinstance(values, list):
             values = [values]
         design.sweep[name] = _toml_values(values, where)
     for name, value in data.get("params", {}).items():

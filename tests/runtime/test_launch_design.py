@@ -128,6 +128,7 @@ def test_point_name_is_safe_for_file_systems():
     ("[sweep]\nx = [1, 1.0]\n", "sweep.x: '1' and '1.0' are the same number"),
     ("[sweep]\nx = [nan]\n", "sweep.x: 'nan' is not a finite number"),
     ("[params]\nx = inf\n", "params.x: 'inf' is not a finite number"),
+    ("[sweep]\nbatch = []\n", r"sweep.batch = \[\]: give at least one value"),  # review 39
 ])
 def test_bad_sweep_files_name_the_file(tmp_path, text, message):
     path = tmp_path / "bad.toml"
@@ -197,6 +198,7 @@ def test_rank_filter():
 
 def test_exit_descriptions():
     assert describe_exit(-11) == "killed by SIGSEGV"
+    assert describe_exit(-9).startswith("killed by SIGKILL (the kernel's out-of-memory killer")  # review 39
     assert describe_exit(3) == "exited with code 3"
     assert (status_code(-9), status_code(2)) == (137, 2)
 

@@ -52,7 +52,7 @@ def doubt(fm: FittedModel, prediction: float, from_parts: float | None, combine:
 def contradiction(prediction: float, from_parts: float | None, combine: str = "mean") -> str | None:
     """How a time model's prediction and its parts' sum (`from_parts`) contradict each other at the
     target, by more than `PARTS_DISAGREE` (`parts.disagrees`), or None."""
-    if from_parts is not None and from_parts > 0 and math.isfinite(prediction) and prediction > 0:
+    if from_parts is not None and 0 < from_parts < math.inf and 0 < prediction < math.inf:
         ratio = prediction / from_parts
         if disagrees(ratio, PARTS_DISAGREE, PARTS_DISAGREE, combine):
             return f"its parts' models add up to {ratio:.2g}x less at the target" if ratio > 1 else \
@@ -233,6 +233,12 @@ def measured_maximum(dataset: Dataset) -> dict[str, float]:
     return out
 
 
+#: parameter values past this are refused, measured or asked for: cubes of three such parameters
+#: multiplied overflow float64 (review 26: 1e150 ended in numpy's "SVD did not converge"; review 40:
+#: `--at ranks=1e250` in a traceback)
+LARGEST_VALUE = 1e30
+
+
 def parse_assignments(text: str | None, option: str, parameters: Sequence[str] | None = None) -> dict[str, float]:
     """`ranks=1024,batch=256` -> {"ranks": 1024.0, "batch": 256.0}; errors name `option`. Values are
     parameter values, so positive (PMNF models use x^i and log2(x)); with `parameters`, names must be
@@ -254,8 +260,11 @@ def parse_assignments(text: str | None, option: str, parameters: Sequence[str] |
         if not _NUMBER.fullmatch(value):  # float() would take 1_000, '١٦' and 'nan' as well
             raise InputError(f"{option}: {name}={value!r} is not a number") from None
         v = float(value)
-        if not math.isfinite(v) or v <= 0:
+        if v <= 0:
             raise InputError(f"{option}: {name}={value}: values must be positive (PMNF models use x^i and log2(x))")
+        if not v <= LARGEST_VALUE:
+            raise InputError(f"{option}: {name}={value}: values above {LARGEST_VALUE:g} are too large to predict at "
+                             "(their powers overflow); give the parameter in larger units")
         if name in out and out[name] != v:
             raise InputError(f"{option}: {name} is given twice ({name}={out[name]:g} and {name}={v:g})")
         out[name] = v

@@ -17,7 +17,7 @@ from ..grid import grid_gaps_warning
 from ..listing import listing
 from ..outputs import FORMATS, render
 from ..parts import combination, parts_series
-from ..ranking import Ranking, measured_maximum, nonnegative_keys, parse_at, rank_models
+from ..ranking import LARGEST_VALUE, Ranking, measured_maximum, nonnegative_keys, parse_at, rank_models
 from ..share import DEFAULT_MIN_SHARE, parse_min_share, percent, share_series
 from .inputs import add_input_options, describe_files, load_from_args, name_skipped, select, warn, write_output
 
@@ -73,11 +73,6 @@ def enough_points(dataset: Dataset, min_points: int) -> tuple[Dataset, list[str]
         shown = listing(dropped, 5)
         warnings.append(f"{len(dropped)} series left out: measured at fewer than {min_points} points (--min-points): {shown}")
     return Dataset(dataset.parameters, keep, list(dataset.warnings), list(dataset.sources), dataset.run_shares), warnings
-
-
-#: parameter values past this are refused: cubes of three such parameters multiplied overflow
-#: float64 (review 26: 1e150 ended in numpy's "SVD did not converge")
-LARGEST_VALUE = 1e30
 
 
 def _check_magnitudes(dataset: Dataset) -> None:

@@ -80,12 +80,22 @@ def test_parse_at():
 @pytest.mark.parametrize(
     "text, message",
     [("q=3", "unknown parameter 'q'"), ("p", "NAME=VALUE"), ("p=abc", "not a number"), ("p=0", "positive"),
-     ("p=-2", "positive"), ("=4", "NAME=VALUE"), ("p=nan", "is not a number"), ("p=4,n=2,p=8", "p is given twice")],
+     ("p=-2", "positive"), ("=4", "NAME=VALUE"), ("p=nan", "is not a number"), ("p=4,n=2,p=8", "p is given twice"),
+     # review 40: inf was "not positive", and 1e250 passed to a traceback where the parts' sum overflowed
+     ("p=inf", "too large to predict at"), ("p=1e250", "values above 1e+30 are too large")],
 )
 def test_parse_at_errors_name_the_option(text, message):
     with pytest.raises(InputError, match="--at") as e:
         parse_at(text, PARAMS, {"p": 1.0, "n": 1.0})
     assert message in str(e.value)
+
+
+def test_an_overflowing_parts_sum_is_no_contradiction_to_divide_by():
+    """Review 40: `--at ranks=1e250` put an infinite parts' sum into `1 / ratio`: ZeroDivisionError."""
+    from modeler.ranking import contradiction
+
+    assert contradiction(1.0, math.inf) is None and contradiction(math.inf, 1.0) is None
+    assert "3x more" in contradiction(1.0, 3.0)
 
 
 def test_measured_maximum():

@@ -17,14 +17,26 @@ from .project import Options, Project, Summary
 EXIT_OK, EXIT_FAILED_FILES, EXIT_USAGE = 0, 1, 2
 
 
+def nonempty(text: str) -> str:
+    """An argparse type: a path, never the empty string, which `Path` takes for the current directory
+    (review 40: `-o "$OUT"` with OUT unset built into the working directory)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path (an unset shell variable?)")
+    return text
+
+
+def path_arg(text: str) -> Path:
+    return Path(nonempty(text))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="instrument",
         description="Write an instrumented copy of a Python project: every function, loop, epoch and step gets probes.",
     )
-    parser.add_argument("src", type=Path, help="the project's source directory")
-    parser.add_argument("-o", "--out", type=Path, help="output directory (not SRC, not inside SRC)")
-    parser.add_argument("--main", action="append", default=[], metavar="FILE",
+    parser.add_argument("src", type=path_arg, help="the project's source directory")
+    parser.add_argument("-o", "--out", type=path_arg, help="output directory (not SRC, not inside SRC)")
+    parser.add_argument("--main", action="append", default=[], metavar="FILE", type=nonempty,
                         help="entry file, relative to SRC or an absolute path inside it "
                              "(repeatable; default: main.py when it exists)")
     parser.add_argument("--all", action="store_true", help="instrument every .py under SRC, not only the import graph")

@@ -336,6 +336,11 @@ class Project:
             if main not in self.files:
                 hint = "" if os.path.isabs(given) else " (--main is relative to SRC)"
                 raise InstrumentError(f"--main {given}: no such file under {self.opts.src}{hint}")
+            if main not in self.own and os.path.isfile(self.src / main) and not os.path.islink(self.src / main):
+                # a script without .py (`python trainer` runs it): named as the entry, it is the
+                # project's, as under the launcher's --instrument (review 40: copied uninstrumented,
+                # 0 regions and exit 0)
+                self.own.add(main)
         return mains
 
     def _entry(self, main: str) -> str:

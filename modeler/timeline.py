@@ -20,6 +20,7 @@ from typing import Any, Iterable, Sequence
 
 from runtime.runfile import is_helper_process
 
+from .commands.inputs import output_arg
 from .errors import InputError
 from .runchoice import RunEntry, find_run, listed
 
@@ -44,7 +45,7 @@ class _File:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", metavar="RUN", help="a run directory, or the rank files of one run")
-    parser.add_argument("-o", "--output", metavar="FILE", default="trace.json",
+    parser.add_argument("-o", "--output", metavar="FILE", default="trace.json", type=output_arg,
                         help="where to write the trace (default: trace.json; '-' for stdout)")
     parser.add_argument("--run", metavar="RUN_ID",
                         help="the run to draw when the inputs hold several: its id, directory or directory name")

@@ -55,6 +55,14 @@ class Options:
         return f"-m {self.module}" if self.module is not None else str(self.script)
 
 
+def path_arg(text: str) -> Path:
+    """An argparse type: a path, never the empty string, which `Path` takes for the current directory
+    (review 40: `--out "$OUT"` with OUT unset wrote the runs into the working directory)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path (an unset shell variable?)")
+    return Path(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m runtime.launch", usage=USAGE, allow_abbrev=False,
@@ -80,9 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--sweep", action="append", default=[], metavar="NAME=V1,V2,...",
                      help="sweep a parameter over values; several --sweep give the cross product; "
                           "{NAME} in the program's arguments is replaced")
-    exp.add_argument("--sweep-file", type=Path, metavar="TOML", help="read the sweep design from a TOML file")
+    exp.add_argument("--sweep-file", type=path_arg, metavar="TOML", help="read the sweep design from a TOML file")
     exp.add_argument("--repeat", type=int, metavar="N", help="run every point N times")
-    exp.add_argument("--out", type=Path, default=Path("runs"), metavar="DIR",
+    exp.add_argument("--out", type=path_arg, default=Path("runs"), metavar="DIR",
                      help="root of the run directories (default runs)")
     exp.add_argument("--experiment", metavar="NAME", help="experiment name (default: the script's name)")
     exp.add_argument("--dry-run", action="store_true",
@@ -96,10 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     tools = p.add_argument_group("instrumentation and profiling")
     tools.add_argument("--instrument", action="store_true",
                        help="instrument the project on the fly while importing it (no build step)")
-    tools.add_argument("--project-root", type=Path, metavar="DIR",
+    tools.add_argument("--project-root", type=path_arg, metavar="DIR",
                        help="what --instrument instruments (default: the script's directory; with -m, the "
                             "directory that holds the module's top-level package)")
-    tools.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache of --instrument's rewritten modules")
+    tools.add_argument("--cache-dir", type=path_arg, metavar="DIR", help="cache of --instrument's rewritten modules")
     tools.add_argument("--nsys", action="store_true", help="run ranks under `nsys profile`")
     tools.add_argument("--nsys-ranks", metavar="FILTER",
                        help="ranks to profile with --nsys: 0,1 or 0-3 or ::8 (default: all)")
@@ -153,6 +161,8 @@ def parse(argv: list[str]) -> Options:
         script, args = None, program
     elif not program:
         parser.error("no script given: " + USAGE)
+    elif not program[0]:
+        parser.error("the script is an empty path (an unset shell variable?)")
     else:
         script, args = Path(program[0]), program[1:]
 

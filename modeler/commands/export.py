@@ -6,11 +6,11 @@ import argparse
 import sys
 
 from ..export import write_extrap_jsonl
-from .inputs import add_input_options, describe_files, load_from_args, name_skipped, select, warn
+from .inputs import add_input_options, describe_files, load_from_args, name_skipped, output_arg, select, warn
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--extrap", metavar="OUT.jsonl", required=True,
+    parser.add_argument("--extrap", metavar="OUT.jsonl", required=True, type=output_arg,
                         help="write Extra-P JSON Lines here ('-' for stdout)")
     add_input_options(parser, metric_default="all")
 

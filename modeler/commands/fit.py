@@ -19,7 +19,7 @@ from ..outputs import FORMATS, render
 from ..parts import combination, parts_series
 from ..ranking import LARGEST_VALUE, Ranking, measured_maximum, nonnegative_keys, parse_at, rank_models
 from ..share import DEFAULT_MIN_SHARE, parse_min_share, percent, share_series
-from .inputs import add_input_options, describe_files, load_from_args, name_skipped, select, warn, write_output
+from .inputs import add_input_options, describe_files, load_from_args, name_skipped, output_arg, select, warn, write_output
 
 DEFAULT_MIN_POINTS = 3
 
@@ -42,7 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"leave out (with a warning) series measured at fewer than N points (default: {DEFAULT_MIN_POINTS})")
     add_min_share_option(parser)
     parser.add_argument("--top", type=int, metavar="N", help="show only the N worst-scaling models")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the output here instead of to stdout")
+    parser.add_argument("-o", "--output", metavar="FILE", type=output_arg, help="write the output here instead of to stdout")
 
 
 def add_min_share_option(parser: argparse.ArgumentParser) -> None:

@@ -155,6 +155,14 @@ def name_skipped(loaded: Loaded, args: argparse.Namespace, prog: str = "modeler"
             print(f"{prog}: {skipped_warning(f)}", file=sys.stderr)
 
 
+def output_arg(text: str) -> str:
+    """An argparse type for -o: never the empty string (review 40: `-o "$OUT"` with OUT unset wrote
+    to stdout or failed with "No such file or directory", by command)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path (an unset shell variable?)")
+    return text
+
+
 def write_output(text: str, output: str | None) -> None:
     if output in (None, "-"):
         sys.stdout.write(text)

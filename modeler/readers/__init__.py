@@ -172,6 +172,8 @@ def expand(paths: Iterable[str | os.PathLike[str]],
 
     for raw in paths:
         text = os.fspath(raw)
+        if not text:  # Path("") is the current directory (review 40: `modeler fit "$RUNS"`, RUNS unset)
+            raise InputError("an input is an empty path (an unset shell variable?)")
         p = Path(text)
         if p.is_dir():
             before = len(unlisted) if unlisted is not None else 0

@@ -9,14 +9,14 @@ from pathlib import Path
 from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
 from ..commands.fit import add_min_share_option, companion_series, min_share_of, new_series, per_rank_time
-from ..commands.inputs import add_input_options, load_from_args, name_skipped, select_callpaths
+from ..commands.inputs import add_input_options, load_from_args, name_skipped, output_arg, select_callpaths
 from .assemble import ReportOptions, build_report, check_options, headline_series, parse_assignments
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     # read as `modeler fit` reads (run files, Extra-P files, globs, --ranks, --include-incomplete, ...)
     add_input_options(parser, metric_default=None)
-    parser.add_argument("-o", "--output", metavar="FILE",
+    parser.add_argument("-o", "--output", metavar="FILE", type=output_arg,
                         help="where to write the report (default: report.html, or stdout for --format markdown)")
     parser.add_argument("--format", choices=("html", "markdown"), default="html", help="html (default) or markdown")
     parser.add_argument("--metric", help="metric to model and rank (default: time, or the inputs' only metric)")

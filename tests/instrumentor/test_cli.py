@@ -348,3 +348,29 @@ def test_the_epoch_functions_cache_is_redone_by_another_version(tmp_path):
     assert main([str(src), "-o", str(out), "-q"]) == 0
     assert json.loads(state_file.read_text())["epoch_bodies"]["trainer.py"][1] == ["train_epoch"]
     assert _kinds(out)["main:for@5"] == "epoch"
+
+
+@pytest.mark.parametrize("args", [["SRC", "-o", ""], ["", "-o", "OUT"], ["SRC", "-o", "OUT", "--main", ""]])
+def test_an_empty_path_is_an_error_that_names_it(src, tmp_path, capsys, monkeypatch, args):
+    """Review 40: `-o "$OUT"` with OUT unset built into the working directory, and `instrument "" -o bx`
+    said the output was inside the source."""
+    monkeypatch.chdir(tmp_path)
+    args = [str(src) if a == "SRC" else str(tmp_path / "out") if a == "OUT" else a for a in args]
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    assert "an empty path (an unset shell variable?)" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
+def test_an_entry_without_py_is_instrumented(src, tmp_path):
+    """Review 40: `--main trainer` (python runs a script of any name) was copied uninstrumented: 0
+    regions, exit 0, no word; the launcher's --instrument instruments it."""
+    (src / "trainer").write_text(MAIN)
+    out = tmp_path / "out"
+    assert main([str(src), "-o", str(out), "--main", "trainer", "-q"]) == 0
+    built = (out / "trainer").read_text()
+    assert "__sp_define__" in built and '"function", "main"' in built
+    assert "__sp_define__" in (out / "helper.py").read_text()  # its imports are followed as a .py entry's
+    (src / "notes.md").write_text("Not *Python* at all.\n")
+    assert main([str(src), "-o", str(tmp_path / "out2"), "--main", "notes.md", "-q"]) == 1  # a parse failure, said

@@ -22,6 +22,7 @@ from runtime.runfile import is_helper_process
 
 from .commands.inputs import output_arg
 from .errors import InputError
+from .listing import listing
 from .runchoice import RunEntry, find_run, listed
 
 TID_EPOCHS, TID_STEPS, TID_REGIONS = 1, 2, 10
@@ -53,8 +54,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _parse_ranks(text: str | None) -> set[int] | None:
-    if not text:
+    if text is None:
         return None
+    if not text.strip(", "):  # review 40: `--ranks ""` wrote every rank
+        raise InputError("--ranks: empty: give ranks and ranges like 0,1,4-7 (leave the option out for every rank)")
     out: set[int] = set()
     for part in text.split(","):
         part = part.strip()
@@ -128,15 +131,16 @@ def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
     """The Chrome trace-event JSON object for the files of one run."""
     from .readers.runs import spawned_by_rank
 
-    files = []
+    files, there = [], set()
     for r, spawned in zip(runs, spawned_by_rank([r.header for r in runs])):
         h = r.header
         rank = int(h.get("rank") or 0)
+        there.add(rank)
         if ranks is not None and rank not in ranks:
             continue
         files.append(_File(r, rank, is_helper_process(h) or spawned))
     if not files:
-        raise InputError("--ranks: none of the selected ranks is in the run")
+        raise InputError(f"--ranks: none of the selected ranks is in the run; it has {listing([str(r) for r in sorted(there)], 16, 'more ranks')}")
     files.sort(key=lambda f: (f.rank, f.worker, int(f.run.header.get("pid") or 0)))
 
     # A unix time in float seconds resolves only ~0.2 us: align the files once, then stay in

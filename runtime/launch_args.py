@@ -4,18 +4,34 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.launch_errors import LaunchError
 from runtime.launch_nsys import parse_rank_filter
-from runtime.sweep_design import Design, load_toml
+from runtime.sweep_design import Design, check_ranks, load_toml
 from runtime.sweep_values import parse_assignment
 
 #: without --max-failures, a sweep whose first this many runs all failed stops (a mistyped option)
 FIRST_FAILURES = 3
-USAGE = "python -m runtime.launch [options] [--] script.py [args...] | [options] -m module [args...]"
+def _prog() -> str:
+    """As it was started: the console script names itself (review 40: it said python -m runtime.launch)."""
+    return "scaleprobe-launch" if os.path.basename(sys.argv[0] or "") == "scaleprobe-launch" else "python -m runtime.launch"
+
+
+USAGE = f"{_prog()} [options] [--] script.py [args...] | [options] -m module [args...]"
+
+
+class _Help(argparse.HelpFormatter):
+    """Lines broken at spaces only: `--trace=...` in a default was cut after its `--` (review 40)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
 @dataclass
@@ -65,7 +81,7 @@ def path_arg(text: str) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m runtime.launch", usage=USAGE, allow_abbrev=False,
+        prog=_prog(), usage=USAGE, allow_abbrev=False, formatter_class=_Help,
         description="Run a Python program with scaleprobe's runtime on one or many ranks, "
                     "once or over a parameter sweep. See docs/launch.md.")
     run = p.add_argument_group("ranks")
@@ -172,6 +188,8 @@ def parse(argv: list[str]) -> Options:
     for option, texts in (("--sweep", ns.sweep), ("--param", ns.param)):
         for text in texts:
             name, spelled = parse_assignment(text, option)
+            if name == "ranks":
+                check_ranks(spelled, f"{option} {text!r}")
             if name in given:
                 # The command line overrides the sweep file, never itself: a copy-paste slip
                 # would silently shrink the design.
@@ -203,6 +221,12 @@ def parse(argv: list[str]) -> Options:
         parse_rank_filter(ns.nsys_ranks)
         if not ns.nsys:
             raise LaunchError("--nsys-ranks needs --nsys")
+    # review 40: these did nothing without the option they belong to, and said nothing
+    if ns.nsys_args is not None and not ns.nsys:
+        raise LaunchError("--nsys-args needs --nsys")
+    for option, value in (("--project-root", ns.project_root), ("--cache-dir", ns.cache_dir)):
+        if value is not None and not ns.instrument:
+            raise LaunchError(f"{option} needs --instrument (a built tree is run as it is)")
     if ns.experiment is not None:
         experiment, where = ns.experiment, f"--experiment {ns.experiment!r}"
     elif design.experiment:
@@ -210,7 +234,7 @@ def parse(argv: list[str]) -> Options:
     else:
         experiment = ns.module if script is None else script.stem
         where = f"experiment {experiment!r} (the {'module' if script is None else 'script'}'s name; give --experiment)"
-    if not experiment or "/" in experiment or experiment in (".", ".."):
+    if not experiment or "/" in experiment or experiment in (".", "..") or not experiment.isprintable():
         raise LaunchError(f"{where}: must be a plain directory name")
     if experiment.startswith("."):
         # a hidden folder, which `modeler fit <out>` never reads

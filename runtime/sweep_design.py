@@ -74,9 +74,7 @@ class Design:
             point.update({k: v for k, v in self.fixed.items() if k == "ranks"})
             point.update({k: v for k, v in swept.items() if k != "ranks"})
             point.update({k: v for k, v in self.fixed.items() if k != "ranks"})
-            ranks = point["ranks"]
-            if not isinstance(ranks, int) or ranks < 1:
-                raise LaunchError(f"parameter ranks={ranks!r}: the number of ranks must be a positive integer")
+            check_ranks([point["ranks"]], "parameter")
             points.append(point)
         return points
 
@@ -88,6 +86,13 @@ class Design:
         points = [(point, run_name(point)) for point in self.points(nproc)]
         return [self.run(point, rep, out / experiment / f"{base}_rep-{rep}", args)
                 for rep in range(first_repetition, first_repetition + self.repeat) for point, base in points]
+
+
+def check_ranks(values, where: str) -> None:
+    """The values of `ranks`, where they are given (review 40: `parameter ranks=0` named no option)."""
+    for ranks in values:
+        if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
+            raise LaunchError(f"{where}: ranks={ranks!r}: the number of ranks must be a positive integer")
 
 
 def point_name(point: dict[str, Value]) -> str:
@@ -186,10 +191,14 @@ def load_toml(path: Path) -> Design:
         if not isinstance(values, list):
             values = [values]
         design.sweep[name] = _toml_values(values, where)
+        if name == "ranks":
+            check_ranks(design.sweep[name], where)
     for name, value in data.get("params", {}).items():
         where = f"sweep file {path}: params.{name}"
         check_name(name, where)
         if name in design.sweep:
             raise LaunchError(f"sweep file {path}: parameter {name!r} is in both [sweep] and [params]: give it once")
         (design.fixed[name],) = _toml_values([value], where)
+        if name == "ranks":
+            check_ranks([design.fixed[name]], where)
     return design

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from modeler.errors import InputError
-from modeler.timeline import build_trace, select_run
+from modeler.timeline import _parse_ranks, build_trace, select_run
 from runtime.runfile import Region, RunWriter, read_run, run_file_name
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,8 +120,11 @@ def test_rank_filter_and_run_choice(tmp_path):
     assert len(chosen) == 2
     trace = build_trace(chosen, {1})
     assert {e["args"]["name"].split(" (")[0] for e in trace["traceEvents"] if e["name"] == "process_name"} == {"rank 1"}
-    with pytest.raises(InputError, match="--ranks"):
-        build_trace(chosen, {5})
+    with pytest.raises(InputError, match="--ranks: none of the selected ranks is in the run; it has 0, 1"):
+        build_trace(chosen, {5})  # review 40: which ranks there are, as report --rank says
+    with pytest.raises(InputError, match="--ranks: empty"):
+        _parse_ranks(" , ")  # review 40: `--ranks ""` wrote every rank
+    assert _parse_ranks(None) is None and _parse_ranks("0,2-3") == {0, 2, 3}
 
 
 def test_a_script_the_rank_started_with_subprocess_is_drawn_as_its_helper(tmp_path):

@@ -19,7 +19,7 @@ from runtime.launch_errors import LaunchError
 from runtime.launch_recording import check_environment
 from runtime.launch_toplevel import restore_program_limit
 from runtime.sweep_design import Run, point_name, run_name
-from runtime.sweep_state import prepare_root
+from runtime.sweep_state import check_root, prepare_root
 
 
 def _next_repetition(opts: Options, params: dict) -> int:
@@ -144,14 +144,15 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
         hint = ("; to run a module, give -m MODULE before any --, as in python -m runtime.launch -m pkg.train"
                 if str(opts.script) == "-m" else "")
         raise LaunchError(f"script {opts.script} does not exist or is not a file{hint}")
-    if opts.dry_run:
-        from runtime.sweep_run import dry_run
-
-        return dry_run(opts, runs, argv if in_process else None)
     if opts.nsys:
         from runtime.launch_nsys import nsys_executable
 
-        nsys_executable()  # fail before any run starts
+        nsys_executable()  # fail before any run starts (and a dry run: its plan would not run)
+    if opts.dry_run:
+        from runtime.sweep_run import dry_run
+
+        check_root(opts.out, opts.experiment)
+        return dry_run(opts, runs, argv if in_process else None)
     prepare_root(opts.out, opts.experiment)
     if not opts.sweeping and opts.repetition is None:
         runs = _claim_repetition(opts, runs)

@@ -75,6 +75,19 @@ def prepare_root(out: Path, experiment: str) -> None:
         raise LaunchError(f"--out {out}: the directory {root} is not writable")
 
 
+def check_root(out: Path, experiment: str) -> None:
+    """What `prepare_root` would refuse, without creating anything (for --dry-run, review 40): the
+    nearest existing folder on the way must be a writable folder."""
+    root = out / experiment
+    for there in (root, *root.parents):
+        if os.path.lexists(there):
+            if not os.path.isdir(there):
+                raise LaunchError(f"--out {out}: cannot create the directory {root}: {there} is a file, not a folder")
+            if not os.access(there, os.W_OK | os.X_OK):
+                raise LaunchError(f"--out {out}: the directory {there} is not writable")
+            return
+
+
 def write_record(directory: Path, record: RunRecord) -> None:
     tmp = directory / f".{RECORD}.{os.getpid()}.tmp"
     try:

@@ -168,9 +168,10 @@ def test_repetition_help_gives_both_defaults():
     assert "(default: the next free index for a plain local run, 0 under srun, mpiexec or torchrun)" in text
 
 
-def test_dry_run_shows_the_command_that_really_runs(tmp_path):
+def test_dry_run_shows_the_command_that_really_runs(tmp_path, nsys_on_path):
     (tmp_path / "main.py").write_text("print('run')\n")
-    sweep = launch(["--dry-run", "--sweep", "a=1,2", "--nsys-args=-t nvtx", "--nsys", "main.py", "{a}"], tmp_path)
+    sweep = launch(["--dry-run", "--sweep", "a=1,2", "--nsys-args=-t nvtx", "--nsys", "main.py", "{a}"], tmp_path,
+                   nsys_on_path)
     assert sweep.returncode == 0, sweep.stderr
     lines = sweep.stdout.splitlines()
     assert lines[0].endswith(f"{sys.executable} -m runtime.launch --child --nsys '--nsys-args=-t nvtx' -- main.py 1")
@@ -187,6 +188,16 @@ def test_dry_run_of_a_script_or_module_that_is_not_there_is_an_error(tmp_path):
     assert "script mian.py does not exist or is not a file" in typo.stderr
     module = launch(["--dry-run", "-m", "no_such_pkg.train"], tmp_path)
     assert module.returncode == 2 and "-m no_such_pkg.train: no module named 'no_such_pkg'" in module.stderr, module.stderr
+    # review 40: nor an --out that cannot be made, nor --nsys without nsys (nothing is created)
+    (tmp_path / "main.py").write_text("print('run')\n")
+    (tmp_path / "afile").write_text("")
+    out = launch(["--dry-run", "--out", "afile/runs", "main.py"], tmp_path)
+    assert out.returncode == 2 and "--out afile/runs: cannot create the directory" in out.stderr, out.stderr
+    assert "afile is a file, not a folder" in out.stderr and out.stdout == ""
+    nsys = launch(["--dry-run", "--nsys", "main.py"], tmp_path, {"PATH": str(tmp_path / "nowhere")})
+    assert nsys.returncode == 2 and "nsys` is not on PATH" in nsys.stderr, nsys.stderr
+    fine = launch(["--dry-run", "--out", "new/deeper", "main.py"], tmp_path)
+    assert fine.returncode == 0 and not (tmp_path / "new").exists(), fine.stderr
 
 
 CONSOLE = Path(sys.executable).with_name("scaleprobe-launch")

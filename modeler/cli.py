@@ -87,6 +87,8 @@ def main(argv: Sequence[str] | None = None, *, registry: dict[str, Command] | No
     argv = list(sys.argv[1:] if argv is None else argv)
     top = _top_parser(registry)
     try:
+        if not argv:  # argparse also named the internal `args` (review 40)
+            top.error(f"give a COMMAND: {', '.join(registry)}")
         ns = top.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors: argparse already printed
         return int(exc.code or 0)

@@ -97,6 +97,8 @@ def parse_metrics(text: str | None, available: Sequence[str]) -> list[str] | Non
     if text.strip() == "all":
         return None
     names = [m.strip() for m in text.split(",") if m.strip()]
+    if not names:  # review 40: "'' not measured"
+        raise InputError(f"--metric {text!r}: no metric named; available: {', '.join(available) or 'none'}")
     unknown = [m for m in names if m not in available]
     if unknown or not names:
         raise InputError(
@@ -121,6 +123,8 @@ def select_callpaths(dataset: Dataset, patterns: Sequence[str] | None, measured:
     measured."""
     if not patterns:
         return dataset
+    if any(not p for p in patterns):  # review 40: "no call path matches " and a blank
+        raise InputError("--callpath '': an empty pattern (use '*' for every call path)")
 
     def matches(s) -> bool:
         return any(fnmatchcase(s.callpath, pat) for pat in patterns)

@@ -34,3 +34,14 @@ def test_an_empty_path_is_an_error_that_names_it(tmp_path, capsys, monkeypatch, 
     out, err = capsys.readouterr()
     assert rc != 0 and option in err and out == "", (rc, out, err)
     assert sorted(os.listdir(tmp_path)) == ["runs"]
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--metric", ""], "--metric '': no metric named; available:"),
+    (["--metric", ","], "--metric ',': no metric named"),
+    (["--callpath", ""], "--callpath '': an empty pattern"),
+])
+def test_an_empty_selection_says_so(tmp_path, capsys, args, said):
+    runs = _sweep(tmp_path / "runs")
+    assert cli.main(["fit", str(runs), *args]) == cli.EXIT_ERROR
+    assert said in capsys.readouterr().err

@@ -590,6 +590,8 @@ class Project:
     def _place(self, rel: str, result: FileResult | None, tree: OutTree, summary: Summary) -> None:
         """Write one file into OUT: its instrumented code, a copy, or nothing (unchanged since the last run)."""
         if result is not None and rel in summary.reused:
+            if result.status != "instrumented":
+                summary.copied += 1  # a module with nothing to instrument, counted as the first build did (review 40)
             return
         if result is not None and result.status == "instrumented":
             dest = tree.ready(rel)

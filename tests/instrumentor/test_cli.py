@@ -374,3 +374,16 @@ def test_an_entry_without_py_is_instrumented(src, tmp_path):
     assert "__sp_define__" in (out / "helper.py").read_text()  # its imports are followed as a .py entry's
     (src / "notes.md").write_text("Not *Python* at all.\n")
     assert main([str(src), "-o", str(tmp_path / "out2"), "--main", "notes.md", "-q"]) == 1  # a parse failure, said
+
+
+def test_a_re_run_counts_the_files_copied_as_the_first_build(src, tmp_path, capsys):
+    """Review 40: a module with nothing to instrument counted as copied in the first build, not in an
+    unchanged re-run."""
+    (src / "consts.py").write_text("X = 1\n")
+    (src / "main.py").write_text(MAIN.replace("import helper", "import helper, consts"))
+    out = tmp_path / "out"
+    lines = []
+    for _ in range(2):
+        assert main([str(src), "-o", str(out)]) == 0
+        lines.append([ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("files copied unchanged")])
+    assert lines[0] == lines[1] and lines[0], lines

@@ -346,6 +346,9 @@ class Project:
     def _entry(self, main: str) -> str:
         """`--main` as a posix path relative to SRC: given relative to SRC, or absolute and inside SRC."""
         path = Path(os.path.normpath(main))
+        if not path.is_absolute() and path.parts[:1] == ("..",):
+            # `--main ../src/main.py` given relative to SRC may still name a file inside it (review 40)
+            path = Path(os.path.normpath(os.path.join(os.path.abspath(self.opts.src), main)))
         if path.is_absolute():  # inside SRC as given, SRC resolved, or through a symlinked folder
             pairs = ((path, Path(os.path.abspath(self.opts.src))), (path, self.src), (path.parent.resolve() / path.name, self.src))
             path = next((p.relative_to(root) for p, root in pairs if root in p.parents), Path(".."))

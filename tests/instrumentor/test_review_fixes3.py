@@ -333,7 +333,9 @@ def test_graph_and_diff_together_are_refused_naming_both(tmp_path, capsys):
 
 def test_main_may_be_an_absolute_path_inside_src(tmp_path, capsys):
     src = project_tree(tmp_path, {"main.py": "print(0)\n", "tools/run.py": "import helper\n", "tools/helper.py": "x = 1\n"})
-    for given in (str(src / "tools" / "run.py"), str(src / "tools" / ".." / "tools" / "run.py"), "./tools/run.py"):
+    # review 40: `../src/tools/run.py`, relative to SRC, names a file inside it as well
+    for given in (str(src / "tools" / "run.py"), str(src / "tools" / ".." / "tools" / "run.py"), "./tools/run.py",
+                  f"../{src.name}/tools/run.py"):
         assert main([str(src), "--graph", "--main", given]) == 0
         assert capsys.readouterr().out.startswith("own modules reached (2):\n  tools/helper.py\n  tools/run.py\n")
     assert main([str(src), "-o", str(tmp_path / "out"), "-q", "--main", str(src / "tools" / "run.py")]) == 0

@@ -19,7 +19,7 @@ from runtime.launch_errors import LaunchError
 from runtime.launch_recording import check_environment
 from runtime.launch_toplevel import restore_program_limit
 from runtime.sweep_design import Run, point_name, run_name
-from runtime.sweep_state import check_root, prepare_root
+from runtime.sweep_state import check_folder, prepare_root
 
 
 def _next_repetition(opts: Options, params: dict) -> int:
@@ -144,6 +144,8 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
         hint = ("; to run a module, give -m MODULE before any --, as in python -m runtime.launch -m pkg.train"
                 if str(opts.script) == "-m" else "")
         raise LaunchError(f"script {opts.script} does not exist or is not a file{hint}")
+    if opts.cache_dir is not None:
+        check_folder(opts.cache_dir, f"--cache-dir {opts.cache_dir}")  # unusable, it was silently no cache
     if opts.nsys:
         from runtime.launch_nsys import nsys_executable
 
@@ -151,7 +153,7 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
     if opts.dry_run:
         from runtime.sweep_run import dry_run
 
-        check_root(opts.out, opts.experiment)
+        check_folder(opts.out / opts.experiment, f"--out {opts.out}")
         return dry_run(opts, runs, argv if in_process else None)
     prepare_root(opts.out, opts.experiment)
     if not opts.sweeping and opts.repetition is None:

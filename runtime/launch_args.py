@@ -123,7 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_argument("--project-root", type=path_arg, metavar="DIR",
                        help="what --instrument instruments (default: the script's directory; with -m, the "
                             "directory that holds the module's top-level package)")
-    tools.add_argument("--cache-dir", type=path_arg, metavar="DIR", help="cache of --instrument's rewritten modules")
+    tools.add_argument("--cache-dir", type=path_arg, metavar="DIR",
+                       help="cache of --instrument's rewritten modules (default: $XDG_CACHE_HOME/scaleprobe/"
+                            "instrument, i.e. ~/.cache/scaleprobe/instrument)")
     tools.add_argument("--nsys", action="store_true", help="run ranks under `nsys profile`")
     tools.add_argument("--nsys-ranks", metavar="FILTER",
                        help="ranks to profile with --nsys: 0,1 or 0-3 or ::8 (default: all)")

@@ -75,16 +75,16 @@ def prepare_root(out: Path, experiment: str) -> None:
         raise LaunchError(f"--out {out}: the directory {root} is not writable")
 
 
-def check_root(out: Path, experiment: str) -> None:
-    """What `prepare_root` would refuse, without creating anything (for --dry-run, review 40): the
-    nearest existing folder on the way must be a writable folder."""
-    root = out / experiment
-    for there in (root, *root.parents):
+def check_folder(folder: Path, option: str) -> None:
+    """Whether `folder` can be made and written, without creating anything (review 40: for --dry-run,
+    and --cache-dir, which was silently unused): the nearest existing folder on the way must be a
+    writable folder. `option` (`--out runs`) names it in the error."""
+    for there in (folder, *folder.parents):
         if os.path.lexists(there):
             if not os.path.isdir(there):
-                raise LaunchError(f"--out {out}: cannot create the directory {root}: {there} is a file, not a folder")
+                raise LaunchError(f"{option}: cannot create the directory {folder}: {there} is a file, not a folder")
             if not os.access(there, os.W_OK | os.X_OK):
-                raise LaunchError(f"--out {out}: the directory {there} is not writable")
+                raise LaunchError(f"{option}: the directory {there} is not writable")
             return
 
 

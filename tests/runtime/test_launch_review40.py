@@ -56,3 +56,14 @@ def test_help_keeps_an_option_in_a_default_whole():
     p = subprocess.run([sys.executable, "-m", "runtime.launch", "--help"], cwd=REPO, env=dict(env, COLUMNS="80"),
                        capture_output=True, text=True, timeout=60)
     assert "'--trace=cuda,nvtx,osrt" in p.stdout and "'--\n" not in p.stdout, p.stdout
+
+
+def test_a_cache_dir_that_cannot_be_used_is_an_error(tmp_path):
+    # it was silently no cache at all
+    (tmp_path / "t.py").write_text("print('ran')\n")
+    (tmp_path / "afile").write_text("")
+    p = launch(tmp_path, "--instrument", "--cache-dir", "afile/cache", "t.py")
+    assert p.returncode == 2 and "--cache-dir afile/cache: cannot create the directory" in p.stderr, p.stderr
+    assert "ran" not in p.stdout
+    fine = launch(tmp_path, "--instrument", "--cache-dir", "cache", "t.py")
+    assert fine.returncode == 0 and "ran" in fine.stdout, fine.stderr

@@ -495,7 +495,7 @@ class Project:
             recorded = []  # no earlier build: check_out found none of the build's names there
         summary = self._summary()
         targets, summary.graph = self.targets()
-        summary.warnings = shadow_warnings(self.own, self._entry_folders())
+        summary.warnings = shadow_warnings(self.own, self._entry_folders(), self.opts.backend)
         results = self.transform(targets, summary, reuse=True)
         summary.results = results
         open_out(self.out, self.opts.out)

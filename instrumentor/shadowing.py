@@ -24,6 +24,17 @@ RUNTIME_STDLIB = frozenset("""
     threading token tokenize traceback types typing urllib uuid warnings weakref
 """.split())
 
+# The same for the nvtx backend, whose header imports the `nvtx` package and, through it, numpy
+# (review 41: a project's `numbers.py` or `pickle.py` stopped the program with a circular import,
+# without a warning). Found as RUNTIME_STDLIB is, with nvtx 0.2 and numpy 1.26-2.x;
+# tests/instrumentor/test_bad_input.py checks the installed ones against it.
+NVTX_STDLIB = frozenset("""
+    __future__ _compat_pickle _contextvars _ctypes _datetime _json _opcode _pickle _struct _typing
+    _weakrefset array ast collections contextlib contextvars copy copyreg ctypes dataclasses datetime
+    dis enum functools importlib inspect json keyword linecache math numbers opcode operator pickle
+    platform re reprlib struct textwrap threading token tokenize traceback types typing warnings weakref
+""".split())
+
 
 def top_level_modules(files: Iterable[str], folder: str) -> dict[str, str]:
     """Module name -> file for the modules and packages directly in `folder` ('' = SRC)."""
@@ -38,16 +49,19 @@ def top_level_modules(files: Iterable[str], folder: str) -> dict[str, str]:
     return found
 
 
-def shadow_warnings(files: Iterable[str], folders: Iterable[str]) -> list[str]:
+def shadow_warnings(files: Iterable[str], folders: Iterable[str], backend: str = "runtime") -> list[str]:
     """One warning per project module in `folders` (the entry files' folders) named like a module of
-    RUNTIME_STDLIB."""
+    RUNTIME_STDLIB (NVTX_STDLIB under the nvtx backend)."""
     files = list(files)
+    # nvtx-instrumented modules also import runtime.linemap where scaleprobe is installed
+    names, who = (NVTX_STDLIB | RUNTIME_STDLIB, "the nvtx package (with numpy) or scaleprobe's runtime") \
+        if backend == "nvtx" else (RUNTIME_STDLIB, "scaleprobe's runtime")
     warnings = []
     for folder in sorted(set(folders)):
         for name, rel in sorted(top_level_modules(files, folder).items()):
-            if name in RUNTIME_STDLIB:
+            if name in names:
                 warnings.append(
-                    f"{rel}: named like the standard-library module '{name}', which scaleprobe's runtime "
+                    f"{rel}: named like the standard-library module '{name}', which {who} "
                     f"imports in the instrumented program: there it would import {rel} instead, and the "
                     "program may fail to start (a circular import, a crash); rename the module"
                 )

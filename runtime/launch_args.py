@@ -236,7 +236,8 @@ def parse(argv: list[str]) -> Options:
     else:
         experiment = ns.module if script is None else script.stem
         where = f"experiment {experiment!r} (the {'module' if script is None else 'script'}'s name; give --experiment)"
-    if not experiment or "/" in experiment or experiment in (".", "..") or not experiment.isprintable():
+    if not experiment or "/" in experiment or experiment in (".", "..") \
+            or any(ord(c) < 32 or ord(c) == 127 for c in experiment):  # a newline (review 40); not a non-UTF-8 byte
         raise LaunchError(f"{where}: must be a plain directory name")
     if experiment.startswith("."):
         # a hidden folder, which `modeler fit <out>` never reads

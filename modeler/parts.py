@@ -76,8 +76,10 @@ class PartsCheck:
         """Whole and parts disagree (`RATIO`, `BELOW`; a whole above its children only where its
         exclusive time is known: else that may be its own work; under `--ranks max` a whole below its
         parts, under `min` one above them, is no contradiction)."""
-        if not (math.isfinite(self.whole) and math.isfinite(self.parts)) or self.whole <= 0 or self.parts <= 0:
+        if not (math.isfinite(self.whole) and math.isfinite(self.parts)) or self.parts <= 0:
             return False
+        if self.whole <= 0:  # a time below zero under parts above it (review 43: no warning was given)
+            return self.combine in ("mean", "min")
         return disagrees(self.ratio, RATIO if self.with_exclusive else None, BELOW, self.combine)
 
     def below_parts(self) -> bool:
@@ -95,7 +97,10 @@ class PartsCheck:
         where the whole is clearly below it (`below_parts`), else the whole's prediction; never
         below the figure of one of its children (review 29: the run, kept at its model's 7.22 s, came
         out below its training function's parts, 8.29 s)."""
-        base = float(self.parts) if self.below_parts() else float(self.whole)
+        # a whole at or below zero is no time at all: its parts stand for it, whatever their ranges
+        # (review 43: -23 s lifted to a floor of 0 was the report's run time, and its divisor)
+        below_zero = self.whole <= 0 < self.parts and math.isfinite(self.parts)
+        base = float(self.parts) if self.below_parts() or below_zero else float(self.whole)
         return max(base, self.floor) if math.isfinite(base) else base
 
     @property
@@ -106,6 +111,9 @@ class PartsCheck:
 
     def message(self, at: str) -> str:
         what = self.what
+        if self.whole <= 0:
+            return (f"{self.callpath}: its time model predicts {_num(self.whole)} at {at}, no time at all, but {what} "
+                    f"add up to {_num(self.parts)}: its model extrapolates badly there, and its parts' sum stands for it")
         return (
             f"{self.callpath}: its time model predicts {_num(self.whole)} at {at}, but {what} add up to "
             f"{_num(self.parts)} ({self.ratio:.2g}x): at least one of them extrapolates badly there; "
@@ -126,7 +134,12 @@ def parts_sums(predictions: Mapping[tuple[str, str], float],
 
     def low(key: tuple[str, str]) -> float | None:
         rng = ranges.get(key)
-        return None if rng is None else min(rng[0], predictions[key])
+        return None if rng is None else max(0.0, min(rng[0], predictions[key]))
+
+    def part(value: float) -> float:
+        # a part predicted below zero adds nothing to a time, never less (review 43: a child's -10.9
+        # took a parent's parts' sum to -3.7, and its caller's to 0.87 where the truth was 16)
+        return max(0.0, value) if not math.isnan(value) else value
 
     children: dict[str, list[str]] = {}
     for cp, metric in predictions:
@@ -142,7 +155,7 @@ def parts_sums(predictions: Mapping[tuple[str, str], float],
         excl = predictions.get((cp, "exclusive_time"))
         whole_rng = ranges.get((cp, "time"))
         whole_high = None if whole_rng is None else max(whole_rng[1], whole)
-        parts, deep, floor = (excl if excl is not None else 0.0), False, 0.0
+        parts, deep, floor = (part(excl) if excl is not None else 0.0), False, 0.0
         lows: list[float | None] = [low((cp, "exclusive_time"))] if excl is not None else []
         for kid in children[cp]:
             below = out.get(kid)
@@ -150,11 +163,11 @@ def parts_sums(predictions: Mapping[tuple[str, str], float],
             # else with its model (review 29: a child's parts far above its model, but not clearly,
             # added 19.9 s to a run's 3.6 min where the child's model said 0.065 s)
             if below is not None and (below.below_parts() or (below.with_exclusive and not below.contradicts())):
-                parts += below.parts
+                parts += part(below.parts)
                 lows.append(below.parts_low)
                 deep = True
             else:
-                parts += predictions[(kid, "time")]
+                parts += part(predictions[(kid, "time")])
                 lows.append(low((kid, "time")))
             figure = below.time_figure() if below is not None else predictions[(kid, "time")]
             kid_low = below.figure_low if below is not None else low((kid, "time"))

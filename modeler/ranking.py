@@ -52,6 +52,9 @@ def doubt(fm: FittedModel, prediction: float, from_parts: float | None, combine:
 def contradiction(prediction: float, from_parts: float | None, combine: str = "mean") -> str | None:
     """How a time model's prediction and its parts' sum (`from_parts`) contradict each other at the
     target, by more than `PARTS_DISAGREE` (`parts.disagrees`), or None."""
+    if from_parts is not None and 0 < from_parts < math.inf and -math.inf < prediction <= 0 \
+            and combine in ("mean", "min"):
+        return "it predicts no time at all at the target, where its parts' models add up to more"  # review 43
     if from_parts is not None and 0 < from_parts < math.inf and 0 < prediction < math.inf:
         ratio = prediction / from_parts
         if disagrees(ratio, PARTS_DISAGREE, PARTS_DISAGREE, combine):

@@ -213,7 +213,8 @@ def _run_time(report: Report, ranking: Sequence, roots: set[str] | None, compani
         return
     row = max(finite, key=lambda r: (_figure(r), r.callpath))
     report.predicted_total, report.predicted_root = _figure(row), row.callpath
-    if report.scaling_axis in target:
+    if report.scaling_axis in target and roots is not None:
+        # (not from Extra-P inputs, whose `time` may be a sum over ranks already: review 43)
         report.predicted_cost = report.predicted_total * target[report.scaling_axis]
     report.predicted_basis = what
     if report.predicted_total != row.predicted:
@@ -246,6 +247,7 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
     `--ranks sum` or `min`, from its cost model: the time series and parts are no time per rank)."""
     if report.predicted_total is None or report.predicted_root is None:
         return []
+    value = report.unit_format  # Extra-P's values carry no unit (review 43: they were said in s)
     out = []
     s = next((s for s in series if s.callpath == report.predicted_root and s.metric == "time"), None)
     if s is not None:
@@ -262,17 +264,22 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
         here = [i for i, point in enumerate(s.points) if tuple(float(v) for v in point) == target]
         top = int(np.argmax(measured))
         beyond = all(report.target.get(p, v) >= v for p, v in zip(report.parameters, s.points[top]))
-        if here and not MEASURED_AGREES[0] <= report.predicted_total / measured[here[0]] <= MEASURED_AGREES[1]:
-            out.append(f"{measured[here[0]]:.4g} s was measured at this very point")
+        if here and measured[here[0]] > 0 and \
+                not MEASURED_AGREES[0] <= report.predicted_total / measured[here[0]] <= MEASURED_AGREES[1]:
+            out.append(f"{value(measured[here[0]])} was measured at this very point")
         elif out and beyond and report.predicted_total < measured[top]:
             point = ", ".join(f"{p}={v:g}" for p, v in zip(report.parameters, s.points[top]))
-            out.append(f"below the {measured[top]:.4g} s already measured at {point}")
+            out.append(f"below the {value(measured[top])} already measured at {point}")
     row = next((r for r in ranking if r.callpath == report.predicted_root), None)
     if row is not None and row.miss:  # review 25: nothing said a model far from its own runs
         out.append(f"its model {row.miss}")
     parts = None if row is None else row.from_parts
-    if per_rank and report.predicted_model is not None:
-        out.append(f"its own time model predicts {report.predicted_model:.4g} s "
+    if per_rank and report.predicted_model is not None and not (report.predicted_model > 0 and report.predicted_total > 0):
+        # review 43: a model below zero was lifted to 0 and divided by
+        out.append(f"its own time model predicts {value(report.predicted_model)}, no time at all: it extrapolates "
+                   "badly there, and its parts' models stand for it")
+    elif per_rank and report.predicted_model is not None:
+        out.append(f"its own time model predicts {value(report.predicted_model)} "
                    f"({report.predicted_model / report.predicted_total:.2g}x): less than its parts' models add up "
                    "to, which an inclusive time cannot be; a model of the whole holds a part's growth constant "
                    "where it is small against the other parts' noise at the measured points")
@@ -281,13 +288,14 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
         # under --ranks max a run below its parts' sum is none (their largest ranks are other ranks:
         # review 29), under min one above it
         if disagrees(ratio, PARTS_DISAGREE, PARTS_DISAGREE, combine):
-            out.append(f"its parts' models add up to {parts:.4g} s ({ratio:.2g}x): one of them extrapolates badly")
+            out.append(f"its parts' models add up to {value(parts)} ({ratio:.2g}x): one of them extrapolates badly")
     inside = [r for r in ranking if r.callpath.startswith(report.predicted_root + "->") and math.isfinite(r.predicted)]
     deepest = max(inside, key=lambda r: r.predicted, default=None)
-    if per_rank and deepest is not None and deepest.predicted > INSIDE_ABOVE * report.predicted_total:
+    if per_rank and deepest is not None and report.predicted_total > 0 \
+            and deepest.predicted > INSIDE_ABOVE * report.predicted_total:
         # review 20: a run time of 23 s whose training loop, two levels down, predicted 2 min (its
         # model had no term in the parameter that the loop grows with)
-        out.append(f"{deepest.callpath}, a region inside it, is predicted at {deepest.predicted:.4g} s "
+        out.append(f"{deepest.callpath}, a region inside it, is predicted at {value(deepest.predicted)} "
                    f"({deepest.predicted / report.predicted_total:.2g}x the run): the run's model misses a growth "
                    "of its parts")
     return out

@@ -12,7 +12,7 @@ from markupsafe import Markup
 from ..dataset import RunShares, Series
 from ..derived import Baselines
 from ..model import FittedModel
-from ..ranking import nonnegative_keys, rank_models
+from ..ranking import growth, nonnegative_keys, rank_models
 from . import svg
 from .findings import RankingRow, RegionView
 
@@ -86,7 +86,11 @@ def fold_warnings(ranking: Sequence[RankingRow]) -> list[str]:
 
 
 def _growth_label(fm: FittedModel) -> str:
-    """The fastest-growing term without its coefficient, e.g. `p^(3/2) * log2(p)`; `constant` if none."""
+    """The fastest-growing term without its coefficient, e.g. `p^(3/2) * log2(p)`; `constant` if none,
+    and where the model levels off as `modeler fit` says (`ranking.growth`; review 43: `2.0 - 2.0 *
+    ranks^(-1)` was `const` there and `ranks^(-1)` here)."""
+    if growth(fm.model) == (0.0, 0.0):
+        return "constant"
     best, best_key = None, (0.0, 0.0)
     for t in fm.model.terms:
         key = (sum(f.exponent for f in t.factors), float(sum(f.log_exponent for f in t.factors)))

@@ -36,7 +36,8 @@ def test_a_parameter_held_constant_and_a_prediction_below_what_was_measured_are_
     assert "width=2048" in line  # not 2.05e+03
     assert ("Caveat: ranks has 2 measured value(s) (1, 2): the model holds it constant, so this prediction "
             "does not follow ranks=8.") in line
-    assert "Caveat: below the 8.12 s already measured at ranks=2, width=512." in line
+    # Extra-P values carry no unit: no "s" (review 43)
+    assert "Caveat: below the 8.12 already measured at ranks=2, width=512." in line
     # a target at the measured ranks moves nothing the model ignores
     line = _report(tmp_path, tmp_path / "in.jsonl", "ranks=2,width=2048")
     assert "Caveat" not in line
@@ -56,7 +57,7 @@ def test_a_run_time_its_parts_contradict_is_said(tmp_path):
     for i, w in enumerate(WIDTH):
         values += [({"width": w}, "main", 10 + 1e-4 * w * w), ({"width": w}, "main->train", 5 + (0.3, -0.2, 0.1, -0.3, 0.2)[i])]
     line = _report(tmp_path, _write(tmp_path / "above.jsonl", values), "width=4096")
-    assert "Caveat: its parts' models add up to 4.998 s" in line and "one of them extrapolates badly" in line
+    assert "Caveat: its parts' models add up to 5 (" in line and "one of them extrapolates badly" in line
     assert "from its parts' models" not in line
     consistent = [({"width": w}, cp, 10 + 1e-4 * w * w - (0.5 if cp == "main->train" else 0))
                   for w in WIDTH for cp in ("main", "main->train")]
@@ -214,7 +215,7 @@ def test_a_run_time_far_from_what_was_measured_at_the_target_itself_is_said(tmp_
         for ranks, t in ((1, 5 - 0.004 * w), (2, 3 + 0.01 * w)):
             values += [({"ranks": ranks, "width": w}, "main", t), ({"ranks": ranks, "width": w}, "main->train", t - 0.1)]
     line = _report(tmp_path, _write(tmp_path / "in.jsonl", values), "ranks=2,width=512")
-    assert "Caveat: 8.12 s was measured at this very point." in line
+    assert "Caveat: 8.12 was measured at this very point." in line
     assert "has 2 measured value(s)" not in line  # the target moves no parameter off its values
 
 

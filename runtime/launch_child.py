@@ -97,6 +97,7 @@ def run_rank(script: Path | None, args: list[str], rank: int, *, instrument: boo
         code = run_module(module, args, code_for, record)
     else:
         code = run_script(script, args, code_for, record)
+    code = _wind_down(code)
     global run_file_problem
     run_file_problem = problem = _finish_recorder(code)
     if problem is not None and not code:
@@ -142,6 +143,36 @@ def recorder_started() -> bool:
     """Whether this process ran instrumented code (also on a rank that SCALEPROBE_RANKS leaves out)."""
     recorder = sys.modules.get("runtime.recorder")
     return recorder is not None and recorder.get() is not None
+
+
+def _wind_down(code: int) -> int:
+    """Where the program recorded: what the interpreter does next at exit, before the run file is
+    ended (review 42: the end record was written when the script's code returned, and a training
+    thread that outlived it, or instrumented work in an atexit handler, was lost): `threading`'s
+    shutdown (its atexit callbacks, which stop `concurrent.futures` executors, then the wait for
+    non-daemon threads) and the atexit handlers, the program's outcome noted first, as the
+    recorder's own atexit handler writes it. Python's exit then finds both done. The exit status
+    stands, as at exit; a SIGTERM while the threads are waited for makes it 143."""
+    if not recorder_started():
+        return code
+    import atexit
+    import threading
+
+    rec = sys.modules["runtime.recorder"].get()
+    rec.exit_code = code
+    if launch_script.received_sigterm:
+        rec.status = "signal"
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None and threading.current_thread() is threading.main_thread():
+        try:
+            shutdown()
+        except BaseException:  # noqa: BLE001 - the launcher's SIGTERM (SystemExit), or Ctrl-C, while waiting
+            # (at exit Python says "Exception ignored" and goes on to the atexit handlers, as here)
+            if launch_script.received_sigterm:
+                code = rec.exit_code = launch_script.SIGTERM_EXIT
+                rec.status = "signal"
+    atexit._run_exitfuncs()
+    return code
 
 
 def _finish_recorder(code: int) -> str | None:

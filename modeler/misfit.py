@@ -81,6 +81,54 @@ def worst_miss(fitted: np.ndarray, repetitions: Sequence[np.ndarray]) -> tuple[f
     return (float(factor[at]), at) if factor[at] > -np.inf else None
 
 
+#: a model whose values lie, in the root mean square over its points, more than this many times the
+#: noise of the points' medians from them does not follow them (review 43: a step of 1.5x to 3x in
+#: the measured range, fitted as a smooth power law, missed no point by 2x and went unsaid; its
+#: residuals were 4 to 6 times that noise) ...
+LACK_RATIO = 4.0
+#: ... where they are also this far from them in the root mean square, relatively (a model within a
+#: few percent of every point is read as it stands, however quiet the runs)
+LACK_MIN = 0.05
+#: the standard error of a small sample's median over that of its mean (sqrt(pi/2) for large ones)
+MEDIAN_SE = 1.2
+#: the runs a point needs to count in that test: the median of 2 is their mean, which one slow run
+#: moves (the sample application's sweep, 2 runs a point: 6 sub-millisecond regions marked)
+LACK_MIN_RUNS = 3
+#: how `lack_text` starts
+LACK_PREFIX = "does not follow its measurements: "
+
+
+def lack_of_fit(fitted: np.ndarray, repetitions: Sequence[np.ndarray]) -> tuple[float, float] | None:
+    """(the root mean square of log(median of the runs / model) over the points, that over the
+    noise of the medians) where the model does not follow its values (`LACK_RATIO`, `LACK_MIN`),
+    else None. The noise is `noise_sigma`'s, so that points measured once count but the test needs
+    `MIN_NOISE_POINTS` points measured at least `LACK_MIN_RUNS` times, whose medians a lone slow run
+    does not move, and only those count; points not above zero are left out."""
+    R = _table(repetitions)
+    f = np.asarray(fitted, dtype=float)
+    sigma = _noise(R)
+    if sigma is None or sigma <= 0:
+        return None
+    counts = R.shape[1] - np.isnan(R).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        med = np.nanmedian(R, axis=1)
+        usable = (counts >= LACK_MIN_RUNS) & (med > 0) & (f > 0) & np.isfinite(f)
+        if usable.sum() < MIN_NOISE_POINTS:
+            return None
+        r = np.log(med[usable] / f[usable])
+    se = MEDIAN_SE * sigma / np.sqrt(counts[usable])
+    rms = float(np.sqrt(np.mean(r * r)))
+    ratio = float(np.sqrt(np.mean((r / se) ** 2)))
+    return (rms, ratio) if rms > LACK_MIN and ratio > LACK_RATIO else None
+
+
+def lack_text(rms: float, ratio: float) -> str:
+    """`does not follow its measurements: 6.9% from them in the mean, 5.2x the noise of their
+    repetitions`."""
+    return (f"{LACK_PREFIX}{100 * (math.exp(rms) - 1):.3g}% from them (root mean square), {ratio:.2g}x the "
+            "noise of their repetitions")
+
+
 def _table(repetitions: Sequence[np.ndarray]) -> np.ndarray:
     """The repetitions as a (points, most repetitions) array, NaN where a point has fewer (one
     array op per series instead of several per point: the test runs on every model)."""

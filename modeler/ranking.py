@@ -21,7 +21,7 @@ from .dataset import Dataset, RunShares
 from .derived import Baselines, derived_predictions, disagreement_warning
 from .errors import InputError
 from .listing import listing
-from .misfit import MISS_FACTOR, MISS_PREFIX
+from .misfit import LACK_PREFIX, MISS_FACTOR, MISS_PREFIX
 from .model import FittedModel, Model
 from .own_time import own_time_note
 from .parts import SEPARATOR, PartsCheck, check_parts, disagrees, parts_sums
@@ -322,17 +322,27 @@ def poor_fit_warning(rows: Sequence["RankedModel"]) -> str | None:
             f"{POOR_FIT_SMAPE:g}%): {listing(named, 5)}; {'their predictions say' if n > 1 else 'its prediction says'} little. {why[0].upper()}{why[1:]}")
 
 
-def miss_warning(rows: Sequence["RankedModel"]) -> str | None:
-    """One warning naming the models that miss their own measurements (`modeler.misfit`), or None."""
-    named = [f"{r.fitted.callpath} ({r.fitted.metric}): {r.fitted.miss.removeprefix(MISS_PREFIX)}"
-             for r in rows if r.fitted.miss]
-    if not named:
-        return None
-    n = len(named)
-    return (f"{n} model{'s' if n > 1 else ''} miss{'' if n > 1 else 'es'} {'their' if n > 1 else 'its'} own measurements "
-            f"by more than {MISS_FACTOR:g}x at a measured point: {listing(named, 5)}; no form with these parameters "
-            f"follows the values there (a change of regime, or a term the model lacks): read "
-            f"{'their' if n > 1 else 'its'} growth and predictions as rough, and measure around that point")
+def miss_warnings(rows: Sequence["RankedModel"]) -> list[str]:
+    """One warning naming the models that miss their own measurements at a point, and one naming
+    those that do not follow them over all their points (`modeler.misfit`)."""
+    def named(prefix: str) -> list[str]:
+        return [f"{r.fitted.callpath} ({r.fitted.metric}): {r.fitted.miss.removeprefix(prefix)}"
+                for r in rows if r.fitted.miss and r.fitted.miss.startswith(prefix)]
+
+    out = []
+    if missing := named(MISS_PREFIX):
+        n = len(missing)
+        out.append(f"{n} model{'s' if n > 1 else ''} miss{'' if n > 1 else 'es'} {'their' if n > 1 else 'its'} own "
+                   f"measurements by more than {MISS_FACTOR:g}x at a measured point: {listing(missing, 5)}; no form with "
+                   f"these parameters follows the values there (a change of regime, or a term the model lacks): read "
+                   f"{'their' if n > 1 else 'its'} growth and predictions as rough, and measure around that point")
+    if lacking := named(LACK_PREFIX):
+        n = len(lacking)
+        out.append(f"{n} model{'s' if n > 1 else ''} do{'' if n > 1 else 'es'} not follow {'their' if n > 1 else 'its'} "
+                   f"own measurements: {listing(lacking, 5)}; a change of regime inside the measured range (a step, a "
+                   f"cache or memory limit), or a term the model lacks: read {'their' if n > 1 else 'its'} growth and "
+                   "predictions as rough, and look at the values along each parameter")
+    return out
 
 
 def step_parts_warning(predictions: Mapping[tuple[str, str], float], at_text: str) -> str | None:
@@ -462,7 +472,7 @@ def rank_models(
     # the time models fitted for the shares, without the exclusive times, a diagnosis of their own)
     shown_times = {r.fitted.callpath for r in shown if r.fitted.metric == "time"}
     warnings += [c.message(at_text) for c in parts_checks if c.callpath in shown_times]
-    warnings.extend(w for w in (poor_fit_warning(shown), miss_warning(shown), below_zero_warning(shown, nonnegative, at_text),
+    warnings.extend(w for w in (poor_fit_warning(shown), *miss_warnings(shown), below_zero_warning(shown, nonnegative, at_text),
                                 disagreement_warning(shown, at_text), step_parts_warning(by_key, at_text)) if w)
     if shown_times and (own := own_time_note(measured, parameters, among=shown_times)):
         warnings.append(own)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..misfit import MISS_FACTOR
+from ..misfit import LACK_RATIO, MISS_FACTOR
 from ..ranking import PARTS_DISAGREE, RankedModel, Ranking
 from ..share import left_out_note
 
@@ -81,7 +81,8 @@ def doubtful_legend(ranking: Ranking) -> str:
     if not marked:
         return ""
     return (f"! ({len(marked)} row{'s' if len(marked) > 1 else ''}): a fit worse than a constant (adj. R2 below 0), "
-            f"a model more than {MISS_FACTOR:g}x from every run at one of its measured points, "
+            f"a model more than {MISS_FACTOR:g}x from every run at one of its measured points, one that does not "
+            f"follow its measurements (more than {LACK_RATIO:g}x the noise of their repetitions from them), "
             f"or a time model that its parts' models (its exclusive time and its descendants') contradict by more than "
             f"{PARTS_DISAGREE:g}x at the target, or the part with the poorest fit in such a contradiction: "
             f"its growth and prediction are not to be acted on as they stand")

@@ -684,6 +684,36 @@ static PyMethodDef sys_exit_def = {
     "If it is another kind of object, it will be printed and the system\n"
     "exit status will be one (i.e., failure)."};
 
+/* call_noting(func, note): func(); where it raises, note(exception) first, and the exception goes on
+ * as it was (a note that fails is forgotten). A C function, so no frame of scaleprobe's is in the
+ * exception's traceback (review 42: the traceback a multiprocessing child prints for its target
+ * showed the recorder's Python wrapper). */
+static PyObject *p_call_noting(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "call_noting(func, note) takes 2 arguments");
+        return NULL;
+    }
+    PyObject *result = PyObject_CallNoArgs(args[0]);
+    if (result != NULL) return result;
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+    PyObject *r = PyObject_CallOneArg(args[1], exc ? exc : Py_None);
+    if (r == NULL) PyErr_Clear();
+    Py_XDECREF(r);
+    PyErr_SetRaisedException(exc);
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL) PyException_SetTraceback(value, tb);
+    PyObject *r = PyObject_CallOneArg(args[1], value ? value : Py_None);
+    if (r == NULL) PyErr_Clear();
+    Py_XDECREF(r);
+    PyErr_Restore(type, value, tb);
+#endif
+    return NULL;
+}
+
 static PyObject *p_threads(PyObject *self, PyObject *unused) {
     long n = 0;
     for (ThreadState *s = all_states; s; s = s->next) n++;
@@ -891,6 +921,8 @@ static PyObject *p_take_program_limit(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"enter", (PyCFunction)(void (*)(void))p_enter, METH_FASTCALL, "enter(rid): a visit of region rid begins on this thread."},
+    {"call_noting", (PyCFunction)(void (*)(void))p_call_noting, METH_FASTCALL,
+     "call_noting(func, note): func(); where it raises, note(exception) first (no frame of its own)."},
     {"exit", (PyCFunction)(void (*)(void))p_exit, METH_FASTCALL,
      "exit(rid): the innermost visit of region rid ends. False if rid is timed but not open on this thread."},
     {"mark", (PyCFunction)(void (*)(void))p_mark, METH_FASTCALL, "mark(rid): one iteration of loop region rid."},

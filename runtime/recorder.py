@@ -1180,6 +1180,13 @@ def _watch_targets() -> None:
     _watching_targets[0] = True
     bootstrap = mp_process.BaseProcess._bootstrap
 
+    import functools
+
+    try:  # a C function: no frame of ours in the traceback the child prints (review 42)
+        from ._cprobe import call_noting
+    except ImportError:  # built without a C compiler: a Python wrapper, one frame more
+        call_noting = None
+
     def _bootstrap(self: Any, *args: Any, **kwargs: Any) -> Any:
         run = self.run
 
@@ -1190,7 +1197,8 @@ def _watch_targets() -> None:
                 _target_ended(exc)
                 raise
 
-        self.run = watched  # this child's own Process object, in the child only
+        # this child's own Process object, in the child only
+        self.run = functools.partial(call_noting, run, _target_ended) if call_noting is not None else watched
         try:
             return bootstrap(self, *args, **kwargs)
         finally:

@@ -111,3 +111,41 @@ def test_a_sigterm_while_threads_are_waited_for_ends_the_run_interrupted(tmp_pat
     assert (end["status"], end["exit_code"]) == ("signal", 143), end
     [record] = [json.loads(p.read_text()) for p in (tmp_path / "runs").rglob("launch.json")]
     assert record["status"] == "interrupted", record
+
+
+CHILD_RAISES = '''\
+import multiprocessing as mp, sys
+
+
+def work(x):
+    if x == 1:
+        raise ValueError("boom")
+    return x
+
+
+def target():
+    work(1)
+
+
+if __name__ == "__main__":
+    for method in ("fork", "spawn"):
+        p = mp.get_context(method).Process(target=target)
+        p.start()
+        p.join()
+        print(method, p.exitcode, flush=True)
+'''
+
+
+def test_a_child_whose_target_raises_prints_the_traceback_of_the_original(tmp_path):
+    """Review 42 F5: the traceback a multiprocessing child prints showed the recorder's wrapper
+    (`recorder.py, in watched`); its end record still says `exception`."""
+    (tmp_path / "prog.py").write_text(CHILD_RAISES)
+    plain = subprocess.run([sys.executable, "prog.py"], cwd=tmp_path, env=_env(), capture_output=True, text=True,
+                           timeout=120)
+    launched = subprocess.run([sys.executable, "-m", "runtime.launch", "--out", str(tmp_path / "runs"), "--instrument",
+                               "prog.py"], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
+    assert (launched.returncode, launched.stdout) == (plain.returncode, plain.stdout) == (0, "fork 1\nspawn 1\n")
+    assert launched.stderr == plain.stderr, launched.stderr
+    ends = [next(r for r in records if r["type"] == "end") for records in _files(tmp_path / "runs")]
+    assert sorted((e["status"], e["exception"]) for e in ends) == [
+        ("exception", "builtins.ValueError"), ("exception", "builtins.ValueError"), ("ok", None)]

@@ -27,7 +27,7 @@ except ImportError:  # built without a C compiler
     _sigwatch = None
 
 #: the signals that stop a run
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT") if hasattr(signal, name))
+STOP_SIGNALS = tuple(int(getattr(signal, name)) for name in ("SIGTERM", "SIGINT") if hasattr(signal, name))
 _original: list[Callable[..., Any]] = []  # signal.signal before start()
 
 

@@ -361,11 +361,11 @@ static PyObject *p_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /* The end of the run: the visits still open on other threads (daemon threads that run for the
  * whole program) are counted as ending now. Their stacks stay as they are: nothing is flushed
  * after the final flush. Returns how many visits were counted. */
-static long close_open(void) {
+static long close_open(int own) {
     int64_t t = now_ns();
     long count = 0;
     for (ThreadState *s = all_states; s; s = s->next) {
-        if (s == tls || s->dead) continue;
+        if ((s == tls && !own) || s->dead) continue;
         int64_t inner = 0;
         for (int32_t i = s->depth - 1; i > 0; i--) {
             count_visit(s, &s->stack[i], t, inner);
@@ -379,9 +379,12 @@ static long close_open(void) {
 static PyObject *p_take_deltas(PyObject *self, PyObject *unused);
 
 /* take_deltas() of the final flush, with the other threads' open visits counted as ending now, in
- * one call: no thread can close one of them in between and have it counted twice. */
-static PyObject *p_take_final_deltas(PyObject *self, PyObject *unused) {
-    long closed = close_open();
+ * one call: no thread can close one of them in between and have it counted twice; with own=True
+ * this thread's too (a signal's default action ends the process where it stands). */
+static PyObject *p_take_final_deltas(PyObject *self, PyObject *args) {
+    int own = 0;
+    if (!PyArg_ParseTuple(args, "|p", &own)) return NULL;
+    long closed = close_open(own);
     PyObject *deltas = p_take_deltas(self, NULL);
     if (!deltas) return NULL;
     return Py_BuildValue("(lN)", closed, deltas);
@@ -939,7 +942,7 @@ static PyMethodDef methods[] = {
     {"dropped", p_dropped, METH_NOARGS, "Visits dropped (left open, unknown ids, out of memory)."},
     {"exit_seen", p_exit_seen, METH_NOARGS, "(code,) of the SystemExit that last left the main thread's outermost region, or None."},
     {"set_exit_seen", p_set_exit_seen, METH_O, "set_exit_seen(code): a SystemExit(code) is on its way (sys.exit)."},
-    {"take_final_deltas", p_take_final_deltas, METH_NOARGS,
+    {"take_final_deltas", p_take_final_deltas, METH_VARARGS,
      "(visits still open on other threads, counted as ending now; take_deltas()) for the final flush."},
     {"exit_elsewhere", p_exit_elsewhere, METH_O, "exit_elsewhere(rid): close rid where it is innermost on another thread."},
     {"watch_main", p_watch_main, METH_O, "watch_main(code): the code object of `__main__`, for main_unwind."},

@@ -260,21 +260,22 @@ def _count_visit(n: list, t: float, inner: float) -> None:
     n[_SQ] += dt * dt
 
 
-def _other_stacks() -> list[list]:
+def _other_stacks(own: bool = False) -> list[list]:
     mine = getattr(_local, "stack", None)
     with _roots_lock:
-        return [stack for _, alive, stack in _roots if stack is not mine and alive() is not None]
+        return [stack for _, alive, stack in _roots if (own or stack is not mine) and alive() is not None]
 
 
-def take_final_deltas() -> tuple[int, list[tuple]]:
+def take_final_deltas(own: bool = False) -> tuple[int, list[tuple]]:
     """take_deltas() of the final flush, with the visits still open on other threads counted as
     ending now: (how many, deltas). As in C, a visit is never counted twice, however the threads
     switch meanwhile: each open visit is taken off its thread's stack by one atomic `list.pop`, so
-    either `_close_open` counts it or the thread's own exit does, never both (see _close_open)."""
-    return _close_open(), take_deltas()
+    either `_close_open` counts it or the thread's own exit does, never both (see _close_open). With
+    `own`, this thread's open visits too (a signal's default action ends the process where it stands)."""
+    return _close_open(own=own), take_deltas()
 
 
-def _close_open(_tries: int = 100000) -> int:
+def _close_open(_tries: int = 100000, own: bool = False) -> int:
     """The end of the run: the visits still open on other threads (daemon threads that run for the
     whole program) are counted as ending now, and taken off their stacks: a thread that leaves one
     of them later finds it not open (exit() returns False) and counts nothing, so it is not counted
@@ -287,7 +288,7 @@ def _close_open(_tries: int = 100000) -> int:
     The index is never 0, so the thread's root stays."""
     t = perf_counter()
     count = 0
-    for stack in _other_stacks():
+    for stack in _other_stacks(own):
         inner = 0.0
         for _ in range(_tries):  # bounded: a thread that enters and leaves without pause cannot hold us
             frames = list(stack)  # one copy, atomic

@@ -188,6 +188,7 @@ class Recorder:
         self.finished = False
         self.finishing = False
         self.finishing_thread: int | None = None  # the thread writing the end record
+        self.closing_own = False  # the final flush ends this thread's open visits too (`finish`)
         self.deferred_signal: int | None = None  # a signal that came to that thread meanwhile
         self.status: str | None = None
         self.exc_type: str | None = None
@@ -547,7 +548,7 @@ class Recorder:
             else:
                 # Daemon threads that run for the whole program still have visits open: they are
                 # counted as ending now (and said so in the end record), not left out.
-                closed, deltas = impl.take_final_deltas()
+                closed, deltas = impl.take_final_deltas(self.closing_own)
                 for r in final_records:
                     if r.get("type") == "end":
                         r["closed_at_end"] = closed
@@ -694,8 +695,12 @@ class Recorder:
                     print(f"scaleprobe: throttled {name}: {visits} visits at {mean:.0f} ns each", file=sys.stderr)
         return out
 
-    def finish(self, status: str | None = None, exit_code: int | None = None, signal: int | None = None) -> None:
-        """Final flush and end record. Idempotent: the first caller wins (atexit, signal, launcher)."""
+    def finish(self, status: str | None = None, exit_code: int | None = None, signal: int | None = None,
+               close_own: bool = False) -> None:
+        """Final flush and end record. Idempotent: the first caller wins (atexit, signal, launcher).
+        `close_own`: this thread's open visits end now too, as other threads' do (a signal's default
+        action is about to end the process where it stands: review 42, its `main` was dropped where
+        the same signal, taken by the watch, kept it)."""
         if self.finished or self.finishing or os.getpid() != self.pid:
             return
         if self.unselected:  # never became a rank that SCALEPROBE_RANKS selects
@@ -708,6 +713,7 @@ class Recorder:
             # Set before the final flush: a signal arriving during it must not write a second end.
             self.finishing = True
             self.finishing_thread = threading.get_ident()
+            self.closing_own = close_own
             status, exit_code = self._outcome(status, exit_code)
             if status in ("ok", "exit") and signal is None:
                 # a stop signal came and the program, handling it itself, went on to exit: the run
@@ -718,7 +724,7 @@ class Recorder:
                 "type": "end", "status": status, "exit_code": exit_code,
                 "signal": signal if signal is not None else self.signal,
                 "exception": self.exc_type,
-                "throttled": len(self.throttled), "dropped": impl.dropped() + _left_open(),
+                "throttled": len(self.throttled), "dropped": impl.dropped() + (0 if close_own else _left_open()),
                 "trace_dropped": self.tracer.dropped if self.tracer is not None else 0,
                 "flushes": self.flushes + 1,
                 "duration_ns": time.perf_counter_ns() - self.start_ns,
@@ -1031,7 +1037,7 @@ def _chain_signal(sig: int) -> None:
                 # the default action, or a stand-in that ends this process as it would (the launcher's
                 # in a forked worker: review 38, the worker's file had no end record)
                 if prev in (_signal.SIG_DFL, None) or getattr(prev, "__sp_ends_process__", lambda: False)():
-                    r.finish(status="signal", exit_code=128 + signum, signal=signum)
+                    r.finish(status="signal", exit_code=128 + signum, signal=signum, close_own=True)
                 else:
                     r.flush()  # the previous handler may let the program go on (KeyboardInterrupt)
             except Exception as e:

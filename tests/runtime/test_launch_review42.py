@@ -149,3 +149,46 @@ def test_a_child_whose_target_raises_prints_the_traceback_of_the_original(tmp_pa
     ends = [next(r for r in records if r["type"] == "end") for records in _files(tmp_path / "runs")]
     assert sorted((e["status"], e["exception"]) for e in ends) == [
         ("exception", "builtins.ValueError"), ("exception", "builtins.ValueError"), ("ok", None)]
+
+
+SLEEPER = '''\
+import os, time
+
+
+def epoch():
+    time.sleep(0.05)
+
+
+def main():
+    print("READY", os.getpid(), flush=True)
+    for e in range(400):
+        epoch()
+
+
+main()
+'''
+
+
+@pytest.mark.parametrize("pure", ["0", "1"])
+def test_a_sigterm_taken_by_the_handler_keeps_the_open_visits_as_the_watch_does(tmp_path, pure):
+    """Review 42 F6: a SIGTERM left to its default action and taken by the recorder's handler dropped
+    the main thread's open visits (no `main` in the profile); taken by the watch (main thread blocked
+    in C) it kept them (`closed_at_end`)."""
+    from instrumentor.cli import main as instrument
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "prog.py").write_text(SLEEPER)
+    assert instrument([str(tmp_path / "src"), "-o", str(tmp_path / "b"), "--main", "prog.py", "-q"]) == 0
+    env = dict(_env(), SCALEPROBE_OUT=str(tmp_path / "out"), SCALEPROBE_PURE=pure)
+    with subprocess.Popen([sys.executable, "prog.py"], cwd=tmp_path / "b", env=env, stdout=subprocess.PIPE,
+                          text=True) as proc:
+        assert proc.stdout.readline().startswith("READY")
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == -signal.SIGTERM  # killed by it, as uninstrumented
+    [records] = _files(tmp_path / "out")
+    [end] = [r for r in records if r["type"] == "end"]
+    assert (end["status"], end["dropped"], end["closed_at_end"]) == ("signal", 0, 3), end
+    names = {r["id"]: r["name"] for r in records if r["type"] == "region"}
+    paths = {tuple(names[i] for i in r["path"]) for r in records if r["type"] == "profile"}
+    assert ("main",) in paths and ("main", "main:for@10", "epoch") in paths, paths

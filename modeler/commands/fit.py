@@ -14,6 +14,7 @@ from ..dataset import REPETITION_AGGREGATES, Dataset, Series
 from ..derived import Baselines, baselines, basis_series_needed
 from ..errors import InputError
 from ..grid import grid_gaps_warning
+from ..zeros import zero_at_fewest_ranks_warning
 from ..listing import listing
 from ..outputs import FORMATS, render
 from ..parts import combination, parts_series
@@ -121,9 +122,10 @@ def fit_dataset(
     if not data.series:
         raise InputError(f"no series has {min_points} or more points (--min-points)", warnings=[*data.warnings, *warnings])
     target = parse_at(at, data.parameters, measured_maximum(data))
-    gaps = grid_gaps_warning(data.parameters, [s.points for s in data.series])
-    if gaps:
-        warnings.append(gaps)
+    for said in (grid_gaps_warning(data.parameters, [s.points for s in data.series]),
+                 zero_at_fewest_ranks_warning(data.parameters, data.series)):
+        if said:
+            warnings.append(said)
     derive = per_rank_time and compat is None  # --compat extrap: Extra-P's output, nothing more
     extra, bases = companion_series(data, measured, derive, min_points, min_share)
 

@@ -62,3 +62,22 @@ def test_report_and_fit_agree_that_a_model_levelling_off_is_constant(tmp_path, c
     assert cli.main(["report", str(path), "--format", "markdown", "-o", str(out)]) == 0
     row = next(ln for ln in out.read_text().splitlines() if "`main`" in ln and ln.startswith("|"))
     assert "| constant |" in row, row
+
+
+def test_a_series_zero_at_the_fewest_ranks_is_named_with_the_option_that_models_the_rest(tmp_path, capsys):
+    """Review 43 F5: communication, 0 on one rank, bent the models of it and its callers; nothing
+    said why."""
+    path = tmp_path / "z.jsonl"
+    with open(path, "w") as f:
+        for p in (1, 2, 4, 8, 16):
+            comm = 0.0 if p == 1 else 0.3 + 0.25 * math.log2(p)
+            for cp, v in (("main", 1.0 + comm), ("main->allreduce", comm)):
+                f.write(json.dumps({"params": {"ranks": p}, "callpath": cp, "metric": "time",
+                                    "value": [v, v * 1.01, v * 0.99]}) + "\n")
+    assert cli.main(["fit", str(path), "--min-share", "0"]) == 0
+    err = capsys.readouterr().err
+    assert ("1 series is 0 at the fewest ranks (ranks=1) and above 0 at every other point (communication, which "
+            "one rank does not do): main->allreduce (time);") in err
+    assert "--exclude ranks=1 models the others" in err
+    assert cli.main(["fit", str(path), "--min-share", "0", "--exclude", "ranks=1"]) == 0
+    assert "fewest ranks" not in capsys.readouterr().err

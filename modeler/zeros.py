@@ -1,0 +1,44 @@
+"""Series that are zero at the fewest ranks and above zero at every other point: communication,
+which a single rank does not do. A model of all the points bends to fit the zeros (review 43 F5: a
+weak-scaling parent took a ÷ranks form, -30% at 1024 ranks, its range missing the truth; its
+allreduce child fitted 0.145 + 0.292·log2 p, +9.5%), and nothing said why. One warning names them and
+the option that models the others."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .dataset import Series
+from .listing import listing
+
+RANKS = "ranks"
+#: the other ranks values a series needs for the warning: with fewer, the zeros are most of it
+MIN_OTHER_VALUES = 3
+
+
+def zero_at_fewest_ranks_warning(parameters: Sequence[str], series: Sequence[Series]) -> str | None:
+    """The warning, or None."""
+    if RANKS not in parameters:
+        return None
+    i = list(parameters).index(RANKS)
+    named, fewest = [], None
+    for s in series:
+        ranks = np.asarray(s.points, dtype=float)[:, i]
+        if ranks.size == 0:
+            continue
+        low = float(ranks.min())
+        others = ranks != low
+        if np.unique(ranks[others]).size < MIN_OTHER_VALUES:
+            continue
+        values = s.values()
+        if np.all(values[~others] == 0) and np.all(values[others] > 0):
+            named.append(f"{s.callpath} ({s.metric})")
+            fewest = low if fewest is None else min(fewest, low)
+    if not named:
+        return None
+    n = len(named)
+    return (f"{n} series {'are' if n > 1 else 'is'} 0 at the fewest ranks ({RANKS}={fewest:g}) and above 0 at every "
+            f"other point (communication, which one rank does not do): {listing(named, 5)}; a model of all the points bends "
+            f"to fit the zeros, and so does each caller's: --exclude {RANKS}={fewest:g} models the others")

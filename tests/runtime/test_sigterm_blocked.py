@@ -184,9 +184,10 @@ def test_a_rank_that_returns_to_python_still_ends_through_the_handler(tmp_path):
     assert len(ends) == 1 and records[-1] is ends[0], ends
     end = ends[0]
     assert (end["status"], end["signal"]) == ("signal", signal.SIGTERM), end
-    # written by the handler, in the main thread: its open visit (`idle`) is left open (dropped),
-    # where the watch, in the flush thread, would have counted it as ending now (closed_at_end)
-    assert end["dropped"] >= 1 and end["closed_at_end"] == 0, end
+    # written by the handler, in the main thread: its open visit (`idle`) counts as ending now, as
+    # the watch, in the flush thread, counts it (review 42 F6: it was dropped, and with it the profile's
+    # top-level regions)
+    assert end["dropped"] == 0 and end["closed_at_end"] >= 1, end
 
 
 @pytest.mark.slow

@@ -430,10 +430,10 @@ def _miss(model: Model, s: Series, params: tuple[str, ...]) -> str | None:
         fitted = model.evaluate(s.points)
     worst = worst_miss(fitted, s.repetitions)
     if worst is None:
-        if any(1 < k < MIN_POINTS for k in distinct_values(s.points)):
-            return None  # a parameter held constant (said so) leaves its variation unfollowed by design
         lack = lack_of_fit(fitted, s.repetitions)  # a miss spread over many points (review 43)
-        return None if lack is None else lack_text(*lack)
+        if lack is None or any(1 < k < MIN_POINTS for k in distinct_values(s.points)):
+            return None  # (a parameter held constant, said so, leaves its variation unfollowed by design)
+        return lack_text(*lack)
     factor, i = worst
     point = ", ".join(f"{p}={v:.12g}" for p, v in zip(params, s.points[i]))
     return miss_text(factor, float(fitted[i]), point, s.repetitions[i])

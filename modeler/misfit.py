@@ -106,20 +106,24 @@ def lack_of_fit(fitted: np.ndarray, repetitions: Sequence[np.ndarray]) -> tuple[
     does not move, and only those count; points not above zero are left out."""
     R = _table(repetitions)
     f = np.asarray(fitted, dtype=float)
-    sigma = _noise(R)
-    if sigma is None or sigma <= 0:
-        return None
-    counts = R.shape[1] - np.isnan(R).sum(axis=1)
+    missing = np.isnan(R)
+    counts = R.shape[1] - missing.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        med = np.nanmedian(R, axis=1)
+        # (np.median where no point has fewer runs: nanmedian costs 10x more, on every model)
+        med = np.nanmedian(R, axis=1) if missing.any() else np.median(R, axis=1)
         usable = (counts >= LACK_MIN_RUNS) & (med > 0) & (f > 0) & np.isfinite(f)
         if usable.sum() < MIN_NOISE_POINTS:
             return None
         r = np.log(med[usable] / f[usable])
-    se = MEDIAN_SE * sigma / np.sqrt(counts[usable])
     rms = float(np.sqrt(np.mean(r * r)))
+    if rms <= LACK_MIN:  # most models stop here, before the noise is estimated
+        return None
+    sigma = _noise(R)
+    if sigma is None or sigma <= 0:
+        return None
+    se = MEDIAN_SE * sigma / np.sqrt(counts[usable])
     ratio = float(np.sqrt(np.mean((r / se) ** 2)))
-    return (rms, ratio) if rms > LACK_MIN and ratio > LACK_RATIO else None
+    return (rms, ratio) if ratio > LACK_RATIO else None
 
 
 def lack_text(rms: float, ratio: float) -> str:

@@ -91,3 +91,19 @@ def test_dataset_from_runs_reuses_a_runset(tmp_path):
     total = dataset_from_runs(rs, ranks="sum")
     assert series(mean, "main->train", "time").values().tolist() == pytest.approx([1.0, 0.5])
     assert series(total, "main->train", "time").values().tolist() == pytest.approx([1.0, 1.0])
+
+
+def test_series_values_in_one_array_op_agree_with_the_per_point_reduction():
+    """The vectorized path (every point with as many runs) gives what the per-point one gives."""
+    import numpy as np
+
+    from modeler.dataset import Series
+
+    rng = np.random.default_rng(0)
+    reps = tuple(rng.uniform(1, 2, 5) for _ in range(7))
+    even = Series("a", "time", np.arange(7.0)[:, None], reps)
+    uneven = Series("a", "time", np.arange(8.0)[:, None], (*reps, np.array([3.0, 4.0])))
+    for how in ("median", "mean", "min", "max"):
+        per_point = np.array([{"median": np.median, "mean": np.mean, "min": np.min, "max": np.max}[how](r) for r in reps])
+        assert np.allclose(even.values(how), per_point)
+        assert np.allclose(uneven.values(how)[:7], per_point)

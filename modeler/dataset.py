@@ -49,7 +49,8 @@ def robust_values(repetitions: Sequence[np.ndarray]) -> np.ndarray:
     return out
 
 
-_AXIS_REDUCERS = {"median": np.median, "mean": np.mean, "min": np.min, "max": np.max}
+#: the same over the repetitions of every point at once, as a (points, runs) table (axis 1)
+AXIS_REDUCERS = {"median": np.median, "mean": np.mean, "min": np.min, "max": np.max}
 _REDUCERS: dict[str, Callable[[np.ndarray], float]] = {
     "median": lambda a: float(np.median(a)),
     "mean": lambda a: float(np.mean(a)),
@@ -109,7 +110,7 @@ class Series:
         if reps and all(r.size == reps[0].size for r in reps) and reps[0].size:
             # one array op where every point has as many runs: per point, np.median cost 30x more
             # (review 43's timing: 29000 calls for 1000 call paths)
-            return _AXIS_REDUCERS[how](np.stack(reps), axis=1).astype(float)
+            return AXIS_REDUCERS[how](np.stack(reps), axis=1).astype(float)
         return np.array([reduce(r) for r in reps])
 
     def spread(self) -> np.ndarray:

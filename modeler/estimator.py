@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .dataset import RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series, robust_values
+from .dataset import AXIS_REDUCERS, RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series, robust_values
 from .errors import InputError, NotFittedError, TooFewPointsError
 from .listing import listing
 from .misfit import lack_of_fit, lack_text, miss_text, worst_miss
@@ -459,7 +459,7 @@ def _point_stats(s: Series, how: str) -> tuple[np.ndarray, np.ndarray]:
     if how == "robust":
         values = robust_values(s.repetitions)
     else:
-        values = {"median": np.median, "mean": np.mean, "min": np.min, "max": np.max}[how](R, axis=1)
+        values = AXIS_REDUCERS[how](R, axis=1)
     if R.shape[1] < 2:
         return values, np.zeros(len(R))
     R = R / _power_of_two_scale(R)[:, None]  # a relative spread; no overflow for huge values

@@ -101,9 +101,9 @@ LACK_PREFIX = "does not follow its measurements: "
 def lack_of_fit(fitted: np.ndarray, repetitions: Sequence[np.ndarray]) -> tuple[float, float] | None:
     """(the root mean square of log(median of the runs / model) over the points, that over the
     noise of the medians) where the model does not follow its values (`LACK_RATIO`, `LACK_MIN`),
-    else None. The noise is `noise_sigma`'s, so that points measured once count but the test needs
-    `MIN_NOISE_POINTS` points measured at least `LACK_MIN_RUNS` times, whose medians a lone slow run
-    does not move, and only those count; points not above zero are left out."""
+    else None. Only points measured at least `LACK_MIN_RUNS` times count (a lone slow run does not
+    move their medians), and the test needs `MIN_NOISE_POINTS` of them; the noise is `noise_sigma`'s.
+    Points not above zero are left out."""
     R = _table(repetitions)
     f = np.asarray(fitted, dtype=float)
     missing = np.isnan(R)
@@ -127,7 +127,7 @@ def lack_of_fit(fitted: np.ndarray, repetitions: Sequence[np.ndarray]) -> tuple[
 
 
 def lack_text(rms: float, ratio: float) -> str:
-    """`does not follow its measurements: 6.9% from them in the mean, 5.2x the noise of their
+    """`does not follow its measurements: 9.05% from them (root mean square), 5.6x the noise of their
     repetitions`."""
     return (f"{LACK_PREFIX}{100 * (math.exp(rms) - 1):.3g}% from them (root mean square), {ratio:.2g}x the "
             "noise of their repetitions")

@@ -119,19 +119,17 @@ static PyObject *w_signal(PyObject *self, PyObject *args) {
 
 static PyObject *w_keep_counting(PyObject *self, PyObject *args) {
     PyObject *original;
-    int sig, on;
-    if (!PyArg_ParseTuple(args, "Oip", &original, &sig, &on)) return NULL;
+    int sig;
+    if (!PyArg_ParseTuple(args, "Oi", &original, &sig)) return NULL;
     if (sig <= 0 || sig >= NSIG) {
         PyErr_Format(PyExc_ValueError, "signal number out of range: %d", sig);
         return NULL;
     }
-    if (original != Py_None) {
-        PyObject *old = original_signal;
-        Py_INCREF(original);
-        original_signal = original;
-        Py_XDECREF(old);
-    }
-    keep[sig] = (char)on;
+    PyObject *old = original_signal;
+    Py_INCREF(original);
+    original_signal = original;
+    Py_XDECREF(old);
+    keep[sig] = 1;
     Py_RETURN_NONE;
 }
 
@@ -158,7 +156,7 @@ static PyMethodDef methods[] = {
     {"signal", w_signal, METH_VARARGS,
      "signal(signalnum, handler, /): signal.signal, then the counter back in front for a kept signal."},
     {"keep_counting", w_keep_counting, METH_VARARGS,
-     "keep_counting(original_signal, sig, on): what signal() calls (None: as before), and whether it keeps counting sig."},
+     "keep_counting(original_signal, sig): what signal() calls, and that it keeps counting sig."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -39,14 +39,15 @@ def start() -> None:
     if not _original:
         _original.append(signal.signal)
     for signum in STOP_SIGNALS:
-        _sigwatch.keep_counting(_original[0], signum, True)
+        _sigwatch.keep_counting(_original[0], signum)
         try:
             if callable(signal.getsignal(signum)):  # a Python handler: CPython's C one is installed
                 _sigwatch.remember(signum)
             _sigwatch.watch(signum)  # only in front of CPython's: never of SIG_DFL, SIG_IGN, a C one
         except (OSError, ValueError):
             pass
-    signal.signal = _sigwatch.signal
+    if signal.signal is _original[0]:  # not a wrapper someone put in since (it calls ours): theirs stays
+        signal.signal = _sigwatch.signal
 
 
 Mark = tuple  # (pid, {signal: arrivals})

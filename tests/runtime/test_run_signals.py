@@ -162,3 +162,31 @@ def test_counting_leaves_signal_signal_as_it_was(tmp_path):
     p = subprocess.run([sys.executable, "-c", textwrap.dedent(CHECKS)], env=_env(), cwd=tmp_path,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "CHECKED" in p.stdout, (p.stdout, p.stderr)
+
+
+WRAPPED = '''\
+import signal
+from runtime import run_signals
+run_signals.start()  # the launcher
+ours = signal.signal
+calls = []
+def theirs(signalnum, handler):  # a library's wrapper, put in after it
+    calls.append(signalnum)
+    return ours(signalnum, handler)
+signal.signal = theirs
+run_signals.start()  # the recorder, at the first instrumented import
+assert signal.signal is theirs, signal.signal
+m = run_signals.mark()
+signal.signal(signal.SIGTERM, lambda s, f: None)
+import os
+os.kill(os.getpid(), signal.SIGTERM)
+assert calls == [signal.SIGTERM] and run_signals.since(m) == signal.SIGTERM
+print("KEPT")
+'''
+
+
+@needs_watch
+def test_a_wrapper_put_in_after_counting_started_is_kept(tmp_path):
+    p = subprocess.run([sys.executable, "-c", WRAPPED], env=_env(), cwd=tmp_path, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and "KEPT" in p.stdout, (p.stdout, p.stderr)

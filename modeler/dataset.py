@@ -25,18 +25,7 @@ def robust_values(repetitions: Sequence[np.ndarray]) -> np.ndarray:
     as robust as the median."""
     reps = [np.asarray(r, dtype=float).reshape(-1) for r in repetitions]
     if len({r.size for r in reps}) == 1:  # the common case, in one pass
-        R = np.stack(reps)
-        med = np.median(R, axis=1, keepdims=True)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.where(med != 0, np.abs(R - med) / np.abs(med), 0.0)
-        nonzero = rel[rel > 0]  # each point's median itself deviates by 0 and says nothing on the scale
-        scale = 1.4826 * float(np.median(nonzero)) if nonzero.size else 0.0
-        keep = rel <= 4.0 * scale if scale > 0 else np.ones(R.shape, dtype=bool)
-        if R.shape[1] < 3:  # two values deviate equally from their median: no way to tell which is wrong
-            keep[:] = True
-        n_kept = keep.sum(axis=1)
-        kept_mean = (R * keep).sum(axis=1) / np.maximum(n_kept, 1)
-        return np.where(n_kept > 0, kept_mean, med[:, 0])
+        return robust_table(np.stack(reps)[None])[0]
     meds = np.array([np.median(r) for r in reps])
     rel = [np.abs(r - m) / abs(m) if m != 0 else np.zeros_like(r) for r, m in zip(reps, meds)]
     pooled = np.concatenate(rel)
@@ -47,6 +36,35 @@ def robust_values(repetitions: Sequence[np.ndarray]) -> np.ndarray:
         keep = d <= 4.0 * scale if scale > 0 and r.size >= 3 else np.ones(d.shape, dtype=bool)
         out[i] = float(np.mean(r[keep])) if keep.any() else meds[i]
     return out
+
+
+def robust_table(R: np.ndarray) -> np.ndarray:
+    """`robust_values` of many series at once, each with as many repetitions at each of as many
+    points: R of shape (series, points, repetitions) gives (series, points); the outlier scale is
+    pooled per series."""
+    med = np.median(R, axis=2, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(med != 0, np.abs(R - med) / np.abs(med), 0.0)
+    scale = 1.4826 * _median_above_zero(rel.reshape(len(R), -1))
+    keep = rel <= 4.0 * scale[:, None, None]
+    keep |= (scale <= 0)[:, None, None]
+    if R.shape[2] < 3:  # two values deviate equally from their median: no way to tell which is wrong
+        keep[:] = True
+    n_kept = keep.sum(axis=2)
+    kept_mean = (R * keep).sum(axis=2) / np.maximum(n_kept, 1)
+    return np.where(n_kept > 0, kept_mean, med[..., 0])
+
+
+def _median_above_zero(rel: np.ndarray) -> np.ndarray:
+    """Per row of `rel` (no NaN, none below zero), the median of its values above zero (0 for none):
+    each point's median deviates by 0 from itself and says nothing on the scale."""
+    ordered = np.sort(rel, axis=1)
+    zeros = (ordered <= 0).sum(axis=1)
+    n = rel.shape[1] - zeros
+    rows = np.arange(len(rel))
+    lo = ordered[rows, np.minimum(zeros + (n - 1) // 2, rel.shape[1] - 1)]
+    hi = ordered[rows, np.minimum(zeros + n // 2, rel.shape[1] - 1)]
+    return np.where(n > 0, (lo + hi) / 2, 0.0)
 
 
 #: the same over the repetitions of every point at once, as a (points, runs) table (axis 1)

@@ -19,10 +19,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .dataset import AXIS_REDUCERS, RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series, robust_values
+from .dataset import RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series
 from .errors import InputError, NotFittedError, TooFewPointsError
 from .listing import listing
-from .misfit import lack_of_fit, lack_text, miss_text, worst_miss
+from .misfit import lack_of_fit, lack_text, may_miss, miss_text, worst_miss
 from .model import Alternative, Factor, FittedModel, Model, Term
 from .pmnf import default_mode, extrap_mode
 from .pmnf.fit import GroupFit
@@ -30,6 +30,7 @@ from .pmnf.hypotheses import exponent_of
 from .pmnf.points import distinct_values, group_by_points
 from .pmnf.quality import quality
 from .pmnf.selection import noise_variance
+from .repstats import by_shape, point_stats, power_of_two_scale, table
 from .strong_scaling import choose, mix, split, split_alternative, time_view
 
 COMPAT_MODES = (None, "extrap")
@@ -110,11 +111,11 @@ class PMNFModeler:
         kept = [_defined_points(s, dataset.parameters) for s in dataset.series]
         series = [k[0] or s for k, s in zip(kept, dataset.series)]
         dataset = Dataset(dataset.parameters, series, dataset.warnings, dataset.sources)
-        stats = [_point_stats(s, aggregate) for s in series]
+        stats = point_stats(series, aggregate)
         notes = [k[1] + (self._screen(s, dataset.parameters) if k[0] else ()) for s, k in zip(series, kept)]
         fittable = [i for i, s in enumerate(series) if s.n_points >= MIN_POINTS and kept[i][0]]
         fits = self._fit_groups(dataset, fittable, stats, aggregate)
-        models = []
+        rows, tested = [], []
         for i, s in enumerate(dataset.series):
             values, spread = stats[i]
             if i in fits:
@@ -132,18 +133,15 @@ class PMNFModeler:
                     alternatives = (Alternative(1.0, model, np.zeros((k, k))),)
                 smape, rss, ar2, cv = (float(v[row]) for v in (q.smape, q.rss, q.ar2, q.cv_smape))
                 cv_smape = cv if np.isfinite(cv) else None
-                miss = _miss(model, s, dataset.parameters)
+                tested.append(i)
             else:
                 model, smape, rss = _mean_model(dataset.parameters, values)
-                ar2, cv_smape, alternatives, miss = 0.0, None, (), None
+                ar2, cv_smape, alternatives = 0.0, None, ()
             interval = _interval(spread, [r.size for r in s.repetitions])
-            models.append(
-                FittedModel(
-                    s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points, interval, notes[i], alternatives,
-                    miss,
-                )
-            )
-        self.models_ = models
+            rows.append((s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points, interval, notes[i],
+                         alternatives))
+        misses = dict(zip(tested, _misses([rows[i][2] for i in tested], [series[i] for i in tested], dataset.parameters)))
+        self.models_ = [FittedModel(*row, misses.get(i)) for i, row in enumerate(rows)]
         self.parameters_ = dataset.parameters
         self.aggregate_ = aggregate
         return self
@@ -220,7 +218,7 @@ class PMNFModeler:
         # each series is fitted at a power-of-two scale near 1 (exact in floating point, so
         # the models are the same bit for bit), where 1/y^2 weights and squares cannot
         # overflow or underflow: values of 1e-200 or 1e200 are modeled like 1
-        scale = _power_of_two_scale(Y)
+        scale = power_of_two_scale(Y)
         Y = Y / scale[:, None]
         if self.compat == "extrap":
             g = extrap_mode.fit_group(pts, Y, index, self.allow_log)
@@ -376,14 +374,6 @@ def _defined_points(s: Series, params: tuple[str, ...]) -> tuple[Series | None, 
     return Series(s.callpath, s.metric, s.points[keep].reshape(-1, len(params)), reps, s.unit), (note,)
 
 
-def _power_of_two_scale(Y: np.ndarray) -> np.ndarray:
-    """Per row, the power of two nearest its largest magnitude (1 for a row of zeros)."""
-    top = np.max(np.abs(Y), axis=1)
-    with np.errstate(divide="ignore"):
-        e = np.where((top > 0) & np.isfinite(top), np.round(np.log2(np.where(top > 0, top, 1.0))), 0.0)
-    return np.ldexp(1.0, e.astype(int))
-
-
 def _to_model(params: tuple[str, ...], g: GroupFit, row: int) -> Model:
     return _model_of(params, g.terms[row], g.coef[row])
 
@@ -424,10 +414,21 @@ def _alternatives(params: tuple[str, ...], g: GroupFit, row: int) -> tuple[Alter
     return tuple(Alternative(w, _model_of(params, specs, coef), cov) for w, specs, coef, cov in g.alternatives[row])
 
 
-def _miss(model: Model, s: Series, params: tuple[str, ...]) -> str | None:
-    """How the model misses the repetitions at one of its own points (`modeler.misfit`), or None."""
+def _misses(models: list[Model], series: list[Series], params: tuple[str, ...]) -> list[str | None]:
+    """`_miss` of each model on its series; those that cannot miss (`misfit.may_miss`) are sorted
+    out in one pass per set of series measured alike."""
     with np.errstate(all="ignore"):
-        fitted = model.evaluate(s.points)
+        fitted = [m.evaluate(s.points) for m, s in zip(models, series)]
+    groups, others = by_shape(series)
+    maybe = np.ones(len(series), dtype=bool)
+    for index in groups:
+        maybe[index] = may_miss(np.array([fitted[i] for i in index]), table(series, index))
+    return [_miss(f, s, params) if m else None for f, s, m in zip(fitted, series, maybe)]
+
+
+def _miss(fitted: np.ndarray, s: Series, params: tuple[str, ...]) -> str | None:
+    """How a model, of values `fitted` at the series' points, misses the repetitions at one of them
+    (`modeler.misfit`), or None."""
     worst = worst_miss(fitted, s.repetitions)
     if worst is None:
         lack = lack_of_fit(fitted, s.repetitions)  # a miss spread over many points (review 43)
@@ -447,27 +448,6 @@ def _mean_model(params: tuple[str, ...], y: np.ndarray) -> tuple[Model, float, f
     with np.errstate(divide="ignore", invalid="ignore"):
         smape = float(np.mean(np.where(abssum > 0, 2 * np.abs(resid) / abssum, 0.0)) * 100)
     return Model(params, mean, ()), smape, float(resid @ resid)
-
-
-def _point_stats(s: Series, how: str) -> tuple[np.ndarray, np.ndarray]:
-    """`s.values(how)` and `s.spread()`, in one vectorized pass when every point has as many
-    repetitions (the common case; the per-point methods cost more than the fit)."""
-    sizes = {r.size for r in s.repetitions}
-    if len(sizes) != 1:
-        return s.values(how), s.spread()
-    R = np.stack(s.repetitions)
-    if how == "robust":
-        values = robust_values(s.repetitions)
-    else:
-        values = AXIS_REDUCERS[how](R, axis=1)
-    if R.shape[1] < 2:
-        return values, np.zeros(len(R))
-    R = R / _power_of_two_scale(R)[:, None]  # a relative spread; no overflow for huge values
-    m = R.mean(axis=1)
-    sd = R.std(axis=1, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        spread = np.where(m != 0, sd / np.abs(np.where(m != 0, m, 1.0)), 0.0)
-    return values, spread
 
 
 def _interval(spread: np.ndarray, reps: list[int]) -> tuple[float, float] | None:

@@ -126,6 +126,30 @@ def lack_of_fit(fitted: np.ndarray, repetitions: Sequence[np.ndarray]) -> tuple[
     return (rms, ratio) if ratio > LACK_RATIO else None
 
 
+def may_miss(fitted: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """For many series at once, each with as many runs at each of as many points (`fitted` of shape
+    (series, points), R of (series, points, runs)): False where neither `worst_miss` nor
+    `lack_of_fit` can find anything, by their first tests (with a margin for rounding), so that only
+    the few others need testing one by one; most models stop there."""
+    S, _, runs = R.shape
+    maybe = np.zeros(S, dtype=bool)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        finite = np.isfinite(fitted)
+        if runs >= MIN_REPETITIONS:
+            lo, hi = R.min(axis=2), R.max(axis=2)
+            factor = np.where(fitted <= 0, np.inf, np.where(fitted < lo, lo / fitted, fitted / hi))
+            tested = (lo > 0) & np.isfinite(hi) & finite
+            maybe |= (tested & (factor > MISS_FACTOR * (1 - 1e-9))).any(axis=1)
+        if runs >= LACK_MIN_RUNS:
+            med = np.median(R, axis=2)
+            usable = (med > 0) & (fitted > 0) & finite
+            r = np.where(usable, np.log(np.where(usable, med / np.where(usable, fitted, 1.0), 1.0)), 0.0)
+            n = usable.sum(axis=1)
+            rms = np.sqrt((r * r).sum(axis=1) / np.maximum(n, 1))
+            maybe |= (n >= MIN_NOISE_POINTS) & (rms > LACK_MIN * (1 - 1e-9))
+    return maybe
+
+
 def lack_text(rms: float, ratio: float) -> str:
     """`does not follow its measurements: 9.05% from them (root mean square), 5.6x the noise of their
     repetitions`."""

@@ -53,11 +53,11 @@ def sniff_extrap(path: str | Path) -> str | None:
     return None
 
 
-_NUMBER_TYPES = (int, float)  # exact types: a JSON true/false is not a measurement
+_NUMBER_TYPES = frozenset((int, float))  # exact types: a JSON true/false is not a measurement
 
 
 def _finite_numbers(values: list) -> bool:
-    return all(type(v) in _NUMBER_TYPES for v in values) and all(map(math.isfinite, values))
+    return _NUMBER_TYPES.issuperset(map(type, values)) and all(map(math.isfinite, values))
 
 
 #: missing points named in a warning, at most
@@ -107,6 +107,7 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
     path = Path(path)
     warnings: list[str] = []
     parameters: list[str] | None = None
+    names: set[str] = set()
     data: dict[tuple[str, str], dict[tuple[float, ...], list[float]]] = {}
     try:
         raw = path.read_bytes()
@@ -115,37 +116,36 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
     for ln, line in _text_lines(path, raw, warnings):
         if not line.strip():
             continue
-        where = f"{path}:{ln}"
         try:
             obj = _loads(line)
         except ValueError as exc:
             why = getattr(exc, "msg", None) or str(exc).split(":")[0]
-            warnings.append(f"{where}: not valid JSON ({why}); line skipped")
+            warnings.append(f"{path}:{ln}: not valid JSON ({why}); line skipped")
             continue
         if not isinstance(obj, dict) or not isinstance(obj.get("params"), dict) or "value" not in obj:
-            warnings.append(f"{where}: needs an object with \"params\" and \"value\"; line skipped")
+            warnings.append(f"{path}:{ln}: needs an object with \"params\" and \"value\"; line skipped")
             continue
         params = obj["params"]
         if parameters is None:
-            parameters = list(params)
-        if set(params) != set(parameters):
+            parameters, names = list(params), set(params)
+        if params.keys() != names:
             warnings.append(
-                f"{where}: parameters {sorted(params)} differ from the file's {sorted(parameters)}; line skipped"
+                f"{path}:{ln}: parameters {sorted(params)} differ from the file's {sorted(parameters)}; line skipped"
             )
             continue
         coord = [params[p] for p in parameters]
         if not _finite_numbers(coord):
-            warnings.append(f"{where}: parameter values must be finite numbers; line skipped")
+            warnings.append(f"{path}:{ln}: parameter values must be finite numbers; line skipped")
             continue
         value = obj["value"]
         values = value if isinstance(value, list) else [value]
         if not values or not _finite_numbers(values):
-            warnings.append(f"{where}: \"value\" must be a finite number or a list of them; line skipped")
+            warnings.append(f"{path}:{ln}: \"value\" must be a finite number or a list of them; line skipped")
             continue
         callpath = obj.get("callpath", _DEFAULT_CALLPATH)
         metric = obj.get("metric", _DEFAULT_METRIC)
         if not isinstance(callpath, str) or not isinstance(metric, str):
-            warnings.append(f"{where}: \"callpath\" and \"metric\" must be strings; line skipped")
+            warnings.append(f"{path}:{ln}: \"callpath\" and \"metric\" must be strings; line skipped")
             continue
         key = (callpath, metric)
         data.setdefault(key, {}).setdefault(tuple(map(float, coord)), []).extend(map(float, values))

@@ -111,3 +111,14 @@ def test_the_jsonl_reader_checks_types_per_line_whatever_the_key_order(tmp_path)
     assert [w.split(": ", 1)[0] for w in ds.warnings] == [f"{f}:3", f"{f}:4", f"{f}:5"]
     assert "parameter values must be finite numbers" in ds.warnings[0]
     assert all('"value" must be a finite number' in w for w in ds.warnings[1:])
+
+
+def test_the_interval_takes_the_median_spread_of_the_repeated_points_as_numpy_does():
+    from modeler.estimator import _interval
+
+    for n in (1, 2, 3, 4, 7, 25):
+        spread = rng.uniform(0, 0.5, n)
+        reps = [1 if i % 3 == 2 else 5 for i in range(n)]
+        m = float(np.median(spread[np.array(reps) > 1]))
+        assert _interval(spread, reps) == (max(0.0, 1 - 2 * m), 1 + 2 * m)
+    assert _interval(np.zeros(3), [1, 1, 1]) is None

@@ -178,6 +178,9 @@ class NvtxBackend:
             "__sp_pop__ = __sp_domain__.pop_range",
             f"__sp_attr__ = {{{attrs}}}",
             f'{ON} = __import__("os").environ.get("SCALEPROBE_DISABLE") != "1"',
+            # for code run with other globals (runtime.probe.OFF_PROBES): probes off
+            '__sp_builtins__ = __import__("builtins").__dict__; __sp_builtins__ and (__sp_builtins__.setdefault('
+            '"__sp_on__", False), __sp_builtins__.setdefault("__sp_back__", lambda inner=0: False))',
         ]
         if LEFT in used:
             # runtime.probe's left()/back() (see LEFT) in pure Python: this backend's code needs no

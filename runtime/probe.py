@@ -17,6 +17,7 @@ or json.
 
 from __future__ import annotations
 
+import builtins
 import sys
 from typing import Any, AsyncIterator, Sequence
 
@@ -38,6 +39,23 @@ BACKEND = _backend.NAME
 _ENTER_NAME = "__sp_enter__"
 _EXIT_NAME = "__sp_exit__"
 
+#: What instrumented code finds when it runs with globals that lack the probes (review 41:
+#: `types.FunctionType(f.__code__, other_globals)`, `exec(f.__code__, {})` raised NameError):
+#: probes off, iterables and context managers passed through. They sit in builtins, where a name
+#: is looked up last, so a module's own probes always come first.
+_builtins_dict = builtins.__dict__
+OFF_PROBES = {
+    "__sp_on__": False,
+    "__sp_enter__": lambda rid: None,
+    "__sp_exit__": lambda rid: None,
+    "__sp_mark__": lambda rid: None,
+    "__sp_left__": lambda inner=0: True,
+    "__sp_back__": lambda inner=0: False,
+    "__sp_iterate__": lambda rid, iterable: iterable,
+    "__sp_aiter__": lambda rids, aiterable: aiterable,
+    "__sp_actx__": lambda rids, cm: cm,
+}
+
 
 def define(module_name: str, module_globals: dict, relpath: str, regions: Sequence[tuple[int, str, str, int]]) -> bool:
     """Register a module's regions; returns whether probes are on now.
@@ -46,6 +64,9 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
     switched in every instrumented module later (schedule, rank selection, end of the run), and
     so that NVTX can swap in its own enter/exit without touching the hot path of everyone else.
     """
+    if "__sp_on__" not in _builtins_dict:
+        for name, probe in OFF_PROBES.items():
+            _builtins_dict.setdefault(name, probe)
     # Before the recorder's own excepthook: that one notes the exception, then ours shows it.
     _linemap.register(module_globals.get("__file__"), relpath)
     rec = _recorder.start()

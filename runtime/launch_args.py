@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "once or over a parameter sweep. See docs/launch.md.")
     run = p.add_argument_group("ranks")
     run.add_argument("--nproc", type=int, metavar="N",
-                     help="start N local ranks (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set)")
+                     help="start N local ranks (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, "
+                          "MASTER_PORT set, and OMP_NUM_THREADS=1 above one rank where it is not set)")
     run.add_argument("--spawn", metavar="CMD",
                      help="start each run's ranks with this command instead, e.g. 'srun -n {ranks}'")
     run.add_argument("--timeout", type=float, metavar="S", help="stop a run after S seconds (status timeout)")
@@ -95,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "process, given its number of ranks as {ranks} in its arguments")
     run.add_argument("--max-failures", type=int, metavar="N",
                      help="stop a sweep after N runs in a row failed or timed out (a resumed sweep runs them "
-                          f"again); default: stop when its first {FIRST_FAILURES} runs all failed; 0: never stop")
+                          f"again); default: stop when its first runs all failed, at {FIRST_FAILURES} different points "
+                          "(or every point of a smaller sweep); 0: never stop")
     run.add_argument("--grace", type=float, default=10.0, metavar="S",
                      help="seconds between SIGTERM and SIGKILL when ranks are stopped (default 10)")
     exp = p.add_argument_group("parameters and sweeps")

@@ -91,7 +91,9 @@ def run_rank(script: Path | None, args: list[str], rank: int, *, instrument: boo
                 summary += f"; then {error_summary(exc)}"
         else:
             summary = error_summary(exc)
-        write_error(target, f"{summary}\n\n{formatted}{_stderr_section()}")
+        # a traceback after the summary line; a SystemExit has none, only that line again
+        details = "" if formatted.strip() == error_summary(exc) else f"\n{formatted}"
+        write_error(target, f"{summary}\n{details}{_stderr_section()}")
 
     if module is not None:
         code = run_module(module, args, code_for, record)

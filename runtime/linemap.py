@@ -131,9 +131,32 @@ def _map_warnings() -> None:
                     line = line or None
         except Exception:  # noqa: BLE001 - a broken map must never hide the warning
             pass
+        if previous is getattr(warnings, "_showwarning_orig", None):
+            source = _warning_source()
+            if source is not None:
+                # Python's own display with the warning's source kept: tracemalloc's "Object
+                # allocated at" traceback, or its hint (review 44: the hook's arguments lack it)
+                warnings._showwarnmsg_impl(warnings.WarningMessage(message, category, filename, lineno, file, line,
+                                                                   source))
+                return
         previous(message, category, filename, lineno, file, line)
 
     warnings.showwarning = showwarning
+
+
+def _warning_source() -> Any:
+    """The `source` of the warning being shown (the object a ResourceWarning is about), which
+    `warnings._showwarnmsg` holds but does not pass to a replaced `showwarning`; None where it
+    cannot be found or the private names it takes are not there."""
+    try:
+        import warnings
+
+        caller = sys._getframe(2)
+        if caller.f_code.co_name != "_showwarnmsg" or not hasattr(warnings, "_showwarnmsg_impl"):
+            return None
+        return getattr(caller.f_locals.get("msg"), "source", None)
+    except Exception:  # noqa: BLE001 - only a detail of the display is at stake
+        return None
 
 
 def excepthook(tp: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:

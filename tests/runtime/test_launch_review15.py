@@ -197,6 +197,7 @@ def test_failed_runs_keep_their_own_stderr_message(tmp_path):
     first, _, rest = text.partition("\n")
     assert first == ("SystemExit: exited with status 2; its stderr ended with: prog.py: error: unrecognized "
                      "arguments: --batch-sz 16")
+    assert text.count(first) == 1  # a SystemExit has no traceback to follow its line (review 46)
     tail = rest.split("--- the last lines the rank wrote to its stderr before it ended ---\n")[1].splitlines()
     assert len(tail) == 20 and tail[-1].endswith("unrecognized arguments: --batch-sz 16")
     assert "log line 29" in tail and "log line 0" not in tail

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import sys
+from types import CoroutineType as _CoroutineType, GeneratorType as _GeneratorType
 from typing import Any, AsyncIterator, Sequence
 
 from . import _backend
@@ -129,7 +130,10 @@ class _AsyncIter:
         try:
             # the builtin anext() calls the type's __anext__ slot on every step, as `async for` does
             # (a method in __slots__, a staticmethod or a partial are bound the way Python binds them)
-            return await anext(self._it)  # the item is returned, never kept
+            step = anext(self._it)
+            if not _awaitable(step):
+                raise TypeError(f"'async for' received an invalid object from __anext__: {type(step).__name__}")
+            return await step  # the item is returned, never kept
         finally:
             _resume(g, rids)
 
@@ -158,7 +162,10 @@ class _AsyncIterPartial(_AsyncIter):
                 failed = True
             if failed:  # raised outside the handler: its context is the program's, as the slot's
                 raise AttributeError(f"object {_tp_name(type(it))} does not have __anext__ method")
-            return await attr()  # what the partial's __get__ returns: itself
+            step = attr()  # what the partial's __get__ returns: itself
+            if not _awaitable(step):
+                raise TypeError(f"'async for' received an invalid object from __anext__: {type(step).__name__}")
+            return await step
         finally:
             _resume(g, rids)
 
@@ -195,6 +202,25 @@ def async_iter(rids: tuple[int, ...], aiterable: Any) -> AsyncIterator[Any]:
 
 _MISSING = object()
 _UNBOUND = object()
+_ITERABLE_COROUTINE = 0x100  # inspect.CO_ITERABLE_COROUTINE: a generator marked by types.coroutine
+
+
+def _awaitable(obj: Any) -> bool:
+    """Whether `await obj` gets an iterator, as the interpreter decides (a coroutine, a generator
+    of types.coroutine, or a type with __await__): what it says of other objects names the
+    statement (review 44), where a plain `await` in our wrapper would say "can't be used in 'await'
+    expression"."""
+    kind = type(obj)
+    if kind is _CoroutineType:
+        return True
+    if kind is _GeneratorType:
+        return bool(obj.gi_code.co_flags & _ITERABLE_COROUTINE)
+    return _lookup(kind, "__await__") not in (_MISSING, None)
+
+
+def _not_awaitable(method: str, obj: Any) -> str:
+    """What `async with` says of a manager whose `method` returned `obj`, which cannot be awaited."""
+    return f"'async with' received an object from {method} that does not implement __await__: {type(obj).__name__}"
 
 
 def _tp_name(kind: type) -> str:
@@ -250,7 +276,10 @@ class _AsyncCtx:
         g, rids = self._g, self._rids
         _leave(g, rids)
         try:
-            return await self._aenter()
+            step = self._aenter()
+            if not _awaitable(step):
+                raise TypeError(_not_awaitable("__aenter__", step))
+            return await step
         finally:
             _resume(g, rids)
 
@@ -264,7 +293,10 @@ class _AsyncCtx:
         _leave(g, rids)
         try:
             # returned as is: its truth value decides whether the exception is suppressed
-            return await self._aexit(exc_type, exc, tb)
+            step = self._aexit(exc_type, exc, tb)
+            if not _awaitable(step):
+                raise TypeError(_not_awaitable("__aexit__", step))
+            return await step
         finally:
             _resume(g, rids)
 

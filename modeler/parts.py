@@ -9,7 +9,8 @@ with the sum of its parts' predictions, and names the call paths where the whole
 `RATIO` times its parts, or its parts more than `BELOW` times the whole (impossible for inclusive
 time, so the tighter bound), where the difference matters (over `SHARE` of the largest root).
 Without an exclusive time only a whole below its children is reported: above them may be its own
-work.
+work. The ranking's doubtful mark, its blame on a part and its shares, and the report's caveat
+on the run time follow the same rule (`ranking.contradiction`; review 45).
 
 The parts are summed from the bottom (`parts_sums`): a call path's `exclusive_time` (where that
 metric was modeled) plus each child's parts, down to the leaves, whose `time` counts; a child
@@ -25,6 +26,7 @@ fitted on its own, added up to 6.3 s).
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -116,7 +118,7 @@ class PartsCheck:
                     f"add up to {_num(self.parts)}: its model extrapolates badly there, and its parts' sum stands for it")
         return (
             f"{self.callpath}: its time model predicts {_num(self.whole)} at {at}, but {what} add up to "
-            f"{_num(self.parts)} ({self.ratio:.2g}x): at least one of them extrapolates badly there; "
+            f"{_num(self.parts)} ({times(self.ratio)}): at least one of them extrapolates badly there; "
             f"compare their growth before trusting either"
         )
 
@@ -210,6 +212,16 @@ def check_parts(predictions: Mapping[tuple[str, str], float],
 
 def _num(v: float) -> str:
     return f"{v:.4g}"
+
+
+def times(ratio: float) -> str:
+    """A ratio of two positive numbers as a factor, `6.8e+02x`; one past the float range as a bound
+    (review 45: a parts' sum of 1e-299 under a whole of 4e+303 read "infx")."""
+    if ratio == math.inf:
+        return f"over {sys.float_info.max:.2g}x"
+    if ratio == 0:
+        return f"under {sys.float_info.min:.2g}x"
+    return f"{ratio:.2g}x"
 
 
 def parts_series(data: Dataset, measured: Dataset | None, min_points: int = 3) -> list[Series]:

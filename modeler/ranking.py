@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -24,7 +24,7 @@ from .listing import listing
 from .misfit import LACK_PREFIX, MISS_FACTOR, MISS_PREFIX
 from .model import FittedModel, Model
 from .own_time import own_time_note
-from .parts import SEPARATOR, PartsCheck, check_parts, disagrees, parts_sums
+from .parts import SEPARATOR, PartsCheck, check_parts, disagrees, parts_sums, times
 from .share import Share, kept_callpaths, measured_shares, own_shares, shares
 from .uncertainty import mixture_ranges, with_prediction
 
@@ -38,28 +38,35 @@ PARTS_DISAGREE = 2.0
 RANGE_LEVEL = 0.8
 
 
-def doubt(fm: FittedModel, prediction: float, from_parts: float | None, combine: str = "mean") -> str | None:
+def doubt(fm: FittedModel, prediction: float, from_parts: float | None, combine: str = "mean",
+          with_exclusive: bool = True) -> str | None:
     """Why a model's growth is not to be read as it stands, or None: a fit worse than a constant, one
     that misses its own measurements (`modeler.misfit`), or a time model that its parts' models
     (`from_parts`) contradict at the target (review 15: a noisy
     18 ms region led the ranking with adj. R² -0.2 and parts 52x apart). Under `--ranks max`
-    (`combine`) a whole below its parts is none, under `min` one above them (`parts.PartsCheck`)."""
+    (`combine`) a whole below its parts is none, under `min` one above them, and without its
+    exclusive time (`with_exclusive`) one above them neither (`parts.PartsCheck`)."""
     if _worse_than_constant(fm):
         return f"adj. R² {fm.ar2:.2g}: worse than a constant"
-    return fm.miss or contradiction(prediction, from_parts, combine)
+    return fm.miss or contradiction(prediction, from_parts, combine, with_exclusive)
 
 
-def contradiction(prediction: float, from_parts: float | None, combine: str = "mean") -> str | None:
+def contradiction(prediction: float, from_parts: float | None, combine: str = "mean",
+                  with_exclusive: bool = True) -> str | None:
     """How a time model's prediction and its parts' sum (`from_parts`) contradict each other at the
-    target, by more than `PARTS_DISAGREE` (`parts.disagrees`), or None."""
+    target, by more than `PARTS_DISAGREE` (`parts.disagrees`), or None. Without the call path's
+    exclusive time among its parts (`with_exclusive`) a whole above them is none, as for
+    `parts.PartsCheck.contradicts`: that may be its own work (review 45: an Extra-P input's `main`,
+    20 + 0.5 * batch over a child of 0.2 s, was marked doubtful and its share not trusted)."""
     if from_parts is not None and 0 < from_parts < math.inf and -math.inf < prediction <= 0 \
             and combine in ("mean", "min"):
         return "it predicts no time at all at the target, where its parts' models add up to more"  # review 43
     if from_parts is not None and 0 < from_parts < math.inf and 0 < prediction < math.inf:
         ratio = prediction / from_parts
-        if disagrees(ratio, PARTS_DISAGREE, PARTS_DISAGREE, combine):
-            return f"its parts' models add up to {ratio:.2g}x less at the target" if ratio > 1 else \
-                f"its parts' models add up to {1 / ratio:.2g}x more at the target"
+        if disagrees(ratio, PARTS_DISAGREE if with_exclusive else None, PARTS_DISAGREE, combine):
+            # each way round from the two numbers: 1 / ratio of an underflowed ratio divides by 0
+            return f"its parts' models add up to {times(ratio)} less at the target" if ratio > 1 else \
+                f"its parts' models add up to {times(from_parts / prediction)} more at the target"
     return None
 
 
@@ -78,8 +85,8 @@ def blamed_parts(models: Iterable[FittedModel], predictions: Mapping[tuple[str, 
     out: dict[tuple[str, str], str] = {}
     for cp, check in sums.items():
         whole = fitted.get((cp, "time"))
-        if whole is None or _worse_than_constant(whole) \
-                or contradiction(predictions.get((cp, "time"), math.nan), check.parts, check.combine) is None:
+        if whole is None or _worse_than_constant(whole) or contradiction(
+                predictions.get((cp, "time"), math.nan), check.parts, check.combine, check.with_exclusive) is None:
             continue
         if not whole.model.terms and check.parts > check.whole:
             # a constant below its parts: it holds constant a growth its parts' models follow (review
@@ -91,10 +98,12 @@ def blamed_parts(models: Iterable[FittedModel], predictions: Mapping[tuple[str, 
         worst = max(parts, key=lambda fm: fm.smape if math.isfinite(fm.smape) else -math.inf, default=None)
         if worst is None or not math.isfinite(worst.smape) or worst.smape <= whole.smape:
             continue
-        ratio = check.whole / check.parts
+        why = (f"whose time model its parts' contradict by "
+               f"{times(max(check.whole / check.parts, check.parts / check.whole))} at the target"
+               if check.whole > 0 else
+               "whose time model predicts no time at all at the target, where its parts' add up to more")
         out.setdefault((worst.callpath, worst.metric), (
-            f"a part of {cp}, whose time model its parts' contradict by {max(ratio, 1 / ratio):.2g}x at the target; "
-            f"its fit is the poorer (SMAPE {worst.smape:.3g}% against {whole.smape:.3g}%)"))
+            f"a part of {cp}, {why}; its fit is the poorer (SMAPE {worst.smape:.3g}% against {whole.smape:.3g}%)"))
     return out
 
 
@@ -127,10 +136,13 @@ class RankedModel:
     time_figure: float | None = None
     #: how the ranks' values were combined (`--ranks`: `doubt`)
     combine: str = "mean"
+    #: whether `from_parts` holds the call path's exclusive time (`parts.PartsCheck.with_exclusive`):
+    #: without it, a prediction above its parts may be its own work (`doubt`)
+    parts_exclusive: bool = True
 
     def doubtful(self) -> str | None:
         """Why this row's growth is not to be read as it stands, or None: see `doubt` and `blamed_parts`."""
-        return doubt(self.fitted, self.prediction, self.from_parts, self.combine) or self.blamed
+        return doubt(self.fitted, self.prediction, self.from_parts, self.combine, self.parts_exclusive) or self.blamed
 
     def to_json(self) -> dict:
         d = self.fitted.to_json()
@@ -160,6 +172,8 @@ class Ranking:
     #: `--min-share`: the models of call paths under this share of the run's time are in `left_out`
     min_share: float = 0.0
     left_out: tuple[RankedModel, ...] = ()
+    #: says the warnings again for fewer rows (`top`); None where the ranking was not made by `rank_models`
+    about_rows: "_RowWarnings | None" = field(default=None, repr=False, compare=False)
 
     def left_out_callpaths(self) -> list[str]:
         """The call paths left out by `min_share`, each once, in ranking order: those with no model
@@ -173,8 +187,51 @@ class Ranking:
         return list(dict.fromkeys(r.fitted.callpath for r in self.left_out if r.fitted.callpath in shown))
 
     def top(self, n: int) -> "Ranking":
-        """The `n` worst-scaling models (`--top`); what `min_share` left out stays said."""
-        return replace(self, rows=self.rows[:n])
+        """The `n` worst-scaling models (`--top`); what `min_share` left out stays said, and the
+        warnings speak of the models kept only (review 45: `(3 models)` with one shown, and a
+        warning about a time model that `--top 1` had cut)."""
+        rows = self.rows[:n]
+        if len(rows) == len(self.rows) or self.about_rows is None:
+            return replace(self, rows=rows)
+        return replace(self, rows=rows, warnings=self.about_rows(rows, cut=True))
+
+
+@dataclass(frozen=True)
+class _RowWarnings:
+    """The warnings of a ranking (`rank_models`): those given, then those about the models of the
+    rows shown, made from these."""
+
+    given: tuple[str, ...]
+    model_notes: bool
+    parts_checks: tuple[PartsCheck, ...]
+    at_text: str
+    nonnegative: Collection[tuple[str, str]]
+    predictions: Mapping[tuple[str, str], float]
+    measured: Sequence
+    parameters: tuple[str, ...]
+
+    def __call__(self, shown: Sequence[RankedModel], cut: bool = False) -> tuple[str, ...]:
+        """The warnings with `shown` the rows; `cut`: rows were cut from the ranking (`Ranking.top`),
+        so the step loops checked against their parts are those of the rows left too."""
+        warnings = list(self.given)
+        if self.model_notes:
+            counts = Counter(w for r in shown for w in r.fitted.warnings)
+            warnings += [f"{w} ({n} model{'s' if n > 1 else ''})" for w, n in counts.items()]
+        # the parts checks speak of time models: of those shown (review 19: under --metric visits they
+        # named the time models fitted for the shares, without the exclusive times, a diagnosis of their own)
+        shown_times = {r.fitted.callpath for r in shown if r.fitted.metric == "time"}
+        warnings += [c.message(self.at_text) for c in self.parts_checks if c.callpath in shown_times]
+        steps = self.predictions
+        if cut:
+            kept = {r.fitted.callpath for r in shown}
+            steps = {k: v for k, v in steps.items() if k[0] in kept}
+        warnings.extend(w for w in (poor_fit_warning(shown), *miss_warnings(shown),
+                                    below_zero_warning(shown, self.nonnegative, self.at_text),
+                                    disagreement_warning(shown, self.at_text), step_parts_warning(steps, self.at_text))
+                        if w)
+        if shown_times and (own := own_time_note(self.measured, self.parameters, among=shown_times)):
+            warnings.append(own)
+        return tuple(warnings)
 
 
 def _ranges(
@@ -444,7 +501,8 @@ def rank_models(
         if figure is not None and (not math.isfinite(pred) or figure == pred):
             figure = None
         rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng, ft, share,
-                                blamed.get((fm.callpath, fm.metric)), figure, combine))
+                                blamed.get((fm.callpath, fm.metric)), figure, combine,
+                                check is None or check.with_exclusive))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time
@@ -463,20 +521,12 @@ def rank_models(
 
     shown = [r for r in rows if shown_row(r)]
     left_out = [r for r in rows if not shown_row(r)]
-    # the warnings speak of the models shown only (review 18: "(70 models)" with 20 shown)
-    warnings = list(warnings)
-    if model_notes:
-        counts = Counter(w for r in shown for w in r.fitted.warnings)
-        warnings += [f"{w} ({n} model{'s' if n > 1 else ''})" for w, n in counts.items()]
-    # the parts checks speak of time models: of those shown (review 19: under --metric visits they named
-    # the time models fitted for the shares, without the exclusive times, a diagnosis of their own)
-    shown_times = {r.fitted.callpath for r in shown if r.fitted.metric == "time"}
-    warnings += [c.message(at_text) for c in parts_checks if c.callpath in shown_times]
-    warnings.extend(w for w in (poor_fit_warning(shown), *miss_warnings(shown), below_zero_warning(shown, nonnegative, at_text),
-                                disagreement_warning(shown, at_text), step_parts_warning(by_key, at_text)) if w)
-    if shown_times and (own := own_time_note(measured, parameters, among=shown_times)):
-        warnings.append(own)
-    return Ranking(tuple(parameters), dict(at), tuple(shown), tuple(warnings), min_share, tuple(left_out))
+    # the warnings speak of the models shown only (review 18: "(70 models)" with 20 shown), also
+    # after `Ranking.top` (review 45)
+    about_rows = _RowWarnings(tuple(warnings), model_notes, tuple(parts_checks), at_text, nonnegative, by_key,
+                              measured, tuple(parameters))
+    return Ranking(tuple(parameters), dict(at), tuple(shown), about_rows(shown), min_share, tuple(left_out),
+                   about_rows)
 
 
 def _own_shares(measured: Sequence, models: Sequence[FittedModel], ranges: Sequence[tuple[float, float] | None],
@@ -521,10 +571,14 @@ def _shares(measured: Sequence, models: Sequence[FittedModel], companions: Seque
     their parts' sums where clearly above them (`_time_figures`)."""
     if not measured:
         return {}
+    def doubtful_time(fm: FittedModel) -> bool:
+        check = sums.get(fm.callpath)
+        if check is None:
+            return doubt(fm, by_key[(fm.callpath, "time")], None) is not None
+        return doubt(fm, by_key[(fm.callpath, "time")], check.parts, check.combine, check.with_exclusive) is not None
+
     doubtful = {fm.callpath for fm in [*models, *companions] if fm.metric == "time"
-                and ((fm.callpath, "time") in blamed
-                     or doubt(fm, by_key[(fm.callpath, "time")], sums[fm.callpath].parts if fm.callpath in sums else None,
-                              sums[fm.callpath].combine if fm.callpath in sums else "mean"))}
+                and ((fm.callpath, "time") in blamed or doubtful_time(fm))}
     times = {cp: v for (cp, metric), v in by_key.items() if metric == "time"}
     lows: dict[str, float | None] = {cp: (None if (rng := range_of.get((cp, "time"))) is None else rng[0]) for cp in times}
     figures = _time_figures(times, sums)

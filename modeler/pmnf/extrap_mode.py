@@ -26,7 +26,11 @@ def fit_group(points: np.ndarray, Y: np.ndarray, index: list[int], allow_log: bo
         sp = extrap_single(points[:, 0], Y, allow_log)
         hyp = sp.hypothesis
         has = hyp >= 0
-        col = basis(points[:, 0])[np.where(has, hyp, 0)] * has[:, None]
+        # a constant's column is 0, not a placeholder hypothesis times 0: log2(0) * 0 is nan, which
+        # took a parameter value 0 to "SVD did not converge" (review 45). Like Extra-P, the search
+        # had no log term there (`hypotheses.allowed`), and x^i is 0 at 0 for every i it has
+        with np.errstate(divide="ignore", invalid="ignore"):
+            col = np.where(has[:, None], basis(points[:, 0])[np.where(has, hyp, 0)], 0.0)
         X = np.stack([np.ones((S, n)), col], axis=-1)
         coef = np.where(has[:, None], sp.coef, np.stack([sp.coef[:, 0], np.zeros(S)], axis=1))
         terms = [[((0, int(h)),)] if h >= 0 else [] for h in hyp]

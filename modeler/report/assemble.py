@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from ..errors import InputError
 from ..estimator import MIN_POINTS
 from ..listing import listing
 from ..model import FittedModel
-from ..parts import combination, disagrees
+from ..parts import combination, disagrees, times
 from ..readers.runs import ODD
 from . import svg
 from ..ranking import parse_assignments
@@ -137,9 +137,11 @@ def build_report(
     scaling_view(report, ok_groups, params, hold)
     if metric == "time":
         _run_time(report, [*ranking, *left_out], main_roots(groups), companions, opt.ranks)
+        # the call paths whose parts' sum holds their exclusive time (`parts.PartsCheck.with_exclusive`)
+        exclusive = {fm.callpath for fm in [*models, *companions] if fm.metric == "exclusive_time"}
         report.predicted_caveats = _caveats(report, [*ranking, *left_out], series_read or dataset.series,
                                             per_rank=opt.ranks not in PER_RANK_FROM_COST,
-                                            combine=combination(opt.ranks, opt.repetitions))
+                                            combine=combination(opt.ranks, opt.repetitions), exclusive=exclusive)
     chosen = choose_run(ok_groups or list(groups), opt.run_id)
     if chosen is not None:
         imbalance_view(report, chosen)
@@ -237,14 +239,16 @@ INSIDE_ABOVE = 1.2
 
 
 def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool = True,
-             combine: str = "mean") -> list[str]:
+             combine: str = "mean", exclusive: Collection[str] | None = None) -> list[str]:
     """What makes the headline run time doubtful, said next to it: a parameter that the target
     moves but that its model holds constant (too few values); a prediction far from what was
     measured at the target itself, or below the most measured where the target lies beyond it with
     such a parameter; and a model that its parts' models contradict at the target (review 15: two
     values of ranks pooled into a constant of 4 s, where 8.3 s had been measured and the step loop
     alone predicted 28 s); and a model that misses its own measurements (`modeler.misfit`). `per_rank`: the run time is the region's time model's (not, under
-    `--ranks sum` or `min`, from its cost model: the time series and parts are no time per rank)."""
+    `--ranks sum` or `min`, from its cost model: the time series and parts are no time per rank).
+    `exclusive`: the call paths with an exclusive time model (None: all); a model above parts without
+    its exclusive time is none (`parts.PartsCheck.contradicts`: that may be its own work, review 45)."""
     if report.predicted_total is None or report.predicted_root is None:
         return []
     value = report.unit_format  # Extra-P's values carry no unit (review 43: they were said in s)
@@ -280,15 +284,17 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
                    "badly there, and its parts' models stand for it")
     elif per_rank and report.predicted_model is not None:
         out.append(f"its own time model predicts {value(report.predicted_model)} "
-                   f"({report.predicted_model / report.predicted_total:.2g}x): less than its parts' models add up "
+                   f"({times(report.predicted_model / report.predicted_total)}): less than its parts' models add up "
                    "to, which an inclusive time cannot be; a model of the whole holds a part's growth constant "
                    "where it is small against the other parts' noise at the measured points")
     elif per_rank and parts is not None and parts > 0 and report.predicted_total > 0:
         ratio = report.predicted_total / parts
         # under --ranks max a run below its parts' sum is none (their largest ranks are other ranks:
         # review 29), under min one above it
-        if disagrees(ratio, PARTS_DISAGREE, PARTS_DISAGREE, combine):
-            out.append(f"its parts' models add up to {value(parts)} ({ratio:.2g}x): one of them extrapolates badly")
+        # without its exclusive time, a run above its parts' sum may be its own work (review 45)
+        above = PARTS_DISAGREE if exclusive is None or report.predicted_root in exclusive else None
+        if disagrees(ratio, above, PARTS_DISAGREE, combine):
+            out.append(f"its parts' models add up to {value(parts)} ({times(ratio)}): one of them extrapolates badly")
     inside = [r for r in ranking if r.callpath.startswith(report.predicted_root + "->") and math.isfinite(r.predicted)]
     deepest = max(inside, key=lambda r: r.predicted, default=None)
     if per_rank and deepest is not None and report.predicted_total > 0 \

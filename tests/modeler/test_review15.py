@@ -57,7 +57,9 @@ def test_a_run_time_its_parts_contradict_is_said(tmp_path):
     for i, w in enumerate(WIDTH):
         values += [({"width": w}, "main", 10 + 1e-4 * w * w), ({"width": w}, "main->train", 5 + (0.3, -0.2, 0.1, -0.3, 0.2)[i])]
     line = _report(tmp_path, _write(tmp_path / "above.jsonl", values), "width=4096")
-    assert "Caveat: its parts' models add up to 5 (" in line and "one of them extrapolates badly" in line
+    # without an exclusive time (Extra-P inputs) a whole above its parts may be its own work: no caveat
+    # (review 45; with an exclusive time it is said: tests/modeler/test_review45.py)
+    assert "Caveat" not in line
     assert "from its parts' models" not in line
     consistent = [({"width": w}, cp, 10 + 1e-4 * w * w - (0.5 if cp == "main->train" else 0))
                   for w in WIDTH for cp in ("main", "main->train")]

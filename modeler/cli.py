@@ -11,12 +11,14 @@ to the user when its command is asked for, never skipped silently (and a test im
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
 import importlib
 import os
 import sys
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from . import __version__
 from .errors import ModelerError
@@ -81,8 +83,72 @@ def _warn(message: str) -> None:
     print(f"modeler: {message}", file=sys.stderr)
 
 
+def release_stdout() -> None:
+    """After a `BrokenPipeError` on stdout (`modeler fit runs/ | head`: the reader went away, which
+    is not an error of ours): point stdout's file descriptor at devnull, so that later writes and
+    the interpreter's final flush go nowhere instead of raising again (Python's documented recipe,
+    "Note on SIGPIPE" in the `signal` module's docs). stderr stays as it is: the warnings, the
+    skipped files and the exit code still follow."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream (tests) has no descriptor
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def write_stdout(text: str) -> bool:
+    """Write `text` to stdout and flush it; False where the reader has gone (then stdout is
+    released, see `release_stdout`) and the command goes on to its warnings and exit code."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        release_stdout()
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _escaping_streams() -> Iterator[None]:
+    """Under a locale that is not UTF-8 (`PYTHONUTF8=0 LC_ALL=C`, a Latin-1 cluster,
+    `PYTHONIOENCODING=latin-1`), write what stdout and stderr cannot encode as backslash escapes
+    (`\\u2013`) instead of ending in a UnicodeEncodeError: region names are any text, and the
+    markdown report always has an en dash (its ranges). UTF-8 streams are left alone, and the
+    streams' own settings come back when `main` returns. Files written with -o are UTF-8 anyway."""
+    changed = []
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None)
+        try:
+            utf8 = encoding is None or codecs.lookup(encoding).name == "utf-8"
+        except LookupError:
+            utf8 = False
+        before = getattr(stream, "errors", None)
+        if utf8 or before == "backslashreplace" or not callable(getattr(stream, "reconfigure", None)):
+            continue
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (OSError, ValueError):  # a closed or broken stream: leave it as it is
+            continue
+        changed.append((stream, before))
+    try:
+        yield
+    finally:
+        for stream, before in changed:
+            with contextlib.suppress(OSError, ValueError):
+                stream.reconfigure(errors=before)
+
+
 def main(argv: Sequence[str] | None = None, *, registry: dict[str, Command] | None = None) -> int:
     """Run the modeler's command line; returns the exit code (see the EXIT_* constants)."""
+    with _escaping_streams():
+        return _main(argv, registry)
+
+
+def _main(argv: Sequence[str] | None, registry: dict[str, Command] | None) -> int:
     registry = COMMANDS if registry is None else registry
     argv = list(sys.argv[1:] if argv is None else argv)
     top = _top_parser(registry)
@@ -113,10 +179,9 @@ def main(argv: Sequence[str] | None = None, *, registry: dict[str, Command] | No
         _warn(f"error: {exc}")
         return EXIT_ERROR
     except BrokenPipeError:
-        # `modeler fit runs/ | head`: the reader went away, which is not an error of ours; point
-        # stdout at devnull so the interpreter's final flush does not raise again
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        # a write that did not go through `write_stdout` (`modeler timeline -o -`, which writes
+        # nothing after its output): the reader going away is not an error of ours
+        release_stdout()
         return EXIT_OK
 
 

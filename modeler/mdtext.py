@@ -15,15 +15,17 @@ _BACKTICKS = re.compile(r"`+")
 _MARKUP = re.compile(r"([\\`*_\[\]<>#|~!])")
 
 
-def code(value: object) -> str:
-    """A code span showing `value` as is, in one table cell: its fence is one backtick longer than
-    the longest run inside, with a space of padding where the value starts or ends with one;
-    `|` is escaped for the table (GitHub reads `\\|` inside a code span in a table as `|`)."""
+def code(value: object, *, cell: bool = True) -> str:
+    """A code span showing `value` as is, on one line: its fence is one backtick longer than the
+    longest run inside, with a space of padding where the value starts or ends with one. In a
+    table cell (`cell`) `|` is escaped (GitHub reads `\\|` inside a code span in a table as `|`);
+    in prose and lists it stays, since there a code span shows a backslash as one."""
     text = _BLANKS.sub(" ", str(value))
     longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}".replace("|", "\\|")
+    span = f"{fence}{pad}{text}{pad}{fence}"
+    return span.replace("|", "\\|") if cell else span
 
 
 def text(value: object) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..cli import write_stdout
 from ..export import write_extrap_jsonl
 from .inputs import add_input_options, describe_files, load_from_args, name_skipped, output_arg, select, warn
 
@@ -15,6 +16,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_input_options(parser, metric_default="all")
 
 
+class _Stdout:
+    """stdout for `--extrap -`, through `write_stdout`: a reader that went away (`| head`) ends the
+    output, not the command, whose warnings, skipped files and exit code follow on stderr."""
+
+    name = "<stdout>"
+
+    def write(self, text: str) -> int:
+        write_stdout(text)
+        return len(text)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..cli import EXIT_OK, EXIT_PARTIAL
 
@@ -22,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         args.metric = "all"  # an export hands over everything measured unless told otherwise
     loaded = load_from_args(args)
     data = select(loaded.dataset, args)
-    summary = write_extrap_jsonl(data, args.extrap)
+    summary = write_extrap_jsonl(data, _Stdout() if args.extrap == "-" else args.extrap)
     warn([*data.warnings, *summary.notes()], args)
     name_skipped(loaded, args)
     if not args.quiet:

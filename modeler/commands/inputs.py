@@ -12,6 +12,7 @@ from typing import Sequence
 from runtime.runfile import file_on_the_way
 
 from ..aggregate import RANK_AGGREGATES
+from ..cli import write_stdout
 from ..dataset import Dataset
 from ..errors import InputError
 from ..listing import listing
@@ -169,8 +170,9 @@ def output_arg(text: str) -> str:
 
 def write_output(text: str, output: str | None) -> None:
     if output in (None, "-"):
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        # a reader that went away (`| head`) ends the output, not the command: its warnings, the
+        # files it skipped and its exit code follow on stderr
+        write_stdout(text)
         return
     try:
         Path(output).parent.mkdir(parents=True, exist_ok=True)  # as `modeler report -o` does

@@ -16,8 +16,22 @@ COLUMNS = (
 )
 
 
+#: what makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection"), and the quote itself
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
 def _num(v: float | None) -> str:
     return "" if v is None or not math.isfinite(v) else repr(float(v))
+
+
+def _text(v: object) -> str:
+    """A text cell (a name from the inputs, a formula, a note) that no spreadsheet runs or reads as a
+    number: one starting with = + - @ tab or CR gets a `'` in front, as OWASP advises (a call path
+    `=HYPERLINK(...)` from an Extra-P file; a model `-0.0006 + 0.004 * n^(3/4)` that Excel showed as
+    #NAME?). One starting with `'` gets one too, so that taking one leading `'` off any text cell
+    gives the value back. Numbers are written by `_num` as they are: a negative value is a number."""
+    text = "" if v is None else str(v)
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def render_csv(ranking: Ranking) -> str:
@@ -28,15 +42,16 @@ def render_csv(ranking: Ranking) -> str:
         fm = r.fitted
         w.writerow(
             (
-                i, fm.callpath, fm.metric, fm.model.formula(digits=17), _num(fm.model.constant),
+                i, _text(fm.callpath), _text(fm.metric), _text(fm.model.formula(digits=17)), _num(fm.model.constant),
                 _num(r.growth[0]), _num(r.growth[1]), _num(fm.smape), _num(fm.rss), _num(fm.ar2),
-                _num(fm.cv_smape), fm.points, _num(r.prediction), _num(r.low), _num(r.high), r.unit,
+                _num(fm.cv_smape), fm.points, _num(r.prediction), _num(r.low), _num(r.high), _text(r.unit),
                 _num(r.from_parts), _num(None if r.range is None else r.range[0]),
                 _num(None if r.range is None else r.range[1]),
-                _num(None if r.from_time is None else r.from_time[0]), "" if r.from_time is None else r.from_time[1],
+                _num(None if r.from_time is None else r.from_time[0]),
+                "" if r.from_time is None else _text(r.from_time[1]),
                 *((_num(r.share.measured), _num(r.share.at_target), _num(r.share.at_target_low)) if r.share is not None
                   else ("", "", "")),
-                r.doubtful() or "",
+                _text(r.doubtful()),
             )
         )
     return buf.getvalue()

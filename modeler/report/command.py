@@ -50,6 +50,7 @@ def _choose_metric(asked: str | None, metrics: list[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..cli import EXIT_OK, EXIT_PARTIAL, write_stdout
     from ..estimator import PMNFModeler
     from ..ranking import measured_maximum, parse_at
     from ..readers import skipped_warning
@@ -86,23 +87,24 @@ def run(args: argparse.Namespace) -> int:
     n = len(selected.series)
     report = build_report(groups, selected, models[:n], options, companions=models[n:], baselines=bases,
                           series_read=dataset.series, run_shares=dataset.run_shares)
-    if args.format == "markdown":
-        text = render_markdown(report, top=max(args.top, 20))
-        if not args.output or args.output == "-":
-            sys.stdout.write(text)
-            return 0
+    text = render_markdown(report, top=max(args.top, 20)) if args.format == "markdown" else render_html(report)
+    out = None
+    if args.format == "markdown" and args.output in (None, "-"):
+        # a reader that went away (`| head`) ends the output, not the command: the files skipped
+        # and the exit code 3 still follow (review 45: this branch returned 0 before naming them)
+        write_stdout(text)
     else:
-        text = render_html(report)
-    out = Path(args.output or "report.html")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e
+        out = Path(args.output or "report.html")
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e
     if args.quiet:
         name_skipped(loaded, args, "modeler report")
     else:
         for f in loaded.skipped:
             print(f"modeler report: {skipped_warning(f)}", file=sys.stderr)
-        print(f"report written to {out.resolve()}", file=sys.stderr)
-    return 3 if loaded.skipped else 0
+        if out is not None:
+            print(f"report written to {out.resolve()}", file=sys.stderr)
+    return EXIT_PARTIAL if loaded.skipped else EXIT_OK

@@ -6,6 +6,7 @@ so the page and the text never disagree.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -15,6 +16,7 @@ from ..share import DEFAULT_MIN_SHARE, Share, left_out_note
 from . import svg
 
 NS = 1e-9
+_BACKTICKS = re.compile(r"`+")
 
 
 @dataclass
@@ -184,12 +186,14 @@ class Report:
         return rows
 
     def tree_lines(self) -> list[str]:
-        """The call tree as indented text: name, inclusive / exclusive time, visits, share."""
+        """The call tree as indented text: name, inclusive / exclusive time, visits, share. A line
+        break in a name shows as `\\n` (`\\r`), so that each region keeps one line and its indent."""
         lines: list[str] = []
 
         def walk(n: TreeNode, depth: int) -> None:
+            name = n.name.replace("\r", "\\r").replace("\n", "\\n")
             lines.append(
-                f"{'  ' * depth}{n.name}  {svg.format_seconds(n.incl_s)} / {svg.format_seconds(n.excl_s)}"
+                f"{'  ' * depth}{name}  {svg.format_seconds(n.incl_s)} / {svg.format_seconds(n.excl_s)}"
                 f"  x{n.visits}  ({n.share * 100:.1f}%)"
             )
             for c in n.children:
@@ -198,6 +202,12 @@ class Report:
         for n in self.tree:
             walk(n, 0)
         return lines
+
+    def tree_fence(self) -> str:
+        """The markdown code fence around `tree_lines`: longer than any run of backticks in them,
+        so that no region name closes it early (CommonMark: a closing fence is at least as long)."""
+        longest = max((len(run) for line in self.tree_lines() for run in _BACKTICKS.findall(line)), default=0)
+        return "`" * max(3, longest + 1)
 
     def hold_text(self) -> str:
         return ", ".join(f"{k}={svg.short_number(v)}" for k, v in self.hold.items())

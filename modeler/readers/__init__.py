@@ -307,6 +307,11 @@ def read_inputs(
             files.append(FileResult(str(path), fmt, "ignored", BESIDE_RUNS))
         by_format = {f: ps for f, ps in by_format.items() if ps}
 
+    extrap_inputs = [str(p) for f, ps in by_format.items() if f != "runs" for p in ps]
+    if options.experiments and extrap_inputs and not by_format.get("runs"):
+        # review 46: the option was silently ignored where there are no runs to choose from
+        raise InputError(f"--experiment: no run of experiment {options.experiments[0]!r}: the inputs are Extra-P "
+                         f"files, which name no experiment ({listing(extrap_inputs, 3, 'more')})")
     datasets: list[Dataset] = []
     batches: list[Any] = []
     copies: list[str] = []
@@ -371,6 +376,9 @@ def read_inputs(
     from ..renamed_loops import renamed_loops_warnings
 
     dataset.warnings.extend(renamed_loops_warnings(dataset))
+    if options.experiments and extrap_inputs:
+        dataset.warnings.append(f"--experiment chooses among runs only: the Extra-P inputs are read whole "
+                                f"({listing(extrap_inputs, 3, 'more')})")
     if copies:
         dataset.warnings.append(f"{len(copies)} file(s) are byte-for-byte copies of another input, read once: "
                                 f"{listing(copies, 3, 'more')}")

@@ -60,3 +60,25 @@ def test_fit_and_report_take_the_option_and_count_the_files_left_aside(tmp_path)
     assert p.returncode == 0, p.stderr
     text = out.read_text(encoding="utf-8")
     assert "| runs completed | 3 of 3 |" in text, text  # 5 of 5 without --experiment
+
+
+def _extrap_input(path: Path) -> Path:
+    import json
+
+    path.write_text("".join(json.dumps({"params": {"p": p}, "callpath": "main", "metric": "time", "value": [p, p]}) + "\n"
+                            for p in (2, 4, 8)))
+    return path
+
+
+def test_the_option_over_extrap_inputs_alone_is_an_error_and_beside_runs_a_warning(tmp_path):
+    """Review 46: it was ignored without a word where the inputs are Extra-P files."""
+    from modeler.readers import load
+
+    extrap = _extrap_input(tmp_path / "ex.jsonl")
+    with pytest.raises(InputError, match=r"--experiment: no run of experiment 'ddp': the inputs are Extra-P files, "
+                                         r"which name no experiment \(.*ex\.jsonl\)"):
+        load([str(extrap)], ReadOptions(experiments=("ddp",)))
+    _two_experiments(tmp_path / "runs")
+    loaded = load([str(extrap), str(tmp_path / "runs")], ReadOptions(experiments=("ddp",)))
+    assert f"--experiment chooses among runs only: the Extra-P inputs are read whole ({extrap})" in loaded.warnings
+    assert "--experiment" not in " ".join(load([str(extrap)], ReadOptions()).warnings)

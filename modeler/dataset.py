@@ -67,6 +67,27 @@ def _median_above_zero(rel: np.ndarray) -> np.ndarray:
     return np.where(n > 0, (lo + hi) / 2, 0.0)
 
 
+def relative_spread(R: np.ndarray) -> np.ndarray:
+    """Over the last axis of R (the repetitions), their standard deviation over their mean; 0 with
+    one repetition or a mean of 0. Each point is first scaled by the power of two nearest its
+    largest magnitude: exact, and no overflow for huge values."""
+    if R.shape[-1] < 2:
+        return np.zeros(R.shape[:-1])
+    R = R / power_of_two_scale(R)[..., None]
+    m = R.mean(axis=-1)
+    sd = R.std(axis=-1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(m != 0, sd / np.abs(np.where(m != 0, m, 1.0)), 0.0)
+
+
+def power_of_two_scale(Y: np.ndarray) -> np.ndarray:
+    """Over the last axis of Y, the power of two nearest the largest magnitude (1 where all are 0)."""
+    top = np.max(np.abs(Y), axis=-1)
+    with np.errstate(divide="ignore"):
+        e = np.where((top > 0) & np.isfinite(top), np.round(np.log2(np.where(top > 0, top, 1.0))), 0.0)
+    return np.ldexp(1.0, e.astype(int))
+
+
 #: the same over the repetitions of every point at once, as a (points, runs) table (axis 1)
 AXIS_REDUCERS = {"median": np.median, "mean": np.mean, "min": np.min, "max": np.max}
 _REDUCERS: dict[str, Callable[[np.ndarray], float]] = {
@@ -133,14 +154,7 @@ class Series:
 
     def spread(self) -> np.ndarray:
         """Relative spread per point: the repetitions' standard deviation over their mean (0 for one)."""
-        out = np.zeros(self.n_points)
-        for i, r in enumerate(self.repetitions):
-            if r.size > 1:
-                top = float(np.max(np.abs(r)))
-                r = r / top if top > 0 and np.isfinite(top) else r  # relative: no overflow for huge values
-                m = float(np.mean(r))
-                out[i] = float(np.std(r, ddof=1)) / abs(m) if m != 0 else 0.0
-        return out
+        return np.array([float(relative_spread(r[None, :])[0]) for r in self.repetitions])
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .dataset import RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series
+from .dataset import RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series, power_of_two_scale
 from .errors import InputError, NotFittedError, TooFewPointsError
 from .listing import listing
 from .misfit import lack_of_fit, lack_text, may_miss, miss_text, worst_miss
@@ -30,7 +30,7 @@ from .pmnf.hypotheses import exponent_of
 from .pmnf.points import distinct_values, group_by_points
 from .pmnf.quality import quality
 from .pmnf.selection import noise_variance
-from .repstats import by_shape, point_stats, power_of_two_scale, table
+from .repstats import by_shape, point_stats, table
 from .strong_scaling import choose, mix, split, split_alternative, time_view
 
 COMPAT_MODES = (None, "extrap")

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .dataset import AXIS_REDUCERS, Series, robust_table
+from .dataset import AXIS_REDUCERS, Series, relative_spread, robust_table
 
 
 def point_stats(series: Sequence[Series], how: str) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -50,24 +50,3 @@ def table(series: Sequence[Series], index: Sequence[int]) -> np.ndarray:
     first = series[index[0]]
     n_points, n_runs = first.n_points, first.repetitions[0].size
     return np.concatenate([r for i in index for r in series[i].repetitions]).reshape(len(index), n_points, n_runs)
-
-
-def relative_spread(R: np.ndarray) -> np.ndarray:
-    """Over the last axis of R (the repetitions), their standard deviation over their mean; 0 with
-    one repetition or a mean of 0. Each point is first scaled by the power of two nearest its
-    largest magnitude: exact, and no overflow for huge values."""
-    if R.shape[-1] < 2:
-        return np.zeros(R.shape[:-1])
-    R = R / power_of_two_scale(R)[..., None]
-    m = R.mean(axis=-1)
-    sd = R.std(axis=-1, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(m != 0, sd / np.abs(np.where(m != 0, m, 1.0)), 0.0)
-
-
-def power_of_two_scale(Y: np.ndarray) -> np.ndarray:
-    """Over the last axis of Y, the power of two nearest the largest magnitude (1 where all are 0)."""
-    top = np.max(np.abs(Y), axis=-1)
-    with np.errstate(divide="ignore"):
-        e = np.where((top > 0) & np.isfinite(top), np.round(np.log2(np.where(top > 0, top, 1.0))), 0.0)
-    return np.ldexp(1.0, e.astype(int))

@@ -4,6 +4,21 @@
  * (parent node, region id) to child node). All access happens with the GIL held: the hot path
  * runs in the recording thread, take_deltas() in the flushing thread, so no further locking.
  * Times come from CLOCK_MONOTONIC, the clock of time.perf_counter_ns on Linux.
+ *
+ * Recursion is folded, so a tree holds only call paths without a repeated region, however the
+ * program recurses (review 44: five functions calling each other in a data-dependent order made
+ * 849,489 call paths). Direct recursion (a region entering itself) only counts `folded` in the
+ * open frame. Indirect recursion (`a -> b -> a`) enters the node of `a` that is open already
+ * (Node.open): child_of maps (b's node, a) to a's node, found once when the path is first seen. The
+ * frame pushed is a fold frame (Frame.owner: the node's previous frame), whose children are the
+ * node's (`a -> b -> a -> c` is recorded as `a -> c`), and counts as a recursive visit. When it
+ * ends (count_frame):
+ * - its own time is taken off the child time of the node's previous frame: the node's exclusive
+ *   time gets it when that visit ends (inclusive time and visits are the outer visit's);
+ * - the frames in between lend it its time (Frame.lent): their inclusive time leaves out what a
+ *   region further up did inside them, which counts there. So the tree stays a tree of times:
+ *   every call path's inclusive time is its exclusive time plus its children's inclusive times,
+ *   and every nanosecond is some call path's own, once (the modeler's parts checks rely on it).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,11 +37,14 @@ typedef struct {
     int64_t s_visits, s_incl, s_excl, s_rec;
     double s_sumsq;
     int32_t rid, parent;
+    int32_t open; /* 1 + the stack index of its innermost frame on its thread, 0: not open */
 } Node;
 
 typedef struct {
     int32_t node, rid, folded;
+    int32_t owner; /* a fold frame: 1 + the stack index of its node's previous frame; else 0 */
     int64_t child_ns, t0;
+    int64_t lent; /* time of folded visits inside this one that count for a region further up */
 } Frame;
 
 typedef struct {
@@ -133,8 +151,14 @@ static int32_t child_of(ThreadState *s, int32_t parent, int32_t rid) {
         h = hash_key(key) & s->hmask;
         while (s->slots[h].key) h = (h + 1) & s->hmask;
     }
-    int32_t idx = new_node(s, rid, parent);
-    if (idx < 0) return -1;
+    int32_t idx = -1;
+    for (int32_t up = parent; up > 0; up = s->nodes[up].parent) { /* rid further up: indirect recursion */
+        if (s->nodes[up].rid == rid) {
+            idx = up;
+            break;
+        }
+    }
+    if (idx < 0 && (idx = new_node(s, rid, parent)) < 0) return -1;
     s->slots[h].key = key;
     s->slots[h].idx = idx;
     s->hused++;
@@ -156,6 +180,8 @@ static ThreadState *new_state(void) {
     s->stack[0].node = 0;
     s->stack[0].rid = -1;
     s->stack[0].folded = 0;
+    s->stack[0].owner = 0;
+    s->stack[0].lent = 0;
     s->stack[0].child_ns = 0;
     s->stack[0].t0 = 0;
     s->depth = 1;
@@ -215,11 +241,17 @@ static inline PyObject *enter_timed(Py_ssize_t rid) {
         s->stack = ns;
         s->scap *= 2;
     }
-    Frame *f = &s->stack[s->depth++];
+    int32_t idx = s->depth++;
+    Frame *f = &s->stack[idx];
+    Node *n = &s->nodes[node];
     f->node = node;
     f->rid = (int32_t)rid;
     f->folded = 0;
+    f->owner = n->open; /* open already: indirect recursion, a fold frame */
+    if (n->open) n->rec++;
+    n->open = idx + 1;
     f->child_ns = 0;
+    f->lent = 0;
     f->t0 = now_ns();
     Py_RETURN_NONE;
 }
@@ -279,23 +311,34 @@ static void note_outermost(void) {
     Py_XSETREF(exit_seen, code);
 }
 
-/* Add one visit of `f` ending at `t` to its node; `inner`: time of an open visit inside it. */
-static inline void count_visit(ThreadState *s, Frame *f, int64_t t, int64_t inner) {
-    int64_t dt = t - f->t0;
+/* The frame at stack index `i` ends at `t`; `inner`: time of an open visit inside it. A visit of
+ * its node (its inclusive time less what it lent), or, for a fold frame, its own time to its
+ * node's previous frame and its time lent by the frames in between (see the top). */
+static inline void count_frame(ThreadState *s, int32_t i, int64_t t, int64_t inner) {
+    Frame *f = &s->stack[i];
     Node *n = &s->nodes[f->node];
+    int64_t dt = t - f->t0, own = dt - f->child_ns - inner;
+    n->open = f->owner;
+    if (f->owner) {
+        int32_t prev = f->owner - 1;
+        for (int32_t j = prev + 1; j < i; j++) s->stack[j].lent += dt - f->lent;
+        s->stack[prev].child_ns -= own;
+        return;
+    }
+    dt -= f->lent;
     n->visits++;
     n->incl += dt;
-    n->excl += dt - f->child_ns - inner;
+    n->excl += own;
     if (dt < n->min) n->min = dt;
     if (dt > n->max) n->max = dt;
     n->sumsq += (double)dt * (double)dt;
 }
 
 static void close_top(ThreadState *s, int64_t t) {
-    Frame *f = &s->stack[--s->depth];
-    count_visit(s, f, t, 0);
-    s->stack[s->depth - 1].child_ns += t - f->t0;
-    if (s->depth == 1) note_outermost();
+    int32_t i = --s->depth;
+    count_frame(s, i, t, 0);
+    s->stack[i - 1].child_ns += t - s->stack[i].t0;
+    if (i == 1) note_outermost();
 }
 
 /* The visit bookkeeping of exit at time t, after the checks. */
@@ -318,7 +361,10 @@ static inline PyObject *exit_timed(Py_ssize_t rid, int64_t t) {
         dropped += s->depth - 1 - i;
         /* What the dropped visits' closed children took is recorded under them: not the
          * survivor's own time. The dropped visits' own time stays in the survivor's. */
-        for (int32_t j = i + 1; j < s->depth; j++) s->stack[i].child_ns += s->stack[j].child_ns;
+        for (int32_t j = s->depth - 1; j > i; j--) {
+            s->stack[i].child_ns += s->stack[j].child_ns;
+            s->nodes[s->stack[j].node].open = s->stack[j].owner; /* innermost first */
+        }
         s->depth = i + 1;
         top = &s->stack[i];
     }
@@ -368,7 +414,7 @@ static long close_open(int own) {
         if ((s == tls && !own) || s->dead) continue;
         int64_t inner = 0;
         for (int32_t i = s->depth - 1; i > 0; i--) {
-            count_visit(s, &s->stack[i], t, inner);
+            count_frame(s, i, t, inner);
             inner = t - s->stack[i].t0;
             count++;
         }
@@ -413,7 +459,7 @@ static PyObject *p_exit_elsewhere(PyObject *self, PyObject *arg) {
         f->folded--;
         Py_RETURN_TRUE;
     }
-    count_visit(found, f, t, 0);
+    count_frame(found, found->depth - 1, t, 0);
     found->depth--;
     found->stack[found->depth - 1].child_ns += t - f->t0;
     Py_RETURN_TRUE;
@@ -584,17 +630,16 @@ static PyObject *p_take_iterations(PyObject *self, PyObject *unused) {
     return out;
 }
 
+/* The call path of this thread's innermost open visit, as the profile records it (folded). */
 static PyObject *p_current_path(PyObject *self, PyObject *unused) {
     ThreadState *s = tls;
     if (!s) return PyTuple_New(0);
-    PyObject *t = PyTuple_New(s->depth - 1);
-    if (!t) return NULL;
-    for (int32_t i = 1; i < s->depth; i++) {
-        PyObject *v = PyLong_FromLong(s->stack[i].rid);
-        if (!v) { Py_DECREF(t); return NULL; }
-        PyTuple_SET_ITEM(t, i - 1, v);
-    }
-    return t;
+    return path_of(s, s->stack[s->depth - 1].node);
+}
+
+static PyObject *p_open_visits(PyObject *self, PyObject *unused) {
+    ThreadState *s = tls;
+    return PyLong_FromLong(s ? s->depth - 1 : 0);
 }
 
 static PyObject *p_reset_after_fork(PyObject *self, PyObject *unused) {
@@ -937,7 +982,8 @@ static PyMethodDef methods[] = {
     {"gpu_target", p_gpu_target, METH_NOARGS, "The GPU target region, or -1."},
     {"take_deltas", p_take_deltas, METH_NOARGS, "Changed call paths since the previous call."},
     {"take_iterations", p_take_iterations, METH_NOARGS, "Loop iteration counts since the previous call."},
-    {"current_path", p_current_path, METH_NOARGS, "Region ids on this thread's stack, outermost first."},
+    {"current_path", p_current_path, METH_NOARGS, "The call path of this thread's innermost open visit, outermost region first."},
+    {"open_visits", p_open_visits, METH_NOARGS, "Visits open on this thread (a folded direct-recursive one counts with its outer visit)."},
     {"reset_after_fork", p_reset_after_fork, METH_NOARGS, "Forget everything (in a forked child)."},
     {"dropped", p_dropped, METH_NOARGS, "Visits dropped (left open, unknown ids, out of memory)."},
     {"exit_seen", p_exit_seen, METH_NOARGS, "(code,) of the SystemExit that last left the main thread's outermost region, or None."},

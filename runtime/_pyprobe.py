@@ -3,7 +3,7 @@
 The C extension `runtime._cprobe` implements the same functions faster; this module is the
 fallback when it is not built (no compiler) or when SCALEPROBE_PURE=1. Both expose:
 enter, exit, mark, left, back, back_of, ensure_capacity, set_off, take_deltas, take_iterations, current_path,
-reset_after_fork, dropped, threads, exit_seen, set_exit_seen, take_final_deltas, exit_elsewhere,
+open_visits, reset_after_fork, dropped, threads, exit_seen, set_exit_seen, take_final_deltas, exit_elsewhere,
 set_gpu_hooks, set_gpu_target, gpu_target.
 
 The hot path is bytecode-bound, so every choice below saves bytecodes or allocations
@@ -21,6 +21,22 @@ The hot path is bytecode-bound, so every choice below saves bytecodes or allocat
 - Direct recursion (a region entering itself) pushes the same node again: exit recognises it by
   identity (`stack[-1] is node`), counts nothing and adds no time, so inclusive time is never
   counted twice and no fold counter is checked on every exit.
+- Indirect recursion (`a -> b -> a`) folds too. The first visit of a call path whose region is
+  open further up (found once, when the path's node would be made) records a back edge to that
+  node in `kids`. A node that is open already (its `t0` is not 0; exit sets it back to 0) is not
+  entered again: a fold frame is pushed instead,
+  [0, 0.0, 0.0, inf, 0.0, 0.0, 0, the node's kids, _FOLD, the node, None, t0, x]. Its children are
+  the node's (`a -> b -> a -> c` is recorded as `a -> c`), so a tree holds only call paths without
+  a repeated region, however the program recurses (review 44: five functions calling each other
+  in a data-dependent order made 849,489 call paths); it counts as a recursive visit. Its rid
+  `_FOLD` sends its exit to the slow path (`_lend`), which takes its own time off the `x` of the
+  node's previous frame (the node's exclusive time gets it when that visit ends; inclusive time
+  and visits are the outer visit's), and has the frames in between lend it its time: their `t0`
+  moves later by it (so their inclusive time leaves out what a region further up did inside them,
+  which counts there), and their parents' `x` earlier by it (their exclusive time stays whole).
+  So every call path's inclusive time is its exclusive time plus its children's, and every
+  nanosecond is some call path's own, once, as in C (the modeler's parts checks rely on it). Only
+  the pure backend pays for folding on the hot path: one test in enter, one store in exit.
 - The GPU rotation's target region (runtime/gpu.py) is a bit in `_off`: enter finds it where it
   checks `_off` anyway, exit with one index on its way out; only that region calls the hooks.
 """
@@ -37,6 +53,7 @@ _NSTATS = 7
 _INF = float("inf")
 _NS = 1e9
 _ROOT_RID = -(1 << 40)  # never equal to a region id, valid or not: exit() can never close the root
+_FOLD = -(1 << 41)  # the rid of a fold frame (indirect recursion): never a region id, so its exit takes the slow path
 
 _local = threading.local()
 # (root node, weak reference to a marker that lives in the thread's local storage, the thread's
@@ -82,13 +99,40 @@ class _Marker:
     __slots__ = ("__weakref__",)
 
 
-def _new_child(parent: list, rid: int) -> list | None:
-    """First visit of `rid` under `parent`; None (and counted as dropped) for a negative id."""
+def _new_child(stack: list, parent: list, rid: int) -> list | None:
+    """First visit of `rid` under the frame `parent` (on top of `stack`); None where nothing is to be
+    entered: a negative id (counted as dropped), or `parent` a fold frame of `rid` itself (direct
+    recursion: pushed again, as a node is)."""
     if rid < 0:
         _dropped[0] += 1
         return None
+    if parent[_RID] == _FOLD:
+        owner = parent[_PARENT]
+        if owner[_RID] == rid:
+            stack.append(parent)
+            owner[_REC] += 1
+            return None
+        parent = owner  # the fold frame's children are its node's
+    up = parent
+    while up[_RID] != _ROOT_RID:  # `rid` further up (indirect recursion): its node is open, and folds
+        if up[_RID] == rid:
+            parent[_KIDS][rid] = up  # a back edge, which take_deltas skips
+            return up
+        up = up[_PARENT]
     node = parent[_KIDS][rid] = _new_node(rid, parent)
     return node
+
+
+def _fold(stack: list, node: list) -> None:
+    """enter() of a node that is open already (indirect recursion): a fold frame (see the module)."""
+    t = perf_counter()
+    stack.append([0, 0.0, 0.0, _INF, 0.0, 0.0, 0, node[_KIDS], _FOLD, node, None, t, t])
+    node[_REC] += 1
+
+
+def _rid_of(frame: list) -> int:
+    """The region of a stack frame: a node's, or a fold frame's node's."""
+    return frame[_PARENT][_RID] if frame[_RID] == _FOLD else frame[_RID]
 
 
 # The hot path indexes nodes with literal numbers (layout above: 6 recursive, 7 kids, 8 rid,
@@ -118,9 +162,11 @@ def enter(rid: int, _perf=perf_counter, _local=_local, _off=_off) -> None:
     try:
         node = top[7][rid]
     except KeyError:
-        node = _new_child(top, rid)
+        node = _new_child(stack, top, rid)
         if node is None:
             return
+    if node[11]:  # open already: indirect recursion
+        return _fold(stack, node)
     node[11] = node[12] = _perf()
     stack.append(node)
 
@@ -162,6 +208,7 @@ def exit(rid: int, _perf=perf_counter, _local=_local, _root=_ROOT_RID, _exc=_han
     n[0] += 1
     n[1] += dt
     n[2] += t - n[12]
+    n[11] = 0.0  # closed (see enter)
     if dt < n[3]:
         n[3] = dt
     if dt > n[4]:
@@ -185,15 +232,35 @@ def _exit_target(rid: int) -> bool | None:
 
 
 def _close_top(stack: list, t: float) -> None:
-    """exit() of the node on top, for the rare paths."""
+    """exit() of the frame on top, for the rare paths."""
     n = stack.pop()
     p = stack[-1]
     if p is n:
         return
     p[_X] += t - n[_T0]
-    _count_visit(n, t, 0.0)
+    _count_frame(stack, n, t, 0.0)
     if p[_RID] is _ROOT_RID:
         _note_outermost()
+
+
+def _lend(below: list, fold: list, t: float, inner: float) -> None:
+    """A fold frame ends at `t` (`below`: the frames under it; `inner`: time of an open visit inside
+    it): its own time goes to its node's previous frame, and the frames in between lend it its
+    time (see the module)."""
+    node = fold[_PARENT]
+    lent = t - fold[_T0]
+    j = len(below) - 1
+    while j > 0 and below[j] is not node and not (below[j][_RID] == _FOLD and below[j][_PARENT] is node):
+        j -= 1
+    if j == 0:  # (a copy of another thread's stack taken as it changed: _close_open)
+        return
+    below[j][_X] -= t - fold[_X] - inner
+    for m in range(j + 1, len(below)):
+        y = below[m]
+        if y is below[m - 1]:  # a folded direct-recursive visit: the same frame again
+            continue
+        y[_T0] += lent
+        below[m - 1][_X] += lent
 
 
 def _note_outermost() -> None:
@@ -229,22 +296,39 @@ def _exit_other(stack: list, rid: int, t: float, off=_off) -> bool | None:
         return None
     if off[rid] & _TARGET:
         return _exit_target(rid)
+    top = stack[-1]
+    if top[_RID] == _FOLD and top[_PARENT][_RID] == rid:  # a fold frame (also of a region throttled since)
+        _close_top(stack, t)
+        return None
     if off[rid] & _OFF:
         return None
     for i in range(len(stack) - 1, 0, -1):
-        if stack[i][_RID] == rid:
+        if _rid_of(stack[i]) == rid:
             break
     else:
         return False
-    # Folded recursion repeats a node: count each dropped visit once.
+    # Folded recursion repeats a frame: count each dropped visit once.
     above = [stack[j] for j in range(i + 1, len(stack)) if stack[j] is not stack[j - 1]]
     _dropped[0] += len(above)
     # What the dropped visits' closed children took is recorded under them: not the survivor's
     # own time. The dropped visits' own time stays in the survivor's.
     stack[i][_X] += sum(n[_X] - n[_T0] for n in above)
+    for n in above:
+        if n[_RID] != _FOLD:
+            n[_T0] = 0.0  # closed (see enter)
     del stack[i + 1 :]
     _close_top(stack, t)
     return None
+
+
+def _count_frame(below: list, n: list, t: float, inner: float) -> None:
+    """The frame `n` ends at `t` (`below`: the frames under it; `inner`: time of an open visit inside
+    it): a visit of its node, or a fold frame's `_lend`."""
+    if n[_RID] == _FOLD:
+        _lend(below, n, t, inner)
+    else:
+        _count_visit(n, t, inner)
+        n[_T0] = 0.0  # closed (see enter)
 
 
 def _count_visit(n: list, t: float, inner: float) -> None:
@@ -301,8 +385,9 @@ def _close_open(_tries: int = 100000, own: bool = False) -> int:
                 continue
             if n is frames[i - 1]:  # a folded direct-recursive visit: one visit with the outer one
                 continue
-            _count_visit(n, t, inner)
-            inner = t - n[_T0]
+            begun = n[_T0]  # (_count_frame sets a node's back to 0)
+            _count_frame(frames[:i], n, t, inner)
+            inner = t - begun
             count += 1
     return count
 
@@ -312,15 +397,15 @@ def exit_elsewhere(rid: int) -> bool:
     another): close the visit on the thread where rid is the innermost open region, if exactly
     one thread has it there. True if closed."""
     t = perf_counter()
-    found = [s for s in _other_stacks() if len(s) > 1 and s[-1][_RID] == rid]
+    found = [s for s in _other_stacks() if len(s) > 1 and _rid_of(s[-1]) == rid]
     if len(found) != 1:
         return False
     stack = found[0]
     n = stack.pop()
     p = stack[-1]
     if p is not n:  # else a folded recursive visit: nothing to count
-        _count_visit(n, t, 0.0)
         p[_X] += t - n[_T0]
+        _count_frame(stack, n, t, 0.0)
     return True
 
 
@@ -453,6 +538,8 @@ def take_deltas() -> list[tuple]:
         while todo:
             path, node = todo.pop()
             for rid, child in list(node[_KIDS].items()):
+                if child[_PARENT] is not node:  # a back edge to an ancestor (indirect recursion)
+                    continue
                 p = path + (rid,)
                 cur = child[:_NSTATS]
                 snap = child[_SNAP] or _NO_SNAP
@@ -490,10 +577,26 @@ def take_iterations() -> list[tuple[int, int]]:
 
 
 def current_path() -> tuple[int, ...]:
+    """The call path of this thread's innermost open visit, as the profile records it (folded)."""
     stack = getattr(_local, "stack", None)
     if not stack:
         return ()
-    return tuple(stack[i][_RID] for i in range(1, len(stack)) if stack[i] is not stack[i - 1])
+    n = stack[-1]
+    if n[_RID] == _FOLD:
+        n = n[_PARENT]
+    path = []
+    while n[_RID] != _ROOT_RID:
+        path.append(n[_RID])
+        n = n[_PARENT]
+    return tuple(reversed(path))
+
+
+def open_visits() -> int:
+    """Visits open on this thread (a folded direct-recursive one counts with its outer visit)."""
+    stack = getattr(_local, "stack", None)
+    if not stack:
+        return 0
+    return sum(1 for i in range(1, len(stack)) if stack[i] is not stack[i - 1])
 
 
 def reset_after_fork() -> None:

@@ -1077,7 +1077,7 @@ def _left_open() -> int:
     if threading.current_thread() is not threading.main_thread():
         return 0
     try:
-        return len(impl.current_path())
+        return impl.open_visits()
     except Exception:  # noqa: BLE001 - the count must never stop the end record
         return 0
 

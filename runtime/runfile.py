@@ -38,8 +38,9 @@ class Region:
 class ProfileStats:
     """Stats of one call path. Min, max and sumsq are per timed visit and inclusive.
 
-    `recursive` counts the direct recursive calls folded into a running visit: they are included
-    in `visits` but add no time (inclusive time is never counted twice).
+    `recursive` counts the recursive calls folded into a running visit of the same call path
+    (direct, or through other regions: docs/format.md): they are included in `visits` but add no
+    inclusive time (inclusive time is never counted twice).
     """
 
     visits: int = 0

@@ -1,0 +1,292 @@
+"""Indirect recursion is folded into the open visit of the recursing region (review 44 F1).
+
+Functions that call each other in a data-dependent order (a recursive-descent parser, an
+`ast.NodeVisitor` walk, a tree-shaped model) made a call path of every distinct sequence of calls:
+five functions 20 deep gave 849,489 call paths, a 145 MB run file and 1.29 GB of memory. A region
+that is open further up the stack now re-enters its open node, as direct recursion does: the tree
+holds only call paths without a repeated region, the folded visit's own time is the region's
+exclusive time, and inclusive time is never counted twice."""
+import itertools
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from test_backend import BACKENDS, fresh_backend
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=BACKENDS)
+def b(request):
+    mod = fresh_backend(request.param)
+    yield mod
+    mod.reset_after_fork()
+
+
+def _by_path(deltas):
+    return {d[0]: d for d in deltas}
+
+
+def _assert_tree_of_times(deltas):
+    """Every call path's inclusive time is its exclusive time plus its children's inclusive times
+    (to the ns the pure backend rounds each node to), with none below zero."""
+    d = _by_path(deltas)
+    for path, visits, incl, excl, mn, mx, sq, rec in deltas:
+        assert 0 <= excl <= incl and mn <= mx <= incl, path
+        kids = [k for k in d if len(k) == len(path) + 1 and k[:-1] == path]
+        assert abs(incl - excl - sum(d[k][2] for k in kids)) <= len(kids) + 1, path
+
+
+def _simple_paths(k: int) -> int:
+    """Call paths of distinct regions out of k, below one root region of its own."""
+    return sum(len(list(itertools.permutations(range(k), n))) for n in range(1, k + 1))
+
+
+def _chain(b, rng, rids, depth, log):
+    """One random call chain: each level enters a random region of `rids` until `depth`."""
+    rid = rng.choice(rids)
+    log.append(rid)
+    b.enter(rid)
+    try:
+        if depth:
+            _chain(b, rng, rids, depth - 1, log)
+    finally:
+        b.exit(rid)
+
+
+def _random_chains(b, seed=7, chains=300, depth=12):
+    rng = random.Random(seed)
+    b.enter(0)
+    for _ in range(chains):
+        _chain(b, rng, [1, 2, 3, 4], depth, [])
+    b.exit(0)
+    return b.take_deltas()
+
+
+def test_data_dependent_mutual_recursion_keeps_only_paths_without_a_repeated_region(b):
+    deltas = _random_chains(b)
+    paths = [d[0] for d in deltas]
+    assert all(p[0] == 0 and len(set(p)) == len(p) for p in paths), paths
+    # without folding, 300 chains 13 deep over 4 regions make thousands of distinct paths
+    assert len(paths) <= 1 + _simple_paths(4)
+    d = _by_path(deltas)
+    total_calls = 300 * 13
+    assert sum(v for p, v, *_ in deltas if p != (0,)) == total_calls  # every call is a visit...
+    assert sum(v - rec for p, v, *_, rec in deltas if p != (0,)) < total_calls  # ...many of them folded
+    _assert_tree_of_times(deltas)
+    # every nanosecond of the run is some call path's own time, exactly once
+    own = sum(x[3] for x in deltas)
+    assert abs(own - d[(0,)][2]) <= len(deltas)  # the pure backend rounds each node to whole ns
+
+
+def test_both_backends_fold_the_same_way():
+    if len(BACKENDS) < 2:
+        pytest.skip("C backend not built (python setup.py build_ext --inplace)")
+    seen = []
+    for name in BACKENDS:
+        mod = fresh_backend(name)
+        try:
+            seen.append(sorted((d[0], d[1], d[7]) for d in _random_chains(mod, seed=11)))
+        finally:
+            mod.reset_after_fork()
+    assert seen[0] == seen[1]
+
+
+def test_the_folded_visit_is_the_region_s_own_time_not_its_caller_s(b):
+    nap = 0.003
+    b.enter(1)        # a
+    b.enter(2)        # a -> b
+    b.enter(1)        # a -> b -> a: folded into a
+    time.sleep(nap)   # a's own time
+    b.enter(3)        # recorded as a -> c
+    time.sleep(nap)
+    assert b.current_path() == (1, 3) and b.open_visits() == 4
+    b.exit(3)
+    b.enter(2)        # a -> b -> a -> b: folded into a -> b
+    time.sleep(nap)   # b's own time
+    b.exit(2)
+    b.exit(1)
+    assert b.current_path() == (1, 2) and b.open_visits() == 2
+    b.exit(2)
+    b.exit(1)
+    d = _by_path(b.take_deltas())
+    assert set(d) == {(1,), (1, 2), (1, 3)}
+    ns = nap * 1e9
+    _, va, incl_a, excl_a, mn_a, mx_a, _, rec_a = d[(1,)]
+    _, vb, incl_b, excl_b, mn_b, mx_b, _, rec_b = d[(1, 2)]
+    _, vc, incl_c, excl_c, *_ = d[(1, 3)]
+    assert (va, rec_a, vb, rec_b, vc) == (2, 1, 2, 1, 1)
+    assert mn_a == mx_a == incl_a and mn_b == mx_b == incl_b  # one timed visit each: the outer one
+    assert excl_a >= ns and excl_b >= ns and excl_c >= ns
+    # the inner a (and the c it called) ran inside b, but count for a: b lent them its time, so b
+    # holds its own time only (it has no child), and the run adds up
+    assert incl_b == excl_b and incl_a >= excl_a + excl_c + ns
+    assert abs(excl_a + excl_b + excl_c - incl_a) <= 3  # each nanosecond counted once
+    _assert_tree_of_times(list(d.values()))
+
+
+def test_direct_recursion_of_a_folded_visit(b):
+    b.enter(1); b.enter(2); b.enter(1); b.enter(1); b.enter(3)
+    assert b.current_path() == (1, 3) and b.open_visits() == 4  # the direct repeat is no visit of its own
+    b.exit(3); b.exit(1); b.exit(1); b.exit(2); b.exit(1)
+    d = _by_path(b.take_deltas())
+    assert {p: (v, rec) for p, v, *_, rec in d.values()} == {(1,): (3, 2), (1, 2): (1, 0), (1, 3): (1, 0)}
+    assert b.current_path() == () and b.open_visits() == 0
+    assert b.dropped() == 0
+
+
+def test_a_frame_left_open_inside_a_folded_visit_is_dropped(b):
+    b.enter(1); b.enter(2); b.enter(1); b.enter(3)
+    b.exit(1)  # 3 was left open (probes switched off): dropped, the folded visit closes
+    assert b.current_path() == (1, 2)
+    b.enter(3); b.exit(3)  # a closed and reopened node is no fold
+    b.exit(2); b.exit(1)
+    d = _by_path(b.take_deltas())
+    assert {p: (v, rec) for p, v, *_, rec in d.values()} == {
+        (1,): (2, 1), (1, 2): (1, 0), (1, 2, 3): (1, 0)}
+    assert b.dropped() == 1
+    _assert_tree_of_times(list(d.values()))
+    b.enter(1); b.enter(3); b.exit(3); b.exit(1)  # (1, 3) was never closed by its own exit, and is not open
+    assert _by_path(b.take_deltas())[(1, 3)][1:2] == (1,)
+
+
+def test_a_region_throttled_during_its_folded_visit_still_closes_it(b):
+    b.enter(1); b.enter(2); b.enter(1)
+    b.set_off(1, True)
+    b.exit(1)  # the folded visit began timed: it ends
+    assert b.current_path() == (1, 2)
+    b.exit(2)
+    b.exit(1)
+    d = _by_path(b.take_deltas())
+    assert {p: (v, rec) for p, v, *_, rec in d.values()} == {(1,): (2, 1), (1, 2): (1, 0)}
+    assert b.dropped() == 0
+
+
+def test_open_folded_visits_of_another_thread_count_at_the_final_flush(b):
+    inside, release = threading.Event(), threading.Event()
+
+    def work():
+        b.enter(1); b.enter(2); b.enter(1); b.enter(3)
+        inside.set()
+        release.wait(10)
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    assert inside.wait(10)
+    closed, deltas = b.take_final_deltas()
+    release.set()
+    t.join(10)
+    d = _by_path(deltas)
+    assert closed == 4  # the folded visit is one of the open visits
+    assert {p: (v, rec) for p, v, *_, rec in d.values()} == {(1,): (2, 1), (1, 2): (1, 0), (1, 3): (1, 0)}
+    assert d[(1,)][3] + d[(1, 2)][3] + d[(1, 3)][3] == pytest.approx(d[(1,)][2], abs=3)
+    _assert_tree_of_times(deltas)
+
+
+def test_exit_elsewhere_closes_a_folded_visit(b):
+    inside, release = threading.Event(), threading.Event()
+
+    def work():
+        b.enter(1); b.enter(2); b.enter(1)
+        inside.set()
+        release.wait(10)
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    assert inside.wait(10)
+    try:
+        assert b.exit_elsewhere(1)  # the folded visit, innermost there
+        assert b.exit_elsewhere(2)
+        assert b.exit_elsewhere(1)  # and the outer one
+    finally:
+        release.set()
+        t.join(10)
+    d = _by_path(b.take_deltas())
+    assert {p: (v, rec) for p, v, *_, rec in d.values()} == {(1,): (2, 1), (1, 2): (1, 0)}
+    assert d[(1,)][3] + d[(1, 2)][3] == pytest.approx(d[(1,)][2], abs=2)
+    _assert_tree_of_times(list(d.values()))
+
+
+PROGRAM = '''\
+import random
+
+rng = random.Random(3)
+
+def a(n):
+    return n and rng.choice(CALLS)(n - 1) + 1
+
+def b(n):
+    return n and rng.choice(CALLS)(n - 1) + 2
+
+def c(n):
+    return n and rng.choice(CALLS)(n - 1) + 3
+
+def e(n):
+    return n and rng.choice(CALLS)(n - 1) + 4
+
+CALLS = [a, b, c, e]
+
+def main():
+    print(sum(rng.choice(CALLS)(14) for _ in range(2000)))
+
+main()
+'''
+
+
+@pytest.mark.parametrize("pure", ["0", "1"])
+def test_an_instrumented_program_that_recurses_through_four_functions(tmp_path, pure):
+    """The review's case, smaller: 2000 chains 15 deep over four functions. Unfolded, that is about
+    30,000 call paths; folded, at most the 64 paths of distinct functions below `main`."""
+    from runtime.runfile import read_run
+
+    src, out, runs = tmp_path / "src", tmp_path / "out", tmp_path / "runs"
+    src.mkdir()
+    (src / "main.py").write_text(PROGRAM)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(runs), SCALEPROBE_PURE=pure)
+    subprocess.run([sys.executable, "-m", "instrumentor.cli", "src", "-o", "out", "-q"], cwd=tmp_path, env=env,
+                   check=True, timeout=120)
+    plain = subprocess.run([sys.executable, "main.py"], cwd=src, env=env, capture_output=True, text=True, timeout=120)
+    built = subprocess.run([sys.executable, "main.py"], cwd=out, env=env, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    assert built.stdout == plain.stdout
+    [run_file] = runs.glob("**/*.jsonl")
+    run = read_run(run_file)
+    paths = list(run.profile)
+    assert len(paths) <= 1 + _simple_paths(4), len(paths)  # main, and the folded chains below it
+    assert all(len(set(p)) == len(p) for p in paths)
+    assert sum(st.recursive for st in run.profile.values()) > 0
+    [root] = [p for p in paths if len(p) == 1]
+    _assert_tree_of_times([(p, st.visits, st.incl_ns, st.excl_ns, st.min_ns, st.max_ns, st.sumsq_ns, st.recursive)
+                           for p, st in run.profile.items()])
+    # a throttled region's time stays in its caller's: still every nanosecond is some path's own, once
+    assert sum(st.excl_ns for st in run.profile.values()) == pytest.approx(run.profile[root].incl_ns, abs=len(paths))
+
+
+def test_deep_ping_pong_is_two_call_paths(b):
+    def ping(n):
+        b.enter(1)
+        try:
+            if n:
+                pong(n - 1)
+        finally:
+            b.exit(1)
+
+    def pong(n):
+        b.enter(2)
+        try:
+            if n:
+                ping(n - 1)
+        finally:
+            b.exit(2)
+
+    ping(599)  # 600 levels, as deep as the tests' recursion limit allows with room to spare
+    deltas = b.take_deltas()
+    assert {p: (v, rec) for p, v, *_, rec in deltas} == {(1,): (300, 299), (1, 2): (300, 299)}
+    _assert_tree_of_times(deltas)

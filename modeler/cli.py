@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import errno
 import importlib
+import io
 import os
 import sys
 from dataclasses import dataclass
@@ -89,8 +91,13 @@ def release_stdout() -> None:
     the interpreter's final flush go nowhere instead of raising again (Python's documented recipe,
     "Note on SIGPIPE" in the `signal` module's docs). stderr stays as it is: the warnings, the
     skipped files and the exit code still follow."""
+    _release(sys.stdout)
+
+
+def _release(stream) -> None:
+    """Point `stream`'s file descriptor at devnull (see `release_stdout`)."""
     try:
-        fd = sys.stdout.fileno()
+        fd = stream.fileno()
     except (AttributeError, OSError, ValueError):  # an in-memory stream (tests) has no descriptor
         return
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -104,12 +111,79 @@ def write_stdout(text: str) -> bool:
     """Write `text` to stdout and flush it; False where the reader has gone (then stdout is
     released, see `release_stdout`) and the command goes on to its warnings and exit code."""
     try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        _write_all(sys.stdout, text)
     except BrokenPipeError:
         release_stdout()
         return False
     return True
+
+
+def _write_all(stream, text: str) -> None:
+    """Write all of `text` to `stream` and flush it, or raise. A text stream over an unbuffered
+    binary one (`PYTHONUNBUFFERED=1`, as many container images set, or `python -u`) hands a long
+    text to a single write(2), and a reader that leaves in the middle of it (`| head -1`) makes
+    that write return short, without an error: the stream does not look at the count, so the rest
+    was lost and the broken pipe known only at the next write, which may never come (then
+    `export --extrap -` would say it wrote what the reader never got). There the bytes go in a
+    loop that writes what is left until all is written or the pipe says it is broken."""
+    raw = getattr(stream, "buffer", None)
+    # a buffered stream (the default) writes all or raises; where the text stream would turn "\n"
+    # into another line end, it is left to do so
+    if not isinstance(raw, io.RawIOBase) or os.linesep != "\n":
+        stream.write(text)
+        stream.flush()
+        return
+    stream.flush()
+    data = memoryview(text.encode(stream.encoding, stream.errors or "strict"))
+    while data:
+        written = raw.write(data)
+        if written is None:  # a non-blocking stdout that is full: as the text stream would say
+            raise BlockingIOError(errno.EAGAIN, "write could not complete without blocking")
+        data = data[written:]
+
+
+class _StderrOfAReaderGone:
+    """stderr, but a reader that went away (`modeler fit runs/ 2>&1 | head -1`: stderr shares the
+    pipe whose reader left) ends what stderr says, not the command: stderr is released as stdout
+    is (`release_stdout`) and the command goes on to its end and its exit code (3 where inputs were
+    skipped, 1 for an error), where the `BrokenPipeError` of a warning would have cut it short.
+    Everything else is the stream's own."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:  # stderr is line-buffered: a line's end flushes it
+            _release(self._stream)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            _release(self._stream)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _stderr_outlives_its_reader() -> Iterator[None]:
+    """While `main` runs, stderr is a `_StderrOfAReaderGone`: every message of every command (and
+    argparse's) goes through `sys.stderr`, so none of them can end the command early. The stream
+    comes back as it was when `main` returns."""
+    stream = sys.stderr
+    if stream is None:  # started with descriptor 2 closed: there is no stderr to keep going
+        yield
+        return
+    sys.stderr = _StderrOfAReaderGone(stream)
+    try:
+        yield
+    finally:
+        if isinstance(sys.stderr, _StderrOfAReaderGone) and sys.stderr._stream is stream:
+            sys.stderr = stream
 
 
 @contextlib.contextmanager
@@ -144,7 +218,7 @@ def _escaping_streams() -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None, *, registry: dict[str, Command] | None = None) -> int:
     """Run the modeler's command line; returns the exit code (see the EXIT_* constants)."""
-    with _escaping_streams():
+    with _escaping_streams(), _stderr_outlives_its_reader():
         return _main(argv, registry)
 
 
@@ -179,8 +253,9 @@ def _main(argv: Sequence[str] | None, registry: dict[str, Command] | None) -> in
         _warn(f"error: {exc}")
         return EXIT_ERROR
     except BrokenPipeError:
-        # a write that did not go through `write_stdout` (`modeler timeline -o -`, which writes
-        # nothing after its output): the reader going away is not an error of ours
+        # a write to stdout that did not go through `write_stdout` (`modeler timeline -o -`, which
+        # writes nothing after its output; stderr never raises it, see `_StderrOfAReaderGone`): the
+        # reader going away is not an error of ours
         release_stdout()
         return EXIT_OK
 

@@ -30,9 +30,15 @@ class ExportSummary:
     #: the series left out because they lack exactly the points where one parameter has one value
     #: (communication at ranks=1): (parameter, value) -> series
     missing_where: dict[tuple[str, float], list[str]] = field(default_factory=dict)
+    #: the reader of the stream written to went away before the end (`modeler export --extrap - |
+    #: head`): how many lines it got is not known, and "wrote" would claim them all
+    cut_off: bool = False
 
     def describe(self) -> str:
-        return f"wrote {self.lines} lines ({self.series} series at {self.points} points) to {self.target}"
+        what = f"{self.lines} lines ({self.series} series at {self.points} points)"
+        if self.cut_off:
+            return f"output cut off: the reader of {self.target} closed it before the end of the {what}"
+        return f"wrote {what} to {self.target}"
 
     def notes(self) -> list[str]:
         notes = []

@@ -18,12 +18,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 class _Stdout:
     """stdout for `--extrap -`, through `write_stdout`: a reader that went away (`| head`) ends the
-    output, not the command, whose warnings, skipped files and exit code follow on stderr."""
+    output, not the command, whose warnings, skipped files and exit code follow on stderr; `cut_off`
+    then says so, for the summary not to claim lines the reader never got."""
 
     name = "<stdout>"
 
+    def __init__(self) -> None:
+        self.cut_off = False
+
     def write(self, text: str) -> int:
-        write_stdout(text)
+        if not write_stdout(text):
+            self.cut_off = True
         return len(text)
 
 
@@ -34,7 +39,9 @@ def run(args: argparse.Namespace) -> int:
         args.metric = "all"  # an export hands over everything measured unless told otherwise
     loaded = load_from_args(args)
     data = select(loaded.dataset, args)
-    summary = write_extrap_jsonl(data, _Stdout() if args.extrap == "-" else args.extrap)
+    stdout = _Stdout() if args.extrap == "-" else None
+    summary = write_extrap_jsonl(data, args.extrap if stdout is None else stdout)
+    summary.cut_off = stdout is not None and stdout.cut_off
     warn([*data.warnings, *summary.notes()], args)
     name_skipped(loaded, args)
     if not args.quiet:

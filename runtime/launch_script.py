@@ -245,9 +245,16 @@ def _execute(prepare: Callable[[], tuple[types.CodeType, dict]],
         code, namespace = prepare()
         run_toplevel(code, namespace)
     except _CompileFailed as failed:
-        # As the interpreter shows it: where, and no traceback through the compiler's caller.
-        exc = failed.error
-        formatted = "".join(traceback.format_exception_only(type(exc), exc))
+        # As the interpreter shows it: where, and no traceback through the compiler's caller; a
+        # line that starts with a tab as Python 3.10 to 3.12 show it (runtime.linemap, review 44 F4).
+        exc = failed.error.with_traceback(None)
+        try:
+            from runtime.linemap import format_exception
+
+            formatted = format_exception(exc, _uncaught=True) or ""
+        except Exception:  # noqa: BLE001 - as _format: the error must be shown whatever happens
+            formatted = ""
+        formatted = formatted or "".join(traceback.format_exception_only(type(exc), exc))
         if on_error is not None:
             on_error(exc, formatted)
         print(formatted, end="", file=sys.stderr)

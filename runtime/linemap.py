@@ -24,7 +24,7 @@ import os
 import sys
 import threading
 from types import TracebackType
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 STATE_DIR = ".scaleprobe"  # same as instrumentor.regions.STATE_DIR; the runtime must not import it
 
@@ -33,6 +33,9 @@ _POSITIONS = sys.version_info >= (3, 11)
 # Python 3.13+ shows every line of a frame's statement (lineno to end_lineno): a FrameSummary given
 # its text must be given all of them, and end_colno is a column of the last one
 _ALL_LINES = sys.version_info >= (3, 13)
+# Python 3.13+ shows an uncaught exception with the traceback module; before, C code did
+# (Python/pythonrun.c), which shows a SyntaxError's line and carets differently (review 44)
+_C_DISPLAY = sys.version_info < (3, 13)
 
 _files: dict[str, str] = {}  # co_filename of an instrumented module -> its relpath inside OUT
 _trees: dict[str, "_Tree | None"] = {}  # OUT root -> its loaded maps (None: no usable map there)
@@ -173,7 +176,7 @@ def show(tp: type[BaseException], value: BaseException, tb: TracebackType | None
     """
     if next_hook is sys.__excepthook__:
         try:
-            text = format_exception(value, tb, _only_if_mapped=True)
+            text = format_exception(value, tb, _only_if_mapped=True, _uncaught=True)
         except Exception:  # noqa: BLE001 - a broken map must never hide the user's error
             text = None
         if text is not None:
@@ -191,7 +194,7 @@ def thread_excepthook(args: Any) -> None:
     nxt = _next_thread_hook if _next_thread_hook is not None else threading.__excepthook__
     if nxt is threading.__excepthook__ and args.exc_type is not SystemExit and args.exc_value is not None:
         try:
-            text = format_exception(args.exc_value, args.exc_traceback, _only_if_mapped=True)
+            text = format_exception(args.exc_value, args.exc_traceback, _only_if_mapped=True, _uncaught=True)
         except Exception:  # noqa: BLE001 - a broken map must never hide the user's error
             text = None
         if text is not None:
@@ -206,11 +209,12 @@ def thread_excepthook(args: Any) -> None:
 
 
 def format_exception(exc: BaseException, tb: TracebackType | None = None, *,
-                     _only_if_mapped: bool = False) -> str | None:
+                     _only_if_mapped: bool = False, _uncaught: bool = False) -> str | None:
     """`traceback.format_exception(exc)` as one string, with instrumented frames mapped back.
 
     `tb` defaults to `exc.__traceback__`. Chained exceptions (`__cause__`, `__context__`) and
-    exception groups are mapped too.
+    exception groups are mapped too. `_uncaught`: the text the interpreter shows for an uncaught
+    exception instead (the excepthooks), which differs for a SyntaxError before Python 3.13.
     """
     import traceback
 
@@ -221,6 +225,8 @@ def format_exception(exc: BaseException, tb: TracebackType | None = None, *,
     mapped = _map_all(te, missing)
     if _only_if_mapped and not mapped:
         return None
+    if _uncaught and _C_DISPLAY:
+        _display_syntax_errors_as_c(te)
     if missing:
         notes = list(getattr(te, "__notes__", None) or [])  # a copy: the exception's own list stays
         for source in sorted(missing):
@@ -235,15 +241,93 @@ def format_exception(exc: BaseException, tb: TracebackType | None = None, *,
 
 
 def _map_all(te: Any, missing: set[str]) -> int:
-    count, seen, todo = 0, set(), [te]
+    return sum(_map_stack(cur.stack, missing) for cur in _chain(te))
+
+
+def _chain(te: Any) -> Iterator[Any]:
+    """`te` and every TracebackException it shows: causes, contexts, members of groups."""
+    seen, todo = set(), [te]
     while todo:
         cur = todo.pop()
         if cur is None or id(cur) in seen:
             continue
         seen.add(id(cur))
-        count += _map_stack(cur.stack, missing)
+        yield cur
         todo.extend((cur.__cause__, cur.__context__, *(getattr(cur, "exceptions", None) or ())))
-    return count
+
+
+def _display_syntax_errors_as_c(te: Any) -> None:
+    """Show the SyntaxErrors of `te` as Python 3.10 to 3.12 show them uncaught (review 44): their
+    C code strips tabs and form feeds before the line, not only spaces, and places the carets by
+    other rules (`_c_syntax_error`); the traceback module's way would show a tab-indented line with
+    its tab and a caret line where Python shows none."""
+    import functools
+
+    for cur in _chain(te):
+        if issubclass(cur.exc_type, SyntaxError):
+            # format_exception_only calls this method of the instance (3.10 to 3.12 alike)
+            cur._format_syntax_error = functools.partial(_c_syntax_error, cur)
+
+
+def _c_syntax_error(te: Any, stype: str) -> list[str]:
+    """The lines of pythonrun.c's `print_exception` for a SyntaxError (3.10 to 3.12), from the
+    fields TracebackException copied; the traceback module's lines where its text has no UTF-8
+    form (the C code shows next to nothing there)."""
+    import traceback
+
+    fields = _c_fields(te)
+    if fields is None:  # the C code could not read the fields: it shows str(exc), as for others
+        return [traceback._format_final_exc_line(stype, te._str)]
+    lineno, offset, end_lineno, end_offset = fields
+    lines = [f'  File "{"<string>" if te.filename is None else te.filename}", line {lineno}\n']
+    if isinstance(te.text, str):
+        try:
+            lines += _c_error_text(te.text.encode("utf-8"), lineno, offset, end_lineno, end_offset)
+        except UnicodeEncodeError:
+            return list(type(te)._format_syntax_error(te, stype))
+    lines.append(traceback._format_final_exc_line(stype, te.msg))  # no ": " when msg is None or ""
+    return lines
+
+
+def _c_fields(te: Any) -> tuple[int, int, int, int] | None:
+    """(lineno, offset, end_lineno, end_offset) as `parse_syntax_error` reads them (-1: none),
+    or None where it fails (no line number). Only SyntaxError itself has its end read: for a
+    subclass (IndentationError, TabError) the C code takes none."""
+    try:
+        lineno = int(te.lineno)  # TracebackException keeps str(exc.lineno)
+        offset = -1 if te.offset is None else int(te.offset)
+        if te.exc_type is not SyntaxError:
+            return lineno, offset, lineno, -1
+        end_lineno = lineno if te.end_lineno is None else int(te.end_lineno)
+        end_offset = -1 if te.end_offset is None else int(te.end_offset)
+    except (TypeError, ValueError):
+        return None
+    return lineno, offset, end_lineno, end_offset
+
+
+def _c_error_text(data: bytes, lineno: int, offset: int, end_lineno: int, end_offset: int) -> list[str]:
+    """The source line and caret line of `print_error_text`, step by step: it works on the UTF-8
+    bytes of the text, with the offsets as given (columns in characters)."""
+    size = len(data)
+    if end_lineno > lineno:
+        end_offset = size  # an error over several lines: carets to the end of the first
+    end_offset = min(end_offset, size + 1)
+    carets = end_offset - offset if 0 < end_offset and offset < end_offset else 1
+    data = data.split(b"\0", 1)[0]  # a C string
+    stripped = data.lstrip(b" \t\f")  # all leading whitespace, where traceback strips spaces
+    offset = offset - 1 - (len(data) - len(stripped))
+    data = stripped
+    length = len(data) - 1 if data.endswith(b"\n") else len(data)
+    offset = min(offset, length)
+    while True:  # the text may hold several lines: the one the offset is on, and those after it
+        nl = data.find(b"\n")
+        if nl < 0 or nl >= offset:
+            break
+        data, length, offset = data[nl + 1:], length - nl - 1, offset - nl - 1
+    lines = ["    " + data.decode("utf-8") + ("" if data[length:length + 1] == b"\n" else "\n")]
+    if offset >= 0:  # no caret line for an offset left of the text
+        lines.append("    " + " " * offset + "^" * carets + "\n")
+    return lines
 
 
 # the probes' async wrappers (runtime/probe.py): Python code between the user's `async for` /

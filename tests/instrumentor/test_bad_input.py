@@ -174,16 +174,41 @@ def test_a_file_that_becomes_unreadable_keeps_its_earlier_build(src, tmp_path, c
     assert {rel: (out / rel).read_bytes() for rel in before} == before  # nothing removed or lost
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode (the tests above patch the reads)")
-def test_unreadable_by_mode(src, tmp_path, capsys):
-    for path in (src / "pkg" / "tabs.py", src / "data.yaml", src / "private"):
+# root reads files whatever their mode: as root, a command runs with the capabilities that override
+# file modes dropped (as modeler/test_review26_inputs.py does)
+SETPRIV = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search",
+           "--"]
+
+
+def without_read_rights(cmd: list[str], unreadable_file: Path) -> list[str]:
+    """`cmd` as a user whom chmod 000 keeps from reading; skips where setpriv is missing, or does not
+    keep root from reading `unreadable_file` (mode 0)."""
+    if os.geteuid() != 0:
+        return cmd
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: chmod 000 would not keep a file from being read")
+    probe = run([*SETPRIV, sys.executable, "-c", "import sys; open(sys.argv[1], 'rb')", str(unreadable_file)])
+    if probe.returncode == 0 or "PermissionError" not in probe.stderr:
+        pytest.skip(f"setpriv does not drop root's file rights here: {probe.stderr.strip()[-200:]}")
+    return [*SETPRIV, *cmd]
+
+
+def test_unreadable_by_mode(src, tmp_path):
+    paths = (src / "pkg" / "tabs.py", src / "data.yaml", src / "private")
+    for path in paths:
         path.chmod(0)
     try:
-        assert main([str(src), "-o", str(tmp_path / "out")]) == 1
+        done = run(without_read_rights([sys.executable, "-m", "instrumentor", str(src), "-o", str(tmp_path / "out")],
+                                       src / "data.yaml"))
     finally:
-        for path in (src / "pkg" / "tabs.py", src / "data.yaml", src / "private"):
+        for path in paths:
             path.chmod(0o755)
-    assert len(failed_lines(capsys.readouterr().out)) == 3
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert sorted(failed_lines(done.stdout)) == [
+        "  data.yaml: cannot read: Permission denied",
+        "  pkg/tabs.py: cannot read: Permission denied",
+        "  private/: cannot read: Permission denied",
+    ]
 
 
 def test_out_or_its_parent_not_writable_is_a_usage_error(src, tmp_path, capsys, monkeypatch):

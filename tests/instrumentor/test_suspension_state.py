@@ -235,23 +235,17 @@ def test_no_entry_is_left_behind_however_a_suspension_ends(module):
         task = asyncio.ensure_future(ns["waits"]())
         await asyncio.sleep(0)
         task.cancel()
-        try:
+        with pytest.raises(asyncio.CancelledError):  # cancelled while suspended in its sleep
             await task
-        except asyncio.CancelledError:
-            pass
-        try:
+        with pytest.raises(asyncio.TimeoutError):  # the same, by wait_for
             await asyncio.wait_for(ns["waits"](), 0.01)
-        except asyncio.TimeoutError:
-            pass
         it = ns["ticks"](5)
         await it.__anext__()
         await it.aclose()
         it = ns["ticks"](5)
         await it.__anext__()
-        try:
+        with pytest.raises(ValueError):  # thrown in at the suspension, not handled there
             await it.athrow(ValueError)
-        except ValueError:
-            pass
         c = ns["waits"]()
         c.send(None)
         c.close()

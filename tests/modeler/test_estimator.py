@@ -148,6 +148,7 @@ def test_noise_test_keeps_a_flat_series_constant():
     pts = grid(P_VALUES, N_VALUES)
     ds = dataset(("p", "n"), [lambda p, n: np.full(p.shape, 50.0)] * 20, pts, reps=5, noise=0.05, seed=11)
     with_test = PMNFModeler().fit(ds)
+    assert len(with_test.models_) == 20
     assert all(m.model.terms == () for m in with_test.models_)
     assert all(m.model.constant == pytest.approx(50.0, rel=0.02) for m in with_test.models_)
 

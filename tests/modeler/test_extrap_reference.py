@@ -92,11 +92,13 @@ def test_one_parameter_6_constant_and_quadratic_terms():
 
 
 def test_default_mode_fits_the_two_parameter_data_better_than_extrap():
-    # Extra-P's SMAPE on this file is 6.64% (in-sample, its own selection criterion)
+    # Extra-P's SMAPE on this file is 6.64% (in-sample, its own selection criterion): that of the model
+    # ../shared/extrap-reference/README.md lists for text__two_parameter_1.txt (Extra-P 4.2.5,
+    # tests/test_console.py) over the points' means, 6.6446 from the README's printed coefficients
     ds = _read("text__two_parameter_1.txt")
     ours = PMNFModeler().fit(ds).models_[0]
     extrap = PMNFModeler(compat="extrap").fit(ds).models_[0]
-    assert extrap.smape == pytest.approx(6.644640850035617, rel=1e-6)
+    assert extrap.smape == pytest.approx(6.64, abs=0.005)
     assert ours.smape < extrap.smape / 2
     assert len(ours.model.terms) < len(extrap.model.terms)
     np.testing.assert_array_less(0, ours.model.evaluate(np.array([[60.0, 5.0]])))

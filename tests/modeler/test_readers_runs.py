@@ -130,9 +130,13 @@ def test_malformed_and_cut_off_lines_reported_with_file_and_line(tmp_path):
     # a broken step record in the middle of another file: reported, and the lines after it still count
     _run_with_a_line_inside(tmp_path, "c", b'{"type": "step", "region": 0, "duration_ns": 12,,}')
     rs = load_runs([tmp_path])
-    assert all(r.status == "ok" for r in rs.runs)
+    assert {r.run_id: r.status for r in rs.runs} == {"a": "ok", "b": "ok", "c": "ok"}
+    # c's end record comes after the broken line: read, else c would be incomplete
+    (c,) = [r for r in rs.runs if r.run_id == "c"]
+    c_path = tmp_path / "c" / "rank0.1000.jsonl"
+    assert [(f.path, f.run.end) for f in c.files] == [(c_path, {"status": "ok", "exit_code": 0})]
     assert any(w.startswith(f"{path}:") and "incomplete last line" in w for w in rs.warnings)
-    assert any("rank0.1000.jsonl:" in w and "not valid JSON" in w for w in rs.warnings)
+    assert any(w.startswith(f"{c_path}:") and "not valid JSON" in w for w in rs.warnings)
 
 
 def test_a_garbage_line_that_may_have_held_totals_leaves_its_run_out(tmp_path):

@@ -89,7 +89,9 @@ def test_format_seconds(seconds, text):
 def test_ticks_are_round_numbers_inside_the_range():
     ticks = svg._linear_ticks(0.0, 9.3)
     assert ticks[0] == 0 and ticks[-1] <= 9.3 and all(re.fullmatch(r"\d+(\.0)?", str(t)) for t in ticks)
-    assert svg._log_ticks(1, 64) == [1, 4, 16, 64] or svg._log_ticks(1, 64) == [1, 2, 4, 8, 16, 32, 64]
+    # base 2 for ranks and sizes: every power of two while there are at most 8, every other one past that
+    assert svg._log_ticks(1, 64) == [1, 2, 4, 8, 16, 32, 64]
+    assert svg._log_ticks(1, 1024) == [1, 4, 16, 64, 256, 1024]
 
 
 def test_narrow_heat_map_labels_every_kth_column():

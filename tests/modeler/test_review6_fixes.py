@@ -58,7 +58,9 @@ def test_noisy_constants_are_never_split(noise):
     rng = np.random.default_rng(1)
     grid = np.array([1.0, 2.0, 4.0, 8.0, 16.0])[:, None]
     ser = [Series(f"c{i}", "time", grid, _reps(np.full(5, 3.0), noise, rng)) for i in range(60)]
-    for fm in PMNFModeler().fit(Dataset(("ranks",), ser)).models_:
+    fitted = PMNFModeler().fit(Dataset(("ranks",), ser)).models_
+    assert len(fitted) == 60
+    for fm in fitted:
         assert all(f.exponent >= 0 for t in fm.model.terms for f in t.factors), fm.model.formula()
 
 

@@ -47,6 +47,7 @@ PMNF = {
 def test_work_split_over_ranks_gets_a_term_falling_as_one_over_ranks():
     models = {fm.callpath: fm for fm in PMNFModeler().fit(_dataset(STRONG)).models_}
     plain = {fm.callpath: fm for fm in PMNFModeler(strong_scaling=False).fit(_dataset(STRONG)).models_}
+    assert set(models) == set(plain) == set(STRONG)
     assert all(-1.0 in _ranks_exponents(fm.model) for fm in models.values())
     assert all(-1.0 not in _ranks_exponents(fm.model) for fm in plain.values())
     at = {"ranks": [256.0], "n": [512.0]}  # 16x the measured ranks, 4x the size
@@ -61,15 +62,19 @@ def test_work_split_over_ranks_gets_a_term_falling_as_one_over_ranks():
 
 
 def test_series_that_pmnf_explains_are_not_split():
-    for fm in PMNFModeler().fit(_dataset(PMNF)).models_:
+    fitted = PMNFModeler().fit(_dataset(PMNF)).models_
+    assert [fm.callpath for fm in fitted] == list(PMNF)
+    for fm in fitted:
         assert all(e >= 0 for e in _ranks_exponents(fm.model)), (fm.callpath, fm.model.formula())
 
 
 def test_only_a_parameter_named_ranks_is_split_and_never_in_compat_mode():
-    renamed = _dataset(STRONG, params=("p", "n"))
-    for fm in PMNFModeler().fit(renamed).models_:
+    renamed = PMNFModeler().fit(_dataset(STRONG, params=("p", "n"))).models_
+    compat = PMNFModeler(compat="extrap").fit(_dataset(STRONG)).models_
+    assert [fm.callpath for fm in renamed] == [fm.callpath for fm in compat] == list(STRONG)
+    for fm in renamed:
         assert all(f.exponent >= 0 for t in fm.model.terms for f in t.factors)
-    for fm in PMNFModeler(compat="extrap").fit(_dataset(STRONG)).models_:
+    for fm in compat:
         assert all(e >= 0 for e in _ranks_exponents(fm.model))
 
 

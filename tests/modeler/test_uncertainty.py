@@ -59,6 +59,7 @@ def _fit(n_params, noise, seed, paths=100, **kw):
 
 def test_alternatives_hold_the_chosen_model_and_weights_sum_to_one():
     est, _ = _fit(2, 0.05, 3, paths=30)
+    assert len(est.models_) == 30
     for fm in est.models_:
         assert fm.alternatives
         assert sum(a.weight for a in fm.alternatives) == pytest.approx(1.0)
@@ -70,6 +71,7 @@ def test_alternatives_hold_the_chosen_model_and_weights_sum_to_one():
 def test_noise_free_ranges_collapse_onto_the_prediction():
     est, truth = _fit(2, 0.0, 5, paths=40)
     at = target_point(2)
+    assert len(est.models_) == len(truth) == 40
     for fm, t in zip(est.models_, truth):
         lo, hi = fm.prediction_range(at)
         exact = t.evaluate(at)[0]
@@ -81,6 +83,7 @@ def test_the_80_percent_range_holds_the_truth_about_that_often(n_params, noise):
     # fixed functions and noise: deterministic; the benchmark measures it on more (docs/modeling.md)
     est, truth = _fit(n_params, noise, 7)
     at = target_point(n_params)
+    assert len(est.models_) == len(truth) == 100
     inside, widths = [], []
     for fm, t in zip(est.models_, truth):
         lo, hi = fm.prediction_range(at)
@@ -103,10 +106,13 @@ def test_a_flat_series_keeps_only_its_constant():
 
 def test_compat_mode_has_no_range_and_outputs_say_so():
     est, _ = _fit(1, 0.02, 9, paths=3, compat="extrap")
+    assert len(est.models_) == 3
     assert all(fm.alternatives == () and fm.prediction_range(np.array([[64.0]])) is None for fm in est.models_)
     ranking = rank_models(est.models_, ("p",), {"p": 128.0})
+    assert len(ranking.rows) == 3
     assert all(r.range is None for r in ranking.rows)
     doc = json.loads(render(ranking, "json"))
+    assert len(doc["models"]) == 3
     assert all(m["prediction_range"] is None and m["alternatives"] == [] for m in doc["models"])
 
 
@@ -114,11 +120,13 @@ def test_outputs_carry_the_range():
     est, _ = _fit(1, 0.05, 11, paths=4)
     ranking = rank_models(est.models_, ("p",), {"p": 128.0})
     doc = json.loads(render(ranking, "json"))
+    assert len(doc["models"]) == len(ranking.rows) == 4
     for m, row in zip(doc["models"], ranking.rows):
         lo, hi = m["prediction_range"]
         assert lo <= hi and (lo, hi) == pytest.approx(row.range)
         assert m["alternatives"][0]["weight"] > 0 and "model" in m["alternatives"][0]
     rows = list(csv.DictReader(io.StringIO(render(ranking, "csv"))))
+    assert len(rows) == 4
     assert all(float(r["range_low"]) <= float(r["range_high"]) for r in rows)
     table = render(ranking, "table")
     assert "80% range" in table.splitlines()[1]

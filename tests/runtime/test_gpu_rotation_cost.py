@@ -7,6 +7,7 @@ budget, recursion pairing, throttled target, generator suspensions, NVTX and tra
 forked children, SCALEPROBE_GPU_BUDGET=0. No timings are asserted here
 (benchmarks/probe_overhead.py measures the cost).
 """
+import ast
 import os
 import subprocess
 import sys
@@ -402,18 +403,63 @@ if __name__ == "__main__":
     print(getattr(globals().get("__sp_enter__"), "__module__", None))
 '''
 
-# What the Python wrappers recorded before M2 (the same program, budget 2): name -> (samples, gpu_ns).
-BEFORE = {"leaf": (8, 8000), "other": (8, 8000), "gen": (8, 8000), "gen:for@14": (8, 8000), "fib": (8, 16000),
-          "body": (3, 3000), "body:for@24": (3, 3000)}
-BEFORE_THROTTLED = {"leaf": (4, 4000), "other": (4, 4000), "gen": (4, 4000), "gen:for@14": (4, 4000),
-                    "fib": (12, 24000), "body": (6, 6000), "body:for@24": (6, 6000)}
+EPOCHS, STEPS, BUDGET = 2, 16, 2  # train(2, 16) above; run_built sets SCALEPROBE_GPU_BUDGET=2
+# The program's visits of each region in one step: body and its loop once; fib(4) makes 9 calls; leaf and
+# other once per item of gen(3); the generator and its loop are entered 4 times (at the start and at each of
+# the 3 resumptions). (Checked against the run's profile in test_a_program_gets_the_gpu_records_it_got_before.)
+PER_STEP = {"leaf": 3, "other": 3, "gen": 4, "gen:for@14": 4, "fib": 9, "body": 1, "body:for@24": 1}
+# Throttled at the flush at the end of epoch 0 with SCALEPROBE_THROTTLE_CALLS=20: the regions past 20
+# visits by then (16 steps x 3 or 4); fib's recursive calls do not count (16 outermost visits), nor do
+# body's and its loop's (16), which are throttled only at the final flush.
+THROTTLED_AFTER_EPOCH_0 = {"leaf", "other", "gen", "gen:for@14"}
+
+
+def defined_regions(built: Path) -> dict[int, tuple[str, str]]:
+    """rid -> (kind, name): the region table the instrumentor wrote into the built program."""
+    call = next(n for n in ast.walk(ast.parse(built.read_text())) if isinstance(n, ast.Call)
+                and getattr(n.func, "id", None) == "__sp_define__")
+    return {rid: (kind, name) for rid, kind, name, _line in ast.literal_eval(call.args[3])}
+
+
+def by_the_rotation_rule(defined: dict[int, tuple[str, str]], throttled_after_epoch_0=frozenset()) -> dict:
+    """name -> (samples, gpu_ns) that the rotation (runtime.gpu.Rotation) gives this program, from its
+    visit counts (PER_STEP) and the rule:
+
+    - every step, one region is the target, in region-id order, over the regions that are no epoch
+      or step loop. The order is taken anew only once it is used up: before the first flush it holds
+      every region defined (fork_at_leaf and its loop too, never called); after the flush at epoch
+      0's end, the regions with a closed visit (not `train`: its one visit is still open), less the
+      throttled ones. A throttled region is timed no more.
+    - in a step where it is the target, min(BUDGET, its visits in the step) visits are timed.
+    - on the fake GPU each event recorded advances the clock 1000 ns: a timed visit that times
+      nothing inside it spans 1000 ns. Only fib's timed visits can nest: two nested ones span 3000 +
+      1000 ns, what the first two visits of a step give (fib(4), then fib(3)), the most they can.
+    """
+    ordinary = {rid: name for rid, (kind, name) in defined.items() if kind not in ("epoch", "step")}
+    first = sorted(ordinary)
+    later = sorted(rid for rid, name in ordinary.items() if name in PER_STEP and name not in throttled_after_epoch_0)
+    order, pos, out = first, 0, {}
+    for step in range(EPOCHS * STEPS):
+        if pos == len(order):
+            order, pos = (first if step < STEPS else later), 0
+        name = ordinary[order[pos]]
+        pos += 1
+        if step >= STEPS and name in throttled_after_epoch_0:
+            continue
+        timed = min(BUDGET, PER_STEP.get(name, 0))
+        if timed:
+            s = out.setdefault(name, [0, 0])
+            s[0] += timed
+            s[1] += 4000 if name == "fib" else 1000 * timed
+    return {name: tuple(s) for name, s in out.items()}
 
 
 def assert_as_before(gpu, before):
-    """The same samples per region as before M2, and the same GPU time where every visit of a
-    region spans alike. The recursive `fib`'s visits do not (an outer one spans its inner ones'
-    events): since review 33 L3 the visits timed start at a random offset, so which depths are
-    timed varies, between the innermost's time and the outermost's (what the first visits gave)."""
+    """The samples per region the rotation rule gives (what the Python wrappers recorded before M2),
+    and the same GPU time where every visit of a region spans alike. The recursive `fib`'s visits
+    do not (an outer one spans its inner ones' events): since review 33 L3 the visits timed start at
+    a random offset, so which depths are timed varies, between the innermost's time and the
+    outermost's (what the first visits gave)."""
     assert {k: v[0] for k, v in gpu.items()} == {k: v[0] for k, v in before.items()}
     assert {k: v for k, v in gpu.items() if k != "fib"} == {k: v for k, v in before.items() if k != "fib"}
     assert 1000 * before["fib"][0] <= gpu["fib"][1] <= before["fib"][1]
@@ -455,7 +501,11 @@ def test_a_program_gets_the_gpu_records_it_got_before(built, tmp_path, env, prob
     if "SCALEPROBE_NVTX" in env:
         pytest.importorskip("nvtx")
     p, run, gpu = run_built(built, tmp_path, env)
-    assert_as_before(gpu, BEFORE)
+    visits = {}
+    for path, st in run.profile.items():
+        visits[run.regions[path[-1]].name] = visits.get(run.regions[path[-1]].name, 0) + st.visits
+    assert {k: visits[k] for k in PER_STEP} == {k: EPOCHS * STEPS * v for k, v in PER_STEP.items()}
+    assert_as_before(gpu, by_the_rotation_rule(defined_regions(built)))
     # the module's probes are the backend's, or the NVTX/tracing wrappers: no GPU wrapper around them
     expected = probes or ("runtime._cprobe" if _cprobe is not None else "runtime._pyprobe")  # (SCALEPROBE_PURE unset)
     assert p.stdout.strip().splitlines()[-1] == expected
@@ -463,8 +513,8 @@ def test_a_program_gets_the_gpu_records_it_got_before(built, tmp_path, env, prob
 
 def test_throttled_regions_leave_the_rotation_as_before(built, tmp_path):
     p, run, gpu = run_built(built, tmp_path, {"SCALEPROBE_THROTTLE_CALLS": "20", "SCALEPROBE_THROTTLE_NS": "100000000"})
-    assert {run.regions[r].name for r in run.throttled} == set(BEFORE_THROTTLED)
-    assert_as_before(gpu, BEFORE_THROTTLED)
+    assert {run.regions[r].name for r in run.throttled} == set(PER_STEP)
+    assert_as_before(gpu, by_the_rotation_rule(defined_regions(built), THROTTLED_AFTER_EPOCH_0))
 
 
 def test_budget_0_times_epochs_and_steps_only(built, tmp_path):

@@ -20,9 +20,6 @@ _SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
           "TORCHELASTIC_RUN_ID")
 _SCRUB_PREFIX = ("SCALEPROBE_", "SLURM_", "OMPI_", "PMI_", "PMIX_", "PALS_", "PBS_", "MPI_LOCAL")
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("instrumentor.importhook") is None,
-                                reason="instrumentor.importhook is not available")
-
 
 def launch(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in _SCRUB and not k.startswith(_SCRUB_PREFIX)}
@@ -32,7 +29,6 @@ def launch(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.Compl
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SAMPLE.is_file(), reason="the sample application is not in testdata/")
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the sample application needs torch")
 def test_sample_app_instrumented_on_the_fly_on_two_ranks(tmp_path):
     done = launch(["--instrument", "--cache-dir", str(tmp_path / "cache"), "--nproc", "2",

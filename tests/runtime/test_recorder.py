@@ -100,7 +100,17 @@ def test_sigkill_leaves_a_readable_file_with_the_last_flush(tmp_path):
     proc = subprocess.Popen([sys.executable, str(APP), "hang"], env=e, stdout=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
         assert proc.stdout.readline().strip() == "ready"
-        time.sleep(0.6)  # a few periodic flushes
+        # The flushes while the program runs (epoch ends, then every 0.1 s) must bring all six steps to
+        # the file while it still hangs: wait for that rather than for a fixed time.
+        deadline = time.monotonic() + 60  # a bound on waiting, not a claim about speed
+        while True:
+            if (tmp_path / "out").is_dir() and find_run_files(tmp_path / "out"):
+                run = only_run(tmp_path)
+                if len(run.steps) == 6 and run.profile:
+                    break
+            assert proc.poll() is None, "the program ended before it was killed"
+            assert time.monotonic() < deadline, "the six steps never reached the file before the kill"
+            time.sleep(0.05)
     finally:
         proc.kill()
         proc.wait(30)

@@ -27,7 +27,6 @@ from runtime.sysexit import exit_status, print_message
 
 REPO = Path(__file__).resolve().parents[2]
 HAVE_C = importlib.util.find_spec("runtime._cprobe") is not None
-HAVE_HOOK = importlib.util.find_spec("instrumentor.importhook") is not None
 _SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
           "TORCHELASTIC_RUN_ID")
 _SCRUB_PREFIX = ("SCALEPROBE_", "SLURM_", "OMPI_", "PMI_", "PMIX_", "PALS_", "PBS_", "MPI_LOCAL")
@@ -109,7 +108,6 @@ def _frames(text: str) -> list[tuple[str, str]]:
     return re.findall(r'File "[^"]*/([^/"]+)", line \d+, in (\S+)', text)
 
 
-@pytest.mark.skipif(not HAVE_HOOK, reason="instrumentor.importhook is not available")
 def test_data_iterator_errors_keep_the_original_traceback(tmp_path):
     src, out = _build(tmp_path, LOOPS)
     assert "__sp_iterate__" in (out / "main.py").read_text()
@@ -252,9 +250,7 @@ def test_recursion_headroom_is_the_originals(tmp_path):
     assert original.stderr.rstrip().endswith(f"RecursionError: {EXCEEDED}")
     _same(original, _python([str(out / "main.py")], tmp_path))  # the built tree, C probes
     _same(original, _launch([str(out / "main.py")], tmp_path))  # ... and under the launcher
-    if HAVE_HOOK:
-        _same(original, _launch(["--instrument", "--cache-dir", str(tmp_path / "cache"), str(src / "main.py")],
-                                tmp_path))
+    _same(original, _launch(["--instrument", "--cache-dir", str(tmp_path / "cache"), str(src / "main.py")], tmp_path))
 
 
 @pytest.mark.skipif(not HAVE_C, reason="the launcher runs the script at depth 1 with the C extension only")
@@ -324,8 +320,6 @@ def test_sys_exit_values_end_the_launched_script_as_python_does(tmp_path, value)
 
 
 def test_sys_exit_list_on_the_fly_prints_once(tmp_path):
-    if not HAVE_HOOK:
-        pytest.skip("instrumentor.importhook is not available")
     (tmp_path / "ex.py").write_text(EXIT)
     launched = _launch(["--instrument", "--cache-dir", str(tmp_path / "cache"), "ex.py", "[1, 2]"], tmp_path)
     assert (launched.returncode, launched.stderr) == (1, "[1, 2]\n")
@@ -457,7 +451,6 @@ asyncio.run(run(sys.argv[1]))
 '''
 
 
-@pytest.mark.skipif(not HAVE_HOOK, reason="instrumentor.importhook is not available")
 @pytest.mark.parametrize("case", ["for", "not-iterable", "aiter-raises", "not-a-manager", "with"])
 def test_async_for_and_with_errors_keep_the_original_traceback(tmp_path, case):
     src, out = _build(tmp_path, ASYNC)

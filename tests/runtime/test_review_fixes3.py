@@ -15,6 +15,7 @@ import pytest
 from runtime.environment import RankEnvironmentError, detect
 from runtime.launch_args import build_parser, child_flags, parse
 from runtime.launch_errors import LaunchError
+from runtime.runfile import find_run_files, read_run
 
 from .test_launch_cluster import nsys_on_path, write  # noqa: F401 - nsys_on_path is a fixture
 from .test_launch_e2e import SHOW, clean_env, launch
@@ -60,10 +61,16 @@ def test_the_launcher_refuses_a_bad_runtime_variable_before_any_run(tmp_path, de
 
 
 def test_variables_the_launcher_sets_itself_are_not_checked_from_the_caller(tmp_path):
-    write(tmp_path / "main.py", PLAIN)
-    done = launch(["main.py"], tmp_path, {"SCALEPROBE_PARAMS": "not json", "SCALEPROBE_REPETITION": "x",
-                                          "SCALEPROBE_DISABLE": "1"})
+    write(tmp_path / "show.py", SHOW)
+    done = launch(["show.py"], tmp_path, {"SCALEPROBE_PARAMS": "not json", "SCALEPROBE_REPETITION": "x"})
     assert done.returncode == 0, done.stderr
+    # and the program runs with the launcher's values, not the caller's
+    (run_dir,) = (tmp_path / "runs" / "show").iterdir()
+    (path,) = find_run_files(run_dir)
+    header = read_run(path).header
+    assert (header["params"], header["repetition"]) == ({"ranks": 1}, 0)
+    seen = json.loads((run_dir / "show0.json").read_text())["env"]
+    assert (seen["SCALEPROBE_PARAMS"], seen["SCALEPROBE_REPETITION"]) == ('{"ranks": 1}', "0")
 
 
 @pytest.mark.parametrize("env, message", [

@@ -262,18 +262,26 @@ def test_a_final_flush_past_the_file_size_limit_keeps_the_exit_status(tmp_path, 
 
 # ----- 9: threads that outlive the program's end ---------------------------------------------------------------
 
+# The program ends once the pump has finished ten items (it then goes on, open, until the exit): what the
+# test asserts comes from those ten sleeps, which surely happened, not from how long the main thread waited.
 DAEMON = """\
 import threading, time
 from runtime.manual import region
 
+ten_items = threading.Event()
+
 def pump():
     with region("pump"):
+        n = 0
         while True:
             with region("item"):
                 time.sleep(0.005)
+            n += 1
+            if n == 10:
+                ten_items.set()
 
 threading.Thread(target=pump, daemon=True).start()
-time.sleep(0.15)
+assert ten_items.wait(60), "the pump never finished ten items"
 """
 
 
@@ -282,7 +290,8 @@ def test_a_daemon_threads_open_visits_end_with_the_run(tmp_path, extra):
     done, run = _run(tmp_path, DAEMON, extra)
     assert done.returncode == 0, done.stderr
     got = _named(run)
-    assert got["pump"].visits == 1 and got["pump"].incl_ns >= 100 * MS  # the old code: no 'pump' at all
+    # ten items of a 5 ms sleep each were done inside 'pump' before the exit
+    assert got["pump"].visits == 1 and got["pump"].incl_ns >= 10 * 5 * MS  # the old code: no 'pump' at all
     assert got["pump->item"].visits >= 10 and got["pump"].excl_ns <= got["pump"].incl_ns - got["pump->item"].incl_ns + MS
     assert run.end["closed_at_end"] >= 1 and run.end["dropped"] == 0
 

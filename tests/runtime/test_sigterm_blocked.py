@@ -200,7 +200,7 @@ def test_a_program_with_its_own_sigterm_handler_is_left_alone(tmp_path, mode):
         _ready(g.rank0)
         time.sleep(0.5)
         g.rank0.send_signal(signal.SIGTERM)
-        time.sleep(3.0)  # past the watch's grace period, several times
+        time.sleep(3.0)  # past the watch's grace period (MAIN_GRACE_S, 1 s, where recording started), 3 times
         assert g.rank0.poll() is None, (g.rank0.returncode, g.rank0.stderr.read())
         (tmp_path / "store.go").write_text("")  # rank 1 joins: all_reduce returns, the handler runs
         code = _wait(g.rank0, 60, "rank 0, its all_reduce returned")
@@ -417,7 +417,7 @@ def test_without_the_c_extension_nothing_is_watched(tmp_path):
         assert line.split()[2:] == ["None"], (line, proc.stderr.read() if proc.poll() is not None else "")
         time.sleep(0.5)  # in pthread_mutex_lock
         proc.send_signal(signal.SIGTERM)
-        time.sleep(3.0)  # past the watch's grace period, several times
+        time.sleep(3.0)  # past the grace period a watch would have (MAIN_GRACE_S, 1 s), 3 times
         alive = proc.poll() is None
         proc.kill()
         proc.wait()

@@ -17,20 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from test_backend import BACKENDS, fresh_backend
+from test_backend import BACKENDS, _by_path, b, fresh_backend  # noqa: F401 - b: the backends' fixture
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(params=BACKENDS)
-def b(request):
-    mod = fresh_backend(request.param)
-    yield mod
-    mod.reset_after_fork()
-
-
-def _by_path(deltas):
-    return {d[0]: d for d in deltas}
 
 
 def _assert_tree_of_times(deltas):

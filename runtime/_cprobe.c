@@ -361,6 +361,14 @@ static inline PyObject *exit_timed(Py_ssize_t rid, int64_t t) {
         dropped += s->depth - 1 - i;
         /* What the dropped visits' closed children took is recorded under them: not the
          * survivor's own time. The dropped visits' own time stays in the survivor's. */
+        /* A dropped fold frame's closed children are recorded under its node: the frames between
+         * the node's previous frame and it lend them (innermost last: what a dropped fold lent is
+         * no child time of one under it); its own time stays the survivor's, as the others'. */
+        for (int32_t j = i + 1; j < s->depth; j++) {
+            Frame *f = &s->stack[j];
+            if (f->owner)
+                for (int32_t k = f->owner; k < j; k++) s->stack[k].lent += f->child_ns - f->lent;
+        }
         for (int32_t j = s->depth - 1; j > i; j--) {
             s->stack[i].child_ns += s->stack[j].child_ns;
             s->nodes[s->stack[j].node].open = s->stack[j].owner; /* innermost first */

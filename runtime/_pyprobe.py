@@ -234,6 +234,9 @@ def _exit_target(rid: int) -> bool | None:
 def _close_top(stack: list, t: float) -> None:
     """exit() of the frame on top, for the rare paths."""
     n = stack.pop()
+    if n[_RID] is _ROOT_RID:  # the final flush took this thread's visits meanwhile (_close_open)
+        stack.append(n)
+        return
     p = stack[-1]
     if p is n:
         return
@@ -243,24 +246,32 @@ def _close_top(stack: list, t: float) -> None:
         _note_outermost()
 
 
-def _lend(below: list, fold: list, t: float, inner: float) -> None:
+def _lend(below: list, fold: list, t: float | None, inner: float = 0.0) -> None:
     """A fold frame ends at `t` (`below`: the frames under it; `inner`: time of an open visit inside
     it): its own time goes to its node's previous frame, and the frames in between lend it its
-    time (see the module)."""
+    time (see the module). `t` None: the fold frame is dropped (left open: `_exit_other`); its own
+    time stays where the dropped visits' does, and the frames in between lend it what its closed
+    children took, which is recorded under its node."""
     node = fold[_PARENT]
-    lent = t - fold[_T0]
-    j = len(below) - 1
-    while j > 0 and below[j] is not node and not (below[j][_RID] == _FOLD and below[j][_PARENT] is node):
-        j -= 1
-    if j == 0:  # (a copy of another thread's stack taken as it changed: _close_open)
+    try:
+        j = len(below) - 1
+        while j > 0 and below[j] is not node and not (below[j][_RID] == _FOLD and below[j][_PARENT] is node):
+            j -= 1
+        if j == 0:  # (not found: another thread's stack taken as it changed, _close_open)
+            return
+        if t is None:
+            lent = fold[_X] - fold[_T0]
+        else:
+            lent = t - fold[_T0]
+            below[j][_X] -= t - fold[_X] - inner
+        for m in range(j + 1, len(below)):
+            y = below[m]
+            if y is below[m - 1]:  # a folded direct-recursive visit: the same frame again
+                continue
+            y[_T0] += lent
+            below[m - 1][_X] += lent
+    except IndexError:  # the final flush took this thread's visits meanwhile (_close_open)
         return
-    below[j][_X] -= t - fold[_X] - inner
-    for m in range(j + 1, len(below)):
-        y = below[m]
-        if y is below[m - 1]:  # a folded direct-recursive visit: the same frame again
-            continue
-        y[_T0] += lent
-        below[m - 1][_X] += lent
 
 
 def _note_outermost() -> None:
@@ -298,7 +309,11 @@ def _exit_other(stack: list, rid: int, t: float, off=_off) -> bool | None:
         return _exit_target(rid)
     top = stack[-1]
     if top[_RID] == _FOLD and top[_PARENT][_RID] == rid:  # a fold frame (also of a region throttled since)
-        _close_top(stack, t)
+        stack.pop()  # closed here, not by _close_top: a frame fewer at a program's recursion limit
+        p = stack[-1]
+        if p is not top:  # else a folded direct-recursive visit of it
+            p[_X] += t - top[_T0]
+            _lend(stack, top, t)
         return None
     if off[rid] & _OFF:
         return None
@@ -310,6 +325,9 @@ def _exit_other(stack: list, rid: int, t: float, off=_off) -> bool | None:
     # Folded recursion repeats a frame: count each dropped visit once.
     above = [stack[j] for j in range(i + 1, len(stack)) if stack[j] is not stack[j - 1]]
     _dropped[0] += len(above)
+    for j in range(i + 1, len(stack)):  # innermost last: what a dropped fold lent is no child time of one under it
+        if stack[j][_RID] == _FOLD and stack[j] is not stack[j - 1]:
+            _lend(stack[:j], stack[j], None)
     # What the dropped visits' closed children took is recorded under them: not the survivor's
     # own time. The dropped visits' own time stays in the survivor's.
     stack[i][_X] += sum(n[_X] - n[_T0] for n in above)

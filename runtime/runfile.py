@@ -54,11 +54,14 @@ class ProfileStats:
     def add(self, other: "ProfileStats") -> None:
         if other.visits == 0 and other.incl_ns == 0:
             return
-        if self.visits == 0:
-            self.min_ns, self.max_ns = other.min_ns, other.max_ns
-        else:
-            self.min_ns = min(self.min_ns, other.min_ns)
-            self.max_ns = max(self.max_ns, other.max_ns)
+        # min and max are over timed visits: a record of folded recursive visits only (a flush
+        # while the outer visit was open) has none, and its 0 is no minimum (review 48 F4)
+        if other.visits > other.recursive:
+            if self.visits == self.recursive:
+                self.min_ns, self.max_ns = other.min_ns, other.max_ns
+            else:
+                self.min_ns = min(self.min_ns, other.min_ns)
+                self.max_ns = max(self.max_ns, other.max_ns)
         self.visits += other.visits
         self.incl_ns += other.incl_ns
         self.excl_ns += other.excl_ns

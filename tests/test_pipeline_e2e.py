@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.envclean import clean_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "testdata" / "sample_code"
@@ -36,11 +37,9 @@ DEMO = ROOT / "scripts" / "demo.sh"
 
 
 def _run(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
     # The runtime reads SCALEPROBE_* (and torch.distributed RANK/WORLD_SIZE): a test run under a
     # launcher must not leak them into the runs it starts.
-    for k in [k for k in env if k.startswith("SCALEPROBE_") or k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")]:
-        del env[k]
+    env = clean_env(PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(args[:3])} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     return proc
@@ -179,7 +178,7 @@ def test_scaling_metrics_exist_because_ranks_was_swept(pipeline):
 def test_demo_script_refuses_bad_input_before_doing_anything(tmp_path, args, env, message):
     """`make demo`'s script checks its input before it instruments or runs anything (it never gets
     to demo/), and says what is wrong."""
-    proc = subprocess.run(["bash", str(DEMO), *args], cwd=tmp_path, env=dict(os.environ, **env),
+    proc = subprocess.run(["bash", str(DEMO), *args], cwd=tmp_path, env=clean_env(**env),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert message in proc.stderr and proc.stderr.startswith("demo: ")

@@ -1,7 +1,6 @@
 """Shared helpers for the instrumentor tests (imported as a plain module: tests/ has no packages)."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -11,6 +10,7 @@ from instrumentor.cli import main as cli_main
 from instrumentor.regions import IdAllocator
 from instrumentor.results import FileResult
 from instrumentor.transform import instrument_source
+from tests.envclean import clean_env
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -70,7 +70,7 @@ def load_both(source: str, left, back, on: bool = True) -> tuple[dict, dict, lis
 
 
 def run(args: list[str], *, cwd: Path | None = None, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    full_env = clean_env()
     full_env["PYTHONPATH"] = str(REPO)
     full_env.update(env or {})
     return subprocess.run(args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)

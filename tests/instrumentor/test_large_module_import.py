@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from instrumentor.cli import main as instrument
 from instrumentor.regions import IdAllocator
 from instrumentor.transform import instrument_source
 from runtime import original_lines
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -221,7 +221,7 @@ def test_a_built_tree_imports_a_large_module_with_the_same_line_table(tmp_path):
     (src / "big.py").write_text(source)
     (src / "main.py").write_text(MAIN)
     assert instrument([str(src), "-o", str(out), "-q"]) == 0
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), PYTHONDONTWRITEBYTECODE="1", SCALEPROBE_OUT=str(tmp_path / "runs"))
     run = subprocess.run([sys.executable, str(out / "main.py")], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=300)

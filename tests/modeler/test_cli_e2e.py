@@ -7,12 +7,13 @@ Timing values are noisy on a shared machine, so the assertions rest on what is d
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.envclean import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,9 +49,7 @@ if __name__ == "__main__":
 
 
 def _py(args: list[str], cwd: Path, timeout: int = 180) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    for k in [k for k in env if k.startswith("SCALEPROBE_")]:
-        del env[k]
+    env = clean_env(PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 

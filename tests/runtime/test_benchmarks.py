@@ -1,17 +1,18 @@
 """The overhead benchmark stays runnable (its figures are reported, never asserted)."""
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.envclean import clean_env
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
 def test_probe_overhead_micro_section_runs(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     p = subprocess.run([sys.executable, str(REPO / "benchmarks" / "probe_overhead.py"), "--no-app", "--calls", "2000",
                         "--repeat", "2"], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert p.returncode == 0, p.stderr

@@ -1,6 +1,5 @@
 """torch.distributed operations and DDP's gradient all-reduce become communication records."""
 import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from runtime.runfile import find_run_files, read_run
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 APP = Path(__file__).resolve().parent / "data" / "comm_app.py"
@@ -16,7 +16,7 @@ APP = Path(__file__).resolve().parent / "data" / "comm_app.py"
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 def test_collectives_and_ddp_are_recorded(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k not in ("RANK", "WORLD_SIZE")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"), OMP_NUM_THREADS="1")
     p = subprocess.run([sys.executable, str(APP), str(tmp_path / "store")], env=env, capture_output=True,
                        text=True, timeout=300, cwd=tmp_path)
@@ -80,7 +80,7 @@ print("SEEN", [sorted(k[0] for k in rec.comm)])
 def test_the_ddp_hook_records_the_bucket_before_ddp_goes_on(tmp_path):
     """Review 22: with a done callback on PyTorch's future (to spare the error a second wrapping),
     the step could end before the bucket was recorded: 2 to 12 of 400 steps had no all-reduce."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"))
     p = subprocess.run([sys.executable, "-c", DDP_HOOK_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr

@@ -1,7 +1,6 @@
 """The end record tells how the program ended: status "ok" only for exit status 0, "exit" for a
 SystemExit with another status however it was raised, "exception" for an uncaught exception.
 Each case runs a small hand-instrumented program (probe ABI) in a subprocess."""
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from runtime.runfile import find_run_files, read_run
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -84,7 +84,7 @@ else:
 def run(tmp_path, mode, pure="0"):
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"), SCALEPROBE_PURE=pure)
     p = subprocess.run([sys.executable, str(prog), mode], env=env, capture_output=True, text=True, timeout=60,
                        cwd=tmp_path)
@@ -152,7 +152,7 @@ def test_uncaught_keyboard_interrupt_dies_by_sigint_as_uninstrumented(tmp_path, 
 
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"), SCALEPROBE_DISABLE=disable)
     # the same program uninstrumented: Python's own behaviour, which the instrumented run must match
     plain = tmp_path / "plain.py"

@@ -8,7 +8,6 @@ while some thread captures a CUDA graph is counted as the violation it is in the
 mode. Run in-process through `mock_torch()`, and written beside the subprocess programs.
 """
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ import pytest
 from runtime import series
 from runtime.gpu import CudaBackend, FakeBackend, FakeEvent, GpuTimer, Rotation
 from runtime.runfile import find_run_files, read_run
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -198,7 +198,8 @@ def token_event(started):
 
 # H4: one pool and one queue per device -----------------------------------------------------------
 
-def test_events_of_one_device_are_never_recorded_on_another():
+def test_events_of_one_device_are_never_recorded_on_another(monkeypatch):
+    monkeypatch.delenv("LOCAL_RANK", raising=False)  # read where device 0 is current: not the one pytest runs under
     torch = mock_torch()
     cuda = torch.cuda
     cuda.allocated = {0: 1, 1: 1}
@@ -597,7 +598,7 @@ if __name__ == "__main__":
 def run_program(tmp_path, scen, env=None, timeout=60):
     (tmp_path / "mockcuda.py").write_text(MOCK)
     (tmp_path / "prog.py").write_text(PROGRAM)
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    e = clean_env()
     e.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"), **(env or {}))
     p = subprocess.run([sys.executable, str(tmp_path / "prog.py"), scen], env=e, capture_output=True, text=True,
                        timeout=timeout, cwd=tmp_path)

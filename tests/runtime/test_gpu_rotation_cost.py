@@ -20,6 +20,7 @@ import pytest
 from runtime import _pyprobe
 from runtime.gpu import FakeBackend, GpuTimer, Rotation
 from runtime.runfile import find_run_files, read_run
+from tests.envclean import clean_env
 
 from .test_gpu_review33 import run_two_replicas, stop_depths
 
@@ -477,7 +478,7 @@ def built(tmp_path_factory):
 
 
 def run_built(built, tmp_path, env):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    e = clean_env()
     e.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "runs"), SCALEPROBE_QUIET="1", SCALEPROBE_GPU="fake",
              SCALEPROBE_FLUSH_INTERVAL="0", SCALEPROBE_GPU_BUDGET="2")
     e.update(env)
@@ -547,7 +548,7 @@ def test_what_the_enter_hook_raises_reaches_the_program_after_the_visit_began(mo
 
 @pytest.mark.slow
 def test_the_benchmark_prints_the_rotation_cost_against_the_plain_probes(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     p = subprocess.run([sys.executable, str(REPO / "benchmarks" / "probe_overhead.py"), "--no-app", "--calls", "500",
                         "--repeat", "2", "--gpu-app", "--gpu-app-reps", "1"], env=env, capture_output=True, text=True,
                        timeout=300, cwd=tmp_path)

@@ -7,7 +7,6 @@ that is open further up the stack now re-enters its open node, as direct recursi
 holds only call paths without a repeated region, the folded visit's own time is the region's
 exclusive time, and inclusive time is never counted twice."""
 import itertools
-import os
 import random
 import subprocess
 import sys
@@ -18,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from test_backend import BACKENDS, _by_path, b, fresh_backend  # noqa: F401 - b: the backends' fixture
+
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -237,7 +238,7 @@ def test_an_instrumented_program_that_recurses_through_four_functions(tmp_path, 
     src, out, runs = tmp_path / "src", tmp_path / "out", tmp_path / "runs"
     src.mkdir()
     (src / "main.py").write_text(PROGRAM)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(runs), SCALEPROBE_PURE=pure)
     subprocess.run([sys.executable, "-m", "instrumentor.cli", "src", "-o", "out", "-q"], cwd=tmp_path, env=env,
                    check=True, timeout=120)
@@ -279,3 +280,79 @@ def test_deep_ping_pong_is_two_call_paths(b):
     deltas = b.take_deltas()
     assert {p: (v, rec) for p, v, *_, rec in deltas} == {(1,): (300, 299), (1, 2): (300, 299)}
     _assert_tree_of_times(deltas)
+
+
+def test_a_folded_visit_left_open_lends_what_its_children_took(b):
+    """Review 48 F1: probes switched off inside a folded visit (a schedule, set_enabled) drop it at
+    its caller's exit; its closed children are recorded under its node (a -> d), so the regions in
+    between (b) leave their time out, or it counted twice: in b and in a -> d."""
+    nap = 0.002
+    b.enter(1); b.enter(2); b.enter(1)   # a -> b -> a: folded
+    b.enter(3); time.sleep(nap); b.exit(3)  # d, recorded as a -> d
+    b.enter(4)                           # c: probes go off inside it, its exit never comes
+    b.exit(2)                            # b's exit drops c and the folded a
+    b.exit(1)
+    d = _by_path(b.take_deltas())
+    assert {p: (v, rec) for p, v, *_, rec in d.values()} == {(1,): (2, 1), (1, 2): (1, 0), (1, 3): (1, 0)}
+    assert b.dropped() == 2
+    assert d[(1, 3)][2] >= nap * 1e9
+    _assert_tree_of_times(list(d.values()))
+    assert abs(sum(x[3] for x in d.values()) - d[(1,)][2]) <= 3
+
+
+def test_dropped_folds_nested_in_each_other(b):
+    rng = random.Random(5)
+    for _ in range(200):  # random folds, left open at random depths, closed by an exit further down
+        b.enter(0)
+        stack = [0]
+        for _ in range(rng.randrange(3, 12)):
+            rid = rng.choice([1, 2, 3])
+            b.enter(rid)
+            stack.append(rid)
+            if rng.random() < 0.3:
+                b.enter(4); b.exit(4)
+        cut = rng.randrange(1, len(stack))
+        b.exit(stack[cut])  # the visits above it were left open: dropped
+        for rid in reversed(stack[:cut]):
+            b.exit(rid)
+    deltas = b.take_deltas()
+    for path, visits, incl, excl, mn, mx, sq, rec in deltas:
+        assert 0 <= excl <= incl and mn <= mx <= incl, path
+    # a dropped visit's own time is its caller's; nothing is anyone's own twice (a dropped visit's
+    # closed children under a path that also has whole visits add to that path's children only:
+    # docs/format.md)
+    root = _by_path(deltas)[(0,)]
+    assert abs(sum(x[3] for x in deltas) - root[2]) <= len(deltas)
+
+
+def test_a_recursive_visit_open_at_a_flush_keeps_the_minimum():
+    """Review 48 F4: a flush while only folded visits of a path had ended wrote min_ns 0 (no timed
+    visit yet), and the reader took the minimum over records: the path's minimum stayed 0."""
+    from runtime.runfile import ProfileStats
+
+    st = ProfileStats()
+    st.add(ProfileStats(visits=3, recursive=3, min_ns=0, max_ns=0))  # folded visits only
+    st.add(ProfileStats(visits=1, incl_ns=500, excl_ns=500, min_ns=500, max_ns=500, sumsq_ns=250000.0))
+    st.add(ProfileStats(visits=2, recursive=2, min_ns=0, max_ns=500))
+    assert (st.visits, st.recursive, st.min_ns, st.max_ns) == (6, 5, 500, 500)
+
+
+def test_the_pure_backend_survives_its_visits_taken_by_the_final_flush():
+    """Review 48 F2: the final flush pops the open visits of threads that keep running; a daemon
+    thread's exit of a folded visit met a stack without them (IndexError, then its root popped)."""
+    from runtime import _pyprobe as p
+
+    p.reset_after_fork()
+    p.ensure_capacity(8)
+    try:
+        p.enter(1); p.enter(2); p.enter(1)
+        stack = p._local.stack
+        fold = stack[-1]
+        root = stack[0]
+        del stack[1:]  # what _close_open leaves of a thread's stack
+        p._close_top(stack, time.perf_counter())  # the thread's exit, racing it
+        assert stack == [root]
+        p._lend([root], fold, time.perf_counter())  # a walk over a stack without the fold's node
+        assert p.exit(1) is False and stack == [root]
+    finally:
+        p.reset_after_fork()

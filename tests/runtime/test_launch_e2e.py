@@ -14,19 +14,13 @@ from pathlib import Path
 import pytest
 
 from runtime.runfile import read_run
+from tests import envclean
 
 REPO = Path(__file__).resolve().parents[2]
-_SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-          "TORCHELASTIC_RUN_ID")
-_SCRUB_PREFIX = ("SCALEPROBE_", "SLURM_", "OMPI_", "PMI_", "PMIX_", "PALS_", "PBS_", "MPI_LOCAL")
 
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUB and not k.startswith(_SCRUB_PREFIX)}
-    env["PYTHONPATH"] = str(REPO)
-    env["SCALEPROBE_QUIET"] = "1"
-    env.update(extra or {})
-    return env
+    return envclean.clean_env(**{"PYTHONPATH": str(REPO), "SCALEPROBE_QUIET": "1", **(extra or {})})
 
 
 def launch(args: list[str], cwd: Path, env: dict[str, str] | None = None,

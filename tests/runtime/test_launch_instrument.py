@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -13,16 +12,14 @@ from pathlib import Path
 import pytest
 
 from runtime.runfile import read_run
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "testdata" / "sample_code" / "main.py"
-_SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-          "TORCHELASTIC_RUN_ID")
-_SCRUB_PREFIX = ("SCALEPROBE_", "SLURM_", "OMPI_", "PMI_", "PMIX_", "PALS_", "PBS_", "MPI_LOCAL")
 
 
 def launch(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUB and not k.startswith(_SCRUB_PREFIX)}
+    env = clean_env()
     env.update({"PYTHONPATH": str(REPO), "SCALEPROBE_QUIET": "1", "OMP_NUM_THREADS": "1"})
     return subprocess.run([sys.executable, "-m", "runtime.launch", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)

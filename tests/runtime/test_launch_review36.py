@@ -1,16 +1,20 @@
 """Review 36, a user's sweep of a modern DDP project: threads per rank as torchrun sets them, a resume
 that remakes finished runs says why, a separator typo in --sweep is named; a run whose ranks exit 0
 after a signal stays interrupted (review 37)."""
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from runtime.launch_ranks import Member, run_members
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 # one write of one line: two ranks' lines never mix on the shared pipe (print writes its parts apart
@@ -20,10 +24,24 @@ PRINT_ENV = ('import os, sys\nos.write(1, f"OMP {os.environ.get(\'OMP_NUM_THREAD
 
 
 def launch(tmp_path, *args, env=None):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k != "OMP_NUM_THREADS"}
-    e.update(PYTHONPATH=str(REPO), **(env or {}))
+    e = clean_env(PYTHONPATH=str(REPO))
+    e.pop("OMP_NUM_THREADS", None)  # the launcher's choice is what these tests check
+    e.update(env or {})
     return subprocess.run([sys.executable, "-m", "runtime.launch", *args], cwd=tmp_path, env=e,
                           capture_output=True, text=True, timeout=120)
+
+
+@contextlib.contextmanager
+def sigterm_fails_the_test():
+    """run_members runs in this process, pytest's: a SIGTERM that reaches it outside the launcher's
+    inbox (whose exit puts back what was there before) fails the test instead of ending the session."""
+    stray = []
+    old = signal.signal(signal.SIGTERM, lambda signum, frame: stray.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert not stray, "a SIGTERM reached this process outside the launcher's inbox"
 
 
 def test_ranks_get_one_openmp_thread_each_as_under_torchrun(tmp_path):
@@ -80,12 +98,15 @@ def test_ranks_that_exit_0_after_a_signal_still_make_an_interrupted_run(tmp_path
     found what that costs: a program that checkpoints and exits 0 on SIGTERM (preemptible jobs) was
     recorded complete, cut short, and a resume skipped it. The launcher cannot tell the two apart,
     so such a run stays `interrupted` (a resume makes it again)."""
-    prog = ("import os, signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
-            "os.kill(os.getppid(), signal.SIGTERM)\ntime.sleep(5)\n")
-    members = [Member([sys.executable, "-c", prog], dict(os.environ), rank) for rank in range(2)]
-    outcome = run_members(members, tmp_path, grace=10.0)
+    prog = ("import os, pathlib, signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+            "os.kill(os.getppid(), signal.SIGTERM)\ntime.sleep(5)\npathlib.Path(sys.argv[1]).write_text('')\n")
+    members = [Member([sys.executable, "-c", prog, str(tmp_path / f"finished{rank}")], clean_env(), rank)
+               for rank in range(2)]
+    with sigterm_fails_the_test():
+        outcome = run_members(members, tmp_path, grace=10.0)
     assert (outcome.status, outcome.signal) == ("interrupted", signal.SIGTERM)
-    assert outcome.wall_s < 5  # the ranks ended on the signal, with status 0, before their work was done
+    # the ranks ended on the signal, with status 0, before their work was done
+    assert not [rank for rank in range(2) if (tmp_path / f"finished{rank}").exists()]
 
 
 def test_modeler_names_the_runs_left_out_when_one_point_is_left(tmp_path):
@@ -111,26 +132,40 @@ def test_a_signal_that_comes_after_the_ranks_ended_is_not_dropped(tmp_path, monk
     """Review 38: the launcher's inbox for one run dropped a signal that came after its ranks had all
     ended, before it saw them end: the sweep went on and exited 0. The run stands as it ended, and
     its outcome carries the signal, which stops the sweep (`sweep_run._execute`)."""
-    import threading
-    import time
-
     from runtime import launch_ranks
 
-    monkeypatch.setattr(launch_ranks, "POLL_S", 1.0)  # the signal lands while the launcher waits to poll
-    prog = "import pathlib, sys\npathlib.Path(sys.argv[1]).write_text('')\n"
-    members = [Member([sys.executable, "-c", prog, str(tmp_path / f"done{rank}")], dict(os.environ), rank)
+    # Each rank says its pid, then waits for `go`: the launcher's first poll finds both running.
+    prog = ("import os, pathlib, sys, time\npathlib.Path(sys.argv[1]).write_text(str(os.getpid()))\n"
+            "deadline = time.monotonic() + 60\nwhile not os.path.exists(sys.argv[2]):\n"
+            "    if time.monotonic() > deadline:\n        sys.exit(1)\n    time.sleep(0.005)\n")
+    go = tmp_path / "go"
+    members = [Member([sys.executable, "-c", prog, str(tmp_path / f"pid{rank}"), str(go)], clean_env(), rank)
                for rank in range(2)]
+    sent = []
 
-    def scheduler():  # SIGTERM to this process, the launcher, once both ranks are done
-        while not all((tmp_path / f"done{rank}").exists() for rank in range(2)):
+    def pids():
+        try:
+            return [int((tmp_path / f"pid{rank}").read_text()) for rank in range(2)]
+        except (FileNotFoundError, ValueError):  # not written yet
+            return None
+
+    def sleep(seconds):  # the launcher's wait before its next poll: both ranks end in it, then the signal comes
+        if sent:
+            return time.sleep(seconds)
+        deadline = time.monotonic() + 60
+        while pids() is None:
+            assert time.monotonic() < deadline, "the ranks never started"
             time.sleep(0.005)
-        time.sleep(0.3)  # their processes are gone by then
-        os.kill(os.getpid(), signal.SIGTERM)
+        go.touch()
+        for pid in pids():  # until the rank has exited; left unreaped, for the launcher's poll
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        sent.append(signal.SIGTERM)
+        signal.raise_signal(signal.SIGTERM)  # its handler has run when this returns
 
-    th = threading.Thread(target=scheduler)
-    th.start()
-    outcome = run_members(members, tmp_path, grace=10.0)
-    th.join()
+    monkeypatch.setattr(launch_ranks, "time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
+    with sigterm_fails_the_test():
+        outcome = run_members(members, tmp_path, grace=10.0)
+    assert sent == [signal.SIGTERM]
     assert (outcome.status, outcome.exit_code, outcome.signal) == ("ok", 0, signal.SIGTERM)
 
 

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.envclean import clean_env
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 def launch(tmp_path, *args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO))
     return subprocess.run([sys.executable, "-m", "runtime.launch", *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)

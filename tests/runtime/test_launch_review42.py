@@ -2,7 +2,6 @@
 before Python waits for non-daemon threads and runs the atexit handlers: a training thread that
 outlived the main code, and instrumented work in an atexit handler, were not recorded."""
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -10,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,7 +53,7 @@ main()
 
 
 def _env():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_QUIET="1", OMP_NUM_THREADS="1")
     return env
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from instrumentor.cli import main as instrument
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,7 +72,7 @@ def check(n):
 
 
 def _run(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    full = clean_env()
     full["PYTHONPATH"] = str(REPO)
     full["SCALEPROBE_OUT"] = str(cwd / "runs")
     full.update(env or {})

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from runtime import signal_watch
+from tests.envclean import clean_env
+
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not hasattr(os, "sched_setaffinity"),
@@ -50,14 +53,17 @@ print("OUTCOMES", outcomes)
 
 # The child's main thread blocks where a signal never reaches Python: pthread_mutex_lock on a mutex
 # it holds (glibc restarts the futex wait after the C handler), as a lost wakeup leaves a Pool
-# worker in sem_wait. MODE says what the program did first.
+# worker in sem_wait. MODE says what the program did first; the parent waits DEADLINE seconds for
+# the child to end after its SIGTERM. The child writes its mutex's address to READY: the signal is
+# sent once its main thread waits on it (/proc's syscall file: the futex is the first argument).
+# Sent before, it reaches Python (the program's own handler would end the child).
 BLOCKED = '''\
 import ctypes, os, signal, sys, time
 
 def work():
     return sum(range(1000))
 
-MODE = sys.argv[1]
+MODE, READY, DEADLINE = sys.argv[1], sys.argv[2], float(sys.argv[3])
 if MODE == "own-handler":
     signal.signal(signal.SIGTERM, lambda s, f: os._exit(3))
 work()
@@ -67,12 +73,29 @@ if pid == 0:
     print("CHILD-FD", signal.set_wakeup_fd(-1), flush=True)
     libc = ctypes.CDLL(None)
     mutex = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER on glibc
+    with open(READY + ".tmp", "w") as f:
+        f.write(hex(ctypes.addressof(mutex)))
+    os.rename(READY + ".tmp", READY)
     libc.pthread_mutex_lock(mutex)
     libc.pthread_mutex_lock(mutex)  # blocks for good; signals do not end the wait
     os._exit(0)
-time.sleep(1.0)
+deadline = time.monotonic() + 60
+while True:
+    try:
+        with open(READY) as f, open(f"/proc/{pid}/task/{pid}/syscall") as g:
+            if g.read().split()[1:2] == [f.read()]:
+                break
+    except FileNotFoundError:
+        pass
+    except PermissionError:  # no ptrace access to the child's /proc files: give it a second to block
+        time.sleep(1.0)
+        break
+    if time.monotonic() > deadline:
+        os.kill(pid, signal.SIGKILL)
+        sys.exit("the child never blocked on its mutex")
+    time.sleep(0.01)
 os.kill(pid, signal.SIGTERM)
-deadline = time.monotonic() + 8
+deadline = time.monotonic() + DEADLINE
 while True:
     done, status = os.waitpid(pid, os.WNOHANG)
     if done:
@@ -126,8 +149,15 @@ print("WORKER", "signal" if os.WIFSIGNALED(status) else "exit",
 '''
 
 
+# How long the parent waits for the SIGTERMed child: where the watch must end it (8 s, under load
+# too), and where it must not: twice the longest a wrong take could come after the signal (the
+# grace period, the main process's longer one to be safe, and the poll that sees it): 2.4 s today.
+KILLED_S = 8.0
+SURVIVES_S = 2 * (max(signal_watch.GRACE_S, signal_watch.MAIN_GRACE_S) + signal_watch.POLL_S)
+
+
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_QUIET="1")
     return env
 
@@ -165,7 +195,7 @@ def _has_sigwatch() -> bool:
 
 @pytest.mark.skipif(not _has_sigwatch(), reason="runtime._sigwatch is not built (no C compiler): no watch")
 def test_a_stand_in_sigterm_that_never_reaches_python_still_ends_the_forked_child(tmp_path):
-    proc = _launch(tmp_path, BLOCKED, "plain")
+    proc = _launch(tmp_path, BLOCKED, "plain", str(tmp_path / "ready"), str(KILLED_S))
     assert "CHILD-FD -1" in proc.stdout, proc.stdout + proc.stderr  # no wakeup fd of ours (review 16 F7)
     assert "CHILD signal 15" in proc.stdout, proc.stdout + proc.stderr
     ends = _child_files(tmp_path)
@@ -175,7 +205,7 @@ def test_a_stand_in_sigterm_that_never_reaches_python_still_ends_the_forked_chil
 
 def test_the_watch_leaves_a_program_that_handles_sigterm_itself_alone(tmp_path):
     # its handler never runs either (the thread is blocked for good): the child lives on, as without us
-    proc = _launch(tmp_path, BLOCKED, "own-handler")
+    proc = _launch(tmp_path, BLOCKED, "own-handler", str(tmp_path / "ready"), str(SURVIVES_S))
     assert "CHILD survived" in proc.stdout, proc.stdout + proc.stderr
 
 
@@ -193,7 +223,8 @@ def test_without_the_flush_thread_nothing_is_watched(tmp_path):
     env["SCALEPROBE_FLUSH_INTERVAL"] = "0"
     (tmp_path / "prog.py").write_text(BLOCKED)
     proc = subprocess.run([sys.executable, "-m", "runtime.launch", "--out", str(tmp_path / "runs"), "--instrument",
-                           str(tmp_path / "prog.py"), "plain"], env=env, capture_output=True, text=True,
+                           str(tmp_path / "prog.py"), "plain", str(tmp_path / "ready"), str(SURVIVES_S)], env=env,
+                          capture_output=True, text=True,
                           timeout=120, cwd=tmp_path)
     assert "CHILD survived" in proc.stdout, proc.stdout + proc.stderr
 

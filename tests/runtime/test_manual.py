@@ -1,6 +1,5 @@
 """The manual API (region, mark, epoch, step) and the Timer."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,13 +9,14 @@ import pytest
 from runtime.errors import ScaleprobeRuntimeError
 from runtime.manual import Timer
 from runtime.runfile import find_run_files, read_run
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 APP = Path(__file__).resolve().parent / "data" / "manual_app.py"
 
 
 def test_manual_regions_and_boundaries_in_run_file(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"))
     p = subprocess.run([sys.executable, str(APP), str(tmp_path / "t.json")], env=env, capture_output=True,
                        text=True, timeout=60, cwd=tmp_path)

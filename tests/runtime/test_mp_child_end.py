@@ -1,7 +1,6 @@
 """A multiprocessing child's end record says how the child ended (review 20: a target that raised
 was recorded ok/0, in children started by fork, spawn and forkserver alike: `_bootstrap` prints the
 traceback itself, no excepthook runs, and its finalizers ran before its exit status was decided)."""
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from runtime.runfile import find_run_files, read_run
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ if __name__ == "__main__":
 ])
 def test_the_child_end_record_matches_its_exit_status(tmp_path, method, mode, code, status, exception):
     (tmp_path / "prog.py").write_text(PROGRAM)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"))
     p = subprocess.run([sys.executable, "prog.py", method, mode], env=env, capture_output=True, text=True,
                        timeout=120, cwd=tmp_path)

@@ -1,10 +1,11 @@
 """SCALEPROBE_NVTX=1 swaps in NVTX-pushing probes; without it the bare probes stay."""
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 CODE = """
@@ -25,7 +26,7 @@ print(__sp_enter__.__name__, __sp_exit__.__name__)
 @pytest.mark.parametrize("flag,expected", [("1", "nvtx_enter nvtx_exit"), ("0", "enter exit")])
 def test_nvtx_swaps_probes_and_still_records(tmp_path, flag, expected):
     pytest.importorskip("nvtx")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"), SCALEPROBE_NVTX=flag)
     p = subprocess.run([sys.executable, "-c", CODE], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert p.returncode == 0, p.stderr

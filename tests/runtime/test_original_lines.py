@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from instrumentor.cli import main as instrument
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -164,7 +165,7 @@ def _expected(src: Path) -> dict:
 
 
 def _env(**extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_DISABLE="1", **extra)
     return env
 

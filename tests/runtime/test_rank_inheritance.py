@@ -3,12 +3,12 @@ the parent's own rank; a rank that rank selection leaves out passes that on to i
 program that a rank starts (a subprocess) without a rank of its own is that rank's helper where it
 shares the run (the launcher's run id), and makes a run of its own otherwise (review 24)."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from runtime.runfile import find_run_files, read_run
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,8 +51,7 @@ if __name__ == "__main__":
 
 def _run(tmp_path: Path, mode: str, **env: str) -> list:
     (tmp_path / "prog.py").write_text(PROGRAM)
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k not in ("RANK", "WORLD_SIZE",
-                                                                                                 "LOCAL_RANK")}
+    e = clean_env()
     e.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"), **env)
     p = subprocess.run([sys.executable, "prog.py", mode], env=e, cwd=tmp_path, capture_output=True, text=True,
                        timeout=120)
@@ -92,8 +91,7 @@ def test_a_process_that_never_became_a_selected_rank_leaves_nothing(tmp_path):
     """SCALEPROBE_RANKS=1 on a program that never learns a rank (no rank variable, no
     init_process_group): it records provisionally and removes its file, and its default directory."""
     (tmp_path / "prog.py").write_text(PROGRAM)
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k not in ("RANK", "WORLD_SIZE",
-                                                                                                 "LOCAL_RANK")}
+    e = clean_env()
     e.update(PYTHONPATH=str(REPO), SCALEPROBE_RANKS="1")
     p = subprocess.run([sys.executable, "prog.py", "plain"], env=e, cwd=tmp_path, capture_output=True, text=True,
                        timeout=120)

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from runtime.runfile import find_run_files, read_run
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 APP = Path(__file__).resolve().parent / "data" / "app.py"
 
 
 def run_app(tmp_path, *args, env=None, out=True, timeout=60, cwd=None):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    e = clean_env()
     e["PYTHONPATH"] = str(REPO)
     if out:
         e["SCALEPROBE_OUT"] = str(tmp_path / "out")
@@ -95,7 +96,7 @@ def test_sigterm_flushes_then_dies_by_the_signal(tmp_path):
 
 
 def test_sigkill_leaves_a_readable_file_with_the_last_flush(tmp_path):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    e = clean_env()
     e.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"), SCALEPROBE_FLUSH_INTERVAL="0.1")
     proc = subprocess.Popen([sys.executable, str(APP), "hang"], env=e, stdout=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
@@ -255,7 +256,7 @@ def test_without_flush_thread_epoch_ends_still_flush(tmp_path):
 
 
 def test_sigint_keyboard_interrupt_is_recorded_as_signal(tmp_path):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    e = clean_env()
     e.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"))
     # SIGINT as in a terminal: a shell without job control starts background jobs with it ignored,
     # and the child would inherit that (the test then timed out when pytest ran as `... &`)

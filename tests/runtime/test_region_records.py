@@ -2,12 +2,12 @@
 that uses it (review 21: a run that called 4 functions of a 10,000-function project wrote 10,021
 region records into every rank's file)."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from runtime.runfile import find_run_files, read_run
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -55,7 +55,7 @@ main()
 
 def test_only_the_regions_that_ran_are_written_each_before_its_first_use(tmp_path):
     (tmp_path / "prog.py").write_text(PROGRAM)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"), SCALEPROBE_FLUSH_INTERVAL="0.1")
     p = subprocess.run([sys.executable, "prog.py"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr

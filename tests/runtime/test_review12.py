@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from runtime.runfile import find_run_files, read_run
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 APP = Path(__file__).resolve().parent / "data" / "app.py"
@@ -26,9 +27,7 @@ sys.exit(max(p.wait() for p in procs))
 
 
 def _agent(tmp_path: Path, name: str, value: str, *more: str, mode: tuple[str, ...] = ("ok",)) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SCALEPROBE_", "SLURM_", "PBS_", "LSB_", "PMIX_", "TORCHELASTIC_"))
-           and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")}
+    env = clean_env()
     env["PYTHONPATH"] = str(REPO)
     (tmp_path / "agent.py").write_text(AGENT)
     variables = dict(zip((name, *more[::2]), (value, *more[1::2])))
@@ -54,7 +53,7 @@ def test_ranks_of_one_slurm_step_write_one_run(tmp_path):
 
 
 def test_a_single_process_keeps_its_own_time_and_pid_run_id(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SLURM_JOB_ID="4242", WORLD_SIZE="1")
     proc = subprocess.run([sys.executable, str(APP), "ok"], env=env, capture_output=True, text=True, timeout=120,
                           cwd=tmp_path)
@@ -64,7 +63,7 @@ def test_a_single_process_keeps_its_own_time_and_pid_run_id(tmp_path):
 
 
 def test_helper_processes_do_not_each_announce_their_file(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env["PYTHONPATH"] = str(REPO)
     proc = subprocess.run([sys.executable, str(APP), "mp"], env=env, capture_output=True, text=True, timeout=120,
                           cwd=tmp_path)
@@ -78,7 +77,7 @@ def test_max_failures_stops_a_sweep_whose_runs_all_fail(tmp_path):
     """Review 12 F6: a mistyped option of the program failed each of 54 points alike."""
     (tmp_path / "prog.py").write_text("import argparse\np = argparse.ArgumentParser()\np.add_argument('--batch')\n"
                                       "p.parse_args()\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_QUIET="1")
 
     def launch(*extra: str) -> subprocess.CompletedProcess:
@@ -102,7 +101,7 @@ def test_max_failures_stops_a_sweep_whose_runs_all_fail(tmp_path):
 def _failing_sweep(tmp_path: Path, fails: str, *extra: str) -> subprocess.CompletedProcess:
     """A sweep over batch=1..6 of a program that fails where `fails` (a Python expression of b) holds."""
     (tmp_path / "prog.py").write_text(f"import sys\nb = int(sys.argv[1])\nsys.exit('bad batch' if {fails} else 0)\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_QUIET="1")
     return subprocess.run([sys.executable, "-m", "runtime.launch", "--sweep", "batch=1,2,3,4,5,6", *extra,
                            "--out", str(tmp_path / "runs"), "--", str(tmp_path / "prog.py"), "{batch}"],
@@ -139,7 +138,7 @@ def test_rank_selection_is_in_the_header_and_a_selected_rank_without_a_file_is_t
     from modeler.readers import ReadOptions
     from modeler.readers.runs import load_runs
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_RANKS="0,2", SCALEPROBE_RUN_ID="sel", WORLD_SIZE="4")
 
     def rank(r: int, out: str) -> None:
@@ -209,7 +208,7 @@ def test_the_flush_thread_leaves_the_programs_signals_to_its_threads(tmp_path):
         import pytest
         pytest.skip("needs Linux /proc to read a thread's signal mask")
     (tmp_path / "mask.py").write_text(THREAD_MASK)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(SCALEPROBE_OUT=str(tmp_path / "out"))
     proc = subprocess.run([sys.executable, str(tmp_path / "mask.py"), str(REPO)], env=env, capture_output=True,
                           text=True, timeout=60)
@@ -222,7 +221,7 @@ def test_a_forked_child_under_the_launcher_dies_of_sigterm_as_without_it(tmp_pat
     DataLoader worker) it is the default action again, as without the launcher: a SystemExit raised
     in an at-fork callback is dropped, and the child went on."""
     (tmp_path / "fork.py").write_text(FORKED_CHILD)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), SCALEPROBE_QUIET="1")
     plain = subprocess.run([sys.executable, str(tmp_path / "fork.py")], env=env, capture_output=True, text=True,
                            timeout=60, cwd=tmp_path)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from runtime.runfile import RunFileError, RunWriter, read_run
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 # the start of the programs below: a function to time, and main's first line
@@ -44,7 +45,8 @@ def test_a_closed_descriptor_is_opened_again(tmp_path):
     os.close(w._fd)
     w.write_records([{"type": "end", "status": "ok", "exit_code": 0}])
     w.close()
-    assert read_run(tmp_path / "rank0.1.jsonl").end is not None
+    run = read_run(tmp_path / "rank0.1.jsonl")
+    assert run.end == {"status": "ok", "exit_code": 0} and run.problems == [], run.problems
 
 
 def test_removed_says_that_the_file_was_deleted(tmp_path):
@@ -67,7 +69,7 @@ def _program(tmp_path: Path, body: str) -> Path:
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    env = clean_env()
     env["PYTHONPATH"] = str(REPO)
     return env
 
@@ -121,7 +123,9 @@ def test_a_byte_order_mark_is_not_content(tmp_path):
         w.write_header(_header())
         w.write_records([{"type": "end", "status": "ok", "exit_code": 0}])
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
-    assert read_run(path).end is not None
+    run = read_run(path)
+    assert run.header["run_id"] == "r"  # the header is the line the mark is stuck to
+    assert run.end == {"status": "ok", "exit_code": 0} and run.problems == [], run.problems
 
 
 def test_a_header_that_does_not_parse_is_named_at_its_own_line(tmp_path):
@@ -182,5 +186,10 @@ main()
     p = subprocess.run([sys.executable, str(main)], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert sorted((tmp_path / "user.txt").read_text().splitlines()) == ["child", "parent"]
-    for f in (tmp_path / "runs").glob("*.jsonl"):
-        assert not read_run(f).problems or all("no end record" in x for x in read_run(f).problems), f
+    files = sorted((tmp_path / "runs").glob("*.jsonl"))
+    assert len(files) == 2, files  # the program's and its child's
+    parent, child = sorted((read_run(f) for f in files), key=lambda r: "forked_from" in r.header)
+    assert parent.end is not None and parent.end["status"] == "ok" and parent.problems == [], parent.problems
+    assert child.header.get("forked_from") == parent.header["pid"], child.header
+    # the child leaves by os._exit: only its file may lack an end record
+    assert all("no end record" in x for x in child.problems), child.problems

@@ -24,16 +24,14 @@ import pytest
 from runtime import series
 from runtime.runfile import find_run_files, read_run
 from runtime.sysexit import exit_status, print_message
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 HAVE_C = importlib.util.find_spec("runtime._cprobe") is not None
-_SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-          "TORCHELASTIC_RUN_ID")
-_SCRUB_PREFIX = ("SCALEPROBE_", "SLURM_", "OMPI_", "PMI_", "PMIX_", "PALS_", "PBS_", "MPI_LOCAL")
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUB and not k.startswith(_SCRUB_PREFIX)}
+    env = clean_env()
     env.update({"PYTHONPATH": str(REPO), "SCALEPROBE_QUIET": "1"})
     env.update(extra or {})
     return env

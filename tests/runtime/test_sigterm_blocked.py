@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.envclean import clean_env
+
 REPO = Path(__file__).resolve().parents[2]
 
 needs_watch = pytest.mark.skipif(importlib.util.find_spec("runtime._sigwatch") is None,
@@ -86,8 +88,7 @@ print("RETURNED", flush=True)
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("SCALEPROBE_") and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", SCALEPROBE_QUIET="1", **extra)
     return env
 

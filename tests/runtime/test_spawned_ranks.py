@@ -4,7 +4,6 @@ processes of a plain run share one run id, the launcher runs such a program as o
 with `--ranks-by-program`, and the modeler models the ranks, not their starter."""
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from runtime.runfile import find_run_files, read_run
+from tests.envclean import clean_env
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the program needs torch")
 
@@ -36,14 +36,17 @@ def work(rank, world, fail):
 
 if __name__ == "__main__":
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", sys.argv[3] if len(sys.argv) > 3 else "29500")
+    if len(sys.argv) > 3:
+        os.environ["MASTER_PORT"] = sys.argv[3]  # the test's free port, whatever the environment says
+    else:
+        os.environ.setdefault("MASTER_PORT", "29500")
     mp.start_processes(work, args=(int(sys.argv[1]), sys.argv[2] == "fail"), nprocs=int(sys.argv[1]),
                        start_method=sys.argv[4] if len(sys.argv) > 4 else "spawn")
 '''
 
 
 def _env(**extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k not in ("RANK", "WORLD_SIZE")}
+    env = clean_env()
     env.update(PYTHONPATH=str(REPO), **extra)
     return env
 

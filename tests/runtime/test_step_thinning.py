@@ -1,7 +1,6 @@
 """SCALEPROBE_STEP_RECORDS: the step records of a step loop are bounded per process, thinned with a
 doubling stride past the bound, weighted, and counted in the end record (review 21 #6)."""
 import math
-import os
 import subprocess
 import sys
 import textwrap
@@ -12,6 +11,7 @@ import pytest
 from runtime.config import DEFAULT_STEP_RECORDS, ConfigError, Schedule, from_env
 from runtime.recorder import StepThinning
 from runtime.runfile import find_run_files, read_run
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -21,7 +21,7 @@ def run_program(tmp_path, code, env=None, name="prog"):
     run files, read, by pid."""
     prog = tmp_path / f"{name}.py"
     prog.write_text(textwrap.dedent(code))
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_") and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    e = clean_env()
     e.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / f"out_{name}"))
     e.update(env or {})
     p = subprocess.run([sys.executable, str(prog)], env=e, capture_output=True, text=True, timeout=120, cwd=tmp_path)

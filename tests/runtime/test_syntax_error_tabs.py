@@ -9,7 +9,6 @@ here is what the same interpreter prints itself, never a string written down.
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from instrumentor.cli import main as instrument
 from runtime import linemap
+from tests.envclean import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -76,7 +76,7 @@ def tree(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def _run(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
+    full = clean_env()
     full.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(cwd.parent / "runs"), SCALEPROBE_QUIET="1", **env)
     return subprocess.run(args, cwd=cwd, env=full, capture_output=True, text=True, timeout=120)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import os
 import re
 import socket
 import subprocess
@@ -18,15 +17,14 @@ from typing import Any
 
 import pytest
 
+from tests.envclean import clean_env
+
 APP = Path(__file__).resolve().parents[2] / "testdata" / "sample_code"
 MAIN = APP / "main.py"
 TIMEOUT_S = 120
 # Runs every rank's whole shard: 64 / world size / 8 steps per epoch.
 WHOLE_SHARD = ["--epochs", "2", "--batch-size", "8", "--width", "4", "--num-samples", "64", "--eval-samples", "32"]
 TINY = [*WHOLE_SHARD, "--steps-per-epoch", "2"]
-# Variables a launcher or an enclosing scaleprobe run may have set; the app must not inherit them.
-_LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                "GROUP_RANK", "TORCHELASTIC_RUN_ID")
 _FINAL = re.compile(r"^final_loss=(.+)$")
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the sample application needs torch")
@@ -46,12 +44,6 @@ class AppRun:
         match = _FINAL.match(lines[-1])
         assert match, f"last stdout line is not final_loss=...: {lines[-1]!r}"
         return float(match.group(1))
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _LAUNCH_VARS and not k.startswith("SCALEPROBE_")}
-    env.update(extra)
-    return env
 
 
 def run_app(workdir: Path, *args: str, launcher: list[str] | None = None) -> AppRun:

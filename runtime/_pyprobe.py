@@ -309,7 +309,10 @@ def _exit_other(stack: list, rid: int, t: float, off=_off) -> bool | None:
         return _exit_target(rid)
     top = stack[-1]
     if top[_RID] == _FOLD and top[_PARENT][_RID] == rid:  # a fold frame (also of a region throttled since)
-        stack.pop()  # closed here, not by _close_top: a frame fewer at a program's recursion limit
+        n = stack.pop()  # closed here, not by _close_top: a frame fewer at a program's recursion limit
+        if n is not top:  # the final flush took this thread's visits meanwhile (_close_open)
+            stack.append(n)
+            return None
         p = stack[-1]
         if p is not top:  # else a folded direct-recursive visit of it
             p[_X] += t - top[_T0]

@@ -354,5 +354,23 @@ def test_the_pure_backend_survives_its_visits_taken_by_the_final_flush():
         assert stack == [root]
         p._lend([root], fold, time.perf_counter())  # a walk over a stack without the fold's node
         assert p.exit(1) is False and stack == [root]
+
+        class Racing(list):
+            """A stack the final flush empties between exit()'s look at its top and its pop."""
+            pops = 0
+
+            def pop(self, *args):
+                self.pops += 1
+                if self.pops == 2:  # the pop of the folded visit's own exit
+                    del self[1:]
+                return super().pop(*args)
+
+        p.reset_after_fork()
+        p.enter(1); p.enter(2); p.enter(1)
+        racing = p._local.stack = Racing(p._local.stack)
+        root = racing[0]
+        assert p.exit(1) is None  # no IndexError, and the root stays
+        assert list(racing) == [root]
     finally:
         p.reset_after_fork()
+

@@ -413,8 +413,9 @@ static PyObject *p_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* The end of the run: the visits still open on other threads (daemon threads that run for the
- * whole program) are counted as ending now. Their stacks stay as they are: nothing is flushed
- * after the final flush. Returns how many visits were counted. */
+ * whole program) are counted as ending now. Their frames stay on their stacks (count_frame may
+ * change their counters: a fold's lending, its node's innermost frame): nothing is flushed after
+ * the final flush. Returns how many visits were counted. */
 static long close_open(int own) {
     int64_t t = now_ns();
     long count = 0;

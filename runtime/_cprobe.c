@@ -341,6 +341,28 @@ static void close_top(ThreadState *s, int64_t t) {
     if (i == 1) note_outermost();
 }
 
+/* The visits above stack index `i` were left open (probes switched off mid-visit): each ends,
+ * innermost first, as one with no time of its own and no visit counted. What its closed children
+ * took (recorded under it) is its node's inclusive time (less what it lent) and no own time of
+ * its caller's; a fold frame's goes to its node, and the frames in between lend it, as when a
+ * fold ends. The dropped visits' own time stays in frame i's, and every call path's inclusive
+ * time stays its exclusive time plus its children's (review 48 F1: crediting nothing, a path that
+ * also had whole visits had children adding up to more than that; lending only a dropped fold's
+ * own closed children, not those of the visits dropped above it, counted those twice). */
+static void end_left_open(ThreadState *s, int32_t i) {
+    for (int32_t j = s->depth - 1; j > i; j--) {
+        Frame *f = &s->stack[j];
+        Node *n = &s->nodes[f->node];
+        int64_t took = f->child_ns;
+        n->open = f->owner; /* innermost first */
+        if (f->owner)
+            for (int32_t k = f->owner; k < j; k++) s->stack[k].lent += took - f->lent;
+        else
+            n->incl += took - f->lent;
+        s->stack[j - 1].child_ns += took;
+    }
+}
+
 /* The visit bookkeeping of exit at time t, after the checks. */
 static inline PyObject *exit_timed(Py_ssize_t rid, int64_t t) {
     ThreadState *s = tls;
@@ -359,20 +381,7 @@ static inline PyObject *exit_timed(Py_ssize_t rid, int64_t t) {
             if (s->stack[i].rid == (int32_t)rid) break;
         if (i == 0) Py_RETURN_FALSE;
         dropped += s->depth - 1 - i;
-        /* What the dropped visits' closed children took is recorded under them: not the
-         * survivor's own time. The dropped visits' own time stays in the survivor's. */
-        /* A dropped fold frame's closed children are recorded under its node: the frames between
-         * the node's previous frame and it lend them (innermost last: what a dropped fold lent is
-         * no child time of one under it); its own time stays the survivor's, as the others'. */
-        for (int32_t j = i + 1; j < s->depth; j++) {
-            Frame *f = &s->stack[j];
-            if (f->owner)
-                for (int32_t k = f->owner; k < j; k++) s->stack[k].lent += f->child_ns - f->lent;
-        }
-        for (int32_t j = s->depth - 1; j > i; j--) {
-            s->stack[i].child_ns += s->stack[j].child_ns;
-            s->nodes[s->stack[j].node].open = s->stack[j].owner; /* innermost first */
-        }
+        end_left_open(s, i);
         s->depth = i + 1;
         top = &s->stack[i];
     }
@@ -413,14 +422,19 @@ static PyObject *p_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* The end of the run: the visits still open on other threads (daemon threads that run for the
- * whole program) are counted as ending now. Their frames stay on their stacks (count_frame may
- * change their counters: a fold's lending, its node's innermost frame): nothing is flushed after
- * the final flush. Returns how many visits were counted. */
+ * whole program) are counted as ending now; this thread's, unless `own`, were left open (the
+ * recorder counts them as dropped) and end as dropped visits do. Their frames stay on their
+ * stacks (count_frame may change their counters: a fold's lending, its node's innermost frame):
+ * nothing is flushed after the final flush. Returns how many visits were counted. */
 static long close_open(int own) {
     int64_t t = now_ns();
     long count = 0;
     for (ThreadState *s = all_states; s; s = s->next) {
-        if ((s == tls && !own) || s->dead) continue;
+        if (s->dead) continue;
+        if (s == tls && !own) {
+            end_left_open(s, 0);
+            continue;
+        }
         int64_t inner = 0;
         for (int32_t i = s->depth - 1; i > 0; i--) {
             count_frame(s, i, t, inner);
@@ -592,7 +606,7 @@ static PyObject *p_take_deltas(PyObject *self, PyObject *unused) {
         int dead = s->dead; /* read first: a state seen dead gets no more updates */
         for (int32_t i = 1; i < s->nnodes; i++) {
             Node *n = &s->nodes[i];
-            if (n->visits == n->s_visits && n->rec == n->s_rec) continue;
+            if (n->visits == n->s_visits && n->rec == n->s_rec && n->incl == n->s_incl) continue; /* (incl alone: a visit dropped) */
             PyObject *path = path_of(s, i);
             if (!path) { Py_DECREF(out); return NULL; }
             int64_t dv = n->visits - n->s_visits, dr = n->rec - n->s_rec;

@@ -249,7 +249,7 @@ def _close_top(stack: list, t: float) -> None:
 def _lend(below: list, fold: list, t: float | None, inner: float = 0.0) -> None:
     """A fold frame ends at `t` (`below`: the frames under it; `inner`: time of an open visit inside
     it): its own time goes to its node's previous frame, and the frames in between lend it its
-    time (see the module). `t` None: the fold frame is dropped (left open: `_exit_other`); its own
+    time (see the module). `t` None: the fold frame is dropped (left open: `_end_left_open`); its own
     time stays where the dropped visits' does, and the frames in between lend it what its closed
     children took, which is recorded under its node."""
     node = fold[_PARENT]
@@ -325,21 +325,35 @@ def _exit_other(stack: list, rid: int, t: float, off=_off) -> bool | None:
             break
     else:
         return False
-    # Folded recursion repeats a frame: count each dropped visit once.
-    above = [stack[j] for j in range(i + 1, len(stack)) if stack[j] is not stack[j - 1]]
-    _dropped[0] += len(above)
-    for j in range(i + 1, len(stack)):  # innermost last: what a dropped fold lent is no child time of one under it
-        if stack[j][_RID] == _FOLD and stack[j] is not stack[j - 1]:
-            _lend(stack[:j], stack[j], None)
-    # What the dropped visits' closed children took is recorded under them: not the survivor's
-    # own time. The dropped visits' own time stays in the survivor's.
-    stack[i][_X] += sum(n[_X] - n[_T0] for n in above)
-    for n in above:
-        if n[_RID] != _FOLD:
-            n[_T0] = 0.0  # closed (see enter)
+    _dropped[0] += _end_left_open(stack, i)
     del stack[i + 1 :]
     _close_top(stack, t)
     return None
+
+
+def _end_left_open(stack: list, i: int) -> int:
+    """The visits above `stack[i]` were left open: each ends, innermost first, as one with no time
+    of its own and no visit counted (returns how many). What its closed children took (recorded under it) is its
+    node's inclusive time and no own time of its caller's; a fold frame's goes to its node, and
+    the frames in between lend it, as when a fold ends. The dropped visits' own time stays in
+    `stack[i]`'s, and every call path's inclusive time stays its exclusive time plus its
+    children's (review 48 F1: crediting nothing, a path that also had whole visits had children
+    adding up to more than that; lending only a dropped fold's own closed children, not those of
+    the visits dropped above it, counted those twice)."""
+    count = 0
+    for j in range(len(stack) - 1, i, -1):
+        n = stack[j]
+        if n is stack[j - 1]:  # a folded direct-recursive visit: the same frame again
+            continue
+        count += 1
+        took = n[_X] - n[_T0]
+        if n[_RID] == _FOLD:
+            _lend(stack[:j], n, None)
+        else:
+            n[_INCL] += took
+            n[_T0] = 0.0  # closed (see enter)
+        stack[j - 1][_X] += took
+    return count
 
 
 def _count_frame(below: list, n: list, t: float, inner: float) -> None:
@@ -376,8 +390,13 @@ def take_final_deltas(own: bool = False) -> tuple[int, list[tuple]]:
     ending now: (how many, deltas). As in C, a visit is never counted twice, however the threads
     switch meanwhile: each open visit is taken off its thread's stack by one atomic `list.pop`, so
     either `_close_open` counts it or the thread's own exit does, never both (see _close_open). With
-    `own`, this thread's open visits too (a signal's default action ends the process where it stands)."""
-    return _close_open(own=own), take_deltas()
+    `own`, this thread's open visits too (a signal's default action ends the process where it stands);
+    else they were left open (the recorder counts them as dropped) and end as dropped visits do."""
+    closed = _close_open(own=own)
+    mine = getattr(_local, "stack", None)
+    if not own and mine:
+        _end_left_open(mine, 0)  # its frames stay: nothing is flushed after the final flush
+    return closed, take_deltas()
 
 
 def _close_open(_tries: int = 100000, own: bool = False) -> int:
@@ -540,7 +559,7 @@ def gpu_target() -> int:
     return _gpu[2]
 
 
-_NO_SNAP = (0, 0, 0, 0.0, 0)  # visits, incl_ns, excl_ns, sumsq (float s^2), recursive
+_NO_SNAP = (0, 0, 0, 0.0, 0, 0.0)  # visits, incl_ns, excl_ns, sumsq (float s^2), recursive, incl (float s)
 
 
 def take_deltas() -> list[tuple]:
@@ -564,7 +583,7 @@ def take_deltas() -> list[tuple]:
                 p = path + (rid,)
                 cur = child[:_NSTATS]
                 snap = child[_SNAP] or _NO_SNAP
-                if cur[_V] != snap[0] or cur[_REC] != snap[4]:
+                if cur[_V] != snap[0] or cur[_REC] != snap[4] or cur[_INCL] != snap[5]:  # (incl alone: a visit dropped)
                     incl = round(cur[_INCL] * _NS)
                     excl = round(cur[_EXCL] * _NS)
                     # sumsq as a float: squared nanoseconds overflow 64 bits after a few seconds.
@@ -580,7 +599,7 @@ def take_deltas() -> list[tuple]:
                             cur[_REC] - snap[4],
                         )
                     )
-                    child[_SNAP] = (cur[_V], incl, excl, cur[_SQ], cur[_REC])
+                    child[_SNAP] = (cur[_V], incl, excl, cur[_SQ], cur[_REC], cur[_INCL])
                 todo.append((p, child))
         if alive() is None:  # the thread has ended and everything it measured is in `out`
             with _roots_lock:  # by identity: nodes are cyclic lists, == would recurse

@@ -332,10 +332,14 @@ def test_a_dropped_visits_children_are_not_counted_again_in_the_survivor(b):
     b.exit(3)
     b.exit(1)  # drops 2
     d = _by_path(b.take_deltas())
-    assert set(d) == {(1,), (1, 2, 3)} and b.dropped() == 1
+    assert set(d) == {(1,), (1, 2), (1, 2, 3)} and b.dropped() == 1
     incl1, excl1, incl3 = d[(1,)][2], d[(1,)][3], d[(1, 2, 3)][2]
     assert incl3 >= 20 * MS
     assert excl1 <= incl1 - incl3  # the old code: excl1 == incl1, the 20 ms counted twice
+    # review 48 F1: the dropped visit counts no visit and no own time; its path's inclusive time
+    # is what its closed children took, so incl = excl + children's incl holds under it too
+    visits2, incl2, excl2 = d[(1, 2)][1:4]
+    assert (visits2, excl2) == (0, 0) and abs(incl2 - incl3) <= 1
 
 
 def test_exit_says_when_the_region_is_not_open_on_this_thread(b):

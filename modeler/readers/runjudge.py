@@ -166,6 +166,10 @@ def _failure(run: "RunRecord", bad: list["RankFile"]) -> str:
     bad = sorted(bad, key=lambda f: (f.rank != failed_rank, f.run.end is not None, _by_launcher(f), f.rank))
     parts = []
     first = bad[0] if bad else None
+    if launch and failed_rank is None and launch[1].get("error"):
+        # the launcher ended the run itself (review 49 F4: a hang stopped at --timeout was told only
+        # as the ranks' SIGTERM): its reason comes first
+        parts.append(f"{launch[0]}: {launch[1]['error']}")
     if launch and isinstance(failed_rank, int) and (first is None or first.rank != failed_rank):
         parts.append(f"{launch[0]}: rank {failed_rank} failed ({launch[1].get('error') or 'no error line'})")
     if first is not None:

@@ -248,6 +248,17 @@ def test_launch_json_failed_rank_comes_first_among_ranks_that_raised(tmp_path):
     assert "died on purpose" in reason and "also rank 0 ended with status=exception" in reason
 
 
+def test_a_run_the_launcher_timed_out_says_so_first(tmp_path):
+    """Review 49 F4: a hang stopped at --timeout was told only as every rank's SIGTERM: launch.json's
+    error names no rank (failed_rank null) and was not quoted."""
+    _sweep(tmp_path)
+    _failed_two_rank_run(tmp_path / "x", {0: SIGTERM_END, 1: SIGTERM_END},
+                         {"status": "timeout", "failed_rank": None, "error": "timed out after 20 s"})
+    reason = _run_of(load_runs([tmp_path]), "x").reason
+    assert reason.startswith(f"{tmp_path / 'x' / 'launch.json'}: timed out after 20 s; ")
+    assert "rank 0 ended with status=signal" in reason
+
+
 def test_launch_json_of_another_run_is_not_used(tmp_path):
     _sweep(tmp_path)
     _failed_two_rank_run(tmp_path / "x", {0: SIGTERM_END, 1: SIGTERM_END}, None)

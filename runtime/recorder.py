@@ -15,11 +15,11 @@ from collections import deque
 from fnmatch import fnmatchcase
 from typing import Any, NoReturn
 
-from . import _backend, run_signals, signal_watch
+from . import _backend, exec_hook, run_signals, signal_watch
 from .config import Config, ConfigError, RankSet, from_env
 from .errors import ScaleprobeRuntimeError
 from .fork_signals import stand_in, stands_in
-from .runfile import RunWriter, file_on_the_way, run_file_name
+from .runfile import RunWriter, claim_run_file, file_on_the_way, rename_run_file, run_file_name
 from .sysexit import exit_status
 
 impl = _backend.impl
@@ -232,8 +232,14 @@ class Recorder:
             self.rank_source = "parent" if inherited.get("source") == "none" else str(inherited.get("source"))
         else:
             self.rank_source = "variable" if from_variable else "none"
+        # the image this process replaced with os.exec*, where it recorded: the same rank and run
+        before = exec_hook.continued(self.pid)
+        if before is not None and inherited is None and not from_variable and isinstance(before.get("rank"), int) \
+                and isinstance(before.get("world_size"), int):
+            ident = dict(ident, rank=before["rank"], world_size=before["world_size"])
+            self.rank_source = str(before.get("rank_source") or "none")
         self.rank = ident["rank"]
-        self._run_id_for_children = (inherited or {}).get("run_id")
+        self._run_id_for_children = (inherited or {}).get("run_id") or (before or {}).get("run_id")
         if self.cfg.ranks and ident["rank"] not in RankSet.parse(self.cfg.ranks):
             if self.rank_known:
                 self.enabled = False
@@ -242,7 +248,7 @@ class Recorder:
                 return
             self.unselected = True  # recorded until it is known: dropped at the end if never selected
         job = _job_run_id(ident["world_size"])
-        run_id = self.cfg.run_id or job or (inherited or {}).get("run_id")
+        run_id = self.cfg.run_id or job or (inherited or {}).get("run_id") or (before or {}).get("run_id")
         if job and not self.cfg.run_id and parent is None:
             # as our launcher gives it: the rank's spawned DataLoader workers (whose parent is
             # the rank, not the torchrun agent) join its run
@@ -280,6 +286,11 @@ class Recorder:
             self.header["recorded_ranks"] = [r for r in range(max(1, int(ident["world_size"]))) if r in selected]
         if parent is not None:  # a spawned multiprocessing child (e.g. a DataLoader worker), not a rank
             self.header["child_of"] = parent
+        if before is not None:  # readers add its file to the rank's (or to its helper process's)
+            self.header["exec_of"] = before["file"]
+            for key in ("child_of", "forked_from"):
+                if before.get(key) is not None and key not in self.header:
+                    self.header[key] = before[key]
         self._open_file(out)
         self._tell_mp_children()
 
@@ -354,21 +365,35 @@ class Recorder:
             if self.path is not None and self.writer is not None:
                 # the file is named by its rank: rank0.<pid>.jsonl becomes rank1.<pid>.jsonl (the
                 # descriptor stays good; the `rank` record is what readers go by)
-                named = os.path.join(os.path.dirname(self.path), run_file_name(rank, self.pid))
-                try:
-                    if named != self.path:
-                        os.rename(self.path, named)
-                        self.path = named
-                        self.writer.path = type(self.writer.path)(named)
-                except OSError:
-                    pass
+                named = rename_run_file(self.path, rank, self.pid)
+                if named != self.path:
+                    self.path = named
+                    self.writer.path = type(self.writer.path)(named)
         self._tell_mp_children()
         self.request_flush()
+
+    def end_for_exec(self) -> dict[str, Any] | None:
+        """The program replaces itself with os.exec*: the run ends here (status `exec`, the open
+        visits of this thread too, as at a signal's default action); what the new image is told
+        (runtime/exec_hook.py), or None where this process records nothing."""
+        if self.finished or self.finishing or os.getpid() != self.pid:
+            return None
+        recording = self.enabled and not self.unselected and self.writer is not None and self.path is not None
+        told = {
+            "pid": self.pid, "file": os.path.basename(self.path or ""), "run_id": self.header.get("run_id"),
+            "rank": self.rank, "world_size": self.header.get("world_size"), "rank_source": self.rank_source,
+            "child_of": self.header.get("child_of"), "forked_from": self.header.get("forked_from"),
+        }
+        self.finish(status="exec", close_own=True)
+        return told if recording else None
 
     def _open_file(self, out: str) -> None:
         self.path = os.path.join(out, run_file_name(self.rank, self.pid))
         try:
-            self.writer = RunWriter(self.path)
+            os.makedirs(out, exist_ok=True)
+            # never appended to another file: this process's image before an os.exec* has its name
+            self.path, fd = claim_run_file(out, self.rank, self.pid)
+            self.writer = RunWriter(self.path, fd)
             self.writer.write_header(self.header)
         except OSError as e:
             where = "SCALEPROBE_OUT" if self.cfg.out_dir else "the default directory"
@@ -925,6 +950,7 @@ def _install_hooks(rec: Recorder) -> None:
     import atexit
 
     atexit.register(_at_exit)
+    exec_hook.install(_end_for_exec)
     prev_hook = sys.excepthook
 
     def excepthook(tp, value, tb):
@@ -1080,6 +1106,11 @@ def _left_open() -> int:
         return impl.open_visits()
     except Exception:  # noqa: BLE001 - the count must never stop the end record
         return 0
+
+
+def _end_for_exec() -> dict[str, Any] | None:
+    r = _rec
+    return r.end_for_exec() if r is not None else None
 
 
 def _at_exit() -> None:

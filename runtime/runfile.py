@@ -1,6 +1,7 @@
 """The run-file format: the one module that writes and reads scaleprobe's per-process JSONL files.
 
-One file per process, `<dir>/rank<R>.<pid>.jsonl`, one JSON object per line, each with a `type`.
+One file per process image, `<dir>/rank<R>.<pid>.jsonl` (`rank<R>.<pid>.<n>.jsonl` where that name
+is taken: a program that replaced itself with `os.exec*`), one JSON object per line, each with a `type`.
 Profile, iteration and communication records are deltas since the previous flush: a reader sums
 them, so a process killed between flushes keeps everything it flushed. The layout is documented in
 docs/format.md; bump FORMAT_VERSION on any incompatible change.
@@ -365,8 +366,55 @@ def _identity(fd: int) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def run_file_name(rank: int, pid: int) -> str:
-    return f"rank{rank}.{pid}.jsonl"
+def run_file_name(rank: int, pid: int, n: int = 0) -> str:
+    """The name of a process's run file; `n` > 0: the next free one for the same process (a program
+    that replaced itself with `os.exec*` keeps its pid; a pid the system reused)."""
+    return f"rank{rank}.{pid}.jsonl" if n == 0 else f"rank{rank}.{pid}.{n}.jsonl"
+
+
+#: how many names `claim_run_file` tries before it gives up (a folder full of one pid's files)
+_NAMES_TRIED = 1000
+
+
+def claim_run_file(directory: str, rank: int, pid: int) -> tuple[str, int]:
+    """Create the first free run file name of this process in `directory`, never another file's:
+    (its path, an open descriptor). The folder must exist."""
+    for n in range(_NAMES_TRIED):
+        path = os.path.join(directory, run_file_name(rank, pid, n))
+        try:
+            return path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        except FileExistsError:
+            continue
+    raise FileExistsError(17, f"{_NAMES_TRIED} run files of process {pid} already", os.path.join(directory, run_file_name(rank, pid)))
+
+
+def rename_run_file(path: str, rank: int, pid: int) -> str:
+    """Give the run file at `path` the name of `rank`, never taking another file's (the file of this
+    process's image before an `os.exec*` has that rank's name already): its new path, or `path`
+    where it has that name already or the rename failed."""
+    directory = os.path.dirname(path)
+    for n in range(_NAMES_TRIED):
+        named = os.path.join(directory, run_file_name(rank, pid, n))
+        if named == path:
+            return path
+        try:
+            os.link(path, named)  # fails where `named` exists: never replaces it, as rename would
+        except FileExistsError:
+            continue
+        except OSError:  # a filesystem without hard links
+            if os.path.exists(named):
+                continue
+            try:
+                os.rename(path, named)
+            except OSError:
+                return path
+            return named
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        return named
+    return path
 
 
 class RunWriter:
@@ -387,10 +435,13 @@ class RunWriter:
     whether the file was deleted while written (its data is then lost).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], fd: int | None = None) -> None:
+        """`fd`: the file at `path`, opened already (`claim_run_file`)."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        if fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = fd
         self._identity = _identity(self._fd)
         self._encode = _dumps()
         self._pending = bytearray()  # bytes of earlier batches that could not be written yet

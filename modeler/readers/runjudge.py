@@ -20,8 +20,9 @@ from . import FileResult
 if TYPE_CHECKING:
     from .runs import RankFile, RunRecord
 
-#: how the runtime names a run file (`runtime.runfile.run_file_name`): rank and pid
-_RUN_FILE_NAME = re.compile(r"^rank(\d+)\.(\d+)\.jsonl$")
+#: how the runtime names a run file (`runtime.runfile.run_file_name`): rank, pid, and the number of
+#: a later image of the process (`os.exec*`)
+_RUN_FILE_NAME = re.compile(r"^rank(\d+)\.(\d+)(?:\.\d+)?\.jsonl$")
 _LAUNCHER_SIGNAL = 15  # the launcher stops the other ranks of a failed run with SIGTERM
 _NO_END = "has no end record (killed, or still running)"
 
@@ -36,13 +37,14 @@ def _copy_key(rf: "RankFile") -> tuple[Any, ...]:
     """Two paths with this key hold the same process's file: in one directory a rank and a pid
     name one file (`rank<R>.<pid>.jsonl`), so the same run (id, repetition, parameters), rank and
     pid under two paths is a copy; launches of one job that reuse a pid differ in repetition or
-    parameters. Files without a pid are compared by content."""
+    parameters; the images of a process that replaced itself with `os.exec*` keep its pid and differ
+    in `exec_of`. Files without a pid are compared by content."""
     pid = rf.header.get("pid")
     run_id = rf.header.get("run_id")
     if isinstance(pid, int) and run_id not in (None, ""):
         from .runs import run_key
 
-        return (*run_key(rf.header), rf.rank, pid)
+        return (*run_key(rf.header), rf.rank, pid, str(rf.header.get("exec_of")))
     try:
         return ("content", hashlib.sha1(rf.path.read_bytes()).hexdigest())
     except OSError:
@@ -193,7 +195,8 @@ def judge(run: "RunRecord", include_incomplete: bool) -> None:
     main = [f for f in run.files if not f.is_child]
     per_rank: dict[int, list["RankFile"]] = defaultdict(list)
     for f in main:
-        per_rank[f.rank].append(f)
+        if not f.continues:  # a later image of the rank's process (os.exec*) is no second attempt
+            per_rank[f.rank].append(f)
     doubled = {r: fs for r, fs in sorted(per_rank.items()) if len(fs) > 1}
     damaged = [f for f in run.files if f.check.undefined or f.check.lost]
     failed = [f for f in main if f.status == "failed"]

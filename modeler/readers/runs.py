@@ -92,15 +92,25 @@ class RankFile:
         return self.run.is_helper_process or self.spawned
 
     @property
+    def continues(self) -> bool:
+        """A later image of a process that replaced itself with `os.exec*` (header `exec_of`): its
+        values add to the process's, and it says how the process ended."""
+        return bool(self.header.get("exec_of"))
+
+    @property
     def status(self) -> str:
         """`ok`, `failed` (the end record says so) or `incomplete` (no end record, or records the
         recorder could not write and gave up: `lost_flushes`, its totals are short).
 
         A non-zero exit code fails the run even when the status says ok: `sys.exit(2)` from an
-        argument check ends the program cleanly as far as the recorder is concerned."""
+        argument check ends the program cleanly as far as the recorder is concerned. An image that
+        ended by replacing itself (`exec`) is ok: a later image, if it recorded, says how the process
+        ended."""
         end = self.run.end
         if end is None or end.get("lost_flushes"):
             return "incomplete"
+        if end.get("status") == "exec":
+            return "ok"
         code = end.get("exit_code")
         if end.get("status", "ok") != "ok" or (isinstance(code, int) and code != 0):
             return "failed"

@@ -43,11 +43,13 @@ def write_rank_file(
     end: Mapping | None = OK_END,
     header: Mapping | None = None,
     tail: bytes = b"",
+    image: int = 0,
 ) -> Path:
     """One process's run file; `profile` maps a path of region ids to (visits, incl_ns, excl_ns).
-    `tail` is appended raw after the records, to simulate damage."""
+    `tail` is appended raw after the records, to simulate damage; `image` > 0: the file of a later
+    image of the process (os.exec*), named as the runtime names it (give `exec_of` in `header`)."""
     pid = pid if pid is not None else 1000 + rank
-    path = Path(directory) / run_file_name(rank, pid)
+    path = Path(directory) / run_file_name(rank, pid, image)
     h = {
         "run_id": run_id, "experiment": "synthetic", "params": dict(params), "repetition": repetition,
         "rank": rank, "local_rank": rank, "world_size": world_size, "host": "testhost", "pid": pid,

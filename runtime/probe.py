@@ -75,7 +75,8 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
         return False
     with rec.lock:
         rec.add_regions(module_name, relpath, regions)
-        rec.modules.append(module_globals)
+        if not rec.finished:  # (after the end, probes stay off: nothing to switch, nothing to keep)
+            rec.modules.append(module_globals)
     if rec.cfg.nvtx:
         from . import nvtx_ranges
 

@@ -19,7 +19,7 @@ from . import _backend, exec_hook, run_signals, signal_watch
 from .config import Config, ConfigError, RankSet, from_env
 from .errors import ScaleprobeRuntimeError
 from .fork_signals import stand_in, stands_in
-from .runfile import RunWriter, claim_run_file, file_on_the_way, rename_run_file, run_file_name
+from .runfile import RunWriter, file_on_the_way, rename_run_file, run_file_name
 from .sysexit import exit_status
 
 impl = _backend.impl
@@ -187,6 +187,7 @@ class Recorder:
         self.thinning: StepThinning | None = StepThinning(cfg.step_records) if cfg.step_records > 0 else None
         self.finished = False
         self.finishing = False
+        self.fork_file_open = False  # a forked child's own file has its header (after_fork_child)
         self.finishing_thread: int | None = None  # the thread writing the end record
         self.closing_own = False  # the final flush ends this thread's open visits too (`finish`)
         self.deferred_signal: int | None = None  # a signal that came to that thread meanwhile
@@ -392,9 +393,8 @@ class Recorder:
         try:
             os.makedirs(out, exist_ok=True)
             # never appended to another file: this process's image before an os.exec* has its name
-            self.path, fd = claim_run_file(out, self.rank, self.pid)
-            self.writer = RunWriter(self.path, fd)
-            self.writer.write_header(self.header)
+            self.writer = RunWriter.create(out, self.rank, self.pid, self.header)
+            self.path = str(self.writer.path)
         except OSError as e:
             where = "SCALEPROBE_OUT" if self.cfg.out_dir else "the default directory"
             why = e.strerror or str(e)
@@ -762,6 +762,10 @@ class Recorder:
                 self.finished = True
                 self.wake.set()
                 self.set_on(False)
+                # the modules' globals, kept to switch probes, are theirs again: held here to the
+                # very end, their objects were never finalized at exit (a `__del__` that removes a
+                # temporary file never ran) or only after the globals were gone (review 51 F1)
+                self.modules = []
                 _stand_down()
             if self.writer is not None:
                 removed = self.writer.removed
@@ -844,6 +848,7 @@ class Recorder:
 
     def after_fork_child(self) -> None:
         """A forked child gets its own file and forgets what the parent measured."""
+        self.fork_file_open = False
         self.lock = threading.RLock()
         self.finishing_thread = self.deferred_signal = None
         self.sigwatch = None  # the parent's: armed again below for the child's own signals
@@ -888,6 +893,7 @@ class Recorder:
         self.header = dict(self.header, pid=self.pid, ppid=parent, forked_from=parent, child_of=parent,
                            start_ns=self.start_ns, start_unix=time.time())
         self._open_file(os.path.dirname(self.path or "."))
+        self.fork_file_open = True
         self._tell_mp_children()
         if self.cfg.flush_interval_s > 0:
             self.sigwatch = signal_watch.arm()
@@ -1052,7 +1058,14 @@ def _chain_signal(sig: int) -> None:
             # Inside our at-fork callback Python would drop whatever the handler raises ("Exception
             # ignored in _after_fork"), and the child would go on: a Pool worker told to stop by
             # terminate() then hangs its parent. The child has run nothing of the program yet:
-            # end it as the signal's default action does.
+            # end it as the signal's default action does, its file with its end record where it
+            # has one (review 51 F3: a header alone, read as a process that died)
+            r = _rec
+            if r is not None and r.fork_file_open and os.getpid() == r.pid:
+                try:
+                    r.finish(status="signal", exit_code=128 + signum, signal=signum, close_own=True)
+                except Exception:  # noqa: BLE001 - the signal's action comes first
+                    pass
             _signal.signal(signum, _signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return

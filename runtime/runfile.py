@@ -388,6 +388,12 @@ def claim_run_file(directory: str, rank: int, pid: int) -> tuple[str, int]:
     raise FileExistsError(17, f"{_NAMES_TRIED} run files of process {pid} already", os.path.join(directory, run_file_name(rank, pid)))
 
 
+def header_record(header: Mapping[str, Any]) -> dict[str, Any]:
+    rec = {"type": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION}
+    rec.update(header)
+    return rec
+
+
 def rename_run_file(path: str, rank: int, pid: int) -> str:
     """Give the run file at `path` the name of `rank`, never taking another file's (the file of this
     process's image before an `os.exec*` has that rank's name already): its new path, or `path`
@@ -461,9 +467,31 @@ class RunWriter:
         return n
 
     def write_header(self, header: dict[str, Any]) -> None:
-        rec = {"type": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION}
-        rec.update(header)
-        self.write_records([rec])
+        self.write_records([header_record(header)])
+
+    @classmethod
+    def create(cls, directory: str, rank: int, pid: int, header: dict[str, Any]) -> "RunWriter":
+        """The run file of this process in `directory` (`claim_run_file`), its header written at once:
+        encoded first, so that nothing slow (the encoder's import) lies between the file's creation
+        and its first line, where a signal's default action left an empty file (review 51 F2)."""
+        encode = _dumps()
+        first = encode([header_record(header)])
+        path, fd = claim_run_file(directory, rank, pid)
+        try:
+            written = os.write(fd, first)
+        except OSError:
+            written = 0
+        w = cls(path, fd)
+        w._encode = encode
+        if written < len(first):  # a short write, or a failed one (disk full): tried again, raised
+            w._pending += first[written:]
+            w._at_line_start = False
+            try:
+                w.write_records([])
+            except OSError:
+                w.close()
+                raise
+        return w
 
     def write_records(self, records: Iterable[dict[str, Any]], sync: bool = False) -> None:
         data = self._encode(records)

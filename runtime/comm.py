@@ -6,6 +6,11 @@ and at the start of every epoch/step loop), never by importing torch ourselves. 
 `torch.distributed.<op>` names are wrapped, and isend/irecv also in distributed_c10d (`_C10D_TOO`);
 a wrapped call made while another runs on the same thread (send's isend, batch_isend_irecv's
 isends and irecvs) is part of that one and not recorded again.
+
+A call is in `_open` from its start until it is recorded, which happens exactly once, by whoever
+takes it out of `_open` first: its end (it returns, raises, its future completes, its last wait()
+returns or raises) or the final flush (`_take_open`), which counts a call still in progress (a
+rank blocked in a collective when a signal or the launcher's --timeout ends the run) up to then.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import bisect
 import collections
 import functools
+import os
 import sys
 import threading
 import weakref
@@ -40,6 +46,12 @@ _C10D_TOO = ("isend", "irecv")
 
 _patched = [False]
 _watching = [False]
+# The calls in progress: id(call) -> call, a list [op, bytes, group size, call path, start ns, its
+# _Waited or None]. Taken out (dict.pop, atomic) by the one that records it: see the module's doc.
+_open: dict[int, list] = {}
+# Set once a call that raised or was still in progress at the end was counted: only then do the
+# flushes look for the `failed`/`unfinished` counts to write (`_comm_records`).
+_marked = [False]
 # Set while a wrapped operation or a DDP comm hook runs on this thread: the operations it issues
 # (send's isend, a hook's all_reduce) are part of it and must not be counted a second time.
 _inside = threading.local()
@@ -144,6 +156,7 @@ def patch_if_loaded(rec: "_recorder.Recorder") -> bool:
     _patch_work_wait(dist)
     if rec.cfg.ddp_hook:
         _patch_ddp(rec)
+    _hook_comm_records(rec)
     return True
 
 
@@ -263,7 +276,8 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
             is_async = bool(args[async_at] if async_at < len(args) else kwargs.get("async_op"))
         else:
             is_async = False
-        path = impl.current_path()
+        gsize = _group_size(dist, group)
+        cpath = impl.current_path() + (rid,)
         gpu = rec.gpu
         # GPU events only for the sync forms: nothing stops an async call's (review 33 L1); and
         # not for CPU tensors, whose call no GPU stream runs (L2)
@@ -271,16 +285,26 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
         impl.enter(rid)
         _inside.on = True
         t0 = perf_counter_ns()
+        call = [op, nbytes, gsize, cpath, t0, None]
+        key = id(call)
+        _open[key] = call
+        ok = False
         try:
             result = fn(*args, **kwargs)
-        except BaseException:
-            if ev is not None:
-                gpu.release(ev)  # the call failed: its start event goes back to the pool
-            raise
+            ok = True
         finally:
             dt = perf_counter_ns() - t0
             _inside.on = False
             impl.exit(rid)
+            if not ok:
+                # it raised (a peer that died; a signal's exception): recorded up to here, as
+                # failed, and the exception goes on unchanged (review 49 F1)
+                _end_failed(rec, key, dt, gpu, ev)
+
+        def done(end: int, failed: bool = False) -> None:
+            if _open.pop(key, None) is not None:
+                record(rec, op, nbytes, gsize, end - t0, cpath, None, t0, failed)
+
         fut = None
         if result is not None and hasattr(result, "get_future"):
             try:
@@ -288,19 +312,20 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
             except Exception:  # backends without futures (gloo's isend/irecv): see `_until_waited`
                 fut = None
 
-        def done(end: int) -> None:
-            record(rec, op, nbytes, _group_size(dist, group), end - t0, path + (rid,), None, t0)
-
         if fut is not None:
             # Async form: the operation lasts until its future completes (on another thread).
-            fut_done = lambda f: done(perf_counter_ns())  # noqa: E731
+            fut_done = lambda f: done(perf_counter_ns(), _future_failed(f))  # noqa: E731
             fut.add_done_callback(fut_done) if hasattr(fut, "add_done_callback") else fut.then(fut_done)
-        elif not (is_async and _until_waited(result, t0 + dt, done)):
+        elif not (is_async and _until_waited(result, call, t0 + dt, done)):
             # A sync form, or an async one whose end cannot be seen: the call's own duration.
+            if _open.pop(key, None) is None:  # the final flush counted it meanwhile (a signal's)
+                if ev is not None:
+                    gpu.release(ev)
+                return result
             pending = {"gpu_ns": None} if ev is not None else None
             # the summary is the interval's before its end event is recorded: the flush thread may
             # read the interval at once (review 37: its time was lost, and the summary waited for it)
-            record(rec, op, nbytes, _group_size(dist, group), dt, path + (rid,), pending, t0)
+            record(rec, op, nbytes, gsize, dt, cpath, pending, t0)
             if pending is not None and not gpu.stop(ev, pending):
                 _gpu.drop(pending)  # not timed after all: one interval fewer to wait for
         return result
@@ -321,34 +346,40 @@ _work_patched = [None]  # the Work class whose wait() is wrapped
 
 class _Waited:
     """One async call, recorded once each of its Works was waited for or dropped: until the last
-    wait() returned, or with its issue time when none was waited for."""
+    wait() returned (or raised: then as failed), or with its issue time when none was waited for.
+    `waiting`: its wait()s in progress (the final flush counts a call blocked in one up to then)."""
 
-    __slots__ = ("left", "end", "done", "lock")
+    __slots__ = ("left", "end", "done", "lock", "waiting", "failed")
 
-    def __init__(self, works: int, issued: int, done: Callable[[int], None]) -> None:
+    def __init__(self, works: int, issued: int, done: Callable[[int, bool], None]) -> None:
         self.left = works
         self.end = issued
         self.done = done
         self.lock = threading.Lock()
+        self.waiting = 0
+        self.failed = False
 
-    def settle(self, waited: bool) -> None:
+    def settle(self, waited: bool, failed: bool = False) -> None:
         with self.lock:
             self.left -= 1
             if waited:
                 self.end = max(self.end, perf_counter_ns())
+            if failed:
+                self.failed = True
             if self.left:
                 return
-        self.done(self.end)
+        self.done(self.end, self.failed)
 
 
-def _until_waited(result: Any, issued: int, done: Callable[[int], None]) -> bool:
-    """Have `done` called when the program has waited for the Work(s) of an async call; False
-    (it is then recorded at issue) where that cannot be seen."""
+def _until_waited(result: Any, call: list, issued: int, done: Callable[[int, bool], None]) -> bool:
+    """Have `done` called when the program has waited for the Work(s) of an async call (`call`, in
+    `_open`, issued by `issued`); False (it is then recorded at issue) where that cannot be seen."""
     works = result if isinstance(result, list) else [result]
     work_type = _work_patched[0]
     if work_type is None or not works or not all(isinstance(w, work_type) for w in works):
         return False
     waited = _Waited(len(works), issued, done)
+    call[5] = waited
     for w in works:
         _waiting[w] = (waited, weakref.finalize(w, _dropped.append, waited))
     return True
@@ -364,7 +395,9 @@ def _settle_dropped() -> None:
 
 
 def _patch_work_wait(dist: Any) -> None:
-    """Wrap `Work.wait` (a Work instance takes no attributes) so that `_until_waited` sees it return."""
+    """Wrap `Work.wait` (a Work instance takes no attributes) so that `_until_waited` sees it return,
+    or raise: a wait that raises (a peer that died, its timeout) ends the call there, as failed;
+    a later wait on the same Work is not followed. Return values and exceptions are unchanged."""
     work_type = getattr(dist, "Work", None)
     orig = getattr(work_type, "wait", None)
     if orig is None or _work_patched[0] is not None:
@@ -373,13 +406,27 @@ def _patch_work_wait(dist: Any) -> None:
 
     @functools.wraps(orig)
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
-        out = orig(self, *args, **kwargs)  # if it raises, the call stays waiting, as the Work does
-        if not is_compiling():
-            entry = _waiting.pop(self, None) if _waiting else None
-            if entry is not None and entry[1].detach() is not None:  # not dropped meanwhile
-                entry[0].settle(True)
-            if _dropped:
-                _settle_dropped()
+        if is_compiling():
+            return orig(self, *args, **kwargs)
+        entry = _waiting.get(self) if _waiting else None
+        if entry is None:
+            out = orig(self, *args, **kwargs)
+        else:
+            waited = entry[0]
+            waited.waiting += 1
+            try:
+                out = orig(self, *args, **kwargs)
+            except BaseException:
+                try:
+                    _settle_waited(self, True)
+                except Exception:  # noqa: BLE001 - the program's exception goes on, not ours
+                    pass
+                waited.waiting -= 1  # (after: the final flush meanwhile counts it up to then)
+                raise
+            _settle_waited(self, False)
+            waited.waiting -= 1
+        if _dropped:
+            _settle_dropped()
         return out
 
     try:
@@ -389,20 +436,118 @@ def _patch_work_wait(dist: Any) -> None:
     _work_patched[0] = work_type
 
 
+def _settle_waited(work: Any, failed: bool) -> None:
+    entry = _waiting.pop(work, None) if _waiting else None
+    if entry is not None and entry[1].detach() is not None:  # not dropped meanwhile
+        entry[0].settle(True, failed)
+
+
+def _end_failed(rec: "_recorder.Recorder", key: int, dt: int, gpu: Any, ev: Any) -> None:
+    """A wrapped call raised after `dt`: record it as failed (if the final flush has not counted it).
+    Never raises: the program's exception goes on unchanged."""
+    try:
+        if ev is not None:
+            gpu.release(ev)  # the call failed: its start event goes back to the pool
+        call = _open.pop(key, None)
+        if call is not None:
+            op, nbytes, gsize, cpath, t0, _ = call
+            record(rec, op, nbytes, gsize, dt, cpath, None, t0, True)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _future_failed(fut: Any) -> bool:
+    """Whether a completed future holds an error."""
+    try:
+        fut.value()
+    except BaseException:  # noqa: BLE001 - its error, raised again to whoever waits for it
+        return True
+    return False
+
+
+def _take_open(comm: dict[tuple, list]) -> None:
+    """The final flush: add the calls still in progress to its summaries `comm`, each up to now
+    (counted in `unfinished`), or an async call not being waited for up to its issue or its last
+    wait (as if dropped). In the thread that writes the end record, which may be a signal handler
+    that interrupted the main thread anywhere: it takes no lock, and never the spans' (no epoch or
+    step record is written after the end record)."""
+    now = perf_counter_ns()
+    for key in list(_open):
+        call = _open.pop(key, None)
+        if call is None:  # it ended meanwhile, and was recorded then
+            continue
+        op, nbytes, gsize, cpath, t0, waited = call
+        cut = waited is None or waited.waiting > 0
+        s = comm.get((op, gsize, cpath))
+        if s is None:
+            s = comm[(op, gsize, cpath)] = [0] * _SUMMARY
+        elif len(s) < _SUMMARY:
+            s.extend([0] * (_SUMMARY - len(s)))
+        s[0] += 1
+        s[1] += nbytes
+        s[2] += (now if cut else max(waited.end, t0)) - t0
+        if cut:
+            s[7] += 1
+        elif waited.failed:
+            s[6] += 1
+        _marked[0] = True
+
+
+def _hook_comm_records(rec: "_recorder.Recorder") -> None:
+    """The recorder's comm records with the counts of failed and unfinished calls, and at the final
+    flush with the calls still in progress (`_take_open`)."""
+    orig = getattr(rec, "_comm_records", None)
+    if orig is None or getattr(orig, "__sp_comm__", False):
+        return
+
+    def comm_records(n: int, comm: dict[tuple, list]) -> list[dict]:
+        if _open and rec.finishing:
+            try:
+                _take_open(comm)
+            except Exception as e:  # noqa: BLE001 - never lose the end record for it
+                print(f"scaleprobe: counting the calls in progress: {e!r}", file=sys.stderr)
+        out = orig(n, comm)
+        if _marked[0]:
+            for r in out:
+                if r.get("calls"):
+                    s = comm.get((r["op"], r["group_size"], tuple(r["callpath"])))
+                    if s is not None and len(s) >= _SUMMARY:
+                        if s[6]:
+                            r["failed"] = s[6]
+                        if s[7]:
+                            r["unfinished"] = s[7]
+        return out
+
+    comm_records.__sp_comm__ = True  # type: ignore[attr-defined]
+    rec._comm_records = comm_records  # type: ignore[method-assign]
+    if hasattr(os, "register_at_fork"):
+        # a forked child records none of its parent's calls (its recorder starts afresh)
+        os.register_at_fork(after_in_child=_open.clear)
+
+
+# The length of a summary in Recorder.comm: [calls, bytes, time_ns, gpu_ns, gpu_calls, GPU intervals
+# unread, failed, unfinished]
+_SUMMARY = 8
+
+
 def record(rec: "_recorder.Recorder", op: str, nbytes: int, group_size: int | None, time_ns: int,
-           path: tuple[int, ...], gpu: dict | None, start_ns: int | None = None) -> None:
-    """Add one call (it ran from `start_ns` for `time_ns`) to the communication summary of the
-    current flush interval, and its interval to the union the epoch and step records use."""
+           path: tuple[int, ...], gpu: dict | None, start_ns: int | None = None, failed: bool = False) -> None:
+    """Add one call (it ran from `start_ns` for `time_ns`; `failed`: it ended by an exception) to the
+    communication summary of the current flush interval, and its interval to the union the epoch
+    and step records use."""
     if start_ns is None:
         start_ns = perf_counter_ns() - time_ns
     rec.comm_spans.add(start_ns, start_ns + time_ns)
     with rec.comm_lock:
         s = rec.comm.get((op, group_size, path))
         if s is None:
-            s = rec.comm[(op, group_size, path)] = [0, 0, 0, 0, 0, 0]
+            s = rec.comm[(op, group_size, path)] = [0] * _SUMMARY
         s[0] += 1
         s[1] += nbytes
         s[2] += time_ns
+        if failed:
+            s[6] += 1
+            _marked[0] = True
         if gpu is not None:
             # Resolved later by the GPU timer: what resolves after its flush goes into the next
             # (Recorder._comm_records)
@@ -416,8 +561,9 @@ class CommSpans:
     Calls overlap: DDP's gradient buckets are all in flight during the backward pass, async
     operations run beside each other. An iteration is charged the time within it during which at
     least one recorded call was in progress, never the sum of the calls' durations, so its
-    `comm_ns` never exceeds its `duration_ns`. A call is known once it completes: one still in
-    progress when an iteration ends adds nothing to that iteration (only its part in later ones).
+    `comm_ns` never exceeds its `duration_ns`. A call is known once it ends (returns, raises,
+    completes): one still in progress when an iteration ends adds nothing to that iteration (only
+    its part in later ones).
 
     Intervals are kept while an epoch or step that may need them is open (merged, so calls that
     overlap take one entry); past LIMIT entries the oldest half is folded into the open
@@ -527,9 +673,21 @@ def _ddp_hook(state: _HookState, bucket: Any) -> Any:
     if state.group_size is None:
         state.group_size = _group_size(sys.modules["torch.distributed"], state.process_group)
 
+    call = ["ddp_allreduce", nbytes, state.group_size, (state.rid,), t0, None]
+    key = id(call)
+    _open[key] = call
+
     def done(f: Any) -> Any:
-        record(rec, "ddp_allreduce", nbytes, state.group_size, perf_counter_ns() - t0, (state.rid,), None, t0)
-        return f.value()
+        end = perf_counter_ns()
+        try:
+            value = f.value()
+        except BaseException:
+            if _open.pop(key, None) is not None:  # failed: recorded as such, its error goes on
+                record(rec, "ddp_allreduce", nbytes, state.group_size, end - t0, (state.rid,), None, t0, True)
+            raise
+        if _open.pop(key, None) is not None:
+            record(rec, "ddp_allreduce", nbytes, state.group_size, end - t0, (state.rid,), None, t0)
+        return value
 
     # chained, so that DDP (and the step) wait until the bucket is recorded: a done callback runs
     # after the future's waiters woke, and 2 to 12 of 400 steps missed their all-reduce (review 22).

@@ -138,9 +138,8 @@ def _op(op: str, records: list[dict]) -> dict:
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("mode,op", [("collective", "all_reduce"), ("wait", "irecv"), ("async", "all_reduce")])
-def test_a_call_that_raises_is_recorded_as_failed(tmp_path, mode, op):
+def _rank0_output(tmp_path, mode):
+    """Run both ranks in `mode`; rank 0's stdout and stderr, once it ended well."""
     procs = _start(tmp_path, mode)
     try:
         out, err = procs[0].communicate(timeout=240)
@@ -148,6 +147,13 @@ def test_a_call_that_raises_is_recorded_as_failed(tmp_path, mode, op):
     finally:
         _stop(procs)
     assert procs[0].returncode == 0, err
+    return out, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode,op", [("collective", "all_reduce"), ("wait", "irecv"), ("async", "all_reduce")])
+def test_a_call_that_raises_is_recorded_as_failed(tmp_path, mode, op):
+    out, err = _rank0_output(tmp_path, mode)
     [caught] = [line.split() for line in out.splitlines() if line.startswith("CAUGHT")]
     # the program's own exception, as without scaleprobe: nothing of ours chained to it
     assert caught[2:4] == ["True", "True"], caught
@@ -167,13 +173,7 @@ def test_a_call_that_raises_is_recorded_as_failed(tmp_path, mode, op):
 
 @pytest.mark.slow
 def test_a_ddp_bucket_that_fails_is_recorded_as_failed(tmp_path):
-    procs = _start(tmp_path, "ddp")
-    try:
-        out, err = procs[0].communicate(timeout=240)
-        procs[1].wait(timeout=60)
-    finally:
-        _stop(procs)
-    assert procs[0].returncode == 0, err
+    out, err = _rank0_output(tmp_path, "ddp")
     assert "CAUGHT" in out, (out, err)  # backward() raised the all-reduce's error
     comms = [r for r in _records(tmp_path / "out0") if r["type"] == "comm" and r["op"] == "ddp_allreduce"]
     # old: the bucket was recorded, but not as failed

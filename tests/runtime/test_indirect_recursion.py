@@ -75,16 +75,22 @@ def test_data_dependent_mutual_recursion_keeps_only_paths_without_a_repeated_reg
     assert abs(own - d[(0,)][2]) <= len(deltas)  # the pure backend rounds each node to whole ns
 
 
-def test_both_backends_fold_the_same_way():
+def _on_both_backends(run):
+    """run(backend module) on each backend, from a clean slate."""
     if len(BACKENDS) < 2:
         pytest.skip("C backend not built (python setup.py build_ext --inplace)")
     seen = []
     for name in BACKENDS:
         mod = fresh_backend(name)
         try:
-            seen.append(sorted((d[0], d[1], d[7]) for d in _random_chains(mod, seed=11)))
+            seen.append(run(mod))
         finally:
             mod.reset_after_fork()
+    return seen
+
+
+def test_both_backends_fold_the_same_way():
+    seen = _on_both_backends(lambda mod: sorted((d[0], d[1], d[7]) for d in _random_chains(mod, seed=11)))
     assert seen[0] == seen[1]
 
 
@@ -333,16 +339,11 @@ def test_dropped_folds_nested_in_each_other(b):
 
 
 def test_both_backends_drop_the_same_way():
-    if len(BACKENDS) < 2:
-        pytest.skip("C backend not built (python setup.py build_ext --inplace)")
-    seen = []
-    for name in BACKENDS:
-        mod = fresh_backend(name)
-        try:
-            deltas = _random_drops(mod, seed=9)
-            seen.append((sorted((d[0], d[1], d[7], d[3] == 0) for d in deltas), mod.dropped()))
-        finally:
-            mod.reset_after_fork()
+    def run(mod):
+        deltas = _random_drops(mod, seed=9)
+        return sorted((d[0], d[1], d[7], d[3] == 0) for d in deltas), mod.dropped()
+
+    seen = _on_both_backends(run)
     assert seen[0] == seen[1] and seen[0][1] > 200
 
 

@@ -2,9 +2,10 @@
 
 For every completed run each rank's files (the rank's main process and its workers, summed)
 give one value per (call path, metric); the ranks' values are reduced with the chosen aggregate
-(mean, max, min or sum) and the rank imbalance (max/mean of inclusive time) is a metric of its
-own. Runs at the same parameter point are repetitions: they stay separate in
-`Series.repetitions` for the estimator to reduce (median by default) and to use their spread.
+(mean, max, min or sum; `sum` adds up no value per step or epoch and no peak: `NOT_SUMMED`) and
+the rank imbalance (max/mean of inclusive time) is a metric of its own. Runs at the same parameter
+point are repetitions: they stay separate in `Series.repetitions` for the estimator to reduce
+(median by default) and to use their spread.
 
 A call path that a completed rank did not visit took no time there: additive metrics (time,
 visits, communication) count it as 0 on that rank, and in a repetition that did not visit it where
@@ -71,6 +72,14 @@ _REDUCE: dict[str, Callable[[list[float]], float]] = {
 # speedup, efficiency and cost need a per-rank time: a sum over ranks is rank-seconds already, and
 # the fastest rank does not say how long the ranks were held; those two derive from the mean
 _PER_RANK = {"mean": "mean", "max": "max", "min": "mean", "sum": "mean"}
+#: What `--ranks sum` does not add up over the ranks, and what it takes instead. These are no totals
+#: over the run: a step's or an epoch's duration and the parts of a step describe the same step on
+#: every rank (summed, 4 ranks made a step 4x as long: review 49), so they keep the mean over ranks,
+#: as `--ranks mean` and the report's Training table (`report.runs.RunGroup.loop_stats`) give them;
+#: a peak is one process's, and the sum of peaks reached at different times is no peak of anything,
+#: so they keep the largest rank's (what has to fit in one process's or one GPU's memory).
+NOT_SUMMED = {"step_time": "mean", "epoch_time": "mean", "data_wait": "mean", "step_comm_time": "mean",
+              "step_gpu_time": "mean", "peak_memory": "max", "peak_rss": "max"}
 
 Key = tuple[str, str]  # (call path, metric)
 
@@ -369,11 +378,16 @@ class RunMetrics:
     #: the same for its exclusive time (`--metric exclusive_time` leaves a call path whose own time is
     #: small out, whatever its callees take)
     own_shares: dict[str, float] = field(default_factory=dict)
+    #: metrics of `NOT_SUMMED` that `--ranks sum` reduced otherwise here (from 2 or more ranks)
+    not_summed: frozenset[str] = frozenset()
 
 
 def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunMetrics:
-    """One value per (call path, metric) for a run: its ranks' values reduced with `ranks`."""
+    """One value per (call path, metric) for a run: its ranks' values reduced with `ranks`; under
+    `sum` the metrics of `NOT_SUMMED` with the reduction named there."""
     reduce, per_rank_time = _REDUCE[ranks], _REDUCE[_PER_RANK[ranks]]
+    reduce_of = {m: _REDUCE[NOT_SUMMED[m]] if ranks == "sum" and m in NOT_SUMMED else reduce for m in METRICS}
+    not_summed: set[str] = set()
     rank_time: dict[str, float] = {}
     per_rank = []
     unknown: set[Key] = set()
@@ -399,7 +413,9 @@ def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunM
         additive = METRICS[key[1]].additive
         vals = [m.get(key, 0.0) for m in per_rank] if additive else [m[key] for m in per_rank if key in m]
         if vals:
-            out[names.key(key)] = reduce(vals)
+            out[names.key(key)] = reduce_of[key[1]](vals)
+            if len(vals) > 1 and reduce_of[key[1]] is not reduce:
+                not_summed.add(key[1])
             if key[1] == "time":
                 rank_time[key[0]] = per_rank_time(vals)
         # imbalance needs every rank: with rank selection, one recorded rank of many says nothing
@@ -410,7 +426,7 @@ def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunM
     for into, metric in ((shares, "time"), (own_shares, "exclusive_time")):
         for cp in [cp for cp in into if (cp, metric) in unknown]:
             del into[cp]
-    return RunMetrics(out, unknown, throttled, rank_time, shares, frozenset(roots), own_shares)
+    return RunMetrics(out, unknown, throttled, rank_time, shares, frozenset(roots), own_shares, frozenset(not_summed))
 
 
 Point = tuple[float, ...]
@@ -512,8 +528,10 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
     shares: dict[str, dict[Point, list[float]]] = defaultdict(lambda: defaultdict(list))
     own_shares: dict[str, dict[Point, list[float]]] = defaultdict(lambda: defaultdict(list))
     roots: set[str] = set()
+    not_summed: set[str] = set()
     for run in runs:
         rm = run_metrics(run, names, ranks)
+        not_summed |= rm.not_summed
         pt = runset.point(run)
         for cp, v in rm.shares.items():
             shares[cp][pt].append(v)
@@ -533,6 +551,8 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
                 for key in [k for k in rep if k[1] == "imbalance"]:
                     del rep[key]
     warnings = list(runset.warnings)
+    if not_summed:
+        warnings.append(_not_summed_note(not_summed))
     if derived and RANKS_PARAMETER in params and measured:
         _fill_unvisited(times, unknown, experiments)
         rows, late = _derived(times, params)
@@ -583,6 +603,22 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
 
 def _largest_median(shares: dict[str, dict[Point, list[float]]]) -> dict[str, float]:
     return {cp: max(_median(v) for v in by_pt.values()) for cp, by_pt in shares.items()}
+
+
+def _not_summed_note(metrics: set[str]) -> str:
+    """The warning that `--ranks sum` did not sum `metrics` (of `NOT_SUMMED`) over the ranks."""
+    order = list(METRICS)
+    per_step = sorted((m for m in metrics if NOT_SUMMED[m] == "mean"), key=order.index)
+    peaks = sorted((m for m in metrics if NOT_SUMMED[m] == "max"), key=order.index)
+    said = []
+    if per_step:
+        said.append(f"{', '.join(per_step)} {'is' if len(per_step) == 1 else 'are'} the mean over ranks (a time "
+                    "per step or epoch, the same step on every rank: as under --ranks mean and in the report's "
+                    "Training table)")
+    if peaks:
+        said.append(f"{', '.join(peaks)} {'is' if len(peaks) == 1 else 'are'} the largest rank's peak (a peak is "
+                    "one process's; peaks reached at different times do not add up)")
+    return f"--ranks sum: not summed over the ranks: {'; '.join(said)}"
 
 
 def _derived_notes(ranks: str, late: dict[str, set[float]]) -> list[str]:

@@ -180,7 +180,8 @@ class RankMetrics:
     unknown: set[Key]  # measured only in part (throttled regions): no value, and not 0 either
     throttled: set[str]  # call paths of throttled regions
     #: the rank's run time: the longest top-level region of its main process (its workers' and
-    #: helper processes' top-level regions run beside it); 0 without a main process's profile
+    #: helper processes' top-level regions run beside it), of each of its images added up where it
+    #: replaced itself with os.exec*; 0 without a main process's profile
     run_time: float = 0.0
     #: call paths of the main process's top-level regions
     roots: frozenset[str] = frozenset()
@@ -287,10 +288,14 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
     for rf in files:
         run = rf.run
         if not rf.is_child:
+            # the rank's main process; its images one after the other where it replaced itself
+            # with os.exec* (each a file of its own: `RankFile.continues`)
+            longest = 0.0
             for path, _, incl, _ in profile_rows(run.profile):
                 if len(path) == 1:
                     roots.add(names.callpath(rf, path))
-                    run_time = max(run_time, incl / 1e9)
+                    longest = max(longest, incl / 1e9)
+            run_time += longest
         ends_in: dict[int, set[str]] = defaultdict(set)
         visits_of: dict[int, int] = defaultdict(int)
         for path, visits, incl, excl in profile_rows(run.profile):

@@ -64,3 +64,15 @@ def test_a_copy_of_an_image_s_file_is_still_read_once(tmp_path):
     (run,) = [r for r in rs.runs if r.run_id == "x"]
     assert run.status == "ok" and len(run.files) == 3
     assert [Path(f.path).name for f in rs.files if f.status == "duplicate"] == [files[1].name]
+
+
+def test_a_restarted_rank_s_run_time_is_its_images_added_up(tmp_path):
+    """Each image ran after the other: the rank's run time, against which call paths' shares of
+    the run are taken (`--min-share`), is their sum; the longest alone made `main` 3x the run."""
+    from modeler.aggregate import RegionNames, run_metrics
+
+    _sweep_with_restarts(tmp_path)
+    rs = load_runs([tmp_path])
+    (run,) = [r for r in rs.runs if r.run_id == "x"]
+    rm = run_metrics(run, RegionNames(rs.runs))
+    assert rm.shares["main"] == 1.0

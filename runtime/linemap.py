@@ -11,6 +11,8 @@ instrumented file is shown, never on the probe path.
     excepthook, thread_excepthook      sys.excepthook and threading.excepthook, installed by the
                                        first register() in front of the hooks already there
     show(tp, value, tb, next_hook)     how excepthooks of the runtime end (the recorder's too)
+    hooked(hook, next_hook)            the runtime put a sys.excepthook in (for the exceptiongroup
+                                       backport on Python 3.10: see _BackportFinder)
 
 A frame is mapped to `SRC/relpath` when that file still exists, else to `OUT/relpath` with the
 original line number (and a note under the exception saying so). Frames of other files are left
@@ -36,6 +38,12 @@ _ALL_LINES = sys.version_info >= (3, 13)
 # Python 3.13+ shows an uncaught exception with the traceback module; before, C code did
 # (Python/pythonrun.c), which shows a SyntaxError's line and carets differently (review 44)
 _C_DISPLAY = sys.version_info < (3, 13)
+# Python 3.10: ExceptionGroup is the `exceptiongroup` backport's, which makes the traceback module
+# show a group's exceptions (and puts in a sys.excepthook that prints with it) only if sys.excepthook
+# is still Python's own when it is imported (review 50 F1): see _BackportFinder
+_BACKPORT = sys.version_info < (3, 11)
+# Python 3.13+ colours an uncaught exception's traceback where `_colorize.can_colorize()` says so
+_COLORS = sys.version_info >= (3, 13)
 
 _files: dict[str, str] = {}  # co_filename of an instrumented module -> its relpath inside OUT
 _trees: dict[str, "_Tree | None"] = {}  # OUT root -> its loaded maps (None: no usable map there)
@@ -44,6 +52,9 @@ _lock = threading.Lock()
 _installed = False
 _next_hook: Callable[..., Any] | None = None
 _next_thread_hook: Callable[..., Any] | None = None
+_chained: dict[Any, Any] = {}  # the runtime's sys.excepthooks -> the hook each one calls next
+_backport_hook: Callable[..., Any] | None = None  # the backport's hook, where our hooks lead to Python's own
+_backport_watched = False
 
 
 class _Tree:
@@ -96,6 +107,7 @@ def register(filename: str | None, relpath: str) -> None:
         _preload()
         _next_hook = sys.excepthook
         sys.excepthook = excepthook
+        hooked(excepthook, _next_hook)
         _next_thread_hook = threading.excepthook
         threading.excepthook = thread_excepthook
         _map_warnings()
@@ -109,6 +121,102 @@ def _preload() -> None:
     import json  # noqa: F401 - the source tree's manifest
     import linecache  # noqa: F401
     import traceback  # noqa: F401 - imports tokenize too
+
+
+def hooked(hook: Callable[..., Any], next_hook: Callable[..., Any]) -> None:
+    """The runtime put `hook` in as sys.excepthook, in front of `next_hook` (here, and in the
+    recorder, which may start first). On Python 3.10, from then on, a program's import of the
+    exceptiongroup backport sees Python's own hook where ours lead to it (`_BackportFinder`)."""
+    global _backport_watched
+    _chained[hook] = next_hook
+    if _BACKPORT and not _backport_watched and "exceptiongroup" not in sys.modules:
+        _backport_watched = True
+        sys.meta_path.insert(0, _BackportFinder)
+
+
+def _leads_to_default(hook: Any) -> bool:
+    """Whether `hook`, through the runtime's hooks, ends in Python's own sys.excepthook."""
+    for _ in range(len(_chained) + 1):
+        if hook not in _chained:
+            break
+        hook = _chained[hook]
+    return hook is sys.__excepthook__
+
+
+class _BackportFinder:
+    """First in sys.meta_path on Python 3.10 until the `exceptiongroup` backport is imported (review
+    50 F1). The backport patches the traceback module, so that `traceback.format_exc()`, logging
+    and its own sys.excepthook show a group's exceptions, only if sys.excepthook is Python's own
+    when it is imported: the runtime's is there. Its package runs with Python's own in place where
+    the runtime's hooks lead to it, as in the program uninstrumented; the hook it puts in is then
+    where ours end (`show`), and ours are put back in front of it."""
+
+    @classmethod
+    def find_spec(cls, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != "exceptiongroup":
+            return None
+        spec = None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None) if finder is not cls else None
+            spec = find(fullname, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None  # not installed: importlib goes on to the next finders
+        try:
+            sys.meta_path.remove(cls)  # importlib stops at the spec returned: its loop loses nothing
+        except ValueError:
+            pass
+        loader = spec.loader
+        run = getattr(loader, "exec_module", None)
+        if run is None:
+            return spec
+
+        def exec_module(module: Any) -> None:
+            try:
+                del loader.exec_module  # this load's only (a loader may serve others)
+            except AttributeError:
+                pass
+            _run_backport(run, module)
+
+        try:
+            loader.exec_module = exec_module
+        except (AttributeError, TypeError):
+            pass
+        return spec
+
+
+def _run_backport(run: Callable[[Any], None], module: Any) -> None:
+    global _backport_hook
+    hook = sys.excepthook
+    ours = _leads_to_default(hook)
+    if ours:
+        sys.excepthook = sys.__excepthook__
+    try:
+        run(module)
+    finally:
+        if ours:
+            if sys.excepthook is not sys.__excepthook__:
+                _backport_hook = sys.excepthook
+            sys.excepthook = hook
+
+
+def _is_backport_hook(hook: Any) -> bool:
+    """Whether `hook` is the exceptiongroup backport's sys.excepthook (Python 3.10)."""
+    formatting = sys.modules.get("exceptiongroup._formatting") if _BACKPORT else None
+    return hook is not None and hook is getattr(formatting, "exceptiongroup_excepthook", None)
+
+
+def _backport_patched() -> bool:
+    """Whether the exceptiongroup backport patched the traceback module (Python 3.10), which then
+    shows groups' exceptions and every exception's notes itself."""
+    formatting = sys.modules.get("exceptiongroup._formatting") if _BACKPORT else None
+    if formatting is None:
+        return False
+    import traceback
+
+    original = getattr(formatting, "traceback_exception_original_format_exception_only", None)
+    return original is not None and traceback.TracebackException.format_exception_only is not original
 
 
 def _map_warnings() -> None:
@@ -174,9 +282,12 @@ def show(tp: type[BaseException], value: BaseException, tb: TracebackType | None
     The recorder's hook ends with this too, so the order in which the two were installed (the
     recorder can start before the first instrumented module, for manual regions) does not matter.
     """
-    if next_hook is sys.__excepthook__:
+    if next_hook is sys.__excepthook__ and _backport_hook is not None:
+        next_hook = _backport_hook  # where the program's import of the backport put it (3.10)
+    backport = _is_backport_hook(next_hook)  # it prints traceback.format_exception's text
+    if next_hook is sys.__excepthook__ or backport:
         try:
-            text = format_exception(value, tb, _only_if_mapped=True, _uncaught=True)
+            text = format_exception(value, tb, _only_if_mapped=True, _uncaught=not backport)
         except Exception:  # noqa: BLE001 - a broken map must never hide the user's error
             text = None
         if text is not None:
@@ -234,10 +345,26 @@ def format_exception(exc: BaseException, tb: TracebackType | None = None, *,
             notes.append(f"scaleprobe: {where}; frames in the instrumented copy show their original "
                          "line numbers but the copy's source text")
         te.__notes__ = notes
-    text = "".join(te.format())
-    if missing and not _POSITIONS:  # 3.10 shows no notes: after the exception's line, as 3.11 does
+    text = "".join(te.format(**(_colors() if _uncaught else {})))
+    if missing and not _POSITIONS and ("format_exception_only" in vars(te) or not _backport_patched()):
+        # 3.10 shows no notes (unless the exceptiongroup backport does): after the exception's
+        # line, as 3.11 does
         text += "".join(f"{note}\n" for note in notes)
     return text
+
+
+def _colors() -> dict[str, bool]:
+    """TracebackException.format's `colorize` as the interpreter passes it to show an uncaught
+    exception (3.13+: `traceback._print_exception_bltin`, on a terminal, `PYTHON_COLORS=1`,
+    `FORCE_COLOR`; review 50 F5); nothing where that Python has none."""
+    if not _COLORS:
+        return {}
+    try:
+        import _colorize
+
+        return {"colorize": bool(_colorize.can_colorize())}
+    except Exception:  # noqa: BLE001 - no colours rather than no traceback
+        return {}
 
 
 def _map_all(te: Any, missing: set[str]) -> int:
@@ -263,10 +390,16 @@ def _display_syntax_errors_as_c(te: Any) -> None:
     its tab and a caret line where Python shows none."""
     import functools
 
+    original = None
+    if _backport_patched():  # its format_exception_only calls the class's _format_syntax_error
+        original = getattr(sys.modules["exceptiongroup._formatting"],
+                           "traceback_exception_original_format_exception_only", None)
     for cur in _chain(te):
         if issubclass(cur.exc_type, SyntaxError):
             # format_exception_only calls this method of the instance (3.10 to 3.12 alike)
             cur._format_syntax_error = functools.partial(_c_syntax_error, cur)
+            if original is not None:  # the traceback module's own, which does (and shows no notes, as C)
+                cur.format_exception_only = functools.partial(original, cur)
 
 
 def _c_syntax_error(te: Any, stype: str) -> list[str]:

@@ -819,7 +819,7 @@ class Recorder:
         mon = getattr(sys, "monitoring", None)
         if mon is None or self.main_code is not None or not self.enabled:
             return
-        for tool in (4, 3):  # 0-2 and 5 are reserved for debuggers, coverage, profilers, optimizers
+        for tool in WATCH_TOOL_IDS:
             try:
                 mon.use_tool_id(tool, "scaleprobe")
                 break
@@ -902,9 +902,16 @@ class Recorder:
 
 _PENDING = object()  # gpu_ns placeholder until the CUDA events of a step have completed
 
+# The sys.monitoring tool ids watch_main tries, in order (Python 3.12+; docs/runtime.md): kept for the
+# whole run. 0 to 2 are the debugger's, coverage's and the profiler's; 5 the optimizer's, which no
+# optimizer of CPython uses (3.12, 3.13), so a program's own tool, which takes 3 or 4, the ids PEP 669
+# leaves to other tools, finds them free (review 50 F4: a program's `use_tool_id(4)` failed).
+WATCH_TOOL_IDS = (5, 4, 3)
+
 
 _rec: Recorder | None = None
 _start_lock = threading.Lock()
+_starting: int | None = None  # the thread inside start(), while it is
 
 
 def get() -> Recorder | None:
@@ -913,31 +920,74 @@ def get() -> Recorder | None:
 
 def start() -> Recorder:
     """Start recording in this process (once). Safe to call from any thread."""
-    global _rec
+    global _rec, _starting
     if _rec is not None:
         return _rec
+    if _starting == threading.get_ident():
+        _reentered()  # the lock is this thread's own: waiting on it would never end
     with _start_lock:
         if _rec is not None:
             return _rec
+        _starting = threading.get_ident()
         try:
-            cfg = from_env()
-            rec = Recorder(cfg)
-            if cfg.disable:
-                rec.enabled = False
-                rec.on = False
-            else:
-                rec.open()
-        except ScaleprobeRuntimeError as exc:
-            _refuse_to_start(exc)
-        _rec = rec
-        if rec.enabled:
-            _install_hooks(rec)
-            if cfg.flush_interval_s > 0:
-                # A SIGTERM that the main thread, blocked in C (a hung collective), never takes to
-                # our handler still ends the process, as its default action would (signal_watch).
-                rec.sigwatch = signal_watch.arm(main=True)
-            rec.start_thread()
-        return rec
+            try:
+                cfg = from_env()
+                rec = Recorder(cfg)
+                if cfg.disable:
+                    rec.enabled = False
+                    rec.on = False
+                else:
+                    rec.open()
+            except ScaleprobeRuntimeError as exc:
+                _refuse_to_start(exc)
+            _rec = rec
+            if rec.enabled:
+                from . import linemap
+
+                prev_hook = sys.excepthook
+                _install_hooks(rec)
+                # Python 3.10: the exceptiongroup backport, imported later, still sees Python's own
+                linemap.hooked(sys.excepthook, prev_hook)
+                if cfg.flush_interval_s > 0:
+                    # A SIGTERM that the main thread, blocked in C (a hung collective), never takes to
+                    # our handler still ends the process, as its default action would (signal_watch).
+                    rec.sigwatch = signal_watch.arm(main=True)
+                rec.start_thread()
+            return rec
+        finally:
+            _starting = None
+
+
+def _reentered() -> NoReturn:
+    """start() called again by the thread that runs it: the runtime, starting, imported a module of
+    the program (an instrumented one, whose header starts the recorder) named like a standard-library
+    module that the runtime or a library it uses needs (review 50: `select.py` on Python 3.10, where
+    orjson imports `uuid`, `platform`, `subprocess`, `select`). `instrument` warns of such names.
+    Say which module it was and exit 2 at once: an exception would go up through the import in
+    progress, and orjson's (an extension module's initialization) crashes the process on any."""
+    modules = []  # innermost first: the program's module, then the modules that imported it
+    frame = sys._getframe(1).f_back  # what called start() the second time
+    while frame is not None and frame.f_code is not start.__code__:
+        if frame.f_code.co_name == "<module>":
+            modules.append((frame.f_globals.get("__name__"), frame.f_globals.get("__file__")))
+        frame = frame.f_back
+    if modules:
+        name, path = modules[0]
+        by = f" by '{modules[1][0]}'" if len(modules) > 1 and modules[1][0] else ""
+        kind = "the standard-library module" if name in getattr(sys, "stdlib_module_names", ()) else "the module"
+        message = (f"the program's module '{name}' ({path or 'no file'}) was imported{by} while scaleprobe's "
+                   f"runtime was starting, in place of {kind} '{name}' that it needs; rename the program's module")
+    else:
+        message = "the recorder was started again while it was starting, from code of the program it imported"
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        print(f"scaleprobe: error: {message}", file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+    os._exit(2)
 
 
 def _refuse_to_start(exc: ScaleprobeRuntimeError) -> NoReturn:

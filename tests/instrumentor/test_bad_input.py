@@ -17,7 +17,7 @@ from instr_helpers import REPO, rewrite, run, run_env
 from instrumentor import project as project_module
 from instrumentor.cli import main
 from instrumentor.project import _instrument_file
-from instrumentor.shadowing import NVTX_STDLIB, RUNTIME_STDLIB
+from instrumentor.shadowing import stdlib_names
 
 MAIN = "import helper\n\n\ndef main():\n    return helper.work(2)\n\n\nmain()\n"
 HELPER = "def work(i):\n    return i * 2\n"
@@ -315,10 +315,11 @@ def test_a_top_level_module_named_like_a_stdlib_module_of_the_runtime_is_warned_
 def test_the_stdlib_modules_the_runtime_imports_are_all_known(tmp_path, backend):
     """RUNTIME_STDLIB covers what an instrumented program imports for the runtime on this Python,
     beyond what Python and `site` load at start-up (a module added to the runtime shows up here);
-    NVTX_STDLIB the same under the nvtx backend (review 41: numpy, which nvtx imports, was not)."""
+    NVTX_STDLIB the same under the nvtx backend (review 41: numpy, which nvtx imports, was not).
+    Checked against the names `shadow_warnings` uses (review 50: under nvtx, the union of both)."""
     if backend == "nvtx" and importlib.util.find_spec("nvtx") is None:
         pytest.skip("the nvtx package is not installed")
-    known = NVTX_STDLIB if backend == "nvtx" else RUNTIME_STDLIB
+    known = stdlib_names(backend)
     src, out = tmp_path / "src", tmp_path / "out"
     src.mkdir()
     (src / "main.py").write_text("def work(n):\n    for i in range(n):\n        pass\n\n\nwork(3)\n")

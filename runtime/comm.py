@@ -49,9 +49,6 @@ _watching = [False]
 # The calls in progress: id(call) -> call, a list [op, bytes, group size, call path, start ns, its
 # _Waited or None]. Taken out (dict.pop, atomic) by the one that records it: see the module's doc.
 _open: dict[int, list] = {}
-# Set once a call that raised or was still in progress at the end was counted: only then do the
-# flushes look for the `failed`/`unfinished` counts to write (`_comm_records`).
-_marked = [False]
 # Set while a wrapped operation or a DDP comm hook runs on this thread: the operations it issues
 # (send's isend, a hook's all_reduce) are part of it and must not be counted a second time.
 _inside = threading.local()
@@ -156,7 +153,9 @@ def patch_if_loaded(rec: "_recorder.Recorder") -> bool:
     _patch_work_wait(dist)
     if rec.cfg.ddp_hook:
         _patch_ddp(rec)
-    _hook_comm_records(rec)
+    if hasattr(os, "register_at_fork"):
+        # a forked child records none of its parent's calls (its recorder starts afresh)
+        os.register_at_fork(after_in_child=_open.clear)
     return True
 
 
@@ -465,12 +464,12 @@ def _future_failed(fut: Any) -> bool:
     return False
 
 
-def _take_open(comm: dict[tuple, list]) -> None:
-    """The final flush: add the calls still in progress to its summaries `comm`, each up to now
-    (counted in `unfinished`), or an async call not being waited for up to its issue or its last
-    wait (as if dropped). In the thread that writes the end record, which may be a signal handler
-    that interrupted the main thread anywhere: it takes no lock, and never the spans' (no epoch or
-    step record is written after the end record)."""
+def take_open(comm: dict[tuple, list]) -> None:
+    """The final flush (Recorder._comm_records): add the calls still in progress to its summaries
+    `comm`, each up to now (counted in `unfinished`), or an async call not being waited for up to
+    its issue or its last wait (as if dropped). In the thread that writes the end record, which may
+    be a signal handler that interrupted the main thread anywhere: it takes no lock, and never the
+    spans' (no epoch or step record is written after the end record)."""
     now = perf_counter_ns()
     for key in list(_open):
         call = _open.pop(key, None)
@@ -480,9 +479,7 @@ def _take_open(comm: dict[tuple, list]) -> None:
         cut = waited is None or waited.waiting > 0
         s = comm.get((op, gsize, cpath))
         if s is None:
-            s = comm[(op, gsize, cpath)] = [0] * _SUMMARY
-        elif len(s) < _SUMMARY:
-            s.extend([0] * (_SUMMARY - len(s)))
+            s = comm[(op, gsize, cpath)] = [0] * SUMMARY
         s[0] += 1
         s[1] += nbytes
         s[2] += (now if cut else max(waited.end, t0)) - t0
@@ -490,44 +487,11 @@ def _take_open(comm: dict[tuple, list]) -> None:
             s[7] += 1
         elif waited.failed:
             s[6] += 1
-        _marked[0] = True
 
 
-def _hook_comm_records(rec: "_recorder.Recorder") -> None:
-    """The recorder's comm records with the counts of failed and unfinished calls, and at the final
-    flush with the calls still in progress (`_take_open`)."""
-    orig = getattr(rec, "_comm_records", None)
-    if orig is None or getattr(orig, "__sp_comm__", False):
-        return
-
-    def comm_records(n: int, comm: dict[tuple, list]) -> list[dict]:
-        if _open and rec.finishing:
-            try:
-                _take_open(comm)
-            except Exception as e:  # noqa: BLE001 - never lose the end record for it
-                print(f"scaleprobe: counting the calls in progress: {e!r}", file=sys.stderr)
-        out = orig(n, comm)
-        if _marked[0]:
-            for r in out:
-                if r.get("calls"):
-                    s = comm.get((r["op"], r["group_size"], tuple(r["callpath"])))
-                    if s is not None and len(s) >= _SUMMARY:
-                        if s[6]:
-                            r["failed"] = s[6]
-                        if s[7]:
-                            r["unfinished"] = s[7]
-        return out
-
-    comm_records.__sp_comm__ = True  # type: ignore[attr-defined]
-    rec._comm_records = comm_records  # type: ignore[method-assign]
-    if hasattr(os, "register_at_fork"):
-        # a forked child records none of its parent's calls (its recorder starts afresh)
-        os.register_at_fork(after_in_child=_open.clear)
-
-
-# The length of a summary in Recorder.comm: [calls, bytes, time_ns, gpu_ns, gpu_calls, GPU intervals
-# unread, failed, unfinished]
-_SUMMARY = 8
+#: The length of a summary in Recorder.comm: [calls, bytes, time_ns, gpu_ns, gpu_calls, GPU intervals
+#: unread, failed, unfinished]
+SUMMARY = 8
 
 
 def record(rec: "_recorder.Recorder", op: str, nbytes: int, group_size: int | None, time_ns: int,
@@ -541,13 +505,12 @@ def record(rec: "_recorder.Recorder", op: str, nbytes: int, group_size: int | No
     with rec.comm_lock:
         s = rec.comm.get((op, group_size, path))
         if s is None:
-            s = rec.comm[(op, group_size, path)] = [0] * _SUMMARY
+            s = rec.comm[(op, group_size, path)] = [0] * SUMMARY
         s[0] += 1
         s[1] += nbytes
         s[2] += time_ns
         if failed:
             s[6] += 1
-            _marked[0] = True
         if gpu is not None:
             # Resolved later by the GPU timer: what resolves after its flush goes into the next
             # (Recorder._comm_records)

@@ -680,6 +680,11 @@ class Recorder:
         """The `comm` records of flush n: the summaries of its interval, and for the summaries of
         earlier intervals whose GPU time resolved since they were written, that GPU time (a record
         of 0 calls): a collective's CUDA events complete after the flush that took its summary."""
+        if self.finishing and "runtime.comm" in sys.modules:
+            try:  # the calls still in progress end with the run (a rank blocked in a collective)
+                sys.modules["runtime.comm"].take_open(comm)
+            except Exception as e:  # noqa: BLE001 - never lose the end record for it
+                print(f"scaleprobe: counting the communication calls in progress: {e!r}", file=sys.stderr)
         out = []
         still = []
         for late in self.comm_late:
@@ -699,6 +704,10 @@ class Recorder:
             out.append({"type": "comm", "flush": n, "op": op, "bytes": nbytes, "group_size": group, "calls": calls,
                         "time_ns": t_ns, "gpu_ns": gpu_ns if gpu_calls else None, "gpu_calls": gpu_calls,
                         "callpath": list(path)})
+            if s[6]:  # of `calls`, ended by an exception; still in progress at the end (comm.take_open)
+                out[-1]["failed"] = s[6]
+            if s[7]:
+                out[-1]["unfinished"] = s[7]
             if unread > 0:
                 still.append([key, s, gpu_ns, gpu_calls])
         self.comm_late = still

@@ -418,7 +418,7 @@ def test_gpu_time_that_resolves_after_its_flush_goes_into_the_next():
     from runtime import comm, gpu
     from runtime.recorder import Recorder
 
-    rec = SimpleNamespace(comm_spans=comm.CommSpans(), comm_lock=threading.Lock(), comm={}, comm_late=[])
+    rec = SimpleNamespace(comm_spans=comm.CommSpans(), comm_lock=threading.Lock(), comm={}, comm_late=[], finishing=False)
     first, second = {"gpu_ns": None}, {"gpu_ns": None}
     comm.record(rec, "all_reduce", 64, 2, 1000, (5,), first)
     comm.record(rec, "all_reduce", 64, 2, 1000, (5,), second)
@@ -468,7 +468,7 @@ def test_a_collectives_gpu_interval_is_never_waited_for_in_vain(monkeypatch, how
             return True
 
     rec = SimpleNamespace(on=True, gpu=Timer(), comm_spans=comm.CommSpans(), comm_lock=threading.Lock(), comm={},
-                          comm_late=[])
+                          comm_late=[], finishing=False)
 
     def all_reduce(tensor, op=None, group=None, async_op=False):
         return None

@@ -287,22 +287,27 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
         call = [op, nbytes, gsize, cpath, t0, None]
         key = id(call)
         _open[key] = call
-        ok = False
+        ok = cut = False
         try:
             result = fn(*args, **kwargs)
             ok = True
+        except BaseException as exc:
+            # a signal's SystemExit or KeyboardInterrupt (the launcher's --timeout) cut the call
+            # short: no failure of its own (review 52 F10)
+            cut = not isinstance(exc, Exception)
+            raise
         finally:
             dt = perf_counter_ns() - t0
             _inside.on = False
             impl.exit(rid)
             if not ok:
                 # it raised (a peer that died; a signal's exception): recorded up to here, as
-                # failed, and the exception goes on unchanged (review 49 F1)
-                _end_failed(rec, key, dt, gpu, ev)
+                # failed or cut short, and the exception goes on unchanged (review 49 F1)
+                _end_failed(rec, key, dt, gpu, ev, cut)
 
-        def done(end: int, failed: bool = False) -> None:
+        def done(end: int, failed: bool = False, cut: bool = False) -> None:
             if _open.pop(key, None) is not None:
-                record(rec, op, nbytes, gsize, end - t0, cpath, None, t0, failed)
+                record(rec, op, nbytes, gsize, end - t0, cpath, None, t0, failed, cut)
 
         fut = None
         if result is not None and hasattr(result, "get_future"):
@@ -348,26 +353,27 @@ class _Waited:
     wait() returned (or raised: then as failed), or with its issue time when none was waited for.
     `waiting`: its wait()s in progress (the final flush counts a call blocked in one up to then)."""
 
-    __slots__ = ("left", "end", "done", "lock", "waiting", "failed")
+    __slots__ = ("left", "end", "done", "lock", "waiting", "failed", "cut")
 
-    def __init__(self, works: int, issued: int, done: Callable[[int, bool], None]) -> None:
+    def __init__(self, works: int, issued: int, done: Callable[[int, bool, bool], None]) -> None:
         self.left = works
         self.end = issued
         self.done = done
         self.lock = threading.Lock()
         self.waiting = 0
         self.failed = False
+        self.cut = False
 
-    def settle(self, waited: bool, failed: bool = False) -> None:
+    def settle(self, waited: bool, failed: bool = False, cut: bool = False) -> None:
         with self.lock:
             self.left -= 1
             if waited:
                 self.end = max(self.end, perf_counter_ns())
-            if failed:
-                self.failed = True
+            self.failed |= failed
+            self.cut |= cut
             if self.left:
                 return
-        self.done(self.end, self.failed)
+        self.done(self.end, self.failed, self.cut and not self.failed)
 
 
 def _until_waited(result: Any, call: list, issued: int, done: Callable[[int, bool], None]) -> bool:
@@ -415,14 +421,14 @@ def _patch_work_wait(dist: Any) -> None:
             waited.waiting += 1
             try:
                 out = orig(self, *args, **kwargs)
-            except BaseException:
-                try:
-                    _settle_waited(self, True)
+            except BaseException as exc:
+                try:  # failed, or cut short by a signal's SystemExit or KeyboardInterrupt (review 52 F10)
+                    _settle_waited(self, isinstance(exc, Exception))
                 except Exception:  # noqa: BLE001 - the program's exception goes on, not ours
                     pass
                 waited.waiting -= 1  # (after: the final flush meanwhile counts it up to then)
                 raise
-            _settle_waited(self, False)
+            _settle_waited(self, None)
             waited.waiting -= 1
         if _dropped:
             _settle_dropped()
@@ -435,22 +441,24 @@ def _patch_work_wait(dist: Any) -> None:
     _work_patched[0] = work_type
 
 
-def _settle_waited(work: Any, failed: bool) -> None:
+def _settle_waited(work: Any, failed: bool | None) -> None:
+    """The program's wait() on `work` returned (`failed` None) or raised (True: an error; False: a
+    signal's exception cut it short)."""
     entry = _waiting.pop(work, None) if _waiting else None
     if entry is not None and entry[1].detach() is not None:  # not dropped meanwhile
-        entry[0].settle(True, failed)
+        entry[0].settle(True, bool(failed), failed is False)
 
 
-def _end_failed(rec: "_recorder.Recorder", key: int, dt: int, gpu: Any, ev: Any) -> None:
-    """A wrapped call raised after `dt`: record it as failed (if the final flush has not counted it).
-    Never raises: the program's exception goes on unchanged."""
+def _end_failed(rec: "_recorder.Recorder", key: int, dt: int, gpu: Any, ev: Any, cut: bool = False) -> None:
+    """A wrapped call raised after `dt`: record it as failed, or as `cut` short (if the final flush
+    has not counted it). Never raises: the program's exception goes on unchanged."""
     try:
         if ev is not None:
             gpu.release(ev)  # the call failed: its start event goes back to the pool
         call = _open.pop(key, None)
         if call is not None:
             op, nbytes, gsize, cpath, t0, _ = call
-            record(rec, op, nbytes, gsize, dt, cpath, None, t0, True)
+            record(rec, op, nbytes, gsize, dt, cpath, None, t0, failed=not cut, cut=cut)
     except Exception:  # noqa: BLE001
         pass
 
@@ -495,10 +503,11 @@ SUMMARY = 8
 
 
 def record(rec: "_recorder.Recorder", op: str, nbytes: int, group_size: int | None, time_ns: int,
-           path: tuple[int, ...], gpu: dict | None, start_ns: int | None = None, failed: bool = False) -> None:
-    """Add one call (it ran from `start_ns` for `time_ns`; `failed`: it ended by an exception) to the
-    communication summary of the current flush interval, and its interval to the union the epoch
-    and step records use."""
+           path: tuple[int, ...], gpu: dict | None, start_ns: int | None = None, failed: bool = False,
+           cut: bool = False) -> None:
+    """Add one call (it ran from `start_ns` for `time_ns`; `failed`: it ended by an exception; `cut`:
+    by a signal's, SystemExit or KeyboardInterrupt) to the communication summary of the current
+    flush interval, and its interval to the union the epoch and step records use."""
     if start_ns is None:
         start_ns = perf_counter_ns() - time_ns
     rec.comm_spans.add(start_ns, start_ns + time_ns)
@@ -511,6 +520,8 @@ def record(rec: "_recorder.Recorder", op: str, nbytes: int, group_size: int | No
         s[2] += time_ns
         if failed:
             s[6] += 1
+        if cut:
+            s[7] += 1
         if gpu is not None:
             # Resolved later by the GPU timer: what resolves after its flush goes into the next
             # (Recorder._comm_records)

@@ -253,3 +253,27 @@ def test_the_final_flush_counts_a_call_in_progress_once(tmp_path):
     assert (c["op"], c["calls"], c["bytes"], c.get("unfinished"), "failed" in c) == ("all_reduce", 1, 16, 1, False), c
     assert D * 1e9 <= c["time_ns"] <= end["duration_ns"], (c, end)
     assert "LEFT 0" in p.stdout, p.stdout  # counted once: by the final flush, not again when it returned
+
+
+@pytest.mark.parametrize("raised,fields", [(ValueError, (1, 0)), (KeyboardInterrupt, (0, 1)), (SystemExit, (0, 1))])
+def test_a_call_cut_short_by_a_signal_s_exception_is_unfinished_not_failed(monkeypatch, raised, fields):
+    """Review 52 F10: the launcher's SIGTERM at --timeout raises SystemExit (KeyboardInterrupt for
+    Ctrl-C) inside a blocked call: no failure of the call's own. An error (a peer that died) is."""
+    import threading
+    from types import SimpleNamespace
+
+    from runtime import _backend, comm
+    from runtime.recorder import Recorder
+
+    monkeypatch.setitem(sys.modules, "torch.distributed", SimpleNamespace(is_initialized=lambda: False))
+    _backend.impl.ensure_capacity(200)
+    rec = SimpleNamespace(on=True, gpu=None, comm_spans=comm.CommSpans(), comm_lock=threading.Lock(), comm={},
+                          comm_late=[], finishing=False)
+
+    def all_reduce(tensor, op=None, group=None, async_op=False):
+        raise raised(1)
+
+    with pytest.raises(raised):
+        comm._wrap(rec, "all_reduce", all_reduce, 151, ["tensor", "op", "group", "async_op"])(None)
+    [r] = Recorder._comm_records(rec, 1, rec.comm)
+    assert (r["calls"], r.get("failed", 0), r.get("unfinished", 0)) == (1, *fields)

@@ -135,7 +135,24 @@ def _run_in_process(opts: Options, identity: ProcessIdentity, run: Run, record: 
             print(f"scaleprobe launch: {record.error} while blocked outside Python; run data in {run.directory}",
                   file=sys.stderr, flush=True)
 
+    launcher = os.getpid()
+
+    def replaced() -> None:
+        """The program replaces this process with os.exec*: nothing of the launcher runs after, so
+        the run's record ends here (it said `running` for ever: review 52 F6)."""
+        if os.getpid() != launcher:
+            return None  # a child the program forked
+        _finish(run, record, 0, identity.rank, time.monotonic() - start)
+        if not cfg.quiet:
+            print(f"scaleprobe launch: the program replaced itself with os.exec*: the launcher's run ends here "
+                  f"(the new program's own run file, if it records, joins it); run data in {run.directory}",
+                  file=sys.stderr, flush=True)
+        return None
+
     remove = signal_watch.at_default_action(last_words) if identity.rank == 0 else (lambda: None)
+    from runtime import exec_hook
+
+    unhook = exec_hook.install(replaced) if identity.rank == 0 else (lambda: None)
     try:
         run_signals.start()
         mark = run_signals.mark()
@@ -143,6 +160,7 @@ def _run_in_process(opts: Options, identity: ProcessIdentity, run: Run, record: 
         return code, run_signals.since(mark)
     finally:
         remove()
+        unhook()
 
 
 def _finish(run: Run, record: RunRecord, code: int, rank: int, wall_s: float, signum: int | None = None) -> None:

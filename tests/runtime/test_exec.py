@@ -100,24 +100,78 @@ def test_an_exec_into_a_program_that_records_nothing_ends_the_run(tmp_path):
     assert main.visits == 1 and main.incl_ns > 0
 
 
-def test_an_exec_that_fails_after_the_run_ended_raises_as_before_and_says_so(tmp_path):
-    bad = tmp_path / "bad.sh"
-    bad.write_text("#!/no/such/interpreter\n")
-    bad.chmod(0o755)
-    program = ("import os, sys\n\ndef main():\n    try:\n        os.execv(sys.argv[1], [sys.argv[1]])\n"
-               "    except OSError as e:\n        print(type(e).__name__, flush=True)\n    return 3\n\n"
-               "sys.exit(main())\n")
-    out = _build(tmp_path, program)
+TRY_EXEC = ("import os, sys\n\ndef main():\n    try:\n        os.execv(sys.argv[1], [sys.argv[1], 'x' * int(sys.argv[2])])\n"
+            "    except OSError as e:\n        print(type(e).__name__, e.errno, flush=True)\n    return 3\n\n"
+            "sys.exit(main())\n")
+
+
+def _try_exec(tmp_path, target, arg_size=1):
+    """The program tries to exec `target` and goes on where that fails: (plain run, built run, run file)."""
+    out = _build(tmp_path, TRY_EXEC)
     runs = tmp_path / "runs"
     e = clean_env(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(runs))
-    plain = subprocess.run([sys.executable, "main.py", str(bad)], cwd=tmp_path / "src", env=e, capture_output=True,
-                           text=True, timeout=60)
-    done = subprocess.run([sys.executable, "main.py", str(bad)], cwd=out, env=e, capture_output=True, text=True,
-                          timeout=60)
-    assert (done.returncode, done.stdout) == (plain.returncode, plain.stdout) == (3, "FileNotFoundError\n")
-    assert "os.execv failed after the run file was ended for it" in done.stderr
+    args = [sys.executable, "main.py", str(target), str(arg_size)]
+    plain = subprocess.run(args, cwd=tmp_path / "src", env=e, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(args, cwd=out, env=e, capture_output=True, text=True, timeout=60)
     [f] = runs.glob("*.jsonl")
-    assert read_run(f).end["status"] == "exec"
+    return plain, done, read_run(f)
+
+
+@pytest.mark.parametrize("case", ["bad #! line", "no #! line", "too long"])
+def test_an_exec_that_cannot_succeed_leaves_the_run_going(tmp_path, case):
+    """Review 52 F7: these failed after the run had ended for them: the program went on unrecorded
+    and its run file said `exec`, which readers take for a whole run."""
+    target = tmp_path / "target"
+    target.write_text({"bad #! line": "#!/no/such/interpreter\n", "no #! line": "echo hi\n"}.get(case, "#!/bin/sh\n"))
+    target.chmod(0o755)
+    plain, done, run = _try_exec(tmp_path, target, os.sysconf("SC_ARG_MAX") if case == "too long" else 1)
+    assert (done.returncode, done.stdout) == (plain.returncode, plain.stdout) == (3, plain.stdout)
+    assert plain.stdout.split()[0] in ("FileNotFoundError", "OSError"), plain.stdout
+    assert not done.stderr.strip(), done.stderr
+    assert (run.end["status"], run.end["exit_code"]) == ("exit", 3)
+
+
+def test_an_exec_that_fails_after_the_run_ended_raises_as_before_and_says_so(tmp_path):
+    target = tmp_path / "damaged"
+    target.write_bytes(b"\x7fELF" + bytes(60))  # looks like an executable, is none
+    target.chmod(0o755)
+    plain, done, run = _try_exec(tmp_path, target)
+    assert (done.returncode, done.stdout) == (plain.returncode, plain.stdout) == (3, "OSError 8\n")  # ENOEXEC
+    assert "os.execv failed after the run file was ended for it" in done.stderr
+    assert run.end["status"] == "exec"
+
+
+def test_execvp_past_a_broken_program_earlier_in_path_keeps_the_chain(tmp_path):
+    """Review 52 F3: a script earlier in PATH whose `#!` interpreter is gone (a stale virtual
+    environment's) ended the run, failed, said so falsely, and the next image, told nothing, was
+    read as a copy of the first."""
+    stale = tmp_path / "stale"
+    stale.mkdir()
+    name = Path(sys.executable).name
+    (stale / name).write_text("#!/no/such/venv/bin/python\n")
+    (stale / name).chmod(0o755)
+    out = _build(tmp_path, RESTART)
+    path = os.pathsep.join([str(stale), str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    done, runs = _run(tmp_path, out, HOW="execvp", PATH=path)
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+    assert [r.end["status"] for r in runs] == ["exec", "exec", "ok"]
+    assert [r.header.get("exec_of") for r in runs] == [None, runs[0].path.name, runs[1].path.name]
+
+
+def test_an_exec_with_an_environment_of_its_own_starts_a_run_of_its_own(tmp_path):
+    """Review 52 F8: an environment without scaleprobe's folder sends the new image's file elsewhere:
+    it continues nothing here (its `exec_of` named a file of another folder)."""
+    program = ("import os, sys\n\ndef main():\n    if len(sys.argv) == 1:\n"
+               "        env = {k: v for k, v in os.environ.items() if k != 'SCALEPROBE_OUT'}\n"
+               "        env['SCALEPROBE_OUT'] = sys.argv[0] + '.elsewhere'\n"
+               "        os.execve(sys.executable, [sys.executable, sys.argv[0], 'again'], env)\n"
+               "    print('again', flush=True)\n\nmain()\n")
+    out = _build(tmp_path, program)
+    done, [first] = _run(tmp_path, out)
+    assert (done.returncode, done.stdout) == (0, "again\n"), done.stderr
+    assert first.end["status"] == "exec"
+    [other] = map(read_run, (out / "main.py.elsewhere").glob("*.jsonl"))
+    assert other.header.get("exec_of") is None and other.end["status"] == "ok"
 
 
 def test_the_tries_of_execvp_that_cannot_succeed_leave_the_run_alone(tmp_path):
@@ -148,3 +202,20 @@ def test_a_run_file_is_never_appended_to_another_or_renamed_over_it(tmp_path):
     named = rename_run_file(path, 1, 77)  # torch.distributed made it rank 1
     assert Path(named).name == "rank1.77.1.jsonl" and not Path(path).exists()
     assert (tmp_path / "rank1.77.jsonl").read_text() == "rank 1's\n"
+
+
+def test_a_single_rank_launch_whose_program_replaces_itself_ends_its_record(tmp_path):
+    """Review 52 F6: `python -m runtime.launch prog.py` runs the program in the launcher's own
+    process: an exec replaced the launcher too, and the run's launch.json said `running` for ever."""
+    out = _build(tmp_path, "import os, shutil\n\ndef main():\n    print('before', flush=True)\n"
+                           "    os.execv(shutil.which('echo'), ['echo', 'after'])\n\nmain()\n")
+    e = clean_env(PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-m", "runtime.launch", "--out", str(tmp_path / "runs"), "main.py"],
+                          cwd=out, env=e, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "before\nafter\n"), done.stderr
+    assert "the program replaced itself with os.exec*" in done.stderr
+    [record] = (tmp_path / "runs").glob("**/launch.json")
+    launch = json.loads(record.read_text())
+    assert (launch["status"], launch["exit_code"]) == ("ok", 0)
+    [f] = record.parent.glob("rank*.jsonl")
+    assert read_run(f).end["status"] == "exec"

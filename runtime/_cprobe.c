@@ -421,18 +421,28 @@ static PyObject *p_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return exit_timed(rid, t);
 }
 
+/* The visits of thread `s` left open (probes switched off before they ended) end as dropped ones
+ * do (end_left_open), counted in `dropped`. Its frames stay (see close_open). */
+static void drop_left_open(ThreadState *s) {
+    if (s->depth < 2) return;
+    dropped += s->depth - 1;
+    end_left_open(s, 0);
+}
+
 /* The end of the run: the visits still open on other threads (daemon threads that run for the
- * whole program) are counted as ending now; this thread's, unless `own`, were left open (the
- * recorder counts them as dropped) and end as dropped visits do. Their frames stay on their
- * stacks (count_frame may change their counters: a fold's lending, its node's innermost frame):
- * nothing is flushed after the final flush. Returns how many visits were counted. */
-static long close_open(int own) {
+ * whole program) are counted as ending now; this thread's, unless `own`, were left open and end as
+ * dropped visits do (counted in `dropped`); all of them do where `left` (probes are off at the end:
+ * a schedule's window, set_enabled(False); visits then open were left so, and their time since the
+ * probes went off is no time of theirs: review 52 F4, F5). Their frames stay on their stacks
+ * (count_frame may change their counters: a fold's lending, its node's innermost frame): nothing
+ * is flushed after the final flush. Returns how many visits were counted as ending now. */
+static long close_open(int own, int left) {
     int64_t t = now_ns();
     long count = 0;
     for (ThreadState *s = all_states; s; s = s->next) {
-        if (s->dead) continue;
-        if (s == tls && !own) {
-            end_left_open(s, 0);
+        if (s->dead) continue; /* take_deltas drops its visits left open */
+        if (left || (s == tls && !own)) {
+            drop_left_open(s);
             continue;
         }
         int64_t inner = 0;
@@ -449,11 +459,12 @@ static PyObject *p_take_deltas(PyObject *self, PyObject *unused);
 
 /* take_deltas() of the final flush, with the other threads' open visits counted as ending now, in
  * one call: no thread can close one of them in between and have it counted twice; with own=True
- * this thread's too (a signal's default action ends the process where it stands). */
+ * this thread's too (a signal's default action ends the process where it stands); with left=True
+ * none (probes are off: close_open). */
 static PyObject *p_take_final_deltas(PyObject *self, PyObject *args) {
-    int own = 0;
-    if (!PyArg_ParseTuple(args, "|p", &own)) return NULL;
-    long closed = close_open(own);
+    int own = 0, left = 0;
+    if (!PyArg_ParseTuple(args, "|pp", &own, &left)) return NULL;
+    long closed = close_open(own, left);
     PyObject *deltas = p_take_deltas(self, NULL);
     if (!deltas) return NULL;
     return Py_BuildValue("(lN)", closed, deltas);
@@ -604,6 +615,7 @@ static PyObject *p_take_deltas(PyObject *self, PyObject *unused) {
     while (*link) {
         ThreadState *s = *link;
         int dead = s->dead; /* read first: a state seen dead gets no more updates */
+        if (dead && s != tls) drop_left_open(s); /* the thread ended with visits left open (review 52 F5) */
         for (int32_t i = 1; i < s->nnodes; i++) {
             Node *n = &s->nodes[i];
             if (n->visits == n->s_visits && n->rec == n->s_rec && n->incl == n->s_incl) continue; /* (incl alone: a visit dropped) */

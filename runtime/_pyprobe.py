@@ -333,27 +333,32 @@ def _exit_other(stack: list, rid: int, t: float, off=_off) -> bool | None:
 
 def _end_left_open(stack: list, i: int) -> int:
     """The visits above `stack[i]` were left open: each ends, innermost first, as one with no time
-    of its own and no visit counted (returns how many). What its closed children took (recorded under it) is its
-    node's inclusive time and no own time of its caller's; a fold frame's goes to its node, and
-    the frames in between lend it, as when a fold ends. The dropped visits' own time stays in
-    `stack[i]`'s, and every call path's inclusive time stays its exclusive time plus its
-    children's (review 48 F1: crediting nothing, a path that also had whole visits had children
-    adding up to more than that; lending only a dropped fold's own closed children, not those of
-    the visits dropped above it, counted those twice)."""
+    of its own and no visit counted (returns how many): `_end_frame_left_open`. The dropped visits'
+    own time stays in `stack[i]`'s, and every call path's inclusive time stays its exclusive time
+    plus its children's (review 48 F1: crediting nothing, a path that also had whole visits had
+    children adding up to more than that; lending only a dropped fold's own closed children, not
+    those of the visits dropped above it, counted those twice)."""
     count = 0
     for j in range(len(stack) - 1, i, -1):
-        n = stack[j]
-        if n is stack[j - 1]:  # a folded direct-recursive visit: the same frame again
+        if stack[j] is stack[j - 1]:  # a folded direct-recursive visit: the same frame again
             continue
         count += 1
-        took = n[_X] - n[_T0]
-        if n[_RID] == _FOLD:
-            _lend(stack[:j], n, None)
-        else:
-            n[_INCL] += took
-            n[_T0] = 0.0  # closed (see enter)
-        stack[j - 1][_X] += took
+        _end_frame_left_open(stack, j, stack[j])
     return count
+
+
+def _end_frame_left_open(frames: list, j: int, n: list) -> None:
+    """The frame `n`, `frames[j]` (the frames under it: `frames[:j]`), left open, ends: what its
+    closed children took (recorded under it) is its node's inclusive time and no own time of the
+    frame under it; a fold frame's goes to its node, and the frames in between lend it, as when a
+    fold ends."""
+    took = n[_X] - n[_T0]
+    if n[_RID] == _FOLD:
+        _lend(frames[:j], n, None)
+    else:
+        n[_INCL] += took
+        n[_T0] = 0.0  # closed (see enter)
+    frames[j - 1][_X] += took
 
 
 def _count_frame(below: list, n: list, t: float, inner: float) -> None:
@@ -385,26 +390,30 @@ def _other_stacks(own: bool = False) -> list[list]:
         return [stack for _, alive, stack in _roots if (own or stack is not mine) and alive() is not None]
 
 
-def take_final_deltas(own: bool = False) -> tuple[int, list[tuple]]:
+def take_final_deltas(own: bool = False, left: bool = False) -> tuple[int, list[tuple]]:
     """take_deltas() of the final flush, with the visits still open on other threads counted as
     ending now: (how many, deltas). As in C, a visit is never counted twice, however the threads
     switch meanwhile: each open visit is taken off its thread's stack by one atomic `list.pop`, so
     either `_close_open` counts it or the thread's own exit does, never both (see _close_open). With
-    `own`, this thread's open visits too (a signal's default action ends the process where it stands);
-    else they were left open (the recorder counts them as dropped) and end as dropped visits do."""
-    closed = _close_open(own=own)
+    `own`, this thread's open visits too (a signal's default action ends the process where it
+    stands); else they were left open and end as dropped visits do (counted in `dropped`). With
+    `left` (probes are off at the end: a schedule's window, set_enabled(False)), every thread's
+    visits do: they were left open, and their time since the probes went off is no time of theirs
+    (review 52 F4, F5)."""
+    closed = _close_open(own=own, left=left)
     mine = getattr(_local, "stack", None)
     if not own and mine:
-        _end_left_open(mine, 0)  # its frames stay: nothing is flushed after the final flush
+        _dropped[0] += _end_left_open(mine, 0)  # its frames stay: nothing is flushed after the final flush
     return closed, take_deltas()
 
 
-def _close_open(_tries: int = 100000, own: bool = False) -> int:
+def _close_open(_tries: int = 100000, own: bool = False, left: bool = False) -> int:
     """The end of the run: the visits still open on other threads (daemon threads that run for the
-    whole program) are counted as ending now, and taken off their stacks: a thread that leaves one
-    of them later finds it not open (exit() returns False) and counts nothing, so it is not counted
-    twice whatever happens between this and take_deltas(). Nothing is flushed after the final
-    flush. Returns how many visits were counted.
+    whole program; with `own`, this thread's too) are counted as ending now, or with `left` end as
+    visits left open do (`_end_frame_left_open`, counted in `dropped`), and taken off their stacks:
+    a thread that leaves one of them later finds it not open (exit() returns False) and counts
+    nothing, so it is not counted twice whatever happens between this and take_deltas(). Nothing
+    is flushed after the final flush. Returns how many visits were counted as ending now.
 
     The thread may go on meanwhile. Each frame is removed with one `stack.pop(i)`, which is atomic,
     at the index it had in a copy taken just before: if the thread left that visit first, the pop
@@ -424,6 +433,10 @@ def _close_open(_tries: int = 100000, own: bool = False) -> int:
             except IndexError:  # the thread left a visit meanwhile: look again
                 continue
             if n is frames[i - 1]:  # a folded direct-recursive visit: one visit with the outer one
+                continue
+            if left:
+                _end_frame_left_open(frames, i, n)
+                _dropped[0] += 1
                 continue
             begun = n[_T0]  # (_count_frame sets a node's back to 0)
             _count_frame(frames[:i], n, t, inner)
@@ -573,7 +586,11 @@ def take_deltas() -> list[tuple]:
     with _roots_lock:
         roots = list(_roots)
     out: list[tuple] = []
-    for root, alive, _ in roots:
+    for root, alive, stack in roots:
+        dead = alive() is None  # read first: an ended thread's stack changes no more
+        if dead and len(stack) > 1:  # it ended with visits left open (review 52 F5)
+            _dropped[0] += _end_left_open(stack, 0)
+            del stack[1:]
         todo = [((), root)]
         while todo:
             path, node = todo.pop()
@@ -601,7 +618,7 @@ def take_deltas() -> list[tuple]:
                     )
                     child[_SNAP] = (cur[_V], incl, excl, cur[_SQ], cur[_REC], cur[_INCL])
                 todo.append((p, child))
-        if alive() is None:  # the thread has ended and everything it measured is in `out`
+        if dead:  # the thread has ended and everything it measured is in `out`
             with _roots_lock:  # by identity: nodes are cyclic lists, == would recurse
                 _roots[:] = [r for r in _roots if r[0] is not root]
     return out

@@ -573,10 +573,13 @@ class Recorder:
             else:
                 # Daemon threads that run for the whole program still have visits open: they are
                 # counted as ending now (and said so in the end record), not left out.
-                closed, deltas = impl.take_final_deltas(self.closing_own)
+                # With probes off at the end (a schedule's window, set_enabled(False)) every thread's
+                # open visits were left so: they end as dropped ones (review 52 F4, F5)
+                closed, deltas = impl.take_final_deltas(self.closing_own, not self.on)
                 for r in final_records:
                     if r.get("type") == "end":
                         r["closed_at_end"] = closed
+                        r["dropped"] = impl.dropped()
             for path, visits, incl, excl, mn, mx, sq, rec in deltas:
                 recs.append(
                     {"type": "profile", "flush": n, "path": list(path), "visits": visits, "incl_ns": incl,
@@ -758,7 +761,7 @@ class Recorder:
                 "type": "end", "status": status, "exit_code": exit_code,
                 "signal": signal if signal is not None else self.signal,
                 "exception": self.exc_type,
-                "throttled": len(self.throttled), "dropped": impl.dropped() + (0 if close_own else _left_open()),
+                "throttled": len(self.throttled), "dropped": impl.dropped(),  # (and the visits left open at the end: flush)
                 "trace_dropped": self.tracer.dropped if self.tracer is not None else 0,
                 "flushes": self.flushes + 1,
                 "duration_ns": time.perf_counter_ns() - self.start_ns,
@@ -1165,19 +1168,6 @@ def _chain_signal(sig: int) -> None:
         _standing_in[sig] = handler
     if prev in (_signal.SIG_DFL, None) or stands_in(sig, prev):
         stand_in(sig, handler)
-
-
-def _left_open() -> int:
-    """Visits of the main thread still open when the run ends: entered with probes on and never
-    left with them on (a schedule switched them off after its window; a signal ended the run).
-    They are not in the profile; the end record counts them as dropped. (Other threads' open
-    visits are counted as ending with the run: see take_final_deltas.)"""
-    if threading.current_thread() is not threading.main_thread():
-        return 0
-    try:
-        return impl.open_visits()
-    except Exception:  # noqa: BLE001 - the count must never stop the end record
-        return 0
 
 
 def _end_for_exec() -> dict[str, Any] | None:

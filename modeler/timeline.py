@@ -1,6 +1,7 @@
 """`modeler timeline RUN -o trace.json`: one run as a Chrome trace (opens in Perfetto and chrome://tracing).
 
-One process per rank (DataLoader workers as processes of their own, next to their rank), with
+One process per rank (DataLoader workers as processes of their own, next to their rank; the images
+of a process that replaced itself with os.exec* one after the other in it), with
 threads for epochs, steps (the data wait drawn inside each step, where it happens: at the start of
 the iteration), and, for runs recorded with `SCALEPROBE_TRACE=1`, one thread per recorded thread
 with every region visit as a slice. Ranks are aligned on wall-clock time from each file's header
@@ -34,6 +35,10 @@ class _File:
     rank: int
     worker: bool
     offset_ns: int = 0  # added to this process's clock: ns since the earliest file's start
+    #: the process that started the ranks (torch.multiprocessing.spawn): no rank (`readers.runs.starters`)
+    starter: bool = False
+    #: the process it is an image of (`readers.runs.process_images`): its number among them
+    process: int = 0
 
     def wall(self) -> float | None:
         """Wall-clock seconds at which this process's clock read 0, or None without a header clock."""
@@ -129,19 +134,29 @@ def _events_of(run: Any) -> Iterable[tuple[int, int, int, int]]:
 
 def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
     """The Chrome trace-event JSON object for the files of one run."""
-    from .readers.runs import spawned_by_rank
+    from .readers.runs import images_share_their_role, process_images, spawned_by_rank, starters
 
+    # as the readers take them (`readers.runs._group`): a process's images are one rank (or helper);
+    # the process that started the ranks is none, and no rank's worker either
+    images_share_their_role(runs)
+    away = {id(r) for r in starters(runs)}
+    ranked = [r for r in runs if id(r) not in away]
+    spawned = {id(r): s for r, s in zip(ranked, spawned_by_rank([r.header for r in ranked]))}
     files, there = [], set()
-    for r, spawned in zip(runs, spawned_by_rank([r.header for r in runs])):
-        h = r.header
+    for n, images in enumerate(process_images(runs)):
+        h = images[0].header
         rank = int(h.get("rank") or 0)
         there.add(rank)
         if ranks is not None and rank not in ranks:
             continue
-        files.append(_File(r, rank, is_helper_process(h) or spawned))
+        starter = id(images[0]) in away
+        worker = not starter and (is_helper_process(h) or spawned.get(id(images[0]), False))
+        files.extend(_File(r, rank, worker, starter=starter, process=n) for r in images)
     if not files:
         raise InputError(f"--ranks: none of the selected ranks is in the run; it has {listing([str(r) for r in sorted(there)], 16, 'more ranks')}")
-    files.sort(key=lambda f: (f.rank, f.worker, int(f.run.header.get("pid") or 0)))
+    order = {id(f.run): i for i, f in enumerate(files)}  # a process's images in the order they ran
+    files.sort(key=lambda f: (not f.starter, f.rank, f.worker, int(f.run.header.get("pid") or 0), f.process,
+                              order[id(f.run)]))
 
     # A unix time in float seconds resolves only ~0.2 us: align the files once, then stay in
     # integer ns so that a slice ending where the next one starts never overlaps it.
@@ -168,20 +183,29 @@ def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
 
     events: list[dict] = []
     traced = False
-    for i, f in enumerate(files):
+    pids: dict[int, int] = {}  # process number -> its pid in the trace
+    named: set[tuple[int, int]] = set()  # (pid, tid) of the tracks named
+    threads_of: dict[int, dict[int, int]] = {}  # per pid: recorded thread -> its track
+    for f in files:
         h = f.run.header
-        pid = i + 1  # Perfetto draws processes by pid; keep ranks in order and workers next to them
-        label = f"rank {f.rank}" + (" worker" if f.worker else "")
-        events.append({"ph": "M", "pid": pid, "tid": 0, "name": "process_name",
-                       "args": {"name": f"{label} ({h.get('host', '?')}, pid {h.get('pid', '?')})"}})
-        events.append({"ph": "M", "pid": pid, "tid": 0, "name": "process_sort_index", "args": {"sort_index": pid}})
+        new_process = f.process not in pids
+        # Perfetto draws processes by pid; keep ranks in order and workers next to them; the images of
+        # one process (os.exec*) in one, each on its own clock's offset
+        pid = pids.setdefault(f.process, len(pids) + 1)
+        if new_process:
+            label = "the ranks' starter" if f.starter else f"rank {f.rank}" + (" worker" if f.worker else "")
+            events.append({"ph": "M", "pid": pid, "tid": 0, "name": "process_name",
+                           "args": {"name": f"{label} ({h.get('host', '?')}, pid {h.get('pid', '?')})"}})
+            events.append({"ph": "M", "pid": pid, "tid": 0, "name": "process_sort_index", "args": {"sort_index": pid}})
         names = {rid: reg.name for rid, reg in f.run.regions.items()}
         kinds = {rid: reg.kind for rid, reg in f.run.regions.items()}
         for tid, kind, recs in ((TID_EPOCHS, "epoch", f.run.epochs), (TID_STEPS, "step", f.run.steps)):
             timed = [r for r in recs if isinstance(r.get("start_ns"), (int, float))]
             if not timed:
                 continue
-            events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": kind + "s"}})
+            if (pid, tid) not in named:
+                named.add((pid, tid))
+                events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": kind + "s"}})
             for r in timed:
                 dur = float(r.get("duration_ns") or 0)
                 args = {k: r[k] for k in ("index", "data_wait_ns", "comm_ns", "gpu_ns", "weight") if r.get(k) is not None}
@@ -196,7 +220,7 @@ def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
                 if kind == "step" and isinstance(wait, (int, float)) and 0 < wait <= dur:
                     events.append({"ph": "X", "pid": pid, "tid": tid, "cat": "data_wait", "name": "data wait",
                                    **span(f, r["start_ns"], wait)})
-        threads: dict[int, int] = {}
+        threads = threads_of.setdefault(pid, {})
         for rid, thread, start, end in _events_of(f.run):
             traced = True
             tid = threads.setdefault(thread, TID_REGIONS + len(threads))
@@ -204,6 +228,7 @@ def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
                 "ph": "X", "pid": pid, "tid": tid, "cat": kinds.get(rid, "region"),
                 "name": names.get(rid, f"region {rid}"), **span(f, start, end - start),
             })
+    for pid, threads in threads_of.items():
         for thread, tid in threads.items():
             name = "main thread" if len(threads) == 1 else f"thread {thread}"
             events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": name}})

@@ -235,6 +235,7 @@ def _group(rank_files: list[RankFile]) -> list[RunRecord]:
     runs = []
     for name, files in groups.items():
         files.sort(key=lambda f: (f.rank, str(f.path)))
+        images_share_their_role(files)
         # the starter first: a spawned rank 0's parent is the starter, also "rank 0" (review 22)
         away = starters(files)
         files = [f for f in files if not any(f is s for s in away)]  # a rank declared itself: never empty
@@ -250,6 +251,77 @@ def _group(rank_files: list[RankFile]) -> list[RunRecord]:
         params = files[0].header.get("params") or {}
         runs.append(RunRecord(name, files, dict(params) if isinstance(params, dict) else {}, starters=away))
     return _merge_disagreeing(runs)
+
+
+def process_images(files: Sequence[Any]) -> list[list[Any]]:
+    """The files of one run by process: each process's images in the order they ran, one after
+    the other where it replaced itself with `os.exec*` (a later image's header `exec_of` names the
+    file of the image it replaced, of the same pid); a process that never did, one file. Takes
+    `RankFile`s or `runtime.runfile.Run`s (anything with `header` and `path`), and gives every file
+    once, in the order of `files` by each process's first image. A later image whose earlier one is
+    not among `files` starts a process of its own."""
+    by_name: dict[tuple[Any, str], list[Any]] = defaultdict(list)
+    for f in files:
+        by_name[(f.header.get("pid"), _where(f).name)].append(f)
+    after: dict[int, list[Any]] = defaultdict(list)  # id(image) -> the images that replaced it
+    continues: set[int] = set()
+    for f in files:
+        of = f.header.get("exec_of")
+        if not of:
+            continue
+        # the image it replaced: that name and pid, in its own directory first (never itself)
+        before = [g for g in by_name.get((f.header.get("pid"), str(of)), []) if g is not f]
+        if before:
+            before.sort(key=lambda g: _where(g).parent != _where(f).parent)
+            after[id(before[0])].append(f)
+            continues.add(id(f))
+    out: list[list[Any]] = []
+    placed: set[int] = set()
+
+    def chain(first: Any) -> list[Any]:
+        images, f = [], first
+        while f is not None and id(f) not in placed:
+            placed.add(id(f))
+            images.append(f)
+            nxt = [g for g in after.get(id(f), []) if id(g) not in placed]
+            f = nxt[0] if nxt else None
+        return images
+
+    for f in files:  # each process from its first image; then what a loop of names left over
+        if id(f) not in continues and id(f) not in placed:
+            out.append(chain(f))
+    for f in files:
+        if id(f) not in placed:
+            out.append(chain(f))
+    return out
+
+
+def _where(f: Any) -> Path:
+    return Path(str(getattr(f, "path", None) or ""))
+
+
+#: what a `rank` record (torch.distributed's rank) sets in the header it stands for (runtime.runfile)
+_RANK_ROLE = ("rank", "world_size", "rank_from", "started_by", "recorded_ranks")
+
+
+def images_share_their_role(files: Sequence[Any]) -> None:
+    """The images of one process (`process_images`) are one rank, or one helper: where
+    torch.distributed made the process a rank (a `rank` record: header `rank_from`, `started_by`)
+    in one image, the others are that rank too. A later image's header has the rank the earlier one
+    knew, but no `rank` record of its own (review 52 F2: the images after an exec of a rank that
+    `torch.multiprocessing.spawn` started were taken for helpers of the process that started the
+    ranks, `starters`, and left out of every value); an image before `init_process_group` says it
+    is its parent's helper (`child_of`), as such a file's own header does before its `rank` record.
+    Takes `RankFile`s or `runtime.runfile.Run`s, and changes their headers."""
+    for images in process_images(files):
+        known = next((f for f in images if f.header.get("rank_from")), None)
+        if known is None or len(images) < 2:
+            continue
+        role = {k: known.header[k] for k in _RANK_ROLE if k in known.header}
+        for f in images:
+            if not f.header.get("rank_from"):
+                header = {k: v for k, v in f.header.items() if k not in ("child_of", "forked_from")}
+                (f.run if isinstance(f, RankFile) else f).header = dict(header, **role)
 
 
 def _helpers_follow_their_rank(files: Sequence[RankFile]) -> None:

@@ -15,14 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from runtime.runfile import ProfileStats, profile_rows
+
 from ..aggregate import loop_callpaths, loop_records, per_step, record_weight, weighted_mean
 from ..dataset import RANKS_PARAMETER
+from ..readers.runs import process_images
 
 # Header keys that differ per rank or per run; everything else in a header describes the environment.
 PER_RUN_KEYS = frozenset(
     {"run_id", "params", "rank", "local_rank", "world_size", "pid", "repetition", "start", "start_ns",
      "started", "start_time", "time", "out", "path", "type", "kind", "experiment", "ppid",
-     "start_unix", "forked_from", "argv"}
+     "start_unix", "forked_from", "argv", "exec_of", "started_by"}
 )
 
 
@@ -38,6 +41,9 @@ class RankData:
     problems: list[str]
     #: per kind ("steps", "epochs") and loop call path: this rank's values, see `loop_stats`
     loops: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    #: the rank's run time where its process replaced itself with os.exec*: each image's longest
+    #: top-level region, added up (the images ran one after the other); None: `profile`'s longest
+    run_ns: int | None = None
 
     def callpath(self, path: tuple[int, ...]) -> str:
         return "->".join(self.names.get(r, f"region{r}") for r in path)
@@ -48,7 +54,10 @@ class RankData:
 
     def longest_root_ns(self) -> int:
         """The inclusive time of the longest top-level region: the run's time on this rank. The
-        top-level regions are not summed: those of other threads run in parallel with the main one."""
+        top-level regions are not summed: those of other threads run in parallel with the main one;
+        those of the images of a process that replaced itself with os.exec* are (`run_ns`)."""
+        if self.run_ns is not None:
+            return self.run_ns
         return max((int(s.incl_ns) for p, s in self.profile.items() if len(p) == 1), default=0)
 
     def roots(self) -> set[str]:
@@ -184,27 +193,71 @@ def _as_number(v: Any) -> float | None:
 def _rank_data(rank: int, files: Sequence[Any], names: Any) -> RankData:
     """One rank from its process files. DataLoader workers write files of their own (their header
     has `child_of`), as do scripts the rank starts with subprocess; their time overlaps the main
-    process's, so only the main file counts."""
-    main = next((f for f in files if not f.is_child), files[0])
-    run = main.run
-    end = run.end
-    status = "no end record" if end is None else str(end.get("status", "ok"))
-    header = dict(run.header)
+    process's, so only the main process counts. Where that process replaced itself with os.exec*,
+    each image wrote a file (`readers.runs.process_images`): they are one process, added up, and
+    the last says how it ended (review 52 F1: one image was taken, and its `exec` end made the run
+    look failed)."""
+    processes = process_images(files)
+    images = next((p for p in processes if not p[0].is_child), processes[0])
+    first = images[0]
+    ends = [f.run.end for f in images]
+    end = ends[-1]
+    status = "no end record" if any(e is None for e in ends) else str((end or {}).get("status", "ok"))
+    header = dict(first.run.header)
     # the header is written before the program imports torch: its versions are known only at the end
     for key in ("torch", "cuda"):
-        if header.get(key) is None and end and end.get(key) is not None:
-            header[key] = end[key]
+        if header.get(key) is None:
+            header[key] = next((e[key] for e in ends if e and e.get(key) is not None), header.get(key))
+    if len(images) == 1:
+        run = first.run
+        region_names = {int(rid): names.label(first, int(rid)) for rid in run.regions}
+        profile, comms, run_ns = run.profile, list(run.comms), None
+    else:
+        region_names, profile, comms = _images_added(images, names)
+        run_ns = sum(max((int(incl) for path, _, incl, _ in profile_rows(f.run.profile) if len(path) == 1),
+                         default=0) for f in images)
     return RankData(
         rank=rank,
         header=header,
-        names={int(rid): names.label(main, int(rid)) for rid in run.regions},
-        profile=run.profile,
-        comms=list(run.comms),
-        ok=end is not None and status == "ok",
+        names=region_names,
+        profile=profile,
+        comms=comms,
+        # an image that ends by os.exec* with no later one: the program it became records nothing
+        # (as the readers take it: `RankFile.status`)
+        ok=status in ("ok", "exec"),
         status=status,
         problems=[p for f in files for p in f.run.problems],
         loops=loop_stats(files, names),
+        run_ns=run_ns,
     )
+
+
+def _images_added(images: Sequence[Any], names: Any) -> tuple[dict[int, str], dict[tuple[int, ...], ProfileStats],
+                                                              list[dict]]:
+    """The profiles (and communication records) of one process's images as one: each image
+    numbers its regions itself, so a region is known by what it is (kind, name, file, line) and
+    given one id here; (its label, the profile, the comm records with their call paths in those ids)."""
+    ids: dict[tuple[Any, ...], int] = {}
+    labels: dict[int, str] = {}
+    profile: dict[tuple[int, ...], ProfileStats] = {}
+    comms: list[dict] = []
+    for f in images:
+        mine: dict[int, int] = {}  # this image's region id -> the process's
+        for rid in {r for path in f.run.profile for r in path} | set(f.run.regions) | {
+                r for rec in f.run.comms if isinstance(rec.get("callpath"), (list, tuple))
+                for r in rec["callpath"] if isinstance(r, int) and not isinstance(r, bool)}:
+            reg = f.run.regions.get(rid)
+            key = (reg.kind, reg.name, reg.file, reg.line) if reg is not None else ("undefined", names.label(f, rid))
+            mine[rid] = ids.setdefault(key, len(ids))
+            labels.setdefault(mine[rid], names.label(f, rid))
+        for path, st in f.run.profile.items():
+            profile.setdefault(tuple(mine[int(r)] for r in path), ProfileStats()).add(st)
+        for rec in f.run.comms:
+            cp = rec.get("callpath")
+            if isinstance(cp, (list, tuple)) and all(isinstance(r, int) and not isinstance(r, bool) for r in cp):
+                rec = dict(rec, callpath=[mine[r] for r in cp])
+            comms.append(rec)
+    return labels, profile, comms
 
 
 def groups_from_runset(runset: Any) -> list[RunGroup]:

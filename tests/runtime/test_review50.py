@@ -9,7 +9,6 @@ runs (skipped elsewhere).
 from __future__ import annotations
 
 import importlib.util
-import io
 import json
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import pytest
 from instrumentor.cli import main as instrument
 from runtime import linemap, recorder
 from tests.envclean import clean_env
+from test_syntax_error_tabs import interpreter_display
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -419,12 +419,7 @@ def test_the_c_display_of_a_syntax_error_holds_under_the_backport_s_patch(monkey
     monkeypatch.setattr(traceback.TracebackException, "format_exception_only", patched)
     monkeypatch.setattr(linemap, "_BACKPORT", True, raising=False)
     exc = SyntaxError("m", ("f.py", 2, 3, "\t\tab cd\n", 2, 5))
-    stderr, sys.stderr = sys.stderr, io.StringIO()
-    try:
-        sys.__excepthook__(SyntaxError, exc, None)  # the interpreter's own display
-        expected = sys.stderr.getvalue()
-    finally:
-        sys.stderr = stderr
+    expected = interpreter_display(exc)
     assert "\t" not in expected
     assert linemap.format_exception(exc, None, _uncaught=True) == expected
     assert linemap.format_exception(exc, None) == "".join(traceback.format_exception(exc))  # the patched text

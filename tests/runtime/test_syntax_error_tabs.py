@@ -145,16 +145,20 @@ ODD = [
 ]
 
 
+def interpreter_display(exc: BaseException) -> str:
+    """What the interpreter's own hook shows of an uncaught `exc` (without a traceback)."""
+    stderr, sys.stderr = sys.stderr, io.StringIO()
+    try:
+        sys.__excepthook__(type(exc), exc, None)
+        return sys.stderr.getvalue()
+    finally:
+        sys.stderr = stderr
+
+
 @pytest.mark.parametrize("kind, args", ODD, ids=[str(i) for i in range(len(ODD))])
 def test_every_field_is_shown_as_the_interpreters_own_hook_shows_it(kind, args):
     exc = kind(*args)
-    stderr, sys.stderr = sys.stderr, io.StringIO()
-    try:
-        sys.__excepthook__(kind, exc, None)  # the interpreter's own display
-        expected = sys.stderr.getvalue()
-    finally:
-        sys.stderr = stderr
-    assert linemap.format_exception(exc, None, _uncaught=True) == expected
+    assert linemap.format_exception(exc, None, _uncaught=True) == interpreter_display(exc)
 
 
 def test_format_exception_itself_stays_what_the_traceback_module_gives():

@@ -37,7 +37,11 @@ def test_a_region_object_shared_by_threads_leaves_nothing_behind(tmp_path, extra
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-2:] == ["left", "0"], done.stdout
     assert "left on thread" not in done.stderr, done.stderr
-    assert run.end["dropped"] == 0
+    # a visit entered with probes on and left with them off stays open, and ends as dropped when
+    # its thread does (review 52 F5): how many, the threads' interleaving decides; what was
+    # measured stays whole (the region's time is its own, none beyond its 8 threads' run)
+    [shared] = run.profile.values()
+    assert run.end["closed_at_end"] == 0 and 0 < shared.excl_ns <= shared.incl_ns <= 8 * run.end["duration_ns"]
 
 
 def test_the_launcher_pids_do_not_reach_the_program(monkeypatch):

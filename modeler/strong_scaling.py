@@ -8,8 +8,7 @@ series also as values x ranks, and keeps that form, divided by ranks, where it e
 values better (`choose`): a higher weight of evidence (the relative residuals against the noise
 the repetitions show, with the engine's per-coefficient penalty), a cross-validated SMAPE below
 `MARGIN` times the plain form's (relative errors compare, since the two differ by the factor ranks
-at every point), and a plain model with a term, or a constant whose values fall with ranks
-beyond their noise (`falls`; a constant for flat values is never split). The result is a model with exponents
+at every point), and a plain model that is not a constant. The result is a model with exponents
 shifted by -1 in ranks: `0.01 + 1.28 * ranks^(-1) * batch^(1)`. Where both forms are in play, the
 prediction range draws from both families, weighed by their evidence (`family_weight`).
 
@@ -25,7 +24,7 @@ import numpy as np
 
 from .model import Alternative, Factor, Model, Term
 from .pmnf.fit import GroupFit
-from .pmnf.selection import NOISE_FLOOR, PENALTY
+from .pmnf.selection import PENALTY
 
 #: the split form is kept only where its cross-validated SMAPE is below this times the plain
 #: form's; 1.0 (without the evidence test) took it for 4-7% of call paths drawn from the PMNF
@@ -65,76 +64,19 @@ def residual_variance(g: GroupFit) -> np.ndarray:
     return (rel**2).sum(-1) / dof
 
 
-#: one-sided 99% quantiles of Student's t for 1 to 30 degrees of freedom (beyond: the normal's)
-_T99 = (31.821, 6.965, 4.541, 3.747, 3.365, 3.143, 2.998, 2.896, 2.821, 2.764, 2.718, 2.681, 2.650, 2.624, 2.602,
-        2.583, 2.567, 2.552, 2.539, 2.528, 2.518, 2.508, 2.500, 2.492, 2.485, 2.479, 2.473, 2.467, 2.462, 2.457)
-_Z99 = 2.3263478740408408
-
-
-def falls(plain: GroupFit, divided: GroupFit, noise: np.ndarray) -> np.ndarray:
-    """Per row of `plain`, whether its values fall with ranks beyond their noise: the slope of
-    log(value) over log2(ranks), with one intercept per combination of the other parameters'
-    values (what they change, held constant or not, is no fall), is below 0 by more than the
-    one-sided 99% quantile of Student's t (residual degrees of freedom) times its standard error.
-    The noise of one value is the larger of the repetitions' (`noise`, relative variance, nan:
-    unknown) and the fit's residual variance; a point's outlier weight (`plain.w` x value^2, up to
-    a factor per row: the relative weights are uniform in log space) counts. A row with a value <= 0, or without residual
-    degrees of freedom, does not fall. The ranks are read off `divided`, the `time_view` of the fit
-    of values x ranks: its constant column is 1/ranks."""
-    y, pts = plain.y, plain.points
-    S, n = y.shape
-    out = np.zeros(S, dtype=bool)
-    if S == 0:
-        return out
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ranks = 1.0 / divided.X[0, :, 0]
-    if not (np.isfinite(ranks).all() and (ranks > 0).all()):
-        return out
-    others = [c for c in range(pts.shape[1]) if not np.allclose(pts[:, c], ranks)]
-    if others:
-        group = np.unique(pts[:, others], axis=0, return_inverse=True)[1].reshape(-1)
-    else:
-        group = np.zeros(n, dtype=int)
-    k = int(group.max()) + 1
-    df = n - k - 1
-    if df < 1:
-        return out
-    G = np.eye(k)[group]  # (n, k) one-hot: the point's combination of the other parameters
-    x = np.log2(ranks)
-    positive = (y > 0).all(-1) & np.isfinite(y).all(-1)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ly = np.log(np.where(positive[:, None], y, 1.0))
-        wt = np.where(positive[:, None], plain.w * y * y, 1.0)
-        wt = wt / wt.max(-1, keepdims=True)  # the engine's weights are of values scaled near 1
-        sw = wt @ G
-        xc = x[None, :] - ((wt * x[None, :]) @ G / sw)[:, group]
-        yc = ly - ((wt * ly) @ G / sw)[:, group]
-        sxx = (wt * xc * xc).sum(-1)
-        slope = (wt * xc * yc).sum(-1) / sxx
-        resid = yc - slope[:, None] * xc
-        s2 = np.maximum(np.fmax(noise, (wt * resid * resid).sum(-1) / df), NOISE_FLOOR)
-        t = slope / np.sqrt(s2 / sxx)
-    quantile = _T99[df - 1] if df <= len(_T99) else _Z99
-    return positive & (sxx > 0) & (t < -quantile)
-
-
 def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided: np.ndarray,
            noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row: (whether the divided form is kept, the weight of the other family in the
     prediction range). `divided` is the `time_view` of the fit of values x ranks. A plain constant
-    says either that the values are flat (the noise test) or that no PMNF term follows them: PMNF
-    has no falling terms, so values that fall as 1/ranks (beside a parameter held constant for its
-    2 values: review 49) often get a constant. A constant whose values do not fall (`falls`) is
-    never split, nor mixed; one whose values fall faces the same tests as a model with terms."""
+    (the noise test found the values flat, or nothing grows) is never split, nor mixed."""
     fallback = np.minimum(residual_variance(plain), residual_variance(divided))
     lw_p, lw_d = evidence(plain, noise, fallback), evidence(divided, noise, fallback)
     has_terms = np.array([len(t) > 0 for t in plain.terms])
-    eligible = has_terms | falls(plain, divided, noise)
     with np.errstate(invalid="ignore"):
-        keep = eligible & (lw_d > lw_p + EVIDENCE) & (cv_divided < MARGIN * cv_plain)
+        keep = has_terms & (lw_d > lw_p + EVIDENCE) & (cv_divided < MARGIN * cv_plain)
     p_divided = 1.0 / (1.0 + np.exp(np.clip(lw_p - lw_d, -700, 700)))
     other = np.where(keep, 1.0 - p_divided, p_divided)
-    return keep, np.where(eligible, other, 0.0)
+    return keep, np.where(has_terms, other, 0.0)
 
 
 def mix(own: tuple[Alternative, ...], other: tuple[Alternative, ...], other_weight: float,

@@ -70,17 +70,21 @@ def test_deltas_since_previous_take(b):
     assert second[(3,)][1] == 2
 
 
-def test_direct_recursion_is_folded_not_double_counted(b):
-    def rec(n):
-        b.enter(4)
-        try:
-            if n:
-                rec(n - 1)
-        finally:
-            b.exit(4)
+def nest(b, rids, n, depth=0):
+    """n + 1 visits, each inside the one before, of `rids` in turn (one region: direct recursion;
+    two: ping-pong), entered and left as a recursive function's probes do."""
+    rid = rids[depth % len(rids)]
+    b.enter(rid)
+    try:
+        if n:
+            nest(b, rids, n - 1, depth + 1)
+    finally:
+        b.exit(rid)
 
+
+def test_direct_recursion_is_folded_not_double_counted(b):
     b.enter(1)
-    rec(5)
+    nest(b, (4,), 5)
     b.exit(1)
     d = _by_path(b.take_deltas())
     assert set(d) == {(1,), (1, 4)}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from test_backend import BACKENDS, _by_path, b, fresh_backend  # noqa: F401 - b: the backends' fixture
+from test_backend import BACKENDS, _by_path, b, fresh_backend, nest  # noqa: F401 - b: the backends' fixture
 
 from tests.envclean import clean_env
 
@@ -266,23 +266,7 @@ def test_an_instrumented_program_that_recurses_through_four_functions(tmp_path, 
 
 
 def test_deep_ping_pong_is_two_call_paths(b):
-    def ping(n):
-        b.enter(1)
-        try:
-            if n:
-                pong(n - 1)
-        finally:
-            b.exit(1)
-
-    def pong(n):
-        b.enter(2)
-        try:
-            if n:
-                ping(n - 1)
-        finally:
-            b.exit(2)
-
-    ping(599)  # 600 levels, as deep as the tests' recursion limit allows with room to spare
+    nest(b, (1, 2), 599)  # 600 levels, as deep as the tests' recursion limit allows with room to spare
     deltas = b.take_deltas()
     assert {p: (v, rec) for p, v, *_, rec in deltas} == {(1,): (300, 299), (1, 2): (300, 299)}
     _assert_tree_of_times(deltas)

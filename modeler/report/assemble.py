@@ -136,7 +136,7 @@ def build_report(
     training_view(report, ok_groups, params, hold)
     scaling_view(report, ok_groups, params, hold)
     if metric == "time":
-        _run_time(report, [*ranking, *left_out], main_roots(groups), companions, opt.ranks)
+        _run_time(report, [*ranking, *left_out], root_stages(groups), companions, opt.ranks)
         # the call paths whose parts' sum holds their exclusive time (`parts.PartsCheck.with_exclusive`)
         exclusive = {fm.callpath for fm in [*models, *companions] if fm.metric == "exclusive_time"}
         report.predicted_caveats = _caveats(report, [*ranking, *left_out], series_read or dataset.series,
@@ -159,6 +159,29 @@ def main_roots(groups: Sequence[RunGroup]) -> set[str] | None:
     return {cp for g in ok for r in g.ranks for cp in r.roots()}
 
 
+def root_stages(groups: Sequence[RunGroup]) -> list[set[str]] | None:
+    """`main_roots` in the parts that ran one after the other: a process that replaced itself with
+    os.exec* ran its images' top-level regions in turn, where those of one image (its threads') ran
+    side by side. Regions found in one image together are one part; the parts, in the order first
+    seen (None without runs)."""
+    if not groups:
+        return None
+    ok = [g for g in groups if g.ok] or list(groups)
+    parts: list[set[str]] = []  # disjoint; a set of roots found in one image joins the parts it meets
+    for g in ok:
+        for r in g.ranks:
+            for roots in r.root_stages():
+                if not roots:
+                    continue
+                met = [i for i, part in enumerate(parts) if part & roots]
+                if not met:
+                    parts.append(set(roots))
+                    continue
+                parts[met[0]] |= roots.union(*(parts[i] for i in met[1:]))
+                parts = [part for i, part in enumerate(parts) if i not in met[1:]]
+    return parts
+
+
 def headline_series(dataset: Dataset, groups: Sequence[RunGroup], ranks: str) -> list:
     """Under `--ranks sum` or `min` the `time` series is not a time per rank: the `cost` series of
     the main processes' top-level regions (ranks x the mean time over ranks, `modeler.aggregate`),
@@ -174,14 +197,17 @@ def headline_series(dataset: Dataset, groups: Sequence[RunGroup], ranks: str) ->
 PER_RANK_FROM_COST = ("sum", "min")
 
 
-def _run_time(report: Report, ranking: Sequence, roots: set[str] | None, companions: Sequence[FittedModel],
-              ranks: str) -> None:
+def _run_time(report: Report, ranking: Sequence, stages: list[set[str]] | None,
+              companions: Sequence[FittedModel], ranks: str) -> None:
     """The headline run time at the target: the longest top-level region of the main process. Its
     regions' times are not summed: the top-level regions of other threads are merged into the
     process's profile (docs/format.md) and run in parallel with the main thread's, as workers do.
-    Under `--ranks sum` or `min`, the mean time over ranks from the regions' cost models, as `modeler
-    fit` derives cost there; without them (no `ranks` parameter), none, with a note saying why."""
+    Where the process replaced itself with os.exec* and its images had other top-level regions
+    (`root_stages`), the longest of each image's are added up (review 52). Under `--ranks sum` or
+    `min`, the mean time over ranks from the regions' cost models, as `modeler fit` derives cost
+    there; without them (no `ranks` parameter), none, with a note saying why."""
     target = report.target
+    roots = None if stages is None else set().union(*stages)
     candidates = [row for row in ranking if "->" not in row.callpath and (roots is None or row.callpath in roots)]
     if not candidates:
         return
@@ -205,23 +231,46 @@ def _run_time(report: Report, ranking: Sequence, roots: set[str] | None, compani
                 f"under --ranks {ranks} a call path's time is {why}, not the time of a run, and no cost model "
                 "of a top-level region gives a finite value at the target")
             return
-        cost, callpath = max(costs)
+        (cost, callpath), others = _longest_per_part(costs, stages)
+        cost += sum(c for c, _ in others)
         report.predicted_total, report.predicted_cost, report.predicted_root = cost / ranks_at, cost, callpath
+        report.predicted_others = sum(c for c, _ in others) / ranks_at
         report.predicted_basis = (f"{what}; the mean over ranks, from its cost model: under --ranks {ranks} "
-                                  f"its time is {why}")
+                                  f"its time is {why}") + _others_text(report, others, 1 / ranks_at)
         return
-    finite = [row for row in candidates if math.isfinite(row.predicted)]
+    finite = [(_figure(row), row.callpath, row) for row in candidates if math.isfinite(row.predicted)]
     if not finite:
         return
-    row = max(finite, key=lambda r: (_figure(r), r.callpath))
-    report.predicted_total, report.predicted_root = _figure(row), row.callpath
+    (figure, _, row), others = _longest_per_part(finite, stages)
+    report.predicted_others = sum(o[0] for o in others)
+    report.predicted_total, report.predicted_root = figure + report.predicted_others, row.callpath
     if report.scaling_axis in target and roots is not None:
         # (not from Extra-P inputs, whose `time` may be a sum over ranks already: review 43)
         report.predicted_cost = report.predicted_total * target[report.scaling_axis]
     report.predicted_basis = what
-    if report.predicted_total != row.predicted:
+    if figure != row.predicted:
         report.predicted_model = float(row.predicted)
         report.predicted_basis = f"{what}, from its parts' models"
+    report.predicted_basis += _others_text(report, others)
+
+
+def _longest_per_part(items: Sequence[tuple], stages: list[set[str]] | None) -> tuple[tuple, list[tuple]]:
+    """Of `items` ((figure, callpath, ...)), the largest of each part of `stages` (all one part where
+    None): (the largest of those, the others')."""
+    def key(it: tuple) -> tuple:
+        return it[0], it[1]
+
+    best = [max(mine, key=key) for part in stages or () if (mine := [it for it in items if it[1] in part])]
+    top = max(best or items, key=key)
+    return top, [it for it in best if it is not top]
+
+
+def _others_text(report: Report, others: Sequence[tuple], scale: float = 1.0) -> str:
+    """How the top-level regions of a process's other images (os.exec*) were added to the run time."""
+    if not others:
+        return ""
+    added = ", ".join(f"{cp} ({report.unit_format(v * scale)})" for v, cp, *_ in others)
+    return f"; plus the longest top-level region of each image the process ran before or after it (os.exec*): {added}"
 
 
 def _figure(row) -> float:
@@ -251,6 +300,7 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
     its exclusive time is none (`parts.PartsCheck.contradicts`: that may be its own work, review 45)."""
     if report.predicted_total is None or report.predicted_root is None:
         return []
+    own = report.predicted_total - report.predicted_others  # `predicted_root`'s figure alone
     value = report.unit_format  # Extra-P's values carry no unit (review 43: they were said in s)
     out = []
     s = next((s for s in series if s.callpath == report.predicted_root and s.metric == "time"), None)
@@ -269,26 +319,26 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
         top = int(np.argmax(measured))
         beyond = all(report.target.get(p, v) >= v for p, v in zip(report.parameters, s.points[top]))
         if here and measured[here[0]] > 0 and \
-                not MEASURED_AGREES[0] <= report.predicted_total / measured[here[0]] <= MEASURED_AGREES[1]:
+                not MEASURED_AGREES[0] <= own / measured[here[0]] <= MEASURED_AGREES[1]:
             out.append(f"{value(measured[here[0]])} was measured at this very point")
-        elif out and beyond and report.predicted_total < measured[top]:
+        elif out and beyond and own < measured[top]:
             point = ", ".join(f"{p}={v:g}" for p, v in zip(report.parameters, s.points[top]))
             out.append(f"below the {value(measured[top])} already measured at {point}")
     row = next((r for r in ranking if r.callpath == report.predicted_root), None)
     if row is not None and row.miss:  # review 25: nothing said a model far from its own runs
         out.append(f"its model {row.miss}")
     parts = None if row is None else row.from_parts
-    if per_rank and report.predicted_model is not None and not (report.predicted_model > 0 and report.predicted_total > 0):
+    if per_rank and report.predicted_model is not None and not (report.predicted_model > 0 and own > 0):
         # review 43: a model below zero was lifted to 0 and divided by
         out.append(f"its own time model predicts {value(report.predicted_model)}, no time at all: it extrapolates "
                    "badly there, and its parts' models stand for it")
     elif per_rank and report.predicted_model is not None:
         out.append(f"its own time model predicts {value(report.predicted_model)} "
-                   f"({times(report.predicted_model / report.predicted_total)}): less than its parts' models add up "
+                   f"({times(report.predicted_model / own)}): less than its parts' models add up "
                    "to, which an inclusive time cannot be; a model of the whole holds a part's growth constant "
                    "where it is small against the other parts' noise at the measured points")
-    elif per_rank and parts is not None and parts > 0 and report.predicted_total > 0:
-        ratio = report.predicted_total / parts
+    elif per_rank and parts is not None and parts > 0 and own > 0:
+        ratio = own / parts
         # under --ranks max a run below its parts' sum is none (their largest ranks are other ranks:
         # review 29), under min one above it
         # without its exclusive time, a run above its parts' sum may be its own work (review 45)
@@ -297,12 +347,12 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
             out.append(f"its parts' models add up to {value(parts)} ({times(ratio)}): one of them extrapolates badly")
     inside = [r for r in ranking if r.callpath.startswith(report.predicted_root + "->") and math.isfinite(r.predicted)]
     deepest = max(inside, key=lambda r: r.predicted, default=None)
-    if per_rank and deepest is not None and report.predicted_total > 0 \
-            and deepest.predicted > INSIDE_ABOVE * report.predicted_total:
+    if per_rank and deepest is not None and own > 0 \
+            and deepest.predicted > INSIDE_ABOVE * own:
         # review 20: a run time of 23 s whose training loop, two levels down, predicted 2 min (its
         # model had no term in the parameter that the loop grows with)
         out.append(f"{deepest.callpath}, a region inside it, is predicted at {value(deepest.predicted)} "
-                   f"({deepest.predicted / report.predicted_total:.2g}x the run): the run's model misses a growth "
+                   f"({deepest.predicted / own:.2g}x the run): the run's model misses a growth "
                    "of its parts")
     return out
 

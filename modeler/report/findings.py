@@ -123,8 +123,10 @@ class Report:
     scaling_charts: list[Markup] = field(default_factory=list)
     #: the run time at the target: the prediction of the longest top-level region of the main
     #: process (`predicted_root`); never a sum of top-level regions, which may run in parallel
-    #: (DataLoader workers, threads)
+    #: (DataLoader workers, threads), but for those of a process's images that ran one after the
+    #: other (os.exec*): the longest of each other image's is added (`predicted_others`)
     predicted_total: float | None = None
+    predicted_others: float = 0.0
     predicted_cost: float | None = None  # predicted_total x ranks at the target, when ranks is a parameter
     predicted_root: str | None = None
     #: the root's own time model's prediction, where the run time is its parts' sum instead

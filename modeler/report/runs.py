@@ -44,6 +44,8 @@ class RankData:
     #: the rank's run time where its process replaced itself with os.exec*: each image's longest
     #: top-level region, added up (the images ran one after the other); None: `profile`'s longest
     run_ns: int | None = None
+    #: the same: per image, in the order they ran, the ids of its top-level regions in `profile`
+    image_roots: list[frozenset[int]] | None = None
 
     def callpath(self, path: tuple[int, ...]) -> str:
         return "->".join(self.names.get(r, f"region{r}") for r in path)
@@ -64,6 +66,14 @@ class RankData:
         """Call paths of the top-level regions of the rank's main process (those of all its threads:
         a profile is merged over threads)."""
         return {self.callpath(p) for p in self.profile if len(p) == 1}
+
+    def root_stages(self) -> list[set[str]]:
+        """The top-level regions' call paths per image of the process, in the order they ran (one
+        set: a process that never replaced itself with os.exec*). Within a set they may run in
+        parallel (threads); the sets ran one after the other."""
+        if self.image_roots is None:
+            return [self.roots()]
+        return [{self.callpath((r,)) for r in ids} for ids in self.image_roots]
 
     def incl_by_callpath(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -211,9 +221,9 @@ def _rank_data(rank: int, files: Sequence[Any], names: Any) -> RankData:
     if len(images) == 1:
         run = first.run
         region_names = {int(rid): names.label(first, int(rid)) for rid in run.regions}
-        profile, comms, run_ns = run.profile, list(run.comms), None
+        profile, comms, run_ns, image_roots = run.profile, list(run.comms), None, None
     else:
-        region_names, profile, comms = _images_added(images, names)
+        region_names, profile, comms, image_roots = _images_added(images, names)
         run_ns = sum(max((int(incl) for path, _, incl, _ in profile_rows(f.run.profile) if len(path) == 1),
                          default=0) for f in images)
     return RankData(
@@ -229,18 +239,21 @@ def _rank_data(rank: int, files: Sequence[Any], names: Any) -> RankData:
         problems=[p for f in files for p in f.run.problems],
         loops=loop_stats(files, names),
         run_ns=run_ns,
+        image_roots=image_roots,
     )
 
 
 def _images_added(images: Sequence[Any], names: Any) -> tuple[dict[int, str], dict[tuple[int, ...], ProfileStats],
-                                                              list[dict]]:
+                                                              list[dict], list[frozenset[int]]]:
     """The profiles (and communication records) of one process's images as one: each image
     numbers its regions itself, so a region is known by what it is (kind, name, file, line) and
-    given one id here; (its label, the profile, the comm records with their call paths in those ids)."""
+    given one id here; (its label, the profile, the comm records with their call paths in those ids,
+    per image the ids of its top-level regions)."""
     ids: dict[tuple[Any, ...], int] = {}
     labels: dict[int, str] = {}
     profile: dict[tuple[int, ...], ProfileStats] = {}
     comms: list[dict] = []
+    image_roots: list[frozenset[int]] = []
     for f in images:
         mine: dict[int, int] = {}  # this image's region id -> the process's
         for rid in {r for path in f.run.profile for r in path} | set(f.run.regions) | {
@@ -252,12 +265,13 @@ def _images_added(images: Sequence[Any], names: Any) -> tuple[dict[int, str], di
             labels.setdefault(mine[rid], names.label(f, rid))
         for path, st in f.run.profile.items():
             profile.setdefault(tuple(mine[int(r)] for r in path), ProfileStats()).add(st)
+        image_roots.append(frozenset(mine[int(path[0])] for path in f.run.profile if len(path) == 1))
         for rec in f.run.comms:
             cp = rec.get("callpath")
             if isinstance(cp, (list, tuple)) and all(isinstance(r, int) and not isinstance(r, bool) for r in cp):
                 rec = dict(rec, callpath=[mine[r] for r in cp])
             comms.append(rec)
-    return labels, profile, comms
+    return labels, profile, comms, image_roots
 
 
 def groups_from_runset(runset: Any) -> list[RunGroup]:

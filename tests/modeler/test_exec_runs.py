@@ -272,3 +272,37 @@ def test_the_timeline_of_spawned_ranks_that_exec_draws_the_starter_apart(tmp_pat
     names = [e["args"]["name"].split(" (")[0] for e in sorted(trace["traceEvents"], key=lambda e: e["pid"])
              if e["name"] == "process_name"]
     assert names == ["the ranks' starter", "rank 0", "rank 1"]
+
+
+# ----- review 52 F1 rest: images with different top-level regions ran one after the other
+
+#: the first image's program: a `prepare` script that replaces itself with the training program
+PREPARE = ((0, "function", "prepare", "prepare.py", 1), (1, "function", "download", "prepare.py", 9))
+
+
+def _prepare_then_train(d: Path, run_id: str, p: int) -> None:
+    """Rank 0 runs `prepare` (40 ms, and a thread's `download`, 20 ms, beside it) and execs into the
+    training program, whose `main` takes 10 * p ms: its run is both images."""
+    first = write_rank_file(d / run_id, run_id=run_id, params={"p": p}, pid=77, image=0, regions=PREPARE,
+                            profile={(0,): (1, 40 * MS, 20 * MS), (0, 1): (1, 20 * MS, 20 * MS),
+                                     (1,): (1, 20 * MS, 20 * MS)},
+                            end=EXEC_END)
+    write_rank_file(d / run_id, run_id=run_id, params={"p": p}, pid=77, image=1, header={"exec_of": first.name},
+                    profile={(0,): (1, 10 * p * MS, MS), (0, 3): (2, 10 * p * MS - MS, 10 * p * MS - MS)})
+
+
+def test_images_with_other_top_level_regions_add_up_into_the_predicted_run_time(tmp_path):
+    """Review 52 F1: the report's run time at the target was its longest top-level region alone,
+    `main` (320 ms at p=32), where the process ran `prepare` (40 ms) before it; `download`, which
+    ran in `prepare`'s image beside it, is not added."""
+    from modeler import cli
+
+    for p in (2, 4, 8, 16, 32):
+        _prepare_then_train(tmp_path / "runs", f"x{p}", p)
+    out = tmp_path / "r.md"
+    assert cli.main(["report", str(tmp_path / "runs"), "--at", "p=64", "--format", "markdown", "-q",
+                     "-o", str(out)]) == 0
+    line = next(ln for ln in out.read_text().splitlines() if ln.startswith("Predicted run time"))
+    total = float(line.split("**")[1].split()[0])
+    assert 670 < total < 690, line  # 640 ms + 40 ms (ms: the unit of the figure)
+    assert "`main`" in line and "plus" in line and "prepare (40 ms)" in line and "Caveat" not in line, line

@@ -499,6 +499,29 @@ static PyObject *p_exit_elsewhere(PyObject *self, PyObject *arg) {
     Py_RETURN_TRUE;
 }
 
+/* drop(rid): the innermost visit of rid on this thread ends as one left open (end_left_open: no
+ * visit counted, no own time), and the visits above it with it, counted in `dropped`; a folded
+ * direct-recursive one is its outer visit's. For a manual region left while probes are off: a
+ * `with` block knows its visit was opened, where instrumented code does not (review 52: the visit
+ * stayed on the thread's stack, and the thread's later visits of it were counted as recursion
+ * inside it). False: rid is not open on this thread. */
+static PyObject *p_drop(PyObject *self, PyObject *arg) {
+    Py_ssize_t rid = PyLong_AsSsize_t(arg);
+    if (rid == -1 && PyErr_Occurred()) return NULL;
+    ThreadState *s = tls;
+    if (rid < 0 || rid >= REGION_LIMIT || !s) Py_RETURN_FALSE;
+    int32_t i;
+    for (i = s->depth - 1; i > 0; i--)
+        if (s->stack[i].rid == (int32_t)rid) break;
+    if (i == 0) Py_RETURN_FALSE;
+    int folded = s->stack[i].folded > 0; /* the innermost visit is a folded one: the frame stays */
+    dropped += s->depth - 1 - i + !folded;
+    end_left_open(s, folded ? i : i - 1);
+    s->depth = folded ? i + 1 : i;
+    if (folded) s->stack[i].folded--;
+    Py_RETURN_TRUE;
+}
+
 static PyObject *p_mark(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 1) return one_argument("mark", nargs);
     PyObject *arg = args[0];
@@ -1026,6 +1049,7 @@ static PyMethodDef methods[] = {
     {"take_final_deltas", p_take_final_deltas, METH_VARARGS,
      "(visits still open on other threads, counted as ending now; take_deltas()) for the final flush."},
     {"exit_elsewhere", p_exit_elsewhere, METH_O, "exit_elsewhere(rid): close rid where it is innermost on another thread."},
+    {"drop", p_drop, METH_O, "drop(rid): the innermost visit of rid on this thread ends as one left open (dropped)."},
     {"watch_main", p_watch_main, METH_O, "watch_main(code): the code object of `__main__`, for main_unwind."},
     {"main_unwind", (PyCFunction)(void (*)(void))p_main_unwind, METH_FASTCALL,
      "main_unwind(code, offset, exc): a sys.monitoring PY_UNWIND callback; notes a SystemExit leaving `__main__`."},

@@ -462,6 +462,27 @@ def exit_elsewhere(rid: int) -> bool:
     return True
 
 
+def drop(rid: int) -> bool:
+    """The innermost visit of `rid` on this thread ends as one left open (`_end_left_open`: no
+    visit counted, no own time), and the visits above it with it, counted in `dropped`; a folded
+    direct-recursive one is its outer visit's. For a manual region left while probes are off (as
+    in C). False: `rid` is not open on this thread."""
+    stack = getattr(_local, "stack", None)
+    if stack is None or not _valid(rid):
+        return False
+    if len(stack) > 1 and stack[-1] is stack[-2] and stack[-1][_RID] == rid:  # a folded direct-recursive visit
+        stack.pop()
+        return True
+    for i in range(len(stack) - 1, 0, -1):
+        if _rid_of(stack[i]) == rid:
+            break
+    else:
+        return False
+    _dropped[0] += _end_left_open(stack, i - 1)
+    del stack[i:]
+    return True
+
+
 def mark(rid: int, _iters=_iters) -> None:
     # A negative id would count for another region: not checked, because no caller makes one
     # (the instrumentor and reserve() hand out ids from 0 up) and a check costs every iteration.

@@ -78,8 +78,14 @@ class region:
         if self._skipped and _forget(self._skipped, me):
             return  # entered with probes off: nothing to end, whatever they are now
         rec = _recorder.get()
-        if rec is None or not rec.on:  # the visit stays open (see probe.set_enabled)
-            _forget(self._opened, me) or _forget_other(self._opened, me)
+        if rec is None or not rec.on:
+            # probes went off during the visit: it ends as one left open (no visit counted, no own
+            # time: docs/format.md), where instrumented code's stays open until its caller's ends;
+            # left open, the thread's later visits were counted as recursion inside it (review 52)
+            if _forget(self._opened, me):
+                impl.drop(self._rid)
+            else:
+                _forget_other(self._opened, me)  # entered on another thread: it stays open there
             return
         if impl.exit(self._rid) is not False:
             opened = self._opened  # _forget(opened, me), inlined: this is every `with` block's exit
@@ -109,7 +115,11 @@ class region:
             try:
                 return fn(*args, **kwargs)
             finally:
-                impl.exit(rid)
+                rec = _recorder.get()
+                if rec is not None and rec.on:
+                    impl.exit(rid)
+                else:  # probes went off meanwhile: as a `with` block's
+                    impl.drop(rid)
 
         return wrapper  # type: ignore[return-value]
 

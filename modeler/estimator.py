@@ -197,11 +197,12 @@ class PMNFModeler:
             reps = np.array([[r.size for r in dataset.series[i].repetitions] for i in sub])
             noise = noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max") else np.full(len(sub), np.nan)
             keep, other = choose(g1, g2, q.cv_smape[rows], q2.cv_smape, noise)
+            q1 = _quality_rows(q, rows) if (other > 0).any() else None  # once: per series it was quadratic (review 54 F1)
             for j, i in enumerate(sub):
                 if keep[j]:
                     fits[i] = (g2, j, q2, True, (g1, float(other[j])))
                 elif other[j] > 0:
-                    fits[i] = (g1, j, _quality_rows(q, rows), False, (g2, float(other[j])))
+                    fits[i] = (g1, j, q1, False, (g2, float(other[j])))
         return fits
 
     def _splits(self, params: tuple[str, ...], pts: np.ndarray) -> bool:

@@ -214,3 +214,21 @@ def test_one_point_with_wildly_disagreeing_repetitions_does_not_flatten_a_growin
     predicted = fitted.predict(n[1:])
     assert np.all(np.abs(predicted - values) / values < 0.5), (predicted, values)
     assert fitted.predict(np.array([[40.0]]))[0] > 2 * values[-1]
+
+
+def test_a_group_s_quality_is_taken_once_for_all_its_series(monkeypatch):
+    """Review 54 F1: where `ranks` is a parameter, every series that kept its plain model beside a
+    weighted split one copied its whole group's quality arrays: memory quadratic in the call paths
+    (6.6 GB for 16k paths). One copy per group of series measured at the same points."""
+    import modeler.estimator as est
+
+    calls = []
+    real = est._quality_rows
+    monkeypatch.setattr(est, "_quality_rows", lambda q, rows: calls.append(len(rows)) or real(q, rows))
+    ranks = (1.0, 2.0, 4.0, 8.0, 16.0)
+    pts = grid(ranks)
+    # a time that grows with log2(ranks): plain models, the split form weighted in their ranges
+    fns = [lambda p, k=k: (1 + 0.1 * k) * (2 + 0.3 * np.log2(p)) for k in range(40)]
+    m = PMNFModeler().fit(dataset(("ranks",), fns, pts, noise=0.08, seed=3))
+    assert len(m.models_) == 40
+    assert len(calls) <= 1, calls  # one group: the same points for all 40

@@ -607,6 +607,7 @@ def take_deltas() -> list[tuple]:
     with _roots_lock:
         roots = list(_roots)
     out: list[tuple] = []
+    gone: set[int] = set()  # the ended threads' roots, taken out of `_roots` in one pass (review 54 F3)
     for root, alive, stack in roots:
         dead = alive() is None  # read first: an ended thread's stack changes no more
         if dead and len(stack) > 1:  # it ended with visits left open (review 52 F5)
@@ -640,8 +641,10 @@ def take_deltas() -> list[tuple]:
                     child[_SNAP] = (cur[_V], incl, excl, cur[_SQ], cur[_REC], cur[_INCL])
                 todo.append((p, child))
         if dead:  # the thread has ended and everything it measured is in `out`
-            with _roots_lock:  # by identity: nodes are cyclic lists, == would recurse
-                _roots[:] = [r for r in _roots if r[0] is not root]
+            gone.add(id(root))
+    if gone:
+        with _roots_lock:  # by identity: nodes are cyclic lists, == would recurse (`roots` keeps them alive)
+            _roots[:] = [r for r in _roots if id(r[0]) not in gone]
     return out
 
 

@@ -19,7 +19,7 @@ from . import _backend, exec_hook, run_signals, signal_watch
 from .config import Config, ConfigError, RankSet, from_env
 from .errors import ScaleprobeRuntimeError
 from .fork_signals import stand_in, stands_in
-from .runfile import RunWriter, file_on_the_way, rename_run_file, run_file_name
+from .runfile import ProfileStats, RunWriter, file_on_the_way, rename_run_file, run_file_name
 from .sysexit import exit_status
 
 impl = _backend.impl
@@ -143,6 +143,30 @@ class StepThinning:
     def end_counts(self) -> dict[str, int]:
         """For the end record: region id (a string, as JSON keys are) -> steps not written."""
         return {str(rid): n for rid, n in sorted(self.thinned.items()) if n}
+
+
+def _by_path(deltas: list[tuple]) -> list[tuple]:
+    """One flush's deltas, one per call path: those of the threads that have it added up
+    (`ProfileStats.add`), as docs/format.md says of `profile` records (review 54 F3: one per
+    thread and path, 16 records of each path per flush from a pool of 16 threads, 491,777 records
+    for 3 call paths from a thread per task)."""
+    first: dict[tuple, int] = {}
+    merged: dict[int, ProfileStats] = {}
+    out: list[tuple] = []
+    for d in deltas:
+        key = tuple(d[0])
+        i = first.get(key)
+        if i is None:
+            first[key] = len(out)
+            out.append(d)
+            continue
+        st = merged.get(i)
+        if st is None:
+            st = merged[i] = ProfileStats(*out[i][1:])
+        st.add(ProfileStats(*d[1:]))
+    for i, st in merged.items():
+        out[i] = (out[i][0], st.visits, st.incl_ns, st.excl_ns, st.min_ns, st.max_ns, st.sumsq_ns, st.recursive)
+    return out
 
 
 class Recorder:
@@ -580,7 +604,7 @@ class Recorder:
                     if r.get("type") == "end":
                         r["closed_at_end"] = closed
                         r["dropped"] = impl.dropped()
-            for path, visits, incl, excl, mn, mx, sq, rec in deltas:
+            for path, visits, incl, excl, mn, mx, sq, rec in _by_path(deltas):
                 recs.append(
                     {"type": "profile", "flush": n, "path": list(path), "visits": visits, "incl_ns": incl,
                      "excl_ns": excl, "min_ns": mn, "max_ns": mx, "sumsq_ns": sq, "recursive": rec}

@@ -169,6 +169,11 @@ def test_command_writes_a_trace_file(tmp_path):
     # every complete event has what chrome://tracing and Perfetto require
     for e in slices(trace):
         assert {"name", "ph", "ts", "dur", "pid", "tid"} <= set(e) and e["dur"] >= 0
+    # written an event at a time (review 54 F5): the same trace as build_trace's, on stdout too
+    assert trace == build_trace([read_run(f) for f in sorted((tmp_path / "runs").rglob("*.jsonl"))])
+    p = subprocess.run([sys.executable, "-m", "modeler", "timeline", str(tmp_path / "runs"), "-o", "-"],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and json.loads(p.stdout) == trace and p.stdout.endswith("}\n")
 
 
 def test_back_to_back_steps_never_overlap_at_real_clock_values(tmp_path):

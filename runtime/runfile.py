@@ -555,22 +555,27 @@ def read_run(path: str | os.PathLike[str]) -> Run:
     """Read one run file. Cut-off or malformed lines are skipped and listed in `run.problems`."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        with p.open("rb") as f:
+            return _read_lines(p, f)
     except OSError as e:
         raise RunFileError(f"{p}: cannot read run file: {e.strerror or e}") from e
+
+
+def _read_lines(p: Path, f: Any) -> Run:
+    """`read_run` of the open file `f`, a line at a time: the file is never held whole (review 54
+    F2: 2.25x its size, 684 MB for an hour's 304 MB file)."""
     loads = _loads()
     run = Run(path=p)
     seen_header = False
-    if raw.startswith(b"\x1f\x8b"):
-        raise RunFileError(f"{p}: compressed with gzip, not a run file as written: decompress it (gunzip) first")
-    if raw.startswith(_BOM):
-        raw = raw[len(_BOM):]  # saved by an editor that marks UTF-8 (review 26)
-    lines = raw.split(b"\n")
-    complete = raw.endswith(b"\n")
-    for lineno, line in enumerate(lines, 1):
+    for lineno, line in enumerate(f, 1):
+        if lineno == 1:
+            if line.startswith(b"\x1f\x8b"):
+                raise RunFileError(f"{p}: compressed with gzip, not a run file as written: decompress it (gunzip) first")
+            if line.startswith(_BOM):
+                line = line[len(_BOM):]  # saved by an editor that marks UTF-8 (review 26)
         if not line.strip():
             continue
-        if lineno == len(lines) and not complete:
+        if not line.endswith(b"\n"):  # the last line only
             run.problems.append(f"{p}:{lineno}: incomplete last line (process killed while writing?)")
             continue
         try:

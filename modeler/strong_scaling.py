@@ -16,15 +16,25 @@ On the synthetic strong-scaling call paths of `benchmarks/derived_speedup.py` th
 predicted at 4x the measured ranks went from a median error of 600% to 8%; on call paths drawn
 from the PMNF space it was never taken there, for 0-0.3% of 1-parameter ones, and never for
 noisy constants (docs/modeling.md).
+
+A plain constant is split only as c + W/ranks, and only where the data say so beyond their noise
+(`choose`, `lack_of_fit_per_group`, `admits_rise`): values falling as 1/ranks beside a parameter held
+constant for its 2 values get a constant from PMNF (review 49 F3), while flat series with one slow
+first run, falls that level off and U shapes must stay constants (review 53).
 """
 
 from __future__ import annotations
+
+import functools
+import math
 
 import numpy as np
 
 from .model import Alternative, Factor, Model, Term
 from .pmnf.fit import GroupFit
-from .pmnf.selection import PENALTY
+from .pmnf.hypotheses import EXPONENTS
+from .pmnf.quality import quality
+from .pmnf.selection import NOISE_FLOOR, PENALTY
 
 #: the split form is kept only where its cross-validated SMAPE is below this times the plain
 #: form's; 1.0 (without the evidence test) took it for 4-7% of call paths drawn from the PMNF
@@ -64,19 +74,383 @@ def residual_variance(g: GroupFit) -> np.ndarray:
     return (rel**2).sum(-1) / dof
 
 
+#: one-sided 99% quantiles of Student's t for 1 to 30 degrees of freedom (beyond: the normal's)
+_T99 = (31.821, 6.965, 4.541, 3.747, 3.365, 3.143, 2.998, 2.896, 2.821, 2.764, 2.718, 2.681, 2.650, 2.624, 2.602,
+        2.583, 2.567, 2.552, 2.539, 2.528, 2.518, 2.508, 2.500, 2.492, 2.485, 2.479, 2.473, 2.467, 2.462, 2.457)
+_Z99 = 2.3263478740408408
+
+#: the plain constant's least weight in the prediction range of a constant split as c + W/ranks:
+#: the range spans both readings, flat and falling (review 53 F5, F6)
+CONSTANT_FLOOR = 0.2
+
+#: the lack-of-fit tests' levels: the constant must miss its values beyond the 99% quantile of F;
+#: c + W/ranks must stay within the 95% quantile (a stricter bar for the form that is taken than
+#: for the one that is left)
+MISS_LEVEL, FIT_LEVEL = 0.99, 0.95
+
+#: a form of the engine's cost-form search that rises again in ranks and has at least this share
+#: of the heaviest form's weight keeps a constant from being split (`admits_rise`)
+RISE_SHARE = 0.1
+
+
+def _ranks_of(divided: GroupFit) -> np.ndarray | None:
+    """The ranks of the points, read off `divided` (the `time_view`: its constant column is 1/ranks)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ranks = 1.0 / divided.X[0, :, 0]
+    return ranks if np.isfinite(ranks).all() and (ranks > 0).all() else None
+
+
+def _outlier_weights(plain: GroupFit) -> np.ndarray:
+    """Per point, its outlier weight up to a factor per row (`plain.w` x value^2: the relative weights
+    are uniform but for the outliers), scaled to at most 1; 1 where a value is not positive."""
+    y = plain.y
+    with np.errstate(all="ignore"):
+        wt = np.where(y > 0, plain.w * y * y, 1.0)
+        wt = np.where(np.isfinite(wt) & (wt > 0), wt, 1.0)
+        return wt / wt.max(-1, keepdims=True)
+
+
+def falls(plain: GroupFit, divided: GroupFit, noise: np.ndarray, keep: np.ndarray | None = None,
+          residual: bool = False):
+    """Per row of `plain`, whether its values fall with ranks beyond their noise: the slope of
+    log(value) over log2(ranks), with one intercept per combination of the other parameters'
+    values, is below 0 by more than the one-sided 99% quantile of Student's t times its standard
+    error (the noise of one value: the larger of the repetitions' and the fit's residual variance).
+    Only the points `keep` (n,) count, all by default. A row with a value <= 0, or without residual
+    degrees of freedom, does not fall. With `residual`, also the residual variance of that log fit
+    and its slope (S,; nan where it has none): the noise the other parameters' effects, held
+    constant in the fits, do not inflate."""
+    y, pts = plain.y, plain.points
+    S, n = y.shape
+    out = np.zeros(S, dtype=bool)
+    none = (out, np.full(S, np.nan), np.full(S, np.nan)) if residual else out
+    ranks = _ranks_of(divided)
+    if S == 0 or ranks is None:
+        return none
+    keep = np.ones(n, dtype=bool) if keep is None else keep
+    others = [c for c in range(pts.shape[1]) if not np.allclose(pts[:, c], ranks)]
+    sub = pts[keep][:, others] if others else np.zeros((int(keep.sum()), 1))
+    group = np.unique(sub, axis=0, return_inverse=True)[1].reshape(-1)
+    k = int(group.max()) + 1 if group.size else 0
+    m = int(keep.sum())
+    df = m - k - 1
+    if df < 1:
+        return none
+    G = np.eye(k)[group]
+    x = np.log2(ranks[keep])
+    yk = y[:, keep]
+    positive = (y > 0).all(-1) & np.isfinite(y).all(-1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ly = np.log(np.where(positive[:, None], yk, 1.0))
+        wt = _outlier_weights(plain)[:, keep]
+        sw = wt @ G
+        xc = x[None, :] - ((wt * x[None, :]) @ G / sw)[:, group]
+        yc = ly - ((wt * ly) @ G / sw)[:, group]
+        sxx = (wt * xc * xc).sum(-1)
+        slope = (wt * xc * yc).sum(-1) / sxx
+        resid = yc - slope[:, None] * xc
+        rv = (wt * resid * resid).sum(-1) / df
+        s2 = np.maximum(np.fmax(noise, rv), NOISE_FLOOR)
+        t = slope / np.sqrt(s2 / sxx)
+    quantile = _T99[df - 1] if df <= len(_T99) else _Z99
+    out = positive & (sxx > 0) & (t < -quantile)
+    return (out, np.where(positive, rv, np.nan), slope) if residual else out
+
+
+def _beta_cf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz; Numerical Recipes
+    6.4)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-14:
+            break
+    return h
+
+
+def _beta_cdf(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_cf(a, b, x) / a
+    return 1.0 - front * _beta_cf(b, a, 1.0 - x) / b
+
+
+@functools.lru_cache(maxsize=256)
+def _f_quantile(d1: float, d2: float, q: float) -> float:
+    """The `q` quantile of Fisher's F(d1, d2), from the beta distribution's by bisection (scipy.stats
+    would cost more to import than the whole fit)."""
+    a, b = 0.5 * d1, 0.5 * d2
+    lo, hi = 0.0, 1.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if _beta_cdf(a, b, mid) < q:
+            lo = mid
+        else:
+            hi = mid
+    x = 0.5 * (lo + hi)
+    return d2 * x / (d1 * (1.0 - x)) if x < 1.0 else math.inf
+
+
+def _groups(plain: GroupFit, ranks: np.ndarray) -> np.ndarray:
+    """Per point, the index of its combination of the other parameters' values (0 for all where
+    ranks is the only parameter)."""
+    pts = plain.points
+    others = [c for c in range(pts.shape[1]) if not np.allclose(pts[:, c], ranks)]
+    sub = pts[:, others] if others else np.zeros((len(pts), 1))
+    return np.unique(sub, axis=0, return_inverse=True)[1].reshape(-1)
+
+
+def interaction_variance(plain: GroupFit, ranks: np.ndarray) -> tuple[np.ndarray, int]:
+    """Per row, the variance of log(value) that one effect per combination of the other parameters
+    plus one per rank count (any shape in ranks, the same for every combination) leaves, and its
+    degrees of freedom: the noise of one value where there are no repetitions, if the other
+    parameters scale the values (their effect is a factor). (nan, 0) without a full grid of at least
+    2 combinations, and nan for a row with a value <= 0."""
+    y = plain.y
+    S, n = y.shape
+    group = _groups(plain, ranks)
+    G = int(group.max()) + 1 if n else 0
+    values, rk = np.unique(ranks, return_inverse=True)
+    R = values.size
+    if G < 2 or n != G * R or len(set(zip(group.tolist(), rk.tolist()))) != n:
+        return np.full(S, np.nan), 0
+    positive = (y > 0).all(-1) & np.isfinite(y).all(-1)
+    T = np.zeros((S, G, R))
+    with np.errstate(all="ignore"):
+        T[:, group, rk] = np.log(np.where(positive[:, None], y, 1.0))
+    res = T - T.mean(1, keepdims=True) - T.mean(2, keepdims=True) + T.mean((1, 2), keepdims=True)
+    dof = (G - 1) * (R - 1)
+    return np.where(positive, (res**2).sum((1, 2)) / dof, np.nan), dof
+
+
+def lack_of_fit_per_group(plain: GroupFit, ranks: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: (whether a constant misses the values beyond their noise, whether c + W/ranks
+    follows them within it), both fitted per combination of the other parameters (a parameter the
+    fits hold constant adds nothing to their residuals), weighted as the plain fit (relative, outliers
+    down-weighted). Each is an F-test of its relative residual variance against the noise of one
+    value: the repetitions' (`noise`) or, without repetitions, `interaction_variance` (with its own
+    degrees of freedom); neither: (False, False). `choose` is not given the repetitions' count, so
+    their degrees of freedom are taken as one per point, as with 2 repetitions (3 or 5 give 2 or 4
+    per point: the quantiles used are a little higher than theirs). The constant misses beyond the
+    `MISS_LEVEL` quantile; c + W/ranks must stay within the `FIT_LEVEL` one."""
+    y = plain.y
+    S, n = y.shape
+    no = np.zeros(S, dtype=bool)
+    group = _groups(plain, ranks)
+    wt = _outlier_weights(plain)
+    rss0, rss1 = np.zeros(S), np.zeros(S)
+    k0 = k1 = 0
+    with np.errstate(all="ignore"):
+        for g in np.unique(group):
+            idx = group == g
+            yg = y[:, idx]
+            w = np.where(yg != 0, wt[:, idx] / (yg * yg), 0.0)
+            w = np.where(np.isfinite(w), w, 0.0)
+            mean = (w * yg).sum(-1, keepdims=True) / w.sum(-1, keepdims=True)
+            rss0 += (w * (yg - mean) ** 2).sum(-1)
+            k0 += 1
+            r = ranks[idx]
+            if np.unique(r).size < 3:  # c + W/ranks goes through every point: no residual
+                k1 += np.unique(r).size
+                continue
+            X = np.stack([1.0 / r, np.ones_like(r)], -1)
+            Xw = X[None] * np.sqrt(w)[..., None]
+            coef = np.einsum("skl,snl,sn->sk", np.linalg.pinv(np.einsum("snk,snl->skl", Xw, Xw)), Xw, np.sqrt(w) * yg)
+            rss1 += (w * (yg - coef @ X.T) ** 2).sum(-1)
+            k1 += 2
+    d0, d1 = n - k0, n - k1
+    if d0 < 1 or d1 < 1:
+        return no, no
+    inter, d_inter = interaction_variance(plain, ranks)
+    repeated = np.isfinite(noise) & (noise > 0)
+    s2 = np.maximum(np.where(repeated, noise, inter), NOISE_FLOOR)
+    q0 = np.where(repeated, _f_quantile(d0, n, MISS_LEVEL), _f_quantile(d0, max(d_inter, 1), MISS_LEVEL))
+    q1 = np.where(repeated, _f_quantile(d1, n, FIT_LEVEL), _f_quantile(d1, max(d_inter, 1), FIT_LEVEL))
+    known = repeated | np.isfinite(inter)
+    with np.errstate(all="ignore"):
+        return known & (rss0 / d0 / s2 > q0), known & (rss1 / d1 / s2 <= q1)
+
+
+def admits_rise(divided: GroupFit, ranks: np.ndarray, rows: np.ndarray | None = None,
+                share: float = RISE_SHARE) -> np.ndarray:
+    """Per row of the engine's fit of values x ranks (`time_view`): whether one of its forms in play
+    with at least `share` of the heaviest one's weight predicts a time at 4x the largest ranks above
+    the one at the largest ranks (at any combination of the other parameters measured there): a
+    shape that rises again, which the values do not rule out. Only the rows where `rows` (S,) is
+    True are looked at (False elsewhere)."""
+    S = divided.y.shape[0]
+    out = np.zeros(S, dtype=bool)
+    col = _ranks_column(divided, ranks)
+    if divided.alternatives is None or col is None:
+        return out
+    near = divided.points[ranks == ranks.max()].astype(float)
+    far = near.copy()
+    far[:, col] *= 4.0
+    both = np.concatenate([near, far])
+
+    def time_of(terms, coef) -> np.ndarray:
+        v = np.full(len(both), float(coef[0]))
+        for c, term in zip(coef[1:], terms):
+            f = np.ones(len(both))
+            for p, h in term:
+                e, j = EXPONENTS[h]
+                f = f * both[:, p] ** float(e) * (np.log2(both[:, p]) ** j if j else 1.0)
+            v = v + c * f
+        return v / both[:, col]
+
+    with np.errstate(all="ignore"):
+        for s in range(S) if rows is None else np.flatnonzero(rows):
+            alternatives = divided.alternatives[s]
+            if not alternatives:
+                continue
+            top = max(a[0] for a in alternatives)
+            for weight, terms, coef, _ in alternatives:
+                if weight >= share * top:
+                    t = time_of(terms, coef)
+                    if np.any(t[len(near):] > t[: len(near)] * (1.0 + 1e-9)):
+                        out[s] = True
+                        break
+    return out
+
+
+def _ranks_column(plain: GroupFit, ranks: np.ndarray) -> int | None:
+    cols = [c for c in range(plain.points.shape[1]) if np.allclose(plain.points[:, c], ranks)]
+    return cols[0] if cols else None
+
+
+_LINEAR = EXPONENTS.index((1, 0))  # the hypothesis x^1 (no log factor)
+
+
+def cost_linear(plain: GroupFit, divided: GroupFit, noise: np.ndarray) -> GroupFit | None:
+    """Per row, the weighted least-squares fit of c + W/ranks to the values, as a `time_view` of the
+    cost form W + c * ranks (columns 1/ranks and 1; terms: ranks^1), with the relative weights and
+    outlier weights of `plain`; one alternative, its covariance scaled by the larger of the noise and
+    the relative residual variance. None where the ranks cannot be read."""
+    ranks = _ranks_of(divided)
+    col = None if ranks is None else _ranks_column(plain, ranks)
+    if col is None:
+        return None
+    y = plain.y
+    S, n = y.shape
+    X = np.zeros((S, n, 2))
+    X[:, :, 0] = 1.0 / ranks
+    X[:, :, 1] = 1.0
+    with np.errstate(all="ignore"):
+        w = np.where(y != 0, _outlier_weights(plain) / (y * y), 0.0)
+        w = np.where(np.isfinite(w), w, 0.0)
+        Xw = X * np.sqrt(w)[..., None]
+        G = np.einsum("snk,snl->skl", Xw, Xw)
+        Ginv = np.linalg.pinv(G)
+        coef = np.einsum("skl,snl,sn->sk", Ginv, Xw, np.sqrt(w) * y)
+        fitted = np.einsum("snk,sk->sn", X, coef)
+        rel = np.where(y != 0, (y - fitted) / y, 0.0)
+        rv = (rel**2).sum(-1) / max(n - 2, 1)
+        s2 = np.maximum(np.fmax(noise, rv), NOISE_FLOOR)
+        # c below 0 within its noise (one-sided 99%): c = 0, W/ranks alone; beyond it: left as it
+        # is (and refused by `choose`: the values fall faster than 1/ranks)
+        se_c = np.sqrt(s2 * Ginv[:, 1, 1])
+        zero = (coef[:, 1] < 0) & (coef[:, 1] >= -_Z99 * se_c)
+        g00 = G[:, 0, 0]
+        w_only = np.where(g00 > 0, np.einsum("sn,sn->s", Xw[:, :, 0], np.sqrt(w) * y) / np.where(g00 > 0, g00, 1),
+                          0.0)
+        coef = np.where(zero[:, None], np.stack([w_only, np.zeros(S)], -1), coef)
+        w_alone = np.array([[1.0, 0.0], [0.0, 0.0]]) / np.where(g00 > 0, g00, 1)[:, None, None]
+        Ginv = np.where(zero[:, None, None], w_alone, Ginv)
+    spec = [((col, _LINEAR),)]
+    terms = [list(spec) for _ in range(S)]
+    alternatives = [[(1.0, list(spec), coef[s].copy(), s2[s] * Ginv[s])] for s in range(S)]
+    return GroupFit(plain.index, plain.points, y, X, coef, w, terms, alternatives, None)
+
+
+def _take_row(into: GroupFit, row: int, src: GroupFit) -> None:
+    """Row `row` of `into` replaced by that of `src` in place (padding the design where needed)."""
+    k = src.X.shape[-1]
+    if into.X.shape[-1] < k:
+        pad = k - into.X.shape[-1]
+        into.X = np.concatenate([into.X, np.zeros(into.X.shape[:2] + (pad,))], axis=-1)
+        into.coef = np.concatenate([into.coef, np.zeros((into.coef.shape[0], pad))], axis=-1)
+    into.X[row] = 0.0
+    into.X[row, :, :k] = src.X[row]
+    into.coef[row] = 0.0
+    into.coef[row, :k] = src.coef[row]
+    into.w[row] = src.w[row]
+    into.terms[row] = src.terms[row]
+    if into.alternatives is not None:
+        into.alternatives[row] = src.alternatives[row]
+
+
 def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided: np.ndarray,
            noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row: (whether the divided form is kept, the weight of the other family in the
-    prediction range). `divided` is the `time_view` of the fit of values x ranks. A plain constant
-    (the noise test found the values flat, or nothing grows) is never split, nor mixed."""
+    prediction range). `divided` is the `time_view` of the fit of values x ranks.
+
+    A plain model with terms faces the evidence and CV tests against the engine's divided model. A
+    plain constant says either that the values are flat or that no PMNF term follows them (PMNF has
+    no falling terms: values falling as 1/ranks beside a parameter held constant for its 2 values
+    get a constant, review 49 F3). A constant is split only as c + W/ranks (`cost_linear`: nothing
+    that rises in ranks, the serial part c kept; review 53 F1-F3), and only where all of these hold:
+    - its values fall (`falls`), with the smallest rank count left out too and there at least half
+      as steeply (one slow first run or a start-up cost at the smallest ranks is no fall: F1, F4);
+    - `lack_of_fit_per_group`: the constant misses the values beyond their noise and c + W/ranks does not
+      (a fall that levels off and turns up again within the measured ranks);
+    - not `admits_rise`: no form of the engine's cost-form search that rises again in ranks is
+      about as likely (a U shape whose rise the noise hides over the measured ranks);
+    - c >= 0 and W > 0, and c + W/ranks passes the evidence and CV tests against the constant.
+    That row of `divided` (and of `cv_divided`) is then replaced by the c + W/ranks fit in place,
+    and the constant keeps at least `CONSTANT_FLOOR` of the prediction range. Any other constant is
+    never split, nor mixed."""
     fallback = np.minimum(residual_variance(plain), residual_variance(divided))
     lw_p, lw_d = evidence(plain, noise, fallback), evidence(divided, noise, fallback)
     has_terms = np.array([len(t) > 0 for t in plain.terms])
     with np.errstate(invalid="ignore"):
         keep = has_terms & (lw_d > lw_p + EVIDENCE) & (cv_divided < MARGIN * cv_plain)
     p_divided = 1.0 / (1.0 + np.exp(np.clip(lw_p - lw_d, -700, 700)))
-    other = np.where(keep, 1.0 - p_divided, p_divided)
-    return keep, np.where(has_terms, other, 0.0)
+    other = np.where(has_terms, np.where(keep, 1.0 - p_divided, p_divided), 0.0)
+    candidates = ~has_terms
+    ranks = _ranks_of(divided)
+    if candidates.any() and ranks is not None:
+        fall, within, slope = falls(plain, divided, noise, residual=True)
+        fall_out, _, slope_out = falls(plain, divided, noise, ranks > ranks.min(), residual=True)
+        with np.errstate(invalid="ignore"):  # and not by half less: the first point drives it
+            candidates &= fall & fall_out & (slope_out <= 0.5 * slope)
+        if candidates.any():
+            constant_misses, linear_fits = lack_of_fit_per_group(plain, ranks, noise)
+            candidates &= constant_misses & linear_fits
+        if candidates.any():
+            candidates &= ~admits_rise(divided, ranks, candidates)
+    lin = cost_linear(plain, divided, noise) if candidates.any() else None
+    if lin is not None:
+        # noise unknown (one repetition): what the log fit of `falls` leaves, not what a parameter
+        # held constant in both fits adds to their residuals
+        fallback_l = np.fmin(fallback, within)
+        lw_p = evidence(plain, noise, fallback_l)
+        lw_l = evidence(lin, noise, fallback_l)
+        cv_l = quality(lin).cv_smape
+        W, c = lin.coef[:, 0], lin.coef[:, 1]
+        with np.errstate(invalid="ignore"):
+            split_constant = (candidates & (c >= 0) & (W > 0) & (lw_l > lw_p + EVIDENCE)
+                              & (cv_l < MARGIN * cv_plain))
+        for row in np.flatnonzero(split_constant):
+            _take_row(divided, int(row), lin)
+            cv_divided[row] = cv_l[row]
+            p_l = 1.0 / (1.0 + np.exp(np.clip(lw_p[row] - lw_l[row], -700, 700)))
+            other[row] = max(1.0 - p_l, CONSTANT_FLOOR)
+        keep = keep | split_constant
+    return keep, other
 
 
 def mix(own: tuple[Alternative, ...], other: tuple[Alternative, ...], other_weight: float,

@@ -320,15 +320,21 @@ def _exit_other(stack: list, rid: int, t: float, off=_off) -> bool | None:
         return None
     if off[rid] & _OFF:
         return None
-    for i in range(len(stack) - 1, 0, -1):
-        if _rid_of(stack[i]) == rid:
-            break
-    else:
+    i = _innermost(stack, rid)
+    if not i:
         return False
     _dropped[0] += _end_left_open(stack, i)
     del stack[i + 1 :]
     _close_top(stack, t)
     return None
+
+
+def _innermost(stack: list, rid: int) -> int:
+    """The index of the innermost frame of `rid` on `stack`, 0 where none (the root is none)."""
+    for i in range(len(stack) - 1, 0, -1):
+        if _rid_of(stack[i]) == rid:
+            return i
+    return 0
 
 
 def _end_left_open(stack: list, i: int) -> int:
@@ -473,10 +479,8 @@ def drop(rid: int) -> bool:
     if len(stack) > 1 and stack[-1] is stack[-2] and stack[-1][_RID] == rid:  # a folded direct-recursive visit
         stack.pop()
         return True
-    for i in range(len(stack) - 1, 0, -1):
-        if _rid_of(stack[i]) == rid:
-            break
-    else:
+    i = _innermost(stack, rid)
+    if not i:
         return False
     _dropped[0] += _end_left_open(stack, i - 1)
     del stack[i:]

@@ -15,7 +15,7 @@ from collections import deque
 from fnmatch import fnmatchcase
 from typing import Any, NoReturn
 
-from . import _backend, exec_hook, run_signals, signal_watch
+from . import _backend, exec_hook, gc_pause, run_signals, signal_watch
 from .config import Config, ConfigError, RankSet, from_env
 from .errors import ScaleprobeRuntimeError
 from .fork_signals import stand_in, stands_in
@@ -223,7 +223,7 @@ class Recorder:
         self.exit_frozen: Any = _UNSET  # backend's exit_seen() when interpreter shutdown began
         self.main_code: Any = None  # code object of `__main__` (watched on Python 3.12+)
         self.main_exit: tuple | None = None  # (code,) of the SystemExit that unwound `__main__`
-        self.wake = threading.Event()
+        self.wake = gc_pause.Wake()
         self.thread: threading.Thread | None = None
         self.sigwatch: signal_watch.Watch | None = None  # stand-in signals the flush thread takes: signal_watch
         self.flush_requested = False  # an epoch ended since the last flush (see request_flush)
@@ -485,8 +485,12 @@ class Recorder:
         # delivers them to the program's own threads: a SIGTERM taken by this thread would leave a
         # main thread blocked on a lock asleep (a Pool worker told to stop by terminate() then hung)
         mask = _block_async_signals()
+        gc_pause.pause()  # handed to the thread (_loop): its start-up allocates as well
         try:
             t.start()
+        except BaseException:
+            gc_pause.resume()
+            raise
         finally:
             _restore_signals(mask)
 
@@ -504,6 +508,14 @@ class Recorder:
             self.wake.set()
 
     def _loop(self) -> None:
+        # With the collector paused (by start_thread) but for the waits: the program's finalizers
+        # run on its own threads, never on this one (gc_pause).
+        try:
+            self._flush_loop()
+        finally:
+            gc_pause.resume()
+
+    def _flush_loop(self) -> None:
         pid = os.getpid()
         interval = self.cfg.flush_interval_s
         while not self.finished and os.getpid() == pid:
@@ -514,8 +526,7 @@ class Recorder:
             left = due - time.monotonic()
             if left > 0:
                 watch = self.sigwatch
-                self.wake.wait(left if watch is None else min(left, signal_watch.POLL_S))
-                self.wake.clear()
+                gc_pause.idle(self.wake, left if watch is None else min(left, signal_watch.POLL_S))
                 lost = None if watch is None else watch.lost()
                 if lost is not None:
                     self._die_of(lost)
@@ -561,7 +572,15 @@ class Recorder:
 
     def flush(self, final_records: list[dict] | None = None, sync: bool = False) -> bool:
         """Write what was measured since the previous flush; False if the write failed (its records
-        are kept for the next flush, see _write)."""
+        are kept for the next flush, see _write). With the collector paused (gc_pause): a program's
+        finalizer run by its allocations would run inside the snapshot."""
+        gc_pause.pause()
+        try:
+            return self._flush(final_records, sync)
+        finally:
+            gc_pause.resume()
+
+    def _flush(self, final_records: list[dict] | None, sync: bool) -> bool:
         if not self.enabled or self.writer is None:
             return True
         if not self.rank_noted and "forked_from" not in self.header and "torch.distributed" in sys.modules:
@@ -764,6 +783,16 @@ class Recorder:
         the same signal, taken by the watch, kept it)."""
         if self.finished or self.finishing or os.getpid() != self.pid:
             return
+        gc_pause.pause()  # as flush: no program finalizer between the end record's parts
+        try:
+            self._finish(status, exit_code, signal, close_own)
+        finally:
+            gc_pause.resume()
+        deferred, self.deferred_signal = self.deferred_signal, None
+        if deferred is not None:
+            os.kill(os.getpid(), deferred)  # now that the end record is whole: see _chain_signal
+
+    def _finish(self, status: str | None, exit_code: int | None, signal: int | None, close_own: bool) -> None:
         if self.unselected:  # never became a rank that SCALEPROBE_RANKS selects
             self._leave_unrecorded()
             self.finished = True
@@ -816,9 +845,6 @@ class Recorder:
                 elif self.default_dir and not self.cfg.quiet and self.header.get("child_of") is None \
                         and self.rank_source not in ("torch.distributed", "parent"):
                     print(f"scaleprobe: run data written to {self.path}", file=sys.stderr)
-        deferred, self.deferred_signal = self.deferred_signal, None
-        if deferred is not None:
-            os.kill(os.getpid(), deferred)  # now that the end record is whole: see _chain_signal
 
     def _outcome(self, status: str | None, exit_code: int | None) -> tuple[str, int | None]:
         """Status and exit code of the end record, from the most direct witness available: the
@@ -889,7 +915,7 @@ class Recorder:
         self.finishing_thread = self.deferred_signal = None
         self.sigwatch = None  # the parent's: armed again below for the child's own signals
         self.comm_lock = threading.Lock()
-        self.wake = threading.Event()
+        self.wake = gc_pause.Wake()
         self.flush_requested = False
         self.last_flush = time.monotonic()
         impl.reset_after_fork()
@@ -1202,8 +1228,12 @@ def _end_for_exec() -> dict[str, Any] | None:
 def _at_exit() -> None:
     r = _rec
     if r is not None:
-        r.freeze_exit()
-        r.finish()
+        gc_pause.pause()  # the collection its allocations would start is the interpreter's, later
+        try:
+            r.freeze_exit()
+            r.finish()
+        finally:
+            gc_pause.resume()
 
 
 def _freeze_exit() -> None:

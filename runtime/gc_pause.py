@@ -1,0 +1,98 @@
+"""Keeps the cyclic garbage collector from running inside scaleprobe's own code (review 55 F1).
+
+A collection runs the finalizers of the cycles it frees (`__del__`, the `finally:` of a suspended
+generator, weakref callbacks) on the thread whose allocation started it, in the middle of whatever
+that thread was doing. Scaleprobe's flush thread allocates (records, their encoding), and so does
+its exit handler while it takes the final snapshot: the program's finalizers ran on the
+`scaleprobe-flush` thread (a sqlite3 connection refuses another thread, `threading.local` state is
+another, updates race the program's) and inside the snapshot (a path whose inclusive time was below
+its children's).
+
+While scaleprobe's code runs (between `pause` and `resume`), the collector is off where the program
+has it on: the collection that those allocations would have started happens at the program's next
+allocation, on the program's thread, as without scaleprobe. The flush thread runs with it off but
+for its waits (`idle`), in which it is on only around the lock's wait (no allocation the collector
+counts: a program with `gc.set_threshold(1)` has every finalizer on its own thread, checked on
+Python 3.10 to 3.13 by tests/runtime/test_gc_pause.py).
+
+Pauses nest and may overlap between threads (the final flush on the main thread while the flush
+thread flushes): the collector is switched back on by the last one out, and only if it was on when
+the first one came in. A program that calls `gc.disable()` while scaleprobe's code runs in another
+thread (a flush takes milliseconds every few seconds) has the collector on again after it: `gc` has
+no way to tell that call apart from the pause's own.
+"""
+from __future__ import annotations
+
+import _thread
+import gc
+import os
+
+_lock = _thread.allocate_lock()
+_depth = [0]
+_was_on = [False]
+
+
+# No `with` in these: entering a `with` binds `__enter__`/`__exit__`, an allocation the collector
+# counts, which could start a collection right here.
+def pause() -> None:
+    _lock.acquire()
+    try:
+        if _depth[0] == 0:
+            _was_on[0] = gc.isenabled()
+            gc.disable()
+        _depth[0] += 1
+    finally:
+        _lock.release()
+
+
+def resume() -> None:
+    _lock.acquire()
+    try:
+        if _depth[0] > 0:  # else a pause that a fork ended (_after_fork_in_child)
+            _depth[0] -= 1
+            if _depth[0] == 0 and _was_on[0]:
+                gc.enable()
+    finally:
+        _lock.release()
+
+
+class Wake:
+    """A wake-up call for the flush thread: `set` from any thread, `idle` waits for it (or a
+    timeout) and consumes it. A bare lock, held while no call is pending: a threading.Event waits in
+    Python code (its Condition) that allocates while the collector is on."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = _thread.allocate_lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        try:
+            self._lock.release()
+        except RuntimeError:  # already pending
+            pass
+
+
+def idle(wake: Wake, timeout: float) -> None:
+    """From paused code: wait for `wake` or `timeout` seconds with the collector as the program has
+    it, and pause it again. Nothing but the wait runs between."""
+    resume()
+    try:
+        wake._lock.acquire(True, timeout)
+    finally:
+        pause()
+
+
+def _after_fork_in_child() -> None:
+    """A pause held by a thread that the child does not have (the flush thread forked from another
+    thread's `os.fork`) ends: the child's collector is as the program had it."""
+    global _lock
+    _lock = _thread.allocate_lock()
+    if _depth[0]:
+        _depth[0] = 0
+        if _was_on[0]:
+            gc.enable()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,165 @@
+"""The cyclic garbage collector never runs inside scaleprobe's code (runtime/gc_pause.py, review 55
+F1): a program's finalizers ran on the `scaleprobe-flush` thread, whose allocations started the
+collections, and inside the exit handler's final snapshot."""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime import gc_pause
+from runtime.runfile import read_run
+
+from tests.envclean import clean_env
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Garbage that only the cyclic collector frees, left where the program sleeps: the next allocation
+# the collector counts, whoever makes it, collects it (threshold 1).
+PROGRAM = """\
+import atexit, gc, json, sys, threading, time, traceback
+from runtime.manual import region
+
+seen = []
+
+class Cyclic:
+    def __init__(self, k):
+        self.k, self.me = k, self
+    def __del__(self):
+        seen.append(threading.current_thread().name)
+        with region("finalizer"):
+            sum(range(100))
+        if self.k == 99:
+            print(json.dumps([f.name for f in traceback.extract_stack()]), file=sys.stderr)
+
+def step(k):
+    with region("step"):
+        Cyclic(k)
+
+gc.collect()
+gc.set_threshold(1)
+for k in range(6):
+    step(k)
+    time.sleep(0.15)  # the flush thread (interval 0.05) flushes meanwhile
+gc.set_threshold(700)
+gc.collect()
+print(json.dumps({"threads": seen, "enabled": gc.isenabled()}))
+
+def last_words():  # registered after scaleprobe's exit handler: runs before it
+    gc.set_threshold(1)
+    Cyclic(99)
+atexit.register(last_words)
+"""
+
+
+def _run(tmp_path: Path, backend: str, python: str = sys.executable) -> tuple[dict, list[str], Path]:
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM)
+    env = clean_env(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "runs"), SCALEPROBE_FLUSH_INTERVAL="0.05",
+                    **({"SCALEPROBE_PURE": "1"} if backend == "python" else {}))
+    done = subprocess.run([python, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    final_stack = json.loads(done.stderr.strip().splitlines()[-1])
+    [f] = (tmp_path / "runs").glob("*.jsonl")
+    return json.loads(done.stdout), final_stack, f
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_finalizers_run_on_the_programs_thread_never_in_the_flush(tmp_path: Path, backend: str):
+    out, final_stack, f = _run(tmp_path, backend)
+    # before: every one on scaleprobe-flush
+    assert out["threads"] == ["MainThread"] * 6
+    assert out["enabled"] is True  # the program's collector is on again after every flush
+    # before: ['_at_exit', 'finish', '__del__'], inside the final snapshot
+    assert final_stack == ["__del__"], final_stack
+    run = read_run(f)
+    assert run.end is not None and run.end["status"] == "ok"
+    names = {rid: reg.name for rid, reg in run.regions.items()}
+    profile = {tuple(names[i] for i in p): st for p, st in run.profile.items()}
+    # the six ran inside the program, where the main thread stood: after its step, while it slept
+    assert sum(st.visits for p, st in profile.items() if p[-1] == "finalizer") == 6
+    assert profile[("step",)].visits == 6
+
+
+@pytest.mark.parametrize("version", ["3.10", "3.12", "3.13"])
+def test_other_interpreters(tmp_path: Path, version: str):
+    """3.12 moved collections to the eval breaker (any thread may run one another scheduled); the
+    pure backend is what runs there without a build."""
+    pythons = sorted(Path("/root/.pyenv/versions").glob(f"{version}.*/bin/python"))
+    if not pythons:
+        pytest.skip(f"no Python {version} under /root/.pyenv/versions")
+    out, final_stack, _ = _run(tmp_path, "python", str(pythons[-1]))
+    assert out["threads"] == ["MainThread"] * 6
+    assert final_stack == ["__del__"]
+
+
+def test_a_program_that_disabled_the_collector_keeps_it_off(tmp_path: Path):
+    script = tmp_path / "prog.py"
+    script.write_text("import atexit, gc, time\nfrom runtime.manual import region\n"
+                      "gc.disable()\n"
+                      "for k in range(5):\n    with region('step'):\n        time.sleep(0.06)\n"
+                      "print(gc.isenabled())\n"
+                      "atexit.register(lambda: print(gc.isenabled()))\n")
+    env = clean_env(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "runs"), SCALEPROBE_FLUSH_INTERVAL="0.02")
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+    [f] = (tmp_path / "runs").glob("*.jsonl")
+    assert read_run(f).end["flushes"] > 1
+
+
+@pytest.fixture
+def collector_on():
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    (gc.enable if was else gc.disable)()
+
+
+def test_pauses_nest(collector_on):
+    gc_pause.pause()
+    gc_pause.pause()
+    gc_pause.resume()
+    assert not gc.isenabled()  # still one pause held
+    gc_pause.resume()
+    assert gc.isenabled()
+    gc_pause.resume()  # an unmatched resume changes nothing
+    assert gc.isenabled()
+    gc.disable()
+    gc_pause.pause()
+    gc_pause.resume()
+    assert not gc.isenabled()  # off before the pause: off after it
+
+
+def test_wake_is_consumed_by_the_wait(collector_on):
+    wake = gc_pause.Wake()
+    wake.set()
+    wake.set()  # a second call while one is pending is the same call
+    gc_pause.pause()
+    gc_pause.idle(wake, 60.0)  # returns at once: pending
+    assert not gc.isenabled()  # paused again after the wait
+    gc_pause.resume()
+    gc_pause.pause()
+    gc_pause.idle(wake, 0.01)  # nothing pending: the timeout
+    gc_pause.resume()
+    assert gc.isenabled()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_does_not_inherit_another_threads_pause(collector_on):
+    """The flush thread pauses; another thread forks meanwhile: the child has no flush thread to
+    resume, and its collector must be the program's."""
+    gc_pause.pause()
+    try:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if gc.isenabled() else 1)
+    finally:
+        gc_pause.resume()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -15,6 +15,14 @@ setup(
             extra_compile_args=["-O2", "-std=c11", "-Werror=implicit-function-declaration"],
             optional=True,
         ),
+        # the awaitable that `async for`/`async with` wrappers return (runtime/probe.py): no Python frame
+        # between the user's coroutine and the awaited one; without it, the wrappers are coroutines
+        Extension(
+            "runtime._asyncwrap",
+            sources=["runtime/_asyncwrap.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Werror=implicit-function-declaration"],
+            optional=True,
+        ),
         # counts a signal's arrivals ahead of CPython's handler (runtime/signal_watch.py); without it,
         # no watch
         Extension(

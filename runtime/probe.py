@@ -29,6 +29,11 @@ from . import series as _series
 from ._partial313 import GET as _PARTIAL_GET, WARNS as _PARTIAL_WARNS, warn_explicit as _warn_explicit
 from ._partial313 import warning as _partial_warning
 
+try:  # the awaitable the wrappers of `async for`/`async with` return (runtime/_asyncwrap.c)
+    from ._asyncwrap import around as _around
+except ImportError:  # not built: the wrappers are coroutines (a frame of ours above the awaited one)
+    _around = None
+
 enter = _backend.impl.enter
 exit = _backend.impl.exit
 mark = _backend.impl.mark
@@ -114,7 +119,7 @@ def _resume(g: dict, rids: tuple[int, ...]) -> None:
             enter(rid)
 
 
-class _AsyncIter:
+class _AsyncIterBase:
     """What `async for` sees: the inner async iterator, with the regions left while `__anext__` awaits."""
 
     __slots__ = ("_rids", "_g", "_it")
@@ -122,8 +127,15 @@ class _AsyncIter:
     def __init__(self, rids: tuple[int, ...], it: Any, g: dict) -> None:
         self._rids, self._it, self._g = rids, it, g
 
-    def __aiter__(self) -> "_AsyncIter":
+    def __aiter__(self) -> "_AsyncIterBase":
         return self
+
+
+class _AsyncIterCoro(_AsyncIterBase):
+    """Without runtime._asyncwrap: `__anext__` is a coroutine that awaits the step (its frame is the
+    awaited one's caller)."""
+
+    __slots__ = ()
 
     async def __anext__(self) -> Any:
         g, rids = self._g, self._rids
@@ -139,36 +151,88 @@ class _AsyncIter:
             _resume(g, rids)
 
 
-class _AsyncIterPartial(_AsyncIter):
-    """Python 3.13, an iterator whose type's `__anext__` is a functools.partial when the loop starts:
-    its FutureWarning (runtime/_partial313.py) names the user's `async for` (the frame awaiting
-    us), not ours. Looked up again at every step, as `async for` does (the type's `__anext__` may
-    change). Other iterators take _AsyncIter's path, whose anext() does the lookup in C at no cost
-    of ours: one that only becomes a partial during the loop warns naming runtime/probe.py."""
+class _AsyncIterFrameless(_AsyncIterBase):
+    """With runtime._asyncwrap: `__anext__` is a plain method that leaves the regions and returns the
+    step wrapped by `_around`, a C awaitable that re-enters them when the step is done. No frame of
+    ours is left between the user's `async for` and the awaited step (warnings' stacklevel,
+    sys._getframe(1) and tracebacks in it see the user's line)."""
 
     __slots__ = ()
 
-    async def __anext__(self) -> Any:
+    def __anext__(self) -> Any:
         g, rids = self._g, self._rids
         _leave(g, rids)
         try:
-            it = self._it
-            attr = _lookup(type(it), "__anext__")
-            if _lookup(type(attr), "__get__") is not _PARTIAL_GET:
-                return await anext(it)
-            failed = False
-            try:
-                _warn_explicit(*_partial_warning(sys._getframe(1)))
-            except BaseException:  # noqa: BLE001 - an error filter: the slot raises its own error
-                failed = True
-            if failed:  # raised outside the handler: its context is the program's, as the slot's
-                raise AttributeError(f"object {_tp_name(type(it))} does not have __anext__ method")
-            step = attr()  # what the partial's __get__ returns: itself
+            step = anext(self._it)  # (as in _AsyncIterCoro)
             if not _awaitable(step):
                 raise TypeError(f"'async for' received an invalid object from __anext__: {type(step).__name__}")
-            return await step
-        finally:
+            return _around(step, g, rids)  # the item is returned, never kept
+        except BaseException:  # noqa: BLE001 - what the coroutine's `finally:` did before the await
             _resume(g, rids)
+            raise
+
+
+_AsyncIter = _AsyncIterCoro if _around is None else _AsyncIterFrameless
+
+
+class _AsyncIterPartial(_AsyncIter):  # type: ignore[valid-type,misc]
+    """Python 3.13, an iterator whose type's `__anext__` is a functools.partial when the loop starts:
+    its FutureWarning (runtime/_partial313.py) names the user's `async for` (the frame awaiting
+    us, or calling us with runtime._asyncwrap), not ours. Looked up again at every step, as `async
+    for` does (the type's `__anext__` may change). Other iterators take _AsyncIter's path, whose
+    anext() does the lookup in C at no cost of ours: one that only becomes a partial during the
+    loop warns naming runtime/probe.py."""
+
+    __slots__ = ()
+
+    if _around is None:
+        async def __anext__(self) -> Any:
+            g, rids = self._g, self._rids
+            _leave(g, rids)
+            try:
+                it = self._it
+                attr = _lookup(type(it), "__anext__")
+                if _lookup(type(attr), "__get__") is not _PARTIAL_GET:
+                    return await anext(it)
+                failed = False
+                try:
+                    _warn_explicit(*_partial_warning(sys._getframe(1)))
+                except BaseException:  # noqa: BLE001 - an error filter: the slot raises its own error
+                    failed = True
+                if failed:  # raised outside the handler: its context is the program's, as the slot's
+                    raise AttributeError(f"object {_tp_name(type(it))} does not have __anext__ method")
+                step = attr()  # what the partial's __get__ returns: itself
+                if not _awaitable(step):
+                    raise TypeError(f"'async for' received an invalid object from __anext__: {type(step).__name__}")
+                return await step
+            finally:
+                _resume(g, rids)
+    else:
+        def __anext__(self) -> Any:
+            g, rids = self._g, self._rids
+            _leave(g, rids)
+            try:
+                it = self._it
+                attr = _lookup(type(it), "__anext__")
+                if _lookup(type(attr), "__get__") is not _PARTIAL_GET:
+                    step = anext(it)
+                    if not _awaitable(step):  # what `await anext(it)` says of it
+                        raise TypeError(f"object {type(step).__name__} can't be used in 'await' expression")
+                    return _around(step, g, rids)
+                failed = False
+                try:
+                    _warn_explicit(*_partial_warning(sys._getframe(1)))  # (our caller: the user's frame)
+                except BaseException:  # noqa: BLE001 - an error filter: the slot raises its own error
+                    failed = True
+                if failed:  # raised outside the handler: its context is the program's, as the slot's
+                    raise AttributeError(f"object {_tp_name(type(it))} does not have __anext__ method")
+                step = attr()  # what the partial's __get__ returns: itself
+                if not _awaitable(step):
+                    raise TypeError(f"'async for' received an invalid object from __anext__: {type(step).__name__}")
+                return _around(step, g, rids)
+            except BaseException:  # noqa: BLE001 - as in _AsyncIterFrameless
+                _resume(g, rids)
+                raise
 
 
 def async_iter(rids: tuple[int, ...], aiterable: Any) -> AsyncIterator[Any]:
@@ -265,13 +329,19 @@ def _without_special(exc: BaseException) -> BaseException:
     return exc
 
 
-class _AsyncCtx:
+class _AsyncCtxBase:
     """What `async with` sees: the inner manager, with the regions left while its methods await."""
 
     __slots__ = ("_rids", "_g", "_cm", "_aenter", "_aexit")
 
     def __init__(self, rids: tuple[int, ...], cm: Any, aenter: Any, aexit: Any, g: dict) -> None:
         self._rids, self._cm, self._aenter, self._aexit, self._g = rids, cm, aenter, aexit, g
+
+
+class _AsyncCtxCoro(_AsyncCtxBase):
+    """Without runtime._asyncwrap: coroutines that await the manager's methods."""
+
+    __slots__ = ()
 
     async def __aenter__(self) -> Any:
         g, rids = self._g, self._rids
@@ -300,6 +370,43 @@ class _AsyncCtx:
             return await step
         finally:
             _resume(g, rids)
+
+
+class _AsyncCtxFrameless(_AsyncCtxBase):
+    """With runtime._asyncwrap: plain methods returning the manager's awaitable wrapped by `_around`
+    (see _AsyncIterFrameless)."""
+
+    __slots__ = ()
+
+    def __aenter__(self) -> Any:
+        g, rids = self._g, self._rids
+        _leave(g, rids)
+        try:
+            step = self._aenter()
+            if not _awaitable(step):
+                raise TypeError(_not_awaitable("__aenter__", step))
+            return _around(step, g, rids)
+        except BaseException:  # noqa: BLE001 - as in _AsyncIterFrameless
+            _resume(g, rids)
+            raise
+
+    def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        g, rids = self._g, self._rids
+        # our caller is the awaiting coroutine, as it is the coroutine's caller in _AsyncCtxCoro
+        if exc_type is not None and _back_of(sys._getframe(1)):
+            _resume(g, rids)  # (as in _AsyncCtxCoro)
+        _leave(g, rids)
+        try:
+            step = self._aexit(exc_type, exc, tb)  # its value returned as is, through _around
+            if not _awaitable(step):
+                raise TypeError(_not_awaitable("__aexit__", step))
+            return _around(step, g, rids)
+        except BaseException:  # noqa: BLE001 - as in _AsyncIterFrameless
+            _resume(g, rids)
+            raise
+
+
+_AsyncCtx = _AsyncCtxCoro if _around is None else _AsyncCtxFrameless
 
 
 def async_ctx(rids: tuple[int, ...], cm: Any) -> Any:

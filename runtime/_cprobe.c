@@ -61,6 +61,7 @@ typedef struct ThreadState {
     uint32_t hmask, hused;
     struct ThreadState *next;
     volatile int dead; /* set by the thread-exit destructor; freed at the next take_deltas */
+    unsigned long ident; /* its thread's (threading.get_ident()); 0: `retired` */
 } ThreadState;
 
 static _Thread_local ThreadState *tls = NULL;
@@ -69,6 +70,11 @@ static uint8_t *off = NULL;
 static int64_t *iters = NULL, *iters_snap = NULL;
 static Py_ssize_t cap = 0;
 static int64_t dropped = 0;
+/* When probes were last switched on (note_on; 0: never). A visit begun before it is open across a
+ * window in which they were off (nothing is entered while they are): its time is not all measured
+ * (its callees then were not), so it ends as a visit left open does, counting no visit and no time
+ * of its own (drop_top), as the visits that the end of the run finds left open. */
+static int64_t last_on = 0;
 static pthread_key_t exit_key;
 /* The code of the SystemExit in flight when the main thread last left its outermost region
  * (NULL: none was). sys.exit() patched by the recorder sets it too. How a program ended is
@@ -245,6 +251,7 @@ static ThreadState *new_state(void) {
     }
     ThreadState *s = alloc_state();
     if (!s) return NULL;
+    s->ident = PyThread_get_thread_ident();
     tls = s;
     pthread_setspecific(exit_key, s);
     return s;
@@ -421,6 +428,13 @@ static void end_left_open(ThreadState *s, int32_t i) {
     }
 }
 
+/* The visit on top ends as one left open (see last_on). */
+static void drop_top(ThreadState *s) {
+    dropped++;
+    end_left_open(s, s->depth - 2);
+    if (--s->depth == 1) note_outermost();
+}
+
 /* The visit bookkeeping of exit at time t, after the checks. */
 static inline PyObject *exit_timed(Py_ssize_t rid, int64_t t) {
     ThreadState *s = tls;
@@ -447,7 +461,8 @@ static inline PyObject *exit_timed(Py_ssize_t rid, int64_t t) {
         top->folded--;
         Py_RETURN_NONE;
     }
-    close_top(s, t);
+    if (top->t0 < last_on) drop_top(s); /* open across a window with probes off */
+    else close_top(s, t);
     Py_RETURN_NONE;
 }
 
@@ -504,10 +519,19 @@ static long close_open(int own, int left) {
             continue;
         }
         int64_t inner = 0;
-        for (int32_t i = s->depth - 1; i > 0; i--) {
+        int32_t i;
+        for (i = s->depth - 1; i > 0 && s->stack[i].t0 >= last_on; i--) {
             count_frame(s, i, t, inner);
             inner = t - s->stack[i].t0;
             count++;
+        }
+        if (i > 0) { /* frames 1..i were open across a window with probes off: they end as left open */
+            int32_t depth = s->depth;
+            s->stack[i].child_ns += inner; /* the visit counted above it is a closed child of it */
+            s->depth = i + 1;
+            dropped += i;
+            end_left_open(s, 0);
+            s->depth = depth; /* the frames stay (see above) */
         }
     }
     return count;
@@ -549,6 +573,12 @@ static PyObject *p_exit_elsewhere(PyObject *self, PyObject *arg) {
     Frame *f = &found->stack[found->depth - 1];
     if (f->folded) {
         f->folded--;
+        Py_RETURN_TRUE;
+    }
+    if (f->t0 < last_on) {
+        dropped++;
+        end_left_open(found, found->depth - 2);
+        found->depth--;
         Py_RETURN_TRUE;
     }
     count_frame(found, found->depth - 1, t, 0);
@@ -759,6 +789,65 @@ static PyObject *p_open_visits(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(s ? s->depth - 1 : 0);
 }
 
+/* open_stacks(): [(thread ident, ((rid, t0), ...)), ...], the visits open on each running thread,
+ * outermost first (a folded direct-recursive visit is its outer one's), for the check of visits
+ * whose function returned while probes were off (runtime/stale_visits.py). Called with the
+ * collector paused: no Python code may run while `all_states` is walked. */
+static PyObject *p_open_stacks(PyObject *self, PyObject *unused) {
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    for (ThreadState *s = all_states; s; s = s->next) {
+        if (s->dead || s == retired || s->depth < 2) continue;
+        PyObject *visits = PyTuple_New(s->depth - 1);
+        if (!visits) goto fail;
+        for (int32_t i = 1; i < s->depth; i++) {
+            PyObject *v = Py_BuildValue("(iL)", (int)s->stack[i].rid, (long long)s->stack[i].t0);
+            if (!v) {
+                Py_DECREF(visits);
+                goto fail;
+            }
+            PyTuple_SET_ITEM(visits, i - 1, v);
+        }
+        PyObject *entry = Py_BuildValue("(kN)", s->ident, visits);
+        if (!entry || PyList_Append(out, entry) < 0) {
+            Py_XDECREF(entry);
+            goto fail;
+        }
+        Py_DECREF(entry);
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* drop_stale(ident, pos, t0): on thread `ident`, the visit at position `pos` of open_stacks()'s
+ * list (1: the outermost) and those above it end as visits left open do (end_left_open: no visit
+ * counted, no time of their own, counted in `dropped`), if that position still holds the visit
+ * open_stacks() saw (begun at t0). Returns how many ended (frames). */
+static PyObject *p_drop_stale(PyObject *self, PyObject *args) {
+    unsigned long ident;
+    int pos;
+    long long t0;
+    if (!PyArg_ParseTuple(args, "kiL", &ident, &pos, &t0)) return NULL;
+    for (ThreadState *s = all_states; s; s = s->next) {
+        if (s->dead || s == retired || s->ident != ident) continue;
+        if (pos < 1 || pos >= s->depth || s->stack[pos].t0 != (int64_t)t0) break;
+        int32_t n = s->depth - pos;
+        dropped += n;
+        end_left_open(s, pos - 1);
+        s->depth = pos;
+        return PyLong_FromLong(n);
+    }
+    return PyLong_FromLong(0);
+}
+
+/* note_on(): probes are switched on now (see last_on). */
+static PyObject *p_note_on(PyObject *self, PyObject *unused) {
+    last_on = now_ns();
+    Py_RETURN_NONE;
+}
+
 static PyObject *p_reset_after_fork(PyObject *self, PyObject *unused) {
     ThreadState *s = all_states;
     while (s) {
@@ -775,6 +864,7 @@ static PyObject *p_reset_after_fork(PyObject *self, PyObject *unused) {
         memset(iters_snap, 0, sizeof(int64_t) * (size_t)cap);
     }
     dropped = 0;
+    last_on = 0; /* (no visit is open in the child) */
     clear_target(); /* CUDA does not survive fork: the rotation's hooks are the parent's */
     Py_CLEAR(gpu_hook_enter);
     Py_CLEAR(gpu_hook_exit);
@@ -1110,6 +1200,9 @@ static PyMethodDef methods[] = {
      "(visits still open on other threads, counted as ending now; take_deltas()) for the final flush."},
     {"exit_elsewhere", p_exit_elsewhere, METH_O, "exit_elsewhere(rid): close rid where it is innermost on another thread."},
     {"drop", p_drop, METH_O, "drop(rid): the innermost visit of rid on this thread ends as one left open (dropped)."},
+    {"note_on", p_note_on, METH_NOARGS, "Probes are switched on now: the visits open now end as dropped ones."},
+    {"open_stacks", p_open_stacks, METH_NOARGS, "[(thread ident, ((rid, t0), ...)), ...]: the visits open on each running thread."},
+    {"drop_stale", p_drop_stale, METH_VARARGS, "drop_stale(ident, pos, t0): that thread's visits from position pos on end as left open."},
     {"watch_main", p_watch_main, METH_O, "watch_main(code): the code object of `__main__`, for main_unwind."},
     {"main_unwind", (PyCFunction)(void (*)(void))p_main_unwind, METH_FASTCALL,
      "main_unwind(code, offset, exc): a sys.monitoring PY_UNWIND callback; notes a SystemExit leaving `__main__`."},

@@ -74,6 +74,9 @@ _gpu: list = [None, None, -1]
 _iters: list[int] = [0] * 1024
 _iters_snap: list[int] = [0] * 1024
 _dropped = [0]
+# When probes were last switched on (note_on; 0: never): a visit begun before it is open across a
+# window in which they were off, and ends as one left open does (as in C: `last_on`).
+_last_on = [0.0]
 # (code,) of the SystemExit in flight when the main thread last left its outermost region, or
 # None: atexit cannot see how a program ended, so this is how `raise SystemExit(n)` is seen.
 _exit_seen: list[tuple | None] = [None]
@@ -96,7 +99,10 @@ def _new_thread() -> list:
 
 
 class _Marker:
-    __slots__ = ("__weakref__",)
+    __slots__ = ("__weakref__", "ident")
+
+    def __init__(self) -> None:
+        self.ident = threading.get_ident()
 
 
 def _new_child(stack: list, parent: list, rid: int) -> list | None:
@@ -181,7 +187,8 @@ def _enter_target(rid: int) -> None:
         hook(rid)
 
 
-def exit(rid: int, _perf=perf_counter, _local=_local, _root=_ROOT_RID, _exc=_handled, _seen=_exit_seen, _off=_off) -> None:
+def exit(rid: int, _perf=perf_counter, _local=_local, _root=_ROOT_RID, _exc=_handled, _seen=_exit_seen, _off=_off,
+         _on=_last_on) -> None:
     t = _perf()
     try:
         stack = _local.stack
@@ -203,6 +210,8 @@ def exit(rid: int, _perf=perf_counter, _local=_local, _root=_ROOT_RID, _exc=_han
     p = stack[-1]
     if p is n:  # a folded direct-recursive visit
         return
+    if n[11] < _on[0]:  # open across a window with probes off (note_on)
+        return _drop_popped(stack, n)
     dt = t - n[11]
     p[12] += dt
     n[0] += 1
@@ -240,9 +249,21 @@ def _close_top(stack: list, t: float) -> None:
     p = stack[-1]
     if p is n:
         return
+    if n[_T0] < _last_on[0]:
+        _drop_popped(stack, n)
+        return
     p[_X] += t - n[_T0]
     _count_frame(stack, n, t, 0.0)
     if p[_RID] is _ROOT_RID:
+        _note_outermost()
+
+
+def _drop_popped(stack: list, n: list) -> None:
+    """The frame `n`, just taken off the top of `stack`, was open across a window with probes off
+    (`_last_on`): it ends as a visit left open does (`_end_frame_left_open`, counted in `dropped`)."""
+    _end_frame_left_open(stack, len(stack), n)
+    _dropped[0] += 1
+    if stack[-1][_RID] is _ROOT_RID and (_handled() is not None or _exit_seen[0] is not None):
         _note_outermost()
 
 
@@ -315,6 +336,9 @@ def _exit_other(stack: list, rid: int, t: float, off=_off) -> bool | None:
             return None
         p = stack[-1]
         if p is not top:  # else a folded direct-recursive visit of it
+            if top[_T0] < _last_on[0]:
+                _drop_popped(stack, top)
+                return None
             p[_X] += t - top[_T0]
             _lend(stack, top, t)
         return None
@@ -440,7 +464,9 @@ def _close_open(_tries: int = 100000, own: bool = False, left: bool = False) -> 
                 continue
             if n is frames[i - 1]:  # a folded direct-recursive visit: one visit with the outer one
                 continue
-            if left:
+            if left or n[_T0] < _last_on[0]:  # (or open across a window with probes off: note_on)
+                n[_X] += inner  # the visit counted above it, if any, is a closed child of it
+                inner = 0.0
                 _end_frame_left_open(frames, i, n)
                 _dropped[0] += 1
                 continue
@@ -463,6 +489,10 @@ def exit_elsewhere(rid: int) -> bool:
     n = stack.pop()
     p = stack[-1]
     if p is not n:  # else a folded recursive visit: nothing to count
+        if n[_T0] < _last_on[0]:  # open across a window with probes off (note_on)
+            _end_frame_left_open(stack, len(stack), n)
+            _dropped[0] += 1
+            return True
         p[_X] += t - n[_T0]
         _count_frame(stack, n, t, 0.0)
     return True
@@ -485,6 +515,54 @@ def drop(rid: int) -> bool:
     _dropped[0] += _end_left_open(stack, i - 1)
     del stack[i:]
     return True
+
+
+def note_on() -> None:
+    """Probes are switched on now: the visits open now end as dropped ones (`_last_on`)."""
+    _last_on[0] = perf_counter()
+
+
+def open_stacks() -> list[tuple[int, tuple]]:
+    """[(thread ident, ((rid, t0), ...)), ...]: the visits open on each running thread, outermost
+    first, as in C (a folded direct-recursive visit is a position of its own here), for the check
+    of visits whose function returned while probes were off (runtime/stale_visits.py)."""
+    with _roots_lock:
+        roots = list(_roots)
+    out = []
+    for _, alive, stack in roots:
+        marker = alive()
+        frames = list(stack)  # one copy, atomic
+        if marker is not None and len(frames) > 1:
+            out.append((marker.ident, tuple((_rid_of(n), n[_T0]) for n in frames[1:])))
+    return out
+
+
+def drop_stale(ident: int, pos: int, t0: float, _tries: int = 100000) -> int:
+    """On thread `ident`, the visit at position `pos` of open_stacks()'s list (1: the outermost)
+    and those above it end as visits left open do (`_end_frame_left_open`, counted in `dropped`),
+    if that position still holds the visit open_stacks() saw (begun at t0). Each frame is taken off
+    with one atomic `stack.pop(i)`, as `_close_open` does: the thread may go on meanwhile. Returns
+    how many ended (a folded direct-recursive visit counts with its outer one)."""
+    with _roots_lock:
+        found = [stack for _, alive, stack in _roots if getattr(alive(), "ident", None) == ident]
+    if len(found) != 1:
+        return 0
+    stack = found[0]
+    count = 0
+    for _ in range(_tries):
+        frames = list(stack)
+        i = len(frames) - 1
+        if pos < 1 or i < pos or frames[pos][_T0] != t0:
+            break
+        try:
+            n = stack.pop(i)
+        except IndexError:  # the thread left a visit meanwhile: look again
+            continue
+        if n is not frames[i - 1]:
+            _end_frame_left_open(frames, i, n)
+            count += 1
+    _dropped[0] += count
+    return count
 
 
 def mark(rid: int, _iters=_iters) -> None:
@@ -693,6 +771,7 @@ def reset_after_fork() -> None:
         _iters[i] = 0
         _iters_snap[i] = 0
     _dropped[0] = 0
+    _last_on[0] = 0.0  # (no visit is open in the child)
     _clear_target()  # CUDA does not survive fork: the rotation's hooks are the parent's
     _gpu[0] = _gpu[1] = None
     _exit_seen[0] = None

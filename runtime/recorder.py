@@ -15,7 +15,7 @@ from collections import deque
 from fnmatch import fnmatchcase
 from typing import Any, NoReturn
 
-from . import _backend, exec_hook, gc_pause, run_signals, signal_watch
+from . import _backend, exec_hook, gc_pause, run_signals, signal_watch, stale_visits
 from .config import Config, ConfigError, RankSet, from_env
 from .errors import ScaleprobeRuntimeError
 from .fork_signals import stand_in, stands_in
@@ -470,6 +470,14 @@ class Recorder:
         on = bool(on) and self.enabled and not self.finished
         if on == self.on:
             return
+        if on:
+            # before the probes see it: the visits of functions that returned meanwhile end now
+            gc_pause.pause()
+            try:
+                stale_visits.end_stale(impl, self.regions)
+            finally:
+                gc_pause.resume()
+            impl.note_on()  # and those open now span a window with probes off: see note_on
         self.on = on
         for g in self.modules:
             g["__sp_on__"] = on

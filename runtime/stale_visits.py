@@ -1,0 +1,71 @@
+"""Visits whose function returned while probes were off, found when they come back on.
+
+A probe that finds probes off costs a flag check and nothing more, so a function entered while
+they were on that returns while they are off (a background thread's, under a schedule or
+`set_enabled`) stays open on its thread's stack: the thread's later visits of it were counted as
+recursion inside it, and those of other functions as its children, with its time running on across
+the window that was off (a producer's `work()` showed about twice its time per visit under a
+schedule on half the time).
+
+When probes come back on, every thread's open visits are checked against the functions that thread
+is running now (`sys._current_frames()`): the open visits of functions, outermost first, must each
+find a frame of a function of that name, in the same order, on the thread's stack. The first one
+that finds none returned while probes were off; it and the visits above it (its loops and callees,
+all ended with it) end as visits left open do: no visit counted, no time of their own, counted in
+the end record's `dropped` ([format.md](../docs/format.md), `profile`), the same as the visits the
+end of a run finds left so. The check runs while probes are still off, so no probe moves the stacks
+meanwhile. It cannot see a loop that ended while probes were off inside a function still running
+(no frame of its own): a later visit of that loop counts as recursion inside it until the function
+returns.
+
+The names are compared as Python's code objects have them (`co_qualname`, 3.11+; before, the last
+part of the name), which is how the instrumentor names a function's region: a frame of another
+function of the same name can only keep a returned visit open (as before), never end a running one.
+"""
+from __future__ import annotations
+
+import sys
+from types import CodeType
+from typing import Any
+
+
+def _name_of(code: CodeType) -> str:
+    return getattr(code, "co_qualname", code.co_name)
+
+
+def _same(frame_name: str, region_name: str, qualified: bool) -> bool:
+    return frame_name == region_name if qualified else frame_name == region_name.rpartition(".")[2]
+
+
+def end_stale(impl: Any, regions: dict) -> int:
+    """End the open visits of functions that no longer run (see the module); returns how many
+    visits ended. `regions`: the recorder's {rid: (kind, name, ...)}. Call with the collector paused
+    (gc_pause: the C backend walks its threads while building the list)."""
+    stacks = impl.open_stacks()
+    if not stacks:
+        return 0
+    frames = sys._current_frames()
+    qualified = hasattr(CodeType, "co_qualname")
+    ended = 0
+    for ident, visits in stacks:
+        f = frames.get(ident)
+        if f is None:  # no Python frame now (ending, or not started): nothing to compare with
+            continue
+        running = []
+        while f is not None:
+            running.append(_name_of(f.f_code))
+            f = f.f_back
+        running.reverse()  # outermost first, as the visits are
+        j = 0
+        for pos, (rid, t0) in enumerate(visits, 1):
+            region = regions.get(rid)
+            if region is None or region[0] != "function":
+                continue
+            name = region[1]
+            while j < len(running) and not _same(running[j], name, qualified):
+                j += 1
+            if j == len(running):
+                ended += impl.drop_stale(ident, pos, t0)
+                break
+            j += 1
+    return ended

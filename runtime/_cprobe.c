@@ -1118,6 +1118,25 @@ static PyObject *held_remove(uintptr_t key) {
 
 static PyObject *p_left_count(PyObject *self, PyObject *unused) { return PyLong_FromSize_t(held_used); }
 
+/* release_held(): every note is forgotten, at the end of the run. A generator that ignored
+ * GeneratorExit left one that no back() takes, and its frame object kept what the frame held: the
+ * `finally:`/`__exit__`/`__del__` of those objects never ran, even at exit (review 55 F3), where
+ * the original finalizes them at shutdown. The table is emptied before the references are
+ * dropped: dropping one may run code that notes again. */
+static PyObject *p_release_held(PyObject *self, PyObject *unused) {
+    uintptr_t *old = held;
+    size_t cap = held ? held_mask + 1 : 0;
+    held = NULL;
+    held_mask = 0;
+    held_used = 0;
+#if PY_VERSION_HEX >= 0x030B0000
+    for (size_t i = 0; i < cap; i++)
+        if (old[i]) Py_DECREF((PyObject *)old[i]);
+#endif
+    free(old);
+    Py_RETURN_NONE;
+}
+
 /* ----- the launcher: a script run at the recursion depth `python script.py` gives it ------------------ */
 
 /* The launcher runs the program's code some ten levels deep (runpy, its own functions). Python
@@ -1200,6 +1219,7 @@ static PyMethodDef methods[] = {
      "(visits still open on other threads, counted as ending now; take_deltas()) for the final flush."},
     {"exit_elsewhere", p_exit_elsewhere, METH_O, "exit_elsewhere(rid): close rid where it is innermost on another thread."},
     {"drop", p_drop, METH_O, "drop(rid): the innermost visit of rid on this thread ends as one left open (dropped)."},
+    {"release_held", p_release_held, METH_NOARGS, "Forget every left() note (the end of the run)."},
     {"note_on", p_note_on, METH_NOARGS, "Probes are switched on now: the visits open now end as dropped ones."},
     {"open_stacks", p_open_stacks, METH_NOARGS, "[(thread ident, ((rid, t0), ...)), ...]: the visits open on each running thread."},
     {"drop_stale", p_drop_stale, METH_VARARGS, "drop_stale(ident, pos, t0): that thread's visits from position pos on end as left open."},

@@ -616,6 +616,15 @@ def back_of(frame, _held=_held, _forget=_held.pop, _id=id) -> bool:
     return bool(_held) and _forget(_id(frame), None) is not None
 
 
+def release_held() -> None:
+    """Every note is forgotten, at the end of the run (as in C: a generator that ignored
+    GeneratorExit left one that no back() takes, and its frame kept what it held alive for good).
+    The dict is emptied before the frames go: dropping one may run code that notes again."""
+    notes = list(_held.values())
+    _held.clear()
+    del notes
+
+
 def _left_count() -> int:
     """Frames noted by left() and not yet by back() (for tests)."""
     return len(_held)

@@ -30,3 +30,17 @@ def test_derived_speedup_benchmark_runs():
     rows = [ln.split() for ln in p.stdout.splitlines() if ln.startswith(("pmnf", "strong"))]
     metrics = sorted(r[2] for r in rows)
     assert metrics == ["parallel_efficiency"] * 2 + ["speedup"] * 2 + ["time"] * 2, p.stdout
+
+
+def test_suspend_overhead_benchmark_runs(tmp_path):
+    p = subprocess.run([sys.executable, str(REPO / "benchmarks" / "suspend_overhead.py"), "--calls", "200", "--repeat", "2",
+                        "--backend", "both"], env=clean_env(), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("async for, async generator") == 2, p.stdout
+    try:
+        import runtime._asyncwrap  # noqa: F401
+    except ImportError:
+        return
+    # the frameless wrapper against the coroutine one, in both backends' processes
+    assert p.stdout.count("async for wrapper: frameless C") == 2, p.stdout
+    assert not (tmp_path / "scaleprobe-runs").exists()

@@ -190,21 +190,8 @@ class _AsyncIterPartial(_AsyncIter):  # type: ignore[valid-type,misc]
             g, rids = self._g, self._rids
             _leave(g, rids)
             try:
-                it = self._it
-                attr = _lookup(type(it), "__anext__")
-                if _lookup(type(attr), "__get__") is not _PARTIAL_GET:
-                    return await anext(it)
-                failed = False
-                try:
-                    _warn_explicit(*_partial_warning(sys._getframe(1)))
-                except BaseException:  # noqa: BLE001 - an error filter: the slot raises its own error
-                    failed = True
-                if failed:  # raised outside the handler: its context is the program's, as the slot's
-                    raise AttributeError(f"object {_tp_name(type(it))} does not have __anext__ method")
-                step = attr()  # what the partial's __get__ returns: itself
-                if not _awaitable(step):
-                    raise TypeError(f"'async for' received an invalid object from __anext__: {type(step).__name__}")
-                return await step
+                step = _partial_step(self._it, sys._getframe(1))
+                return await (anext(self._it) if step is _MISSING else step)
             finally:
                 _resume(g, rids)
     else:
@@ -212,27 +199,35 @@ class _AsyncIterPartial(_AsyncIter):  # type: ignore[valid-type,misc]
             g, rids = self._g, self._rids
             _leave(g, rids)
             try:
-                it = self._it
-                attr = _lookup(type(it), "__anext__")
-                if _lookup(type(attr), "__get__") is not _PARTIAL_GET:
-                    step = anext(it)
+                step = _partial_step(self._it, sys._getframe(1))  # (our caller: the user's frame)
+                if step is _MISSING:
+                    step = anext(self._it)
                     if not _awaitable(step):  # what `await anext(it)` says of it
                         raise TypeError(f"object {type(step).__name__} can't be used in 'await' expression")
-                    return _around(step, g, rids)
-                failed = False
-                try:
-                    _warn_explicit(*_partial_warning(sys._getframe(1)))  # (our caller: the user's frame)
-                except BaseException:  # noqa: BLE001 - an error filter: the slot raises its own error
-                    failed = True
-                if failed:  # raised outside the handler: its context is the program's, as the slot's
-                    raise AttributeError(f"object {_tp_name(type(it))} does not have __anext__ method")
-                step = attr()  # what the partial's __get__ returns: itself
-                if not _awaitable(step):
-                    raise TypeError(f"'async for' received an invalid object from __anext__: {type(step).__name__}")
                 return _around(step, g, rids)
             except BaseException:  # noqa: BLE001 - as in _AsyncIterFrameless
                 _resume(g, rids)
                 raise
+
+
+def _partial_step(it: Any, caller: Any) -> Any:
+    """_AsyncIterPartial's step, where the type's `__anext__` is a functools.partial now: its
+    FutureWarning naming `caller`'s line (the user's `async for`), then the partial's call (what
+    its __get__ returns: itself); _MISSING where it is no partial now (anext() takes the step)."""
+    attr = _lookup(type(it), "__anext__")
+    if _lookup(type(attr), "__get__") is not _PARTIAL_GET:
+        return _MISSING
+    failed = False
+    try:
+        _warn_explicit(*_partial_warning(caller))
+    except BaseException:  # noqa: BLE001 - an error filter: the slot raises its own error
+        failed = True
+    if failed:  # raised outside the handler: its context is the program's, as the slot's
+        raise AttributeError(f"object {_tp_name(type(it))} does not have __anext__ method")
+    step = attr()
+    if not _awaitable(step):
+        raise TypeError(f"'async for' received an invalid object from __anext__: {type(step).__name__}")
+    return step
 
 
 def async_iter(rids: tuple[int, ...], aiterable: Any) -> AsyncIterator[Any]:

@@ -199,6 +199,9 @@ class Dataset:
     warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     run_shares: RunShares | None = None
+    #: parameters that `--where`/`--exclude` left with one value, dropped from `parameters`, with
+    #: that value (for the error of an option that names one: `ranking.parse_assignments`)
+    held: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.parameters = tuple(self.parameters)
@@ -225,4 +228,4 @@ class Dataset:
             for s in self.series
             if (metrics is None or s.metric in metrics) and (callpaths is None or s.callpath in callpaths)
         ]
-        return Dataset(self.parameters, keep, list(self.warnings), list(self.sources), self.run_shares)
+        return Dataset(self.parameters, keep, list(self.warnings), list(self.sources), self.run_shares, dict(self.held))

@@ -194,8 +194,9 @@ def drop_single_valued(dataset: Dataset, names: Iterable[str]) -> Dataset:
         return dataset
     keep = [i for i, p in enumerate(dataset.parameters) if p not in drop]
     series = [Series(s.callpath, s.metric, s.points[:, keep], s.repetitions, s.unit) for s in dataset.series]
+    held = {**dataset.held, **{p: next(iter(values[p])) for p in drop}}
     return Dataset(tuple(dataset.parameters[i] for i in keep), series, list(dataset.warnings), list(dataset.sources),
-                   dataset.run_shares)
+                   dataset.run_shares, held)
 
 
 def values_of(dataset: Dataset) -> dict[str, list[float]]:

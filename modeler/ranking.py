@@ -299,10 +299,12 @@ def measured_maximum(dataset: Dataset) -> dict[str, float]:
 LARGEST_VALUE = 1e30
 
 
-def parse_assignments(text: str | None, option: str, parameters: Sequence[str] | None = None) -> dict[str, float]:
+def parse_assignments(text: str | None, option: str, parameters: Sequence[str] | None = None,
+                      held: Mapping[str, float] | None = None) -> dict[str, float]:
     """`ranks=1024,batch=256` -> {"ranks": 1024.0, "batch": 256.0}; errors name `option`. Values are
     parameter values, so positive (PMNF models use x^i and log2(x)); with `parameters`, names must be
-    among them."""
+    among them; `held`: the parameters a point filter left with one value (`Dataset.held`), which
+    the error then names as such."""
     out: dict[str, float] = {}
     if not text:
         return out
@@ -316,6 +318,11 @@ def parse_assignments(text: str | None, option: str, parameters: Sequence[str] |
             raise InputError(f"{option}: {item!r} is not NAME=VALUE (example: {option} ranks=1024,batch=256)")
         if parameters is not None and name not in parameters:
             known = ", ".join(parameters) if parameters else "none"
+            if held and name in held:  # (review 40 L4)
+                raise InputError(f"{option}: {name} has one value ({held[name]:g}) in the points used (the runs' "
+                                 f"constant, or what --where/--exclude left of it), so it is no parameter of the "
+                                 f"models, which have: {known}; leave {name} out of {option}, or measure (or keep) "
+                                 f"more of its values")
             raise InputError(f"{option}: unknown parameter {name!r}; the measurements have: {known}")
         if not _NUMBER.fullmatch(value):  # float() would take 1_000, '١٦' and 'nan' as well
             raise InputError(f"{option}: {name}={value!r} is not a number") from None
@@ -334,10 +341,12 @@ def parse_assignments(text: str | None, option: str, parameters: Sequence[str] |
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?inf(?:inity)?", re.IGNORECASE)
 
 
-def parse_at(text: str | None, parameters: Sequence[str], defaults: Mapping[str, float]) -> dict[str, float]:
-    """The target point of `--at`; parameters not named take `defaults`."""
+def parse_at(text: str | None, parameters: Sequence[str], defaults: Mapping[str, float],
+             held: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The target point of `--at`; parameters not named take `defaults` (`held`: as for
+    parse_assignments)."""
     at = {p: float(defaults[p]) for p in parameters if p in defaults}
-    at.update(parse_assignments(text, "--at", parameters))
+    at.update(parse_assignments(text, "--at", parameters, held))
     missing = [p for p in parameters if p not in at]
     if missing:
         raise InputError(f"--at: no value for parameter(s) {', '.join(missing)} and no measurement to default to")

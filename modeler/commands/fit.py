@@ -121,7 +121,7 @@ def fit_dataset(
     data, warnings = enough_points(dataset, min_points)
     if not data.series:
         raise InputError(f"no series has {min_points} or more points (--min-points)", warnings=[*data.warnings, *warnings])
-    target = parse_at(at, data.parameters, measured_maximum(data))
+    target = parse_at(at, data.parameters, measured_maximum(data), dataset.held)
     for said in (grid_gaps_warning(data.parameters, [s.points for s in data.series]),
                  zero_at_fewest_ranks_warning(data.parameters, data.series)):
         if said:

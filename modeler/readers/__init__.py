@@ -256,6 +256,7 @@ def merge(datasets: Sequence[Dataset]) -> Dataset:
         [w for d in datasets for w in d.warnings],
         [s for d in datasets for s in d.sources],
         RunShares.merged([d.run_shares for d in datasets]),
+        {k: v for k, v in datasets[0].held.items() if all(d.held.get(k) == v for d in datasets[1:])},
     )
 
 

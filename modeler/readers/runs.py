@@ -670,7 +670,11 @@ def read_runs_batch(paths: Sequence[Path], options: ReadOptions) -> tuple[Datase
     from ..aggregate import dataset_from_runs
 
     runset = load_runs(paths, options)
-    return dataset_from_runs(runset, ranks=options.ranks, derived=options.derived), runset.files, runset
+    dataset = dataset_from_runs(runset, ranks=options.ranks, derived=options.derived)
+    # the numbers every run has alike (the sweep's constants, or what --where/--exclude left one of)
+    dataset.held.update({k: float(v) for k, v in runset.constants.items()
+                         if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    return dataset, runset.files, runset
 
 
 def read_runs(paths: Sequence[str | os.PathLike[str]], options: ReadOptions | None = None) -> Dataset:

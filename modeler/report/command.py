@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     dataset = loaded.dataset
     metric = _choose_metric(args.metric, dataset.metrics())
     selected = select_callpaths(dataset.select(metrics=[metric]), args.callpath)
-    target = parse_at(args.at, selected.parameters, measured_maximum(selected))
+    target = parse_at(args.at, selected.parameters, measured_maximum(selected), dataset.held)
     hold = parse_assignments(args.hold, "--hold")
     run_files = [f.path for f in loaded.files if f.format == "runs"]
     # the runs as the reader put them together (reading them again took a third of the report's time)

@@ -109,3 +109,16 @@ def test_conditions():
     assert not parse_point_filter() and str(pf) == "--where 'batch>=16' --where model=cnn,mlp --exclude ranks=1"
     with pytest.raises(InputError, match="--where 'model>2': model is 'cnn' somewhere, not a number"):
         parse_point_filter(["model>2"]).keeps({"model": "cnn"})
+
+
+@pytest.mark.parametrize("command", ["fit", "report"])
+def test_at_naming_a_parameter_the_filter_held_says_so(runs, tmp_path, capsys, command):
+    """Review 40 L4: `--where batch=16 --at batch=32` said `unknown parameter 'batch'`, as if the
+    runs had none."""
+    extra = {"report": ["-o", str(tmp_path / "r.html")]}.get(command, [])
+    assert cli.main([command, str(runs), *extra, "--where", "batch=16", "--at", "batch=32"]) == cli.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "--at: batch has one value (16) in the points used (the runs' constant, or what --where/--exclude left" in err
+    assert "which have: ranks" in err and "unknown parameter" not in err
+    assert cli.main([command, str(runs), *extra, "--where", "batch=16", "--at", "nodes=2"]) == cli.EXIT_ERROR
+    assert "--at: unknown parameter 'nodes'; the measurements have: ranks" in capsys.readouterr().err

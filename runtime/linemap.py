@@ -530,6 +530,19 @@ def _map_stack(stack: list, missing: set[str]) -> int:
     return count
 
 
+def source_lineno(filename: str, lineno: int) -> int:
+    """The source's line of line `lineno` of `filename`: mapped where it is a file of a built tree
+    that runs with the copy's numbering (the entry script run as `python OUT/main.py`,
+    SCALEPROBE_OUT_LINES=1), as it is otherwise (a module compiled with its original lines, a file
+    of no built tree)."""
+    found = _lookup(filename)
+    if found is None:
+        return lineno
+    tree, relpath = found
+    lines = tree.linemaps[relpath]
+    return lines[lineno - 1] if 1 <= lineno <= len(lines) else lineno
+
+
 def _compiled_source(filename: str) -> str | None:
     """SRC's file for a module that runs with its original lines (`runtime.original_lines`): its
     frames need no mapping, only SRC's name where that file still is."""

@@ -14,19 +14,23 @@ that finds none returned while probes were off; it and the visits above it (its 
 all ended with it) end as visits left open do: no visit counted, no time of their own, counted in
 the end record's `dropped` ([format.md](../docs/format.md), `profile`), the same as the visits the
 end of a run finds left so. The check runs while probes are still off, so no probe moves the stacks
-meanwhile. It cannot see a loop that ended while probes were off inside a function still running
-(no frame of its own): a later visit of that loop counts as recursion inside it until the function
-returns.
+meanwhile. A loop has no frame of its own: its visit ends so where its function's frame is at a
+line before the loop's first (the next round of an enclosing loop); a loop that ended while probes
+were off, its function's frame now after it, cannot be told from a running one, and a later visit
+of it counts as recursion inside it until the function returns.
 
 The names are compared as Python's code objects have them (`co_qualname`, 3.11+; before, the last
-part of the name), which is how the instrumentor names a function's region: a frame of another
-function of the same name can only keep a returned visit open (as before), never end a running one.
+part of the name), which is how the instrumentor names a function's region (of every kind in
+FUNCTIONS): a frame of another function of the same name can only keep a returned visit open (as
+before), never end a running one.
 """
 from __future__ import annotations
 
 import sys
 from types import CodeType
 from typing import Any
+
+from . import linemap
 
 
 def _name_of(code: CodeType) -> str:
@@ -37,10 +41,16 @@ def _same(frame_name: str, region_name: str, qualified: bool) -> bool:
     return frame_name == region_name if qualified else frame_name == region_name.rpartition(".")[2]
 
 
+# the kinds of regions that are a function's visit (docs/instrument.md), and those that are a loop's
+FUNCTIONS = frozenset(("function", "method", "generator", "async_generator", "coroutine"))
+LOOPS = frozenset(("loop", "epoch", "step"))
+
+
 def end_stale(impl: Any, regions: dict) -> int:
-    """End the open visits of functions that no longer run (see the module); returns how many
-    visits ended. `regions`: the recorder's {rid: (kind, name, ...)}. Call with the collector paused
-    (gc_pause: the C backend walks its threads while building the list)."""
+    """End the open visits of functions that no longer run, and of loops that their function's frame
+    has left (see the module); returns how many visits ended. `regions`: the recorder's
+    {rid: (kind, name, file, line, module)}. Call with the collector paused (gc_pause: the C backend
+    walks its threads while building the list)."""
     stacks = impl.open_stacks()
     if not stacks:
         return 0
@@ -53,19 +63,38 @@ def end_stale(impl: Any, regions: dict) -> int:
             continue
         running = []
         while f is not None:
-            running.append(_name_of(f.f_code))
+            running.append(f)
             f = f.f_back
         running.reverse()  # outermost first, as the visits are
+        names = [_name_of(f.f_code) for f in running]
         j = 0
+        owner = None  # the frame of the function whose visit was matched last
         for pos, (rid, t0) in enumerate(visits, 1):
             region = regions.get(rid)
-            if region is None or region[0] != "function":
+            if region is None:
                 continue
-            name = region[1]
-            while j < len(running) and not _same(running[j], name, qualified):
+            kind, name = region[0], region[1]
+            if kind in FUNCTIONS:
+                while j < len(names) and not _same(names[j], name, qualified):
+                    j += 1
+                if j == len(names):
+                    ended += impl.drop_stale(ident, pos, t0)
+                    break
+                owner = running[j]
                 j += 1
-            if j == len(running):
+            elif kind in LOOPS and owner is not None and _left_loop(owner, name, region[3], qualified):
                 ended += impl.drop_stale(ident, pos, t0)
                 break
-            j += 1
     return ended
+
+
+def _left_loop(frame: Any, loop: str, line: int, qualified: bool) -> bool:
+    """Whether `frame`, running the function that the loop `loop` (`<function>:for@<line>`) is in,
+    is before the loop's first line: then the loop has ended (its frame runs code before it: the
+    next round of an enclosing loop). A loop's end line is not known, so a frame after the loop
+    says nothing. The frame's line is the source's (`linemap.source_lineno`: a module that runs
+    with the copy's numbering is mapped back), like the loop's."""
+    lineno = frame.f_lineno
+    if lineno is None or not _same(_name_of(frame.f_code), loop.rpartition(":")[0], qualified):
+        return False
+    return 0 < linemap.source_lineno(frame.f_code.co_filename, lineno) < line

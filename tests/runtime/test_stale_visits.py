@@ -211,3 +211,70 @@ def test_a_visit_open_when_probes_come_on_ends_dropped(b):  # noqa: F811
     assert d[(1, 3)][0] == 1 and d[(1, 2)][0] == 1
     v1, incl1, excl1 = d[(1,)]
     assert v1 == 0 and excl1 == 0 and incl1 == d[(1, 2)][1] + d[(1, 3)][1]
+
+
+# A method (region kind `method`) that returned while probes were off.
+METHOD = RETURNED.replace("def phase1():", "class Phase:\n    def one(self):").replace(
+    "    inside.set()\n    go.wait(10)", "        inside.set()\n        go.wait(10)").replace(
+    "    phase1()", "    Phase().one()")
+
+# An inner loop entered while on that ends while off, in a function that still runs: when probes
+# come back on, its frame is before the loop (the next round of the outer loop).
+LOOP = """\
+import threading
+from runtime.probe import set_enabled
+
+inside, go, left, on_again = (threading.Event() for _ in range(4))
+
+
+def step(x):
+    return x + 1
+
+
+def worker():
+    for round in range(3):
+        batch = [1, 2]
+        if round == 1:
+            left.set()
+            on_again.wait(10)  # the probes come back on here
+        for x in batch:
+            step(x)
+            if round == 0 and x == 1:
+                inside.set()
+                go.wait(10)  # the probes go off here
+
+
+def main():
+    t = threading.Thread(target=worker)
+    t.start()
+    inside.wait(10)
+    set_enabled(False)
+    go.set()
+    left.wait(10)
+    set_enabled(True)
+    on_again.set()
+    t.join()
+
+
+main()
+"""
+
+
+@pytest.mark.parametrize("pure", ["0", "1"])
+def test_a_method_that_returned_while_off_is_no_parent(tmp_path, pure):
+    prof = _named(run := _build_and_run(tmp_path, METHOD, [], SCALEPROBE_PURE=pure))
+    assert prof[("worker", "worker:for@21", "step2")].visits == 5  # before: under Phase.one
+    assert not any("Phase.one" in p and p[-1] == "step2" for p in prof)
+    _assert_exact(run)
+
+
+@pytest.mark.parametrize("pure", ["0", "1"])
+def test_a_loop_that_ended_while_off(tmp_path, pure):
+    prof = _named(run := _build_and_run(tmp_path, LOOP, [], SCALEPROBE_PURE=pure))
+    outer, inner = "worker:for@12", "worker:for@17"
+    # before: rounds 1 and 2 re-entered round 0's visit of the inner loop, left open: recursion
+    # inside it (no visits of their own)
+    assert prof[("worker", outer, inner)].visits == 2 and prof[("worker", outer, inner)].recursive == 0
+    assert prof[("worker", outer, inner, "step")].visits == 5  # round 0's first, rounds 1 and 2
+    assert run.end["dropped"] >= 1
+    _assert_exact(run)

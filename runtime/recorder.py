@@ -1240,12 +1240,12 @@ def _at_exit() -> None:
         try:
             r.freeze_exit()
             r.finish()
+            if r.finished and os.getpid() == r.pid:
+                # the frames that left() noted and no back() took (a generator that ignored
+                # GeneratorExit) are let go: what they hold is finalized at exit, as in the original
+                impl.release_held()
         finally:
             gc_pause.resume()
-        if r.finished and os.getpid() == r.pid:
-            # the frames that left() noted and no back() took (a generator that ignored
-            # GeneratorExit) are let go: what they hold is finalized at exit, as in the original
-            impl.release_held()
 
 
 def _freeze_exit() -> None:

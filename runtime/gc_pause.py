@@ -17,9 +17,14 @@ Python 3.10 to 3.13 by tests/runtime/test_gc_pause.py).
 
 Pauses nest and may overlap between threads (the final flush on the main thread while the flush
 thread flushes): the collector is switched back on by the last one out, and only if it was on when
-the first one came in. A program that calls `gc.disable()` while scaleprobe's code runs in another
-thread (a flush takes milliseconds every few seconds) has the collector on again after it: `gc` has
-no way to tell that call apart from the pause's own.
+the first one came in.
+
+The program keeps its own view of the switch: `gc.enable`, `gc.disable` and `gc.isenabled` are
+replaced (when the runtime is imported) by functions that, while a pause holds the collector, read
+and set what the program has asked for, which the last pause out then applies, and otherwise call
+`gc`'s own. So `gc.isenabled()` never reads False because of a write in another thread, and a
+`gc.disable()` (a training loop that keeps the collector off around its steps) is never undone by
+a pause that ends during it. A C extension that calls `PyGC_Disable()` goes past them.
 """
 from __future__ import annotations
 
@@ -27,9 +32,12 @@ import _thread
 import gc
 import os
 
-_lock = _thread.allocate_lock()
+# re-entrant: a finalizer that runs on the thread holding it (a collection another thread scheduled,
+# Python 3.12+) may call the program's gc.disable()
+_lock = _thread.RLock()
 _depth = [0]
-_was_on = [False]
+_was_on = [False]  # while a pause holds the collector: whether the program has it on
+_gc_enable, _gc_disable, _gc_isenabled = gc.enable, gc.disable, gc.isenabled
 
 
 # No `with` in these: entering a `with` binds `__enter__`/`__exit__`, an allocation the collector
@@ -38,8 +46,8 @@ def pause() -> None:
     _lock.acquire()
     try:
         if _depth[0] == 0:
-            _was_on[0] = gc.isenabled()
-            gc.disable()
+            _was_on[0] = _gc_isenabled()
+            _gc_disable()
         _depth[0] += 1
     finally:
         _lock.release()
@@ -51,9 +59,45 @@ def resume() -> None:
         if _depth[0] > 0:  # else a pause that a fork ended (_after_fork_in_child)
             _depth[0] -= 1
             if _depth[0] == 0 and _was_on[0]:
-                gc.enable()
+                _gc_enable()
     finally:
         _lock.release()
+
+
+def enable() -> None:
+    """Enable automatic garbage collection (`gc.enable`, as the program sees it: see the module)."""
+    _lock.acquire()
+    try:
+        if _depth[0]:
+            _was_on[0] = True
+        else:
+            _gc_enable()
+    finally:
+        _lock.release()
+
+
+def disable() -> None:
+    """Disable automatic garbage collection (`gc.disable`, as the program sees it)."""
+    _lock.acquire()
+    try:
+        if _depth[0]:
+            _was_on[0] = False
+        else:
+            _gc_disable()
+    finally:
+        _lock.release()
+
+
+def isenabled() -> bool:
+    """Returns true if automatic collection is enabled (`gc.isenabled`, as the program sees it)."""
+    _lock.acquire()
+    try:
+        return _was_on[0] if _depth[0] else _gc_isenabled()
+    finally:
+        _lock.release()
+
+
+gc.enable, gc.disable, gc.isenabled = enable, disable, isenabled
 
 
 class Wake:
@@ -88,11 +132,11 @@ def _after_fork_in_child() -> None:
     """A pause held by a thread that the child does not have (the flush thread forked from another
     thread's `os.fork`) ends: the child's collector is as the program had it."""
     global _lock
-    _lock = _thread.allocate_lock()
+    _lock = _thread.RLock()
     if _depth[0]:
         _depth[0] = 0
         if _was_on[0]:
-            gc.enable()
+            _gc_enable()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -41,14 +41,17 @@ _gc_enable, _gc_disable, _gc_isenabled = gc.enable, gc.disable, gc.isenabled
 
 
 # No `with` in these: entering a `with` binds `__enter__`/`__exit__`, an allocation the collector
-# counts, which could start a collection right here.
+# counts, which could start a collection right here. A signal handler may run between any two of
+# their steps on the main thread and pause and resume in turn (`finish` from a SIGTERM handler):
+# the count moves first on the way in and last on the way out, and resume applies what it read
+# before, so that such a pair leaves the switch as it found it.
 def pause() -> None:
     _lock.acquire()
     try:
-        if _depth[0] == 0:
+        _depth[0] += 1
+        if _depth[0] == 1:
             _was_on[0] = _gc_isenabled()
             _gc_disable()
-        _depth[0] += 1
     finally:
         _lock.release()
 
@@ -57,8 +60,9 @@ def resume() -> None:
     _lock.acquire()
     try:
         if _depth[0] > 0:  # else a pause that a fork ended (_after_fork_in_child)
+            on = _was_on[0]
             _depth[0] -= 1
-            if _depth[0] == 0 and _was_on[0]:
+            if _depth[0] == 0 and on:
                 _gc_enable()
     finally:
         _lock.release()

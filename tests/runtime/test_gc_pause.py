@@ -185,3 +185,26 @@ def test_a_forked_child_does_not_inherit_another_threads_pause(collector_on):
         gc_pause.resume()
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_pause_inside_a_pause_on_the_same_thread_does_not_block(collector_on):
+    """Review 56: a SIGTERM handler (the recorder's `finish`) that ran while the main thread was
+    inside pause() or resume() paused again on that thread, and the lock, not re-entrant, hung the
+    process for good. Here the lock is held as pause() holds it when the handler comes."""
+    import threading
+
+    done = []
+
+    def handler_inside_pause():
+        gc_pause._lock.acquire()
+        try:
+            gc_pause.pause()
+            gc_pause.resume()
+            done.append(real_isenabled())
+        finally:
+            gc_pause._lock.release()
+
+    t = threading.Thread(target=handler_inside_pause, daemon=True)
+    t.start()
+    t.join(10)
+    assert done == [True]

@@ -23,6 +23,14 @@ setup(
             extra_compile_args=["-O2", "-std=c11", "-Werror=implicit-function-declaration"],
             optional=True,
         ),
+        # the collector pause (runtime/gc_pause.py) that no signal handler can interrupt; without it,
+        # the same in Python
+        Extension(
+            "runtime._gcpause",
+            sources=["runtime/_gcpause.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Werror=implicit-function-declaration"],
+            optional=True,
+        ),
         # counts a signal's arrivals ahead of CPython's handler (runtime/signal_watch.py); without it,
         # no watch
         Extension(

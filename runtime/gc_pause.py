@@ -25,6 +25,11 @@ and set what the program has asked for, which the last pause out then applies, a
 `gc`'s own. So `gc.isenabled()` never reads False because of a write in another thread, and a
 `gc.disable()` (a training loop that keeps the collector off around its steps) is never undone by
 a pause that ends during it. A C extension that calls `PyGC_Disable()` goes past them.
+
+They are C functions (runtime/_gcpause.c) where the extension is built: a signal handler cannot run
+inside them, and the GIL makes them atomic. Callers call `pause()` inside their `try:` (a pending
+signal is checked for after a call returns), so that a KeyboardInterrupt the program catches never
+leaves a pause without its `resume()`.
 """
 from __future__ import annotations
 
@@ -32,20 +37,24 @@ import _thread
 import gc
 import os
 
-# re-entrant: a finalizer that runs on the thread holding it (a collection another thread scheduled,
-# Python 3.12+) may call the program's gc.disable()
+_gc_enable, _gc_disable, _gc_isenabled = gc.enable, gc.disable, gc.isenabled  # gc's own
+
+
+# Without the C extension (runtime/_gcpause.c, which a signal handler cannot interrupt): the same in
+# Python, under a lock, re-entrant (a signal handler or a finalizer that runs on the thread holding
+# it may pause or call the program's gc.disable()). A KeyboardInterrupt that the program catches can
+# still land between two of these steps (review 56 F2): rarely, the collector then stays off, or
+# the lock held.
 _lock = _thread.RLock()
 _depth = [0]
 _was_on = [False]  # while a pause holds the collector: whether the program has it on
-_gc_enable, _gc_disable, _gc_isenabled = gc.enable, gc.disable, gc.isenabled
 
 
 # No `with` in these: entering a `with` binds `__enter__`/`__exit__`, an allocation the collector
-# counts, which could start a collection right here. A signal handler may run between any two of
-# their steps on the main thread and pause and resume in turn (`finish` from a SIGTERM handler):
-# the count moves first on the way in and last on the way out, and resume applies what it read
-# before, so that such a pair leaves the switch as it found it.
-def pause() -> None:
+# counts, which could start a collection right here. The count moves first on the way in and last
+# on the way out, and resume applies what it read before, so that a pause and resume that a signal
+# handler makes between two of their steps leave the switch as they found it.
+def _py_pause() -> None:
     _lock.acquire()
     try:
         _depth[0] += 1
@@ -56,7 +65,7 @@ def pause() -> None:
         _lock.release()
 
 
-def resume() -> None:
+def _py_resume() -> None:
     _lock.acquire()
     try:
         if _depth[0] > 0:  # else a pause that a fork ended (_after_fork_in_child)
@@ -68,7 +77,7 @@ def resume() -> None:
         _lock.release()
 
 
-def enable() -> None:
+def _py_enable() -> None:
     """Enable automatic garbage collection (`gc.enable`, as the program sees it: see the module)."""
     _lock.acquire()
     try:
@@ -80,7 +89,7 @@ def enable() -> None:
         _lock.release()
 
 
-def disable() -> None:
+def _py_disable() -> None:
     """Disable automatic garbage collection (`gc.disable`, as the program sees it)."""
     _lock.acquire()
     try:
@@ -92,7 +101,7 @@ def disable() -> None:
         _lock.release()
 
 
-def isenabled() -> bool:
+def _py_isenabled() -> bool:
     """Returns true if automatic collection is enabled (`gc.isenabled`, as the program sees it)."""
     _lock.acquire()
     try:
@@ -101,7 +110,31 @@ def isenabled() -> bool:
         _lock.release()
 
 
+def _py_after_fork() -> None:
+    """A pause held by a thread that the child does not have (the flush thread forked from another
+    thread's `os.fork`) ends: the child's collector is as the program had it."""
+    global _lock
+    _lock = _thread.RLock()
+    if _depth[0]:
+        _depth[0] = 0
+        if _was_on[0]:
+            _gc_enable()
+
+
+try:
+    from . import _gcpause as _c
+except ImportError:
+    _c = None
+
+if _c is not None:
+    pause, resume, depth, _after_fork_in_child = _c.pause, _c.resume, _c.depth, _c.after_fork
+    enable, disable, isenabled = _c.enable, _c.disable, _c.isenabled
+else:
+    pause, resume, depth, _after_fork_in_child = _py_pause, _py_resume, lambda: _depth[0], _py_after_fork
+    enable, disable, isenabled = _py_enable, _py_disable, _py_isenabled
+
 gc.enable, gc.disable, gc.isenabled = enable, disable, isenabled
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Wake:
@@ -130,17 +163,3 @@ def idle(wake: Wake, timeout: float) -> None:
         wake._lock.acquire(True, timeout)
     finally:
         pause()
-
-
-def _after_fork_in_child() -> None:
-    """A pause held by a thread that the child does not have (the flush thread forked from another
-    thread's `os.fork`) ends: the child's collector is as the program had it."""
-    global _lock
-    _lock = _thread.RLock()
-    if _depth[0]:
-        _depth[0] = 0
-        if _was_on[0]:
-            _gc_enable()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -472,8 +472,8 @@ class Recorder:
             return
         if on:
             # before the probes see it: the visits of functions that returned meanwhile end now
-            gc_pause.pause()
             try:
+                gc_pause.pause()  # (inside the try: see gc_pause)
                 stale_visits.end_stale(impl, self.regions)
             finally:
                 gc_pause.resume()
@@ -582,8 +582,8 @@ class Recorder:
         """Write what was measured since the previous flush; False if the write failed (its records
         are kept for the next flush, see _write). With the collector paused (gc_pause): a program's
         finalizer run by its allocations would run inside the snapshot."""
-        gc_pause.pause()
         try:
+            gc_pause.pause()  # (inside the try: see gc_pause)
             return self._flush(final_records, sync)
         finally:
             gc_pause.resume()
@@ -791,8 +791,8 @@ class Recorder:
         the same signal, taken by the watch, kept it)."""
         if self.finished or self.finishing or os.getpid() != self.pid:
             return
-        gc_pause.pause()  # as flush: no program finalizer between the end record's parts
         try:
+            gc_pause.pause()  # as flush: no program finalizer between the end record's parts
             self._finish(status, exit_code, signal, close_own)
         finally:
             gc_pause.resume()
@@ -1236,8 +1236,8 @@ def _end_for_exec() -> dict[str, Any] | None:
 def _at_exit() -> None:
     r = _rec
     if r is not None:
-        gc_pause.pause()  # the collection its allocations would start is the interpreter's, later
         try:
+            gc_pause.pause()  # the collection its allocations would start is the interpreter's, later
             r.freeze_exit()
             r.finish()
             if r.finished and os.getpid() == r.pid:

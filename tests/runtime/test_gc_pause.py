@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -113,84 +114,108 @@ def test_a_program_that_disabled_the_collector_keeps_it_off(tmp_path: Path):
     assert read_run(f).end["flushes"] > 1
 
 
-@pytest.fixture
-def collector_on():
-    was = gc.isenabled()
-    gc.enable()
-    yield
-    while gc_pause._depth[0]:  # a failed test's pause
-        gc_pause.resume()
-    (gc.enable if was else gc.disable)()
-
-
 real_isenabled = gc_pause._gc_isenabled  # the collector's own switch, past the program's view
 
+IMPLS = ["python"] + (["c"] if gc_pause._c is not None else [])
 
-def test_pauses_nest(collector_on):
-    gc_pause.pause()
-    gc_pause.pause()
-    gc_pause.resume()
+
+@pytest.fixture(params=IMPLS)
+def impl(request):
+    """The pause in C (runtime/_gcpause.c, installed where built) and in Python (the fallback), each
+    with the collector on around the test."""
+    if request.param == "c":
+        ns = SimpleNamespace(pause=gc_pause._c.pause, resume=gc_pause._c.resume, enable=gc_pause._c.enable,
+                             disable=gc_pause._c.disable, isenabled=gc_pause._c.isenabled, depth=gc_pause._c.depth)
+    else:
+        ns = SimpleNamespace(pause=gc_pause._py_pause, resume=gc_pause._py_resume, enable=gc_pause._py_enable,
+                             disable=gc_pause._py_disable, isenabled=gc_pause._py_isenabled,
+                             depth=lambda: gc_pause._depth[0])
+    was = real_isenabled()
+    gc_pause._gc_enable()
+    yield ns
+    while ns.depth():  # a failed test's pause
+        ns.resume()
+    (gc_pause._gc_enable if was else gc_pause._gc_disable)()
+
+
+def test_pauses_nest(impl):
+    impl.pause()
+    impl.pause()
+    impl.resume()
     assert not real_isenabled()  # still one pause held
-    gc_pause.resume()
+    impl.resume()
     assert real_isenabled()
-    gc_pause.resume()  # an unmatched resume changes nothing
-    assert real_isenabled()
-    gc.disable()
-    gc_pause.pause()
-    gc_pause.resume()
+    impl.resume()  # an unmatched resume changes nothing
+    assert real_isenabled() and impl.depth() == 0
+    impl.disable()
+    impl.pause()
+    impl.resume()
     assert not real_isenabled()  # off before the pause: off after it
 
 
-def test_the_program_sees_and_sets_its_own_switch_during_a_pause(collector_on):
+def test_the_program_sees_and_sets_its_own_switch_during_a_pause(impl):
     """Before: gc.isenabled() read False during another thread's write (seen by this file's first
     test, 1 run in 10 or so), and a gc.disable() made during it was undone at its end."""
-    assert gc.enable is gc_pause.enable and gc.isenabled is gc_pause.isenabled
-    gc_pause.pause()
-    assert gc.isenabled() and not real_isenabled()
-    gc.disable()  # the program's, during the pause
-    assert not gc.isenabled()
-    gc_pause.resume()
-    assert not gc.isenabled() and not real_isenabled()  # kept off
-    gc_pause.pause()
-    gc.enable()
-    assert gc.isenabled() and not real_isenabled()  # (the pause holds it)
-    gc_pause.resume()
-    assert gc.isenabled() and real_isenabled()
+    impl.pause()
+    assert impl.isenabled() and not real_isenabled()
+    impl.disable()  # the program's, during the pause
+    assert not impl.isenabled()
+    impl.resume()
+    assert not impl.isenabled() and not real_isenabled()  # kept off
+    impl.pause()
+    impl.enable()
+    assert impl.isenabled() and not real_isenabled()  # (the pause holds it)
+    impl.resume()
+    assert impl.isenabled() and real_isenabled()
 
 
-def test_wake_is_consumed_by_the_wait(collector_on):
-    wake = gc_pause.Wake()
-    wake.set()
-    wake.set()  # a second call while one is pending is the same call
-    gc_pause.pause()
-    gc_pause.idle(wake, 60.0)  # returns at once: pending
-    assert not real_isenabled()  # paused again after the wait
-    gc_pause.resume()
-    gc_pause.pause()
-    gc_pause.idle(wake, 0.01)  # nothing pending: the timeout
-    gc_pause.resume()
-    assert real_isenabled()
+def test_the_program_s_gc_functions_are_the_pause_s():
+    assert (gc.enable, gc.disable, gc.isenabled) == (gc_pause.enable, gc_pause.disable, gc_pause.isenabled)
+    assert gc.isenabled is (gc_pause._c.isenabled if gc_pause._c is not None else gc_pause._py_isenabled)
+
+
+def test_wake_is_consumed_by_the_wait():
+    was = real_isenabled()
+    gc_pause._gc_enable()
+    try:
+        wake = gc_pause.Wake()
+        wake.set()
+        wake.set()  # a second call while one is pending is the same call
+        gc_pause.pause()
+        gc_pause.idle(wake, 60.0)  # returns at once: pending
+        assert not real_isenabled()  # paused again after the wait
+        gc_pause.resume()
+        gc_pause.pause()
+        gc_pause.idle(wake, 0.01)  # nothing pending: the timeout
+        gc_pause.resume()
+        assert real_isenabled()
+    finally:
+        (gc_pause._gc_enable if was else gc_pause._gc_disable)()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_a_forked_child_does_not_inherit_another_threads_pause(collector_on):
+def test_a_forked_child_does_not_inherit_another_threads_pause():
     """The flush thread pauses; another thread forks meanwhile: the child has no flush thread to
-    resume, and its collector must be the program's."""
+    resume, and its collector must be the program's (the installed pause's fork hook)."""
+    was = real_isenabled()
+    gc_pause._gc_enable()
     gc_pause.pause()
     try:
         pid = os.fork()
         if pid == 0:
-            os._exit(0 if real_isenabled() else 1)
+            os._exit(0 if real_isenabled() and gc_pause.depth() == 0 else 1)
     finally:
         gc_pause.resume()
+        (gc_pause._gc_enable if was else gc_pause._gc_disable)()
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-def test_a_pause_inside_a_pause_on_the_same_thread_does_not_block(collector_on):
+def test_a_pause_inside_a_pause_on_the_same_thread_does_not_block(impl):
     """Review 56: a SIGTERM handler (the recorder's `finish`) that ran while the main thread was
     inside pause() or resume() paused again on that thread, and the lock, not re-entrant, hung the
-    process for good. Here the lock is held as pause() holds it when the handler comes."""
+    process for good. Here the Python form's lock is held as pause() holds it when the handler
+    comes (the C form has no lock, and no handler runs inside it)."""
     import threading
 
     done = []
@@ -198,8 +223,8 @@ def test_a_pause_inside_a_pause_on_the_same_thread_does_not_block(collector_on):
     def handler_inside_pause():
         gc_pause._lock.acquire()
         try:
-            gc_pause.pause()
-            gc_pause.resume()
+            impl.pause()
+            impl.resume()
             done.append(real_isenabled())
         finally:
             gc_pause._lock.release()

@@ -164,12 +164,20 @@ class _AsyncIterFrameless(_AsyncIterBase):
         _leave(g, rids)
         try:
             step = anext(self._it)  # (as in _AsyncIterCoro)
-            if not _awaitable(step):
-                raise TypeError(f"'async for' received an invalid object from __anext__: {type(step).__name__}")
-            return _around(step, g, rids)  # the item is returned, never kept
+            return _around_step(step, g, rids)  # the item is returned, never kept
         except BaseException:  # noqa: BLE001 - what the coroutine's `finally:` did before the await
             _resume(g, rids)
             raise
+
+
+def _around_step(step: Any, g: dict, rids: tuple[int, ...]) -> Any:
+    """`_around(step)` for `async for`: where `step` gives no iterator to await (no `__await__`, one
+    that returns no iterator or a coroutine), the error `async for` itself raises, from the one
+    `await` gives (review 56 F9: the latter alone, as `await` says it)."""
+    try:
+        return _around(step, g, rids)
+    except TypeError as exc:
+        raise TypeError(f"'async for' received an invalid object from __anext__: {type(step).__name__}") from exc
 
 
 _AsyncIter = _AsyncIterCoro if _around is None else _AsyncIterFrameless
@@ -204,7 +212,8 @@ class _AsyncIterPartial(_AsyncIter):  # type: ignore[valid-type,misc]
                     step = anext(self._it)
                     if not _awaitable(step):  # what `await anext(it)` says of it
                         raise TypeError(f"object {type(step).__name__} can't be used in 'await' expression")
-                return _around(step, g, rids)
+                    return _around(step, g, rids)
+                return _around_step(step, g, rids)
             except BaseException:  # noqa: BLE001 - as in _AsyncIterFrameless
                 _resume(g, rids)
                 raise

@@ -556,3 +556,53 @@ def test_the_awaitable_delegates_as_await_does():
     with pytest.raises(OSError) as err:
         w.throw(ValueError("inner"))
     assert isinstance(err.value.__context__, ValueError)  # as a `finally:` that raises
+
+
+BAD_AWAIT = '''\
+import asyncio
+
+
+class BadAwait:
+    def __await__(self):
+        return 42  # not an iterator
+
+
+class NoAwait:
+    pass
+
+
+class It:
+    def __init__(self, step):
+        self.step = step
+
+    def __aiter__(self):
+        return self
+
+    def __anext__(self):
+        return self.step()
+
+
+async def use(step):
+    try:
+        async for v in It(step):
+            pass
+    except TypeError as e:
+        print(type(e).__name__, e, "| cause:", repr(e.__cause__))
+
+
+def main():
+    asyncio.run(use(BadAwait))
+    asyncio.run(use(NoAwait))
+'''
+
+
+@needs_c
+def test_an_invalid_awaitable_from_anext_is_the_statement_s_error(tmp_path):
+    """Review 56 F9: `async for` wraps what `await` says of the step in its own TypeError (message
+    and __cause__); the built program raised `await`'s alone."""
+    plain, built = _outputs(tmp_path, BAD_AWAIT)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.count("'async for' received an invalid object from __anext__") == 2
+    assert "cause: TypeError(\"__await__() returned non-iterator of type 'int'\")" in plain.stdout
+    for way, done in zip(WAYS, built):
+        assert (done.returncode, done.stdout) == (plain.returncode, plain.stdout), way

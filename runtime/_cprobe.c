@@ -289,14 +289,25 @@ static PyObject *gpu_hook_enter = NULL, *gpu_hook_exit = NULL; /* both set or bo
 static Py_ssize_t gpu_target = -1; /* the one rid with GPU_TARGET set, or -1 */
 
 /* The visit bookkeeping of enter, after the checks. */
+static void drop_top(ThreadState *s);
+
 static inline PyObject *enter_timed(Py_ssize_t rid) {
     ThreadState *s = tls;
     if (!s && !(s = new_state())) { dropped++; Py_RETURN_NONE; }
     Frame *top = &s->stack[s->depth - 1];
     if (top->rid == (int32_t)rid) {
-        top->folded++;
-        s->nodes[top->node].rec++;
-        Py_RETURN_NONE;
+        if (top->t0 >= last_on || top->folded) {
+            top->folded++;
+            s->nodes[top->node].rec++;
+            Py_RETURN_NONE;
+        }
+        /* Open across a window with probes off and entered again: taken for the visit of a call
+         * that returned while they were off (a producer's work() returning between the check of
+         * runtime/stale_visits.py and the switch), not for recursion, which would fold every
+         * later call into it. It ends as dropped, as it would at its own end (last_on); a call
+         * that does recurse across the window has its outer visit dropped a little early. */
+        drop_top(s);
+        top = &s->stack[s->depth - 1];
     }
     int32_t node = child_of(s, top->node, (int32_t)rid);
     if (node < 0) { dropped++; Py_RETURN_NONE; }

@@ -144,7 +144,7 @@ def _rid_of(frame: list) -> int:
 # The hot path indexes nodes with literal numbers (layout above: 6 recursive, 7 kids, 8 rid,
 # 11 t0, 12 x) and takes its globals as default arguments: a named constant or a global is a
 # dictionary lookup on every call, a literal or a local is not.
-def enter(rid: int, _perf=perf_counter, _local=_local, _off=_off) -> None:
+def enter(rid: int, _perf=perf_counter, _local=_local, _off=_off, _on=_last_on) -> None:
     try:
         if _off[rid]:
             if _off[rid] & 2 and rid >= 0:  # _TARGET (a negative index is no region of ours)
@@ -162,9 +162,14 @@ def enter(rid: int, _perf=perf_counter, _local=_local, _off=_off) -> None:
         return
     top = stack[-1]
     if top[8] == rid:
-        stack.append(top)
-        top[6] += 1
-        return
+        if top[11] >= _on[0] or stack[-2] is top:
+            stack.append(top)
+            top[6] += 1
+            return
+        # open across a window with probes off and entered again: the visit of a call that
+        # returned while they were off, not recursion (as in C: enter_timed)
+        _drop_popped(stack, stack.pop())
+        top = stack[-1]
     try:
         node = top[7][rid]
     except KeyError:

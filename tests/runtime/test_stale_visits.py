@@ -278,3 +278,24 @@ def test_a_loop_that_ended_while_off(tmp_path, pure):
     assert prof[("worker", outer, inner, "step")].visits == 5  # round 0's first, rounds 1 and 2
     assert run.end["dropped"] >= 1
     _assert_exact(run)
+
+
+def test_entering_a_visit_open_across_a_window_again_is_no_recursion(b):  # noqa: F811
+    """The stale check keeps a visit whose function runs again under the same name; a call that
+    returns between the check and the switch leaves it open, and the next call was folded into it
+    as recursion (with every later one: a producer's work() recursive 10 times in a window). A
+    visit open across a window that is entered again ends as dropped, and the new one counts."""
+    b.enter(1)
+    b.enter(2)
+    b.note_on()
+    before = b.dropped()
+    b.enter(2)  # before: folded into the open visit (recursive)
+    b.exit(2)
+    b.enter(2)  # a visit begun after the switch folds as recursion, as always
+    b.enter(2)
+    b.exit(2)
+    b.exit(2)
+    b.exit(1)
+    assert b.dropped() == before + 2  # the old visit of 2, and 1 (open across the window)
+    d = {p: (v, rec) for p, v, incl, excl, mn, mx, sq, rec in b.take_deltas()}
+    assert d[(1, 2)] == (3, 1)  # three visits, one of them recursive

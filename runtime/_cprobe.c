@@ -291,15 +291,14 @@ static Py_ssize_t gpu_target = -1; /* the one rid with GPU_TARGET set, or -1 */
 /* The visit bookkeeping of enter, after the checks. */
 static void drop_top(ThreadState *s);
 
-static inline PyObject *enter_timed(Py_ssize_t rid) {
-    ThreadState *s = tls;
-    if (!s && !(s = new_state())) { dropped++; Py_RETURN_NONE; }
+/* A visit of rid begins on thread `s` (its own, or another's while probes are off: push_stale). */
+static inline void enter_state(ThreadState *s, Py_ssize_t rid) {
     Frame *top = &s->stack[s->depth - 1];
     if (top->rid == (int32_t)rid) {
         if (top->t0 >= last_on || top->folded) {
             top->folded++;
             s->nodes[top->node].rec++;
-            Py_RETURN_NONE;
+            return;
         }
         /* Open across a window with probes off and entered again: taken for the visit of a call
          * that returned while they were off (a producer's work() returning between the check of
@@ -310,10 +309,10 @@ static inline PyObject *enter_timed(Py_ssize_t rid) {
         top = &s->stack[s->depth - 1];
     }
     int32_t node = child_of(s, top->node, (int32_t)rid);
-    if (node < 0) { dropped++; Py_RETURN_NONE; }
+    if (node < 0) { dropped++; return; }
     if (s->depth == s->scap) {
         Frame *ns = realloc(s->stack, sizeof(Frame) * (size_t)s->scap * 2);
-        if (!ns) { dropped++; Py_RETURN_NONE; }
+        if (!ns) { dropped++; return; }
         s->stack = ns;
         s->scap *= 2;
     }
@@ -329,6 +328,12 @@ static inline PyObject *enter_timed(Py_ssize_t rid) {
     f->child_ns = 0;
     f->lent = 0;
     f->t0 = now_ns();
+}
+
+static inline PyObject *enter_timed(Py_ssize_t rid) {
+    ThreadState *s = tls;
+    if (!s && !(s = new_state())) { dropped++; Py_RETURN_NONE; }
+    enter_state(s, rid);
     Py_RETURN_NONE;
 }
 
@@ -800,15 +805,15 @@ static PyObject *p_open_visits(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(s ? s->depth - 1 : 0);
 }
 
-/* open_stacks(): [(thread ident, ((rid, t0), ...)), ...], the visits open on each running thread,
- * outermost first (a folded direct-recursive visit is its outer one's), for the check of visits
+/* open_stacks(): [(thread ident, ((rid, t0), ...)), ...], the visits open on each running thread
+ * that has had one (none open: an empty tuple), outermost first (a folded direct-recursive visit is its outer one's), for the check of visits
  * whose function returned while probes were off (runtime/stale_visits.py). Called with the
  * collector paused: no Python code may run while `all_states` is walked. */
 static PyObject *p_open_stacks(PyObject *self, PyObject *unused) {
     PyObject *out = PyList_New(0);
     if (!out) return NULL;
     for (ThreadState *s = all_states; s; s = s->next) {
-        if (s->dead || s == retired || s->depth < 2) continue;
+        if (s->dead || s == retired) continue;
         PyObject *visits = PyTuple_New(s->depth - 1);
         if (!visits) goto fail;
         for (int32_t i = 1; i < s->depth; i++) {
@@ -848,6 +853,29 @@ static PyObject *p_drop_stale(PyObject *self, PyObject *args) {
         dropped += n;
         end_left_open(s, pos - 1);
         s->depth = pos;
+        return PyLong_FromLong(n);
+    }
+    return PyLong_FromLong(0);
+}
+
+/* push_stale(ident, rids): on thread `ident`, visits of the regions `rids` (outermost first) begin
+ * now, while probes are off: the functions that thread runs, entered while probes were off, get a
+ * visit, so that what they call once probes are on is recorded under them (runtime/stale_visits.py).
+ * Begun before note_on(), each ends as a dropped visit. Regions not timed are passed over. Returns
+ * how many began. */
+static PyObject *p_push_stale(PyObject *self, PyObject *args) {
+    unsigned long ident;
+    PyObject *rids;
+    if (!PyArg_ParseTuple(args, "kO!", &ident, &PyTuple_Type, &rids)) return NULL;
+    for (ThreadState *s = all_states; s; s = s->next) {
+        if (s->dead || s == retired || s->ident != ident) continue;
+        long n = 0;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(rids); i++) {
+            Py_ssize_t rid;
+            if (!read_rid(PyTuple_GET_ITEM(rids, i), &rid) || off[rid]) continue;
+            enter_state(s, rid);
+            n++;
+        }
         return PyLong_FromLong(n);
     }
     return PyLong_FromLong(0);
@@ -1231,6 +1259,7 @@ static PyMethodDef methods[] = {
     {"exit_elsewhere", p_exit_elsewhere, METH_O, "exit_elsewhere(rid): close rid where it is innermost on another thread."},
     {"drop", p_drop, METH_O, "drop(rid): the innermost visit of rid on this thread ends as one left open (dropped)."},
     {"release_held", p_release_held, METH_NOARGS, "Forget every left() note (the end of the run)."},
+    {"push_stale", p_push_stale, METH_VARARGS, "push_stale(ident, rids): visits of rids begin on that thread (probes off)."},
     {"note_on", p_note_on, METH_NOARGS, "Probes are switched on now: the visits open now end as dropped ones."},
     {"open_stacks", p_open_stacks, METH_NOARGS, "[(thread ident, ((rid, t0), ...)), ...]: the visits open on each running thread."},
     {"drop_stale", p_drop_stale, METH_VARARGS, "drop_stale(ident, pos, t0): that thread's visits from position pos on end as left open."},

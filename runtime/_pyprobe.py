@@ -522,14 +522,52 @@ def drop(rid: int) -> bool:
     return True
 
 
+def push_stale(ident: int, rids: tuple[int, ...]) -> int:
+    """On thread `ident`, visits of the regions `rids` (outermost first) begin now, while probes are
+    off: the functions it runs that were entered while probes were off get a visit, so that what
+    they call once probes are on is recorded under them (runtime/stale_visits.py); begun before
+    note_on(), each ends as a dropped visit. Regions not timed are passed over. What enter() does,
+    on that thread's stack (enter() keeps its own copy: a call more would cost every probe).
+    Returns how many began."""
+    with _roots_lock:
+        found = [stack for _, alive, stack in _roots if getattr(alive(), "ident", None) == ident]
+    if len(found) != 1:
+        return 0
+    stack = found[0]
+    n = 0
+    for rid in rids:
+        if not _valid(rid) or _off[rid]:
+            continue
+        n += 1
+        top = stack[-1]
+        if top[_RID] == rid:
+            if top[_T0] >= _last_on[0] or stack[-2] is top:  # direct recursion: folded
+                stack.append(top)
+                top[_REC] += 1
+                continue
+            _drop_popped(stack, stack.pop())  # (as enter does)
+            top = stack[-1]
+        node = top[_KIDS].get(rid)
+        if node is None:
+            node = _new_child(stack, top, rid)
+            if node is None:
+                continue
+        if node[_T0]:  # open already: indirect recursion
+            _fold(stack, node)
+            continue
+        node[_T0] = node[_X] = perf_counter()
+        stack.append(node)
+    return n
+
+
 def note_on() -> None:
     """Probes are switched on now: the visits open now end as dropped ones (`_last_on`)."""
     _last_on[0] = perf_counter()
 
 
 def open_stacks() -> list[tuple[int, tuple]]:
-    """[(thread ident, ((rid, t0), ...)), ...]: the visits open on each running thread, outermost
-    first, as in C (a folded direct-recursive visit is a position of its own here), for the check
+    """[(thread ident, ((rid, t0), ...)), ...]: the visits open on each running thread that has had
+    one (none open: an empty tuple), outermost first, as in C (a folded direct-recursive visit is a position of its own here), for the check
     of visits whose function returned while probes were off (runtime/stale_visits.py)."""
     with _roots_lock:
         roots = list(_roots)
@@ -537,7 +575,7 @@ def open_stacks() -> list[tuple[int, tuple]]:
     for _, alive, stack in roots:
         marker = alive()
         frames = list(stack)  # one copy, atomic
-        if marker is not None and len(frames) > 1:
+        if marker is not None and frames:
             out.append((marker.ident, tuple((_rid_of(n), n[_T0]) for n in frames[1:])))
     return out
 

@@ -19,6 +19,12 @@ line before the loop's first (the next round of an enclosing loop); a loop that 
 were off, its function's frame now after it, cannot be told from a running one, and a later visit
 of it counts as recursion inside it until the function returns.
 
+The functions a thread runs above the last one whose visit was kept, entered while probes were
+off (or resumed then: a generator, a coroutine), get a visit when they come back on (`push_stale`),
+begun before the switch, so dropped at its end; what they call is then recorded under them, not
+under their caller. A thread the backend has not seen yet (started while probes were off) has no
+stack to put them on.
+
 The names are compared as Python's code objects have them (`co_qualname`, 3.11+; before, the last
 part of the name), which is how the instrumentor names a function's region (of every kind in
 FUNCTIONS): a frame of another function of the same name can only keep a returned visit open (as
@@ -48,14 +54,16 @@ LOOPS = frozenset(("loop", "epoch", "step"))
 
 def end_stale(impl: Any, regions: dict) -> int:
     """End the open visits of functions that no longer run, and of loops that their function's frame
-    has left (see the module); returns how many visits ended. `regions`: the recorder's
-    {rid: (kind, name, file, line, module)}. Call with the collector paused (gc_pause: the C backend
-    walks its threads while building the list)."""
+    has left, and begin visits for the functions each thread runs above its last open one that were
+    entered while probes were off (see the module); returns how many visits ended. `regions`: the
+    recorder's {rid: (kind, name, file, line, module)}. Call with the collector paused (gc_pause:
+    the C backend walks its threads while building the list)."""
     stacks = impl.open_stacks()
     if not stacks:
         return 0
     frames = sys._current_frames()
     qualified = hasattr(CodeType, "co_qualname")
+    functions = _functions(regions)
     ended = 0
     for ident, visits in stacks:
         f = frames.get(ident)
@@ -67,7 +75,7 @@ def end_stale(impl: Any, regions: dict) -> int:
             f = f.f_back
         running.reverse()  # outermost first, as the visits are
         names = [_name_of(f.f_code) for f in running]
-        j = 0
+        j = kept = 0  # kept: the frames up to the last function that kept its visit
         owner = None  # the frame of the function whose visit was matched last
         for pos, (rid, t0) in enumerate(visits, 1):
             region = regions.get(rid)
@@ -82,10 +90,31 @@ def end_stale(impl: Any, regions: dict) -> int:
                     break
                 owner = running[j]
                 j += 1
+                kept = j
             elif kind in LOOPS and owner is not None and _left_loop(owner, name, region[3], qualified):
                 ended += impl.drop_stale(ident, pos, t0)
                 break
+        entered_off = tuple(rid for rid in (functions.get((f.f_globals.get("__name__"), _name_of(f.f_code)))
+                                            for f in running[kept:]) if rid is not None)
+        if entered_off:
+            impl.push_stale(ident, entered_off)
     return ended
+
+
+_FUNCTIONS: list = [None, -1, {}]  # the regions dict, its size, and its (module, name) -> rid
+
+
+def _functions(regions: dict) -> dict:
+    """(module, qualified name) -> rid of the function regions in `regions`, for the frames of the
+    functions a thread runs; a name defined twice in a module (two `def`s under an `if`) has none."""
+    if _FUNCTIONS[0] is not regions or _FUNCTIONS[1] != len(regions):
+        found: dict = {}
+        for rid, region in list(regions.items()):
+            if region[0] in FUNCTIONS:
+                key = (region[4], region[1])
+                found[key] = None if key in found else rid
+        _FUNCTIONS[:] = [regions, len(regions), found]
+    return _FUNCTIONS[2]
 
 
 def _left_loop(frame: Any, loop: str, line: int, qualified: bool) -> bool:

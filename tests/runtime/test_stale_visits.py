@@ -299,3 +299,37 @@ def test_entering_a_visit_open_across_a_window_again_is_no_recursion(b):  # noqa
     assert b.dropped() == before + 2  # the old visit of 2, and 1 (open across the window)
     d = {p: (v, rec) for p, v, incl, excl, mn, mx, sq, rec in b.take_deltas()}
     assert d[(1, 2)] == (3, 1)  # three visits, one of them recursive
+
+
+# A function entered while probes are off, running when they come back on (review 56 F7).
+ENTERED_OFF = """\
+from runtime.probe import set_enabled
+
+
+def inner():
+    return sum(range(10))
+
+
+def outer():
+    set_enabled(True)
+    inner()
+
+
+def main():
+    set_enabled(False)
+    outer()
+    inner()
+
+
+main()
+"""
+
+
+@pytest.mark.parametrize("pure", ["0", "1"])
+def test_callees_of_a_function_entered_while_off_are_its_children(tmp_path, pure):
+    prof = _named(run := _build_and_run(tmp_path, ENTERED_OFF, [], SCALEPROBE_PURE=pure))
+    # before: ('main', 'inner') with 2 visits, a path that the first never ran on
+    assert prof[("main", "outer", "inner")].visits == 1
+    assert prof[("main", "inner")].visits == 1
+    assert prof[("main", "outer")].visits == 0  # entered while off: its time is not all known
+    _assert_exact(run)

@@ -522,6 +522,13 @@ def drop(rid: int) -> bool:
     return True
 
 
+def _stack_of(ident: int) -> list | None:
+    """The stack of the running thread `ident` (None: no such thread has had a visit)."""
+    with _roots_lock:
+        found = [stack for _, alive, stack in _roots if getattr(alive(), "ident", None) == ident]
+    return found[0] if len(found) == 1 else None
+
+
 def push_stale(ident: int, rids: tuple[int, ...]) -> int:
     """On thread `ident`, visits of the regions `rids` (outermost first) begin now, while probes are
     off: the functions it runs that were entered while probes were off get a visit, so that what
@@ -529,11 +536,9 @@ def push_stale(ident: int, rids: tuple[int, ...]) -> int:
     note_on(), each ends as a dropped visit. Regions not timed are passed over. What enter() does,
     on that thread's stack (enter() keeps its own copy: a call more would cost every probe).
     Returns how many began."""
-    with _roots_lock:
-        found = [stack for _, alive, stack in _roots if getattr(alive(), "ident", None) == ident]
-    if len(found) != 1:
+    stack = _stack_of(ident)
+    if stack is None:
         return 0
-    stack = found[0]
     n = 0
     for rid in rids:
         if not _valid(rid) or _off[rid]:
@@ -586,11 +591,9 @@ def drop_stale(ident: int, pos: int, t0: float, _tries: int = 100000) -> int:
     if that position still holds the visit open_stacks() saw (begun at t0). Each frame is taken off
     with one atomic `stack.pop(i)`, as `_close_open` does: the thread may go on meanwhile. Returns
     how many ended (a folded direct-recursive visit counts with its outer one)."""
-    with _roots_lock:
-        found = [stack for _, alive, stack in _roots if getattr(alive(), "ident", None) == ident]
-    if len(found) != 1:
+    stack = _stack_of(ident)
+    if stack is None:
         return 0
-    stack = found[0]
     count = 0
     for _ in range(_tries):
         frames = list(stack)

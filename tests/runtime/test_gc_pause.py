@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -233,3 +234,68 @@ def test_a_pause_inside_a_pause_on_the_same_thread_does_not_block(impl):
     t.start()
     t.join(10)
     assert done == [True]
+
+
+INTERRUPTED = """\
+import signal, sys, time
+from runtime.manual import region
+from runtime import gc_pause, probe, recorder
+
+with region("start"):  # starts recording
+    pass
+armed = [False]
+
+
+def interrupt(signum, frame):
+    if armed[0]:
+        armed[0] = False  # one at a time: the loop arms it again
+        raise KeyboardInterrupt
+
+
+def spin(deadline):
+    while time.monotonic() < deadline:
+        probe.set_enabled(False)
+        probe.set_enabled(True)  # pauses the collector for the stale-visit check
+
+
+signal.signal(signal.SIGALRM, interrupt)
+signal.setitimer(signal.ITIMER_REAL, 0.0003, 0.0003)
+caught = 0
+deadline = time.monotonic() + 1.5
+for _ in range(100000):
+    try:
+        if time.monotonic() >= deadline:
+            break
+        armed[0] = True
+        spin(deadline)
+    except KeyboardInterrupt:
+        caught += 1
+armed[0] = False
+signal.setitimer(signal.ITIMER_REAL, 0, 0)
+end = time.monotonic() + 5
+while gc_pause.depth() and time.monotonic() < end:  # the flush thread's own, between its waits
+    time.sleep(0.001)
+rec = recorder.get()
+n = rec.flushes
+while rec.flushes <= n + 2 and time.monotonic() < end:  # the flush thread still writes
+    time.sleep(0.005)
+print(caught, gc_pause.depth(), gc_pause._gc_isenabled(), rec.flushes > n + 2)
+"""
+
+
+@pytest.mark.skipif(gc_pause._c is None, reason="runtime._gcpause (C) not built: the Python form keeps the window")
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs signal.setitimer")
+def test_keyboard_interrupts_caught_by_the_program_leave_no_pause_behind(tmp_path: Path):
+    """Review 56 F2: a KeyboardInterrupt that the program catches, landing inside the Python pause
+    or between a caller's pause() and its try:, left the collector off for good (a pause never
+    resumed) or the flush thread blocked on the lock. Thousands of them here, at random points of
+    `set_enabled` (before the C pause: hundreds of pauses left, collector off, no more writes)."""
+    script = tmp_path / "prog.py"
+    script.write_text(INTERRUPTED)
+    env = clean_env(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "runs"), SCALEPROBE_FLUSH_INTERVAL="0.02",
+                    SCALEPROBE_QUIET="1")
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    caught, depth, on, writes = done.stdout.split()
+    assert int(caught) > 100  # (the interrupts did land)
+    assert (depth, on, writes) == ("0", "True", "True"), done.stdout

@@ -472,13 +472,15 @@ def _future_failed(fut: Any) -> bool:
     return False
 
 
-def take_open(comm: dict[tuple, list]) -> None:
+def take_open(comm: dict[tuple, list], now: int | None = None) -> None:
     """The final flush (Recorder._comm_records): add the calls still in progress to its summaries
-    `comm`, each up to now (counted in `unfinished`), or an async call not being waited for up to
-    its issue or its last wait (as if dropped). In the thread that writes the end record, which may
+    `comm`, each up to `now` (the end of the run, as its end record's duration has it; counted in
+    `unfinished`), or an async call not being waited for up to its issue or its last wait (as if
+    dropped). In the thread that writes the end record, which may
     be a signal handler that interrupted the main thread anywhere: it takes no lock, and never the
     spans' (no epoch or step record is written after the end record)."""
-    now = perf_counter_ns()
+    if now is None:
+        now = perf_counter_ns()
     for key in list(_open):
         call = _open.pop(key, None)
         if call is None:  # it ended meanwhile, and was recorded then
@@ -490,7 +492,7 @@ def take_open(comm: dict[tuple, list]) -> None:
             s = comm[(op, gsize, cpath)] = [0] * SUMMARY
         s[0] += 1
         s[1] += nbytes
-        s[2] += (now if cut else max(waited.end, t0)) - t0
+        s[2] += max((now if cut else max(waited.end, t0)) - t0, 0)
         if cut:
             s[7] += 1
         elif waited.failed:

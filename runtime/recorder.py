@@ -230,6 +230,7 @@ class Recorder:
         self.last_flush = time.monotonic()  # when the last flush began (the start counts as one)
         self.pid = os.getpid()
         self.start_ns = time.perf_counter_ns()
+        self.end_ns: int | None = None  # when the end record's duration was taken (_end_now)
         self.default_dir = False
         self.gpu = None  # runtime.gpu.GpuTimer once the program uses CUDA
         self.gpu_rotation = None  # runtime.gpu.Rotation: GPU samples of ordinary regions
@@ -736,7 +737,7 @@ class Recorder:
         of 0 calls): a collective's CUDA events complete after the flush that took its summary."""
         if self.finishing and "runtime.comm" in sys.modules:
             try:  # the calls still in progress end with the run (a rank blocked in a collective)
-                sys.modules["runtime.comm"].take_open(comm)
+                sys.modules["runtime.comm"].take_open(comm, self.end_ns)
             except Exception as e:  # noqa: BLE001 - never lose the end record for it
                 print(f"scaleprobe: counting the communication calls in progress: {e!r}", file=sys.stderr)
         out = []
@@ -825,7 +826,7 @@ class Recorder:
                 "throttled": len(self.throttled), "dropped": impl.dropped(),  # (and the visits left open at the end: flush)
                 "trace_dropped": self.tracer.dropped if self.tracer is not None else 0,
                 "flushes": self.flushes + 1,
-                "duration_ns": time.perf_counter_ns() - self.start_ns,
+                "duration_ns": self._end_now() - self.start_ns,
                 "torch": _torch_version(), "cuda": _cuda_version(),
             }
             try:
@@ -853,6 +854,12 @@ class Recorder:
                 elif self.default_dir and not self.cfg.quiet and self.header.get("child_of") is None \
                         and self.rank_source not in ("torch.distributed", "parent"):
                     print(f"scaleprobe: run data written to {self.path}", file=sys.stderr)
+
+    def _end_now(self) -> int:
+        """The end of the run (perf_counter ns), taken once for the end record's duration and for
+        the communication calls in progress then, which count up to it: never more than the run."""
+        self.end_ns = time.perf_counter_ns()
+        return self.end_ns
 
     def _outcome(self, status: str | None, exit_code: int | None) -> tuple[str, int | None]:
         """Status and exit code of the end record, from the most direct witness available: the
@@ -945,6 +952,7 @@ class Recorder:
         self.lost_flushes = 0
         self.last_error = None
         self.start_ns = time.perf_counter_ns()
+        self.end_ns: int | None = None  # when the end record's duration was taken (_end_now)
         self.gpu = None  # CUDA does not survive fork
         if self.gpu_rotation is not None:
             # The modules keep its wrappers: make sure they never touch CUDA in the child.

@@ -239,9 +239,22 @@ print("LEFT", len(rec.comm), flush=True)  # what the call's own end recorded aft
 '''
 
 
-def test_the_final_flush_counts_a_call_in_progress_once(tmp_path):
+# A final flush that takes a while between the end record's duration and the communication
+# records: the call in progress, begun just after the recorder started, counted up to the later
+# moment, was longer than the run (a CI run: 311,990,823 ns against a duration of 310,382,604).
+SLOW_FINAL = FINAL_FLUSH.replace("rec.finish()", """from runtime import _backend
+take = _backend.impl.take_final_deltas
+def slow(*args):
+    time.sleep(0.1)
+    return take(*args)
+_backend.impl.take_final_deltas = slow
+rec.finish()""")
+
+
+@pytest.mark.parametrize("program", [FINAL_FLUSH, SLOW_FINAL], ids=["final", "slow-final"])
+def test_the_final_flush_counts_a_call_in_progress_once(tmp_path, program):
     env = clean_env(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"), SCALEPROBE_QUIET="1")
-    p = subprocess.run([sys.executable, "-c", FINAL_FLUSH, str(D)], env=env, capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-c", program, str(D)], env=env, capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0, p.stderr
     records = _records(tmp_path / "out")

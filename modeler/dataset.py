@@ -102,6 +102,27 @@ RANKS_PARAMETER = "ranks"
 REPETITION_AGGREGATES = ("median", "mean", "min", "max", "robust")
 
 
+#: parameter values past this are refused, measured or asked for: cubes of three such parameters
+#: multiplied overflow float64 (review 26: 1e150 ended in numpy's "SVD did not converge"; review 40:
+#: `--at ranks=1e250` in a traceback)
+LARGEST_VALUE = 1e30
+#: measured values past this (in size) are refused: the sums of a few overflow float64 (review 57 F2:
+#: values of 1.7e308 ended in a KeyError); values of 1e200 are modeled as values of 1 are
+LARGEST_MEASURED = 1e305
+
+
+def parameter_name_problem(name: object) -> str | None:
+    """Why `name` cannot be a parameter's name, or None: the options name parameters as
+    `NAME=VALUE,...` (`--at`, `--where`), and a model prints them in its formula (review 57 F6)."""
+    if not isinstance(name, str) or not name.strip():
+        return "a parameter needs a name"
+    bad = [c for c in "=,()" if c in name]
+    if bad or name != name.strip():
+        what = f"holds {bad[0]!r}" if bad else "starts or ends with a space"
+        return f"parameter name {name!r} {what}, so --at and --where cannot name it; rename it"
+    return None
+
+
 @dataclass(frozen=True)
 class Series:
     """Measured values of one metric of one call path at every point where it was measured.
@@ -117,14 +138,17 @@ class Series:
     unit: str = ""
 
     def __post_init__(self) -> None:
-        pts = np.asarray(self.points, dtype=float)
+        try:
+            pts = np.asarray(self.points, dtype=float)
+            reps = tuple(np.asarray(r, dtype=float).reshape(-1) for r in self.repetitions)
+        except (TypeError, ValueError) as e:
+            raise InputError(f"{self.callpath}/{self.metric}: points and values must be numbers: {e}") from None
         if pts.ndim != 2:
             raise InputError(f"{self.callpath}/{self.metric}: points must be a 2-D array, got shape {pts.shape}")
         if len(self.repetitions) != pts.shape[0]:
             raise InputError(
                 f"{self.callpath}/{self.metric}: {pts.shape[0]} points but {len(self.repetitions)} repetition arrays"
             )
-        reps = tuple(np.asarray(r, dtype=float).reshape(-1) for r in self.repetitions)
         for i, r in enumerate(reps):
             if r.size == 0:
                 raise InputError(f"{self.callpath}/{self.metric}: no value at point {pts[i].tolist()}")

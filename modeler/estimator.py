@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .dataset import RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series, power_of_two_scale
+from .dataset import LARGEST_MEASURED, RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series, power_of_two_scale
 from .errors import InputError, NotFittedError, TooFewPointsError
 from .listing import listing
 from .misfit import lack_of_fit, lack_text, may_miss, miss_text, worst_miss
@@ -108,7 +108,8 @@ class PMNFModeler:
             raise TooFewPointsError("the dataset has no series to model")
         for s in dataset.series:
             _check_finite(s, dataset.parameters)
-        kept = [_defined_points(s, dataset.parameters) for s in dataset.series]
+        kept = [(None, wide) if (wide := _too_wide(s)) else _defined_points(s, dataset.parameters)
+                for s in dataset.series]
         series = [k[0] or s for k, s in zip(kept, dataset.series)]
         dataset = Dataset(dataset.parameters, series, dataset.warnings, dataset.sources)
         stats = point_stats(series, aggregate)
@@ -290,14 +291,20 @@ class PMNFModeler:
             extra = [str(p) for p in points if p not in params]
             if extra:
                 raise InputError(f"predict: unknown parameter(s) {', '.join(extra)}; the models have {', '.join(params)}")
-            cols = [np.atleast_1d(np.asarray(points[p], dtype=float)) for p in params]
+            try:
+                cols = [np.atleast_1d(np.asarray(points[p], dtype=float)) for p in params]
+            except (TypeError, ValueError) as e:
+                raise InputError(f"predict: parameter values must be numbers: {e}") from None
             sizes = {p: c.size for p, c in zip(params, cols)}
             if any(c.ndim != 1 for c in cols) or len(set(sizes.values())) != 1:
                 shown = ", ".join(f"{p}: {n}" for p, n in sizes.items())
                 raise InputError(f"predict: every parameter needs as many values (one list each); got {shown}")
             pts = np.stack(cols, axis=1)
         else:
-            pts = np.asarray(points, dtype=float)
+            try:
+                pts = np.asarray(points, dtype=float)
+            except (TypeError, ValueError) as e:  # (review 57 F5)
+                raise InputError(f"predict: points must be numbers: {e}") from None
             if pts.ndim == 1:
                 pts = pts.reshape(1, -1)
             if pts.ndim != 2:
@@ -344,15 +351,40 @@ _OPTIONS = {"compat": None, "aggregate": None, "candidates": None, "allow_log": 
 
 
 def _check_finite(s: Series, params: tuple[str, ...]) -> None:
-    """A value that is nan or infinite cannot be modeled (least squares spreads it everywhere):
-    an error naming the series and the point (the readers never produce one)."""
-    if np.isfinite(np.concatenate(s.repetitions)).all():
+    """A value or a coordinate that is nan or infinite cannot be modeled (least squares spreads it
+    everywhere), nor a value whose square overflows: an error naming the series and the point (the
+    readers never produce one; review 57 F2, F5: the API took a point at p=nan and fitted a constant)."""
+    bad_points = ~np.isfinite(s.points)
+    if bad_points.any():
+        i, j = np.argwhere(bad_points)[0]
+        raise InputError(f"{s.callpath}/{s.metric}: point {int(i)} has {params[j]}={s.points[i, j]}: "
+                         "parameter values must be finite numbers")
+    if (np.abs(np.concatenate(s.repetitions)) <= LARGEST_MEASURED).all():
         return
     for pt, reps in zip(s.points, s.repetitions):
-        if not np.all(np.isfinite(reps)):
+        bad = ~(np.abs(reps) <= LARGEST_MEASURED)
+        if bad.any():
             where = ", ".join(f"{p}={v:g}" for p, v in zip(params, pt))
-            raise InputError(f"{s.callpath}/{s.metric}: a value at ({where}) is {reps[~np.isfinite(reps)][0]}: "
-                             "values must be finite numbers")
+            why = "values must be finite numbers" if not np.isfinite(reps[bad][0]) else \
+                f"values above {LARGEST_MEASURED:g} are too large to model (their sums overflow)"
+            raise InputError(f"{s.callpath}/{s.metric}: a value at ({where}) is {reps[bad][0]}: {why}")
+
+
+#: the widest ratio of a series' largest value to its smallest non-zero one (in size) that is
+#: fitted: a series is fitted at a scale near 1, where the 1/y^2 weights of values 1e-155 of the
+#: largest overflow (review 57 F2: one value of 1e200 among values near 1 ended in "SVD did not
+#: converge"); a uniform scale of 1e-200 or 1e200 is fitted like 1
+WIDEST_RANGE = 1e140
+
+
+def _too_wide(s: Series) -> tuple[str, ...]:
+    """A note where `s` spans more than `WIDEST_RANGE`, which then gets its mean as model."""
+    sizes = np.abs(np.concatenate(s.repetitions))
+    sizes = sizes[sizes > 0]
+    if not sizes.size or sizes.max() / WIDEST_RANGE <= sizes.min():
+        return ()
+    return (f"{s.callpath}/{s.metric}: its values span more than {WIDEST_RANGE:g} (from {sizes.min():g} to "
+            f"{sizes.max():g} in size), too wide to fit (a measurement error?); constant model (mean)",)
 
 
 def _defined_points(s: Series, params: tuple[str, ...]) -> tuple[Series | None, tuple[str, ...]]:
@@ -446,9 +478,10 @@ def _mean_model(params: tuple[str, ...], y: np.ndarray) -> tuple[Model, float, f
     mean = float(np.mean(y))
     resid = y - mean
     abssum = np.abs(y) + abs(mean)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (the squares of a too wide series)
         smape = float(np.mean(np.where(abssum > 0, 2 * np.abs(resid) / abssum, 0.0)) * 100)
-    return Model(params, mean, ()), smape, float(resid @ resid)
+        rss = float(resid @ resid)
+    return Model(params, mean, ()), smape, rss
 
 
 def _interval(spread: np.ndarray, reps: list[int]) -> tuple[float, float] | None:

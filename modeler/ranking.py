@@ -17,7 +17,7 @@ from typing import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .dataset import Dataset, RunShares
+from .dataset import LARGEST_VALUE, Dataset, RunShares
 from .derived import Baselines, derived_predictions, disagreement_warning
 from .errors import InputError
 from .listing import listing
@@ -293,10 +293,6 @@ def measured_maximum(dataset: Dataset) -> dict[str, float]:
     return out
 
 
-#: parameter values past this are refused, measured or asked for: cubes of three such parameters
-#: multiplied overflow float64 (review 26: 1e150 ended in numpy's "SVD did not converge"; review 40:
-#: `--at ranks=1e250` in a traceback)
-LARGEST_VALUE = 1e30
 
 
 def parse_assignments(text: str | None, option: str, parameters: Sequence[str] | None = None,
@@ -591,7 +587,7 @@ def _shares(measured: Sequence, models: Sequence[FittedModel], companions: Seque
     times = {cp: v for (cp, metric), v in by_key.items() if metric == "time"}
     lows: dict[str, float | None] = {cp: (None if (rng := range_of.get((cp, "time"))) is None else rng[0]) for cp in times}
     figures = _time_figures(times, sums)
-    for cp in [cp for cp in times if figures[cp] != times[cp]]:
+    for cp in [cp for cp in times if cp in sums and figures[cp] != times[cp]]:  # (nan != nan: review 57 F2)
         # its parts' sum, not its model: the low ends of the parts' ranges (none where a child's figure
         # lifted it: `PartsCheck.floor`)
         lows[cp] = sums[cp].parts_low if sums[cp].below_parts() else None

@@ -573,6 +573,9 @@ def _read_lines(p: Path, f: Any) -> Run:
                 raise RunFileError(f"{p}: compressed with gzip, not a run file as written: decompress it (gunzip) first")
             if line.startswith(_BOM):
                 line = line[len(_BOM):]  # saved by an editor that marks UTF-8 (review 26)
+            if not line.endswith(b"\n") and b"\r" in line.rstrip(b"\r"):
+                raise RunFileError(f"{p}: its lines end with a carriage return alone, not a newline: not a run file "
+                                   "as written (convert the line ends)")  # (review 57 F3)
         if not line.strip():
             continue
         if not line.endswith(b"\n"):  # the last line only
@@ -593,14 +596,21 @@ def _read_lines(p: Path, f: Any) -> Run:
                 if run.problems:  # the header line itself did not parse (review 26: NaN in its params)
                     raise RunFileError(f"{run.problems[0]}; no complete header")
                 raise RunFileError(f"{p}:{lineno}: not a scaleprobe run file (first record is not a header)")
-            if rec.get("version") != FORMAT_VERSION:
+            if type(rec.get("version")) is not int or rec["version"] != FORMAT_VERSION:  # (`true` == 1: review 57 F8)
                 raise RunFileError(
                     f"{p}: run file format version {rec.get('version')!r}, this scaleprobe reads version {FORMAT_VERSION}"
                 )
+            why = _bad_header(rec)
+            if why:  # the file's rank or process cannot be told (review 57 F1, F8)
+                raise RunFileError(f"{p}:{lineno}: bad header: {why}")
             run.header = {k: v for k, v in rec.items() if k not in ("type", "format", "version")}
             seen_header = True
             continue
         t = rec["type"]
+        if not isinstance(t, str):  # (an object is unhashable: review 57 F1)
+            run.problems.append(f"{p}:{lineno}: record type {t!r} is not a string; skipped")
+            run.dropped_lines.append(lineno)
+            continue
         out_of_place = ("a second header record (two runs written to one file?)" if t == "header"
                         else f"{t!r} record after the end record" if run.end is not None else None)
         if out_of_place:
@@ -635,19 +645,27 @@ def _read_lines(p: Path, f: Any) -> Run:
 def _apply(run: Run, rec: dict[str, Any]) -> None:
     t = rec["type"]
     if t == "profile":
-        path = tuple(int(x) for x in rec["path"])
-        st = ProfileStats(*(_count(rec, k) for k in _STATS_KEYS), recursive=int(rec.get("recursive", 0)))
+        ids = rec["path"]
+        if not isinstance(ids, list):  # (a string "12" read as ids 1, 2: review 57 F8)
+            raise _NotANumber(f"path={ids!r} is not a list of region ids")
+        path = tuple(_whole_value(x, "path") for x in ids)
+        st = ProfileStats(*(_count(rec, k) for k in _STATS_KEYS), recursive=_whole(rec, "recursive", 0))
         have = run.profile.get(path)
         if have is None:
             run.profile[path] = st
         else:
             have.add(st)
     elif t == "region":
-        rid = int(rec["id"])
-        run.regions[rid] = Region(rid, rec["kind"], rec["name"], rec.get("file", ""), int(rec.get("line", 0)))
+        rid = _whole(rec, "id")
+        region = Region(rid, _text(rec, "kind"), _text(rec, "name"), _text(rec, "file", ""), _whole(rec, "line", 0))
+        have = run.regions.get(rid)
+        if have is not None and have != region:  # the call paths would change under the records read so far
+            raise _NotANumber(f"region id {rid} defined again as {region.kind} {region.name!r} "
+                              f"({have.kind} {have.name!r} before); the first definition is kept")
+        run.regions[rid] = region
     elif t == "iterations":
-        rid = int(rec["region"])
-        run.iterations[rid] = run.iterations.get(rid, 0) + int(rec["count"])
+        rid = _whole(rec, "region")
+        run.iterations[rid] = run.iterations.get(rid, 0) + _whole(rec, "count")
     elif t == "epoch":
         run.epochs.append(_series(rec))
     elif t == "step":
@@ -655,19 +673,26 @@ def _apply(run: Run, rec: dict[str, Any]) -> None:
     elif t == "comm":
         run.comms.append({k: v for k, v in rec.items() if k != "type"})
     elif t == "events":
-        run.events.extend((int(e[0]), int(e[1]), int(e[2]), int(e[3])) for e in rec["events"])
+        events = [tuple(_whole_value(x, "events") for x in e[:4]) for e in rec["events"]]
+        if any(len(e) != 4 for e in events):
+            raise _NotANumber("an event is not [region, thread, start, duration]")
+        run.events.extend(events)
     elif t == "gpu":
-        g = run.gpu_regions.setdefault(int(rec["region"]), {"samples": 0, "gpu_ns": 0})
-        g["samples"] += int(rec["samples"])
-        g["gpu_ns"] += int(rec["gpu_ns"])
+        rid, samples, gpu_ns = _whole(rec, "region"), _whole(rec, "samples"), _whole(rec, "gpu_ns")
+        g = run.gpu_regions.setdefault(rid, {"samples": 0, "gpu_ns": 0})
+        g["samples"] += samples
+        g["gpu_ns"] += gpu_ns
     elif t == "throttled":
-        run.throttled[int(rec["region"])] = {k: v for k, v in rec.items() if k not in ("type", "region")}
+        run.throttled[_whole(rec, "region")] = {k: v for k, v in rec.items() if k not in ("type", "region")}
     elif t == "end":
+        why = _bad_end(rec)
+        if why:  # (`lost_flushes: -1` read as flushes lost, `exit_code: "x"` as ok: review 57 F8)
+            raise _NotANumber(why)
         run.end = {k: v for k, v in rec.items() if k != "type"}
     elif t == "rank":
         # torch.distributed's rank and world size, known once its group was up: they stand for the
         # header's, and a process that a multiprocessing parent started as a rank is no helper
-        rank, world = int(rec["rank"]), int(rec["world_size"])
+        rank, world = _whole(rec, "rank"), _whole(rec, "world_size")
         if rank < 0 or world < 1 or rank >= world:
             raise ValueError(f"rank {rank} of world size {world}")
         header = {k: v for k, v in run.header.items() if k not in ("child_of", "forked_from")}
@@ -688,7 +713,71 @@ def _count(rec: dict[str, Any], key: str) -> int | float:
     v = rec[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
         raise _NotANumber(f"{key}={v!r} is not a number")
+    if abs(v) > (_MOST_SQUARED if key == "sumsq_ns" else _MOST):
+        # (1e200 ns made the fit's squares overflow: review 57 F2)
+        raise _NotANumber(f"{key}={v!r} is more than a run can record ({_MOST:.3g} ns, 2^63)")
     return v
+
+
+_MOST = float(1 << 63)  # a count or a time in ns: the C probes' 64-bit counters
+_MOST_SQUARED = _MOST * _MOST
+
+
+_MISSING = object()
+
+
+def _whole_value(v: Any, key: str) -> int:
+    """`v` as an int: a JSON integer, or a float with no fraction (`true` is no number here)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
+        raise _NotANumber(f"{key}={v!r} is not a whole number")
+    return int(v)
+
+
+def _whole(rec: dict[str, Any], key: str, default: Any = _MISSING) -> int:
+    """The whole-number field `key` (KeyError where it is missing and has no default)."""
+    v = rec[key] if default is _MISSING else rec.get(key, default)
+    return _whole_value(v, key)
+
+
+def _text(rec: dict[str, Any], key: str, default: Any = _MISSING) -> str:
+    v = rec[key] if default is _MISSING else rec.get(key, default)
+    if not isinstance(v, str):
+        raise _NotANumber(f"{key}={v!r} is not a string")
+    return v
+
+
+# header fields that say which process of which rank wrote the file: (key, lowest value)
+_HEADER_WHOLE = (("rank", 0), ("world_size", 1), ("local_rank", 0), ("pid", 0), ("ppid", 0))
+
+
+def _bad_header(rec: dict[str, Any]) -> str | None:
+    """Why the header's rank or process fields cannot be right, or None (a field left out or null
+    is not checked: older files and helper processes leave some out)."""
+    for key, low in _HEADER_WHOLE:
+        v = rec.get(key)
+        if v is None:
+            continue
+        try:
+            n = _whole_value(v, key)
+        except _NotANumber as e:
+            return str(e)
+        if n < low:
+            return f"{key}={v!r} is below {low}"
+    return None
+
+
+def _bad_end(rec: dict[str, Any]) -> str | None:
+    """Why the end record cannot be read as how the process ended, or None."""
+    lost = rec.get("lost_flushes")
+    if lost is not None and (isinstance(lost, bool) or not isinstance(lost, int) or lost < 0):
+        return f"lost_flushes={lost!r} is not a count"
+    code = rec.get("exit_code")
+    if code is not None and (isinstance(code, bool) or not isinstance(code, int)):
+        return f"exit_code={code!r} is not an exit status"
+    status = rec.get("status")
+    if status is not None and not isinstance(status, str):
+        return f"status={status!r} is not a string"
+    return None
 
 
 _RECORD_TYPES = frozenset(("profile", "region", "iterations", "epoch", "step", "comm", "events", "gpu", "throttled", "end",

@@ -110,6 +110,9 @@ def parse_metrics(text: str | None, available: Sequence[str]) -> list[str] | Non
 
 def select(dataset: Dataset, args: argparse.Namespace) -> Dataset:
     metrics = parse_metrics(args.metric, dataset.metrics())
+    if not dataset.series:  # (review 58 F13: runs whose files hold their header alone)
+        raise InputError("the files read hold no measurements (run files with their header alone: ranks that ended, "
+                         "or were killed, before their first write)", warnings=dataset.warnings)
     chosen = select_callpaths(dataset.select(metrics=metrics), args.callpath, dataset)
     if not chosen.series:
         raise InputError("no series to use after selecting metrics and call paths")

@@ -195,6 +195,8 @@ def expand(paths: Iterable[str | os.PathLike[str]],
             for d in dirs:
                 for f, _ in expand([d], unlisted):
                     add(f, False)
+        elif p.exists():  # (review 57 F7: /dev/null was "no such file")
+            raise InputError(f"{text}: not a regular file or directory (a device, a pipe or a socket)")
         else:
             raise InputError(f"{text}: no such file or directory")
     return out

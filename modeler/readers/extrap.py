@@ -22,7 +22,7 @@ try:  # several times faster on large files; the standard library does the same 
 except ImportError:  # pragma: no cover - orjson is optional
     _loads = json.loads
 
-from ..dataset import Dataset, Series
+from ..dataset import LARGEST_MEASURED, LARGEST_VALUE, Dataset, Series, parameter_name_problem
 from ..errors import InputError
 from ..listing import listing
 
@@ -103,12 +103,14 @@ def _to_dataset(
 
 def read_extrap_jsonl(path: str | Path) -> Dataset:
     """Extra-P JSON Lines: one object a line, `{"params": {...}, "callpath": "a->b", "metric": "m",
-    "value": number or list of repetitions}`; lines with the same point add repetitions."""
+    "value": number or list of repetitions}`; lines with the same point add repetitions.
+
+    The file's parameters are those of most of its lines (the first line's where as many lines
+    have others): lines with other parameters are named and skipped (review 57 F4: one stray first
+    line made the 25 lines after it skipped)."""
     path = Path(path)
     warnings: list[str] = []
-    parameters: list[str] | None = None
-    names: set[str] = set()
-    data: dict[tuple[str, str], dict[tuple[float, ...], list[float]]] = {}
+    groups: dict[frozenset, _ParamGroup] = {}
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -126,21 +128,33 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
             warnings.append(f"{path}:{ln}: needs an object with \"params\" and \"value\"; line skipped")
             continue
         params = obj["params"]
-        if parameters is None:
-            parameters, names = list(params), set(params)
-        if params.keys() != names:
-            warnings.append(
-                f"{path}:{ln}: parameters {sorted(params)} differ from the file's {sorted(parameters)}; line skipped"
-            )
+        if not params:
+            warnings.append(f"{path}:{ln}: \"params\" is empty; line skipped")
             continue
-        coord = [params[p] for p in parameters]
+        why = next((w for w in map(parameter_name_problem, params) if w), None)
+        if why:
+            warnings.append(f"{path}:{ln}: {why}; line skipped")
+            continue
+        group = groups.get(frozenset(params))
+        if group is None:
+            group = groups[frozenset(params)] = _ParamGroup(list(params))
+        group.lines.append(ln)
+        coord = [params[p] for p in group.parameters]
         if not _finite_numbers(coord):
             warnings.append(f"{path}:{ln}: parameter values must be finite numbers; line skipped")
+            continue
+        if max(map(abs, coord)) > LARGEST_VALUE:  # (review 57 F7: the whole command stopped, naming no file)
+            warnings.append(f"{path}:{ln}: parameter values above {LARGEST_VALUE:g} are too large to model (their "
+                            f"powers overflow): give them in larger units; line skipped")
             continue
         value = obj["value"]
         values = value if isinstance(value, list) else [value]
         if not values or not _finite_numbers(values):
             warnings.append(f"{path}:{ln}: \"value\" must be a finite number or a list of them; line skipped")
+            continue
+        if max(map(abs, values)) > LARGEST_MEASURED:  # (review 57 F2)
+            warnings.append(f"{path}:{ln}: values above {LARGEST_MEASURED:g} are too large to model (their sums "
+                            f"overflow); line skipped")
             continue
         callpath = obj.get("callpath", _DEFAULT_CALLPATH)
         metric = obj.get("metric", _DEFAULT_METRIC)
@@ -148,8 +162,31 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
             warnings.append(f"{path}:{ln}: \"callpath\" and \"metric\" must be strings; line skipped")
             continue
         key = (callpath, metric)
-        data.setdefault(key, {}).setdefault(tuple(map(float, coord)), []).extend(map(float, values))
-    return _to_dataset(path, parameters or [], data, warnings)
+        group.data.setdefault(key, {}).setdefault(tuple(map(float, coord)), []).extend(map(float, values))
+    if not groups:
+        raise InputError(f"{path}: no parameters found (no line has \"params\" with a name)", warnings=warnings)
+    chosen = max(groups.values(), key=lambda g: len(g.lines))  # (the first of equals: max keeps it)
+    for group in groups.values():
+        if group is chosen:
+            continue
+        why = (f"parameters {sorted(group.parameters)} differ from the file's {sorted(chosen.parameters)} (those of "
+               f"{len(chosen.lines)} of its lines)")
+        warnings.extend(f"{path}:{ln}: {why}; line skipped" for ln in group.lines[:_SHOWN])
+        if len(group.lines) > _SHOWN:
+            warnings.append(f"{path}: {len(group.lines) - _SHOWN} more line(s) whose {why}, up to line "
+                            f"{group.lines[-1]}; skipped")
+    return _to_dataset(path, chosen.parameters, chosen.data, warnings)
+
+
+class _ParamGroup:
+    """The lines of an Extra-P JSON Lines file that have one set of parameters."""
+
+    __slots__ = ("parameters", "lines", "data")
+
+    def __init__(self, parameters: list[str]) -> None:
+        self.parameters = parameters
+        self.lines: list[int] = []
+        self.data: dict[tuple[str, str], dict[tuple[float, ...], list[float]]] = {}
 
 
 _COORD = re.compile(r"\(([^()]*)\)")
@@ -203,6 +240,9 @@ def read_extrap_text(path: str | Path) -> Dataset:
             if points:
                 raise InputError(f"{where}: PARAMETER after POINTS")
             for name in rest.split():
+                why = parameter_name_problem(name)
+                if why:
+                    raise InputError(f"{where}: {why}")
                 if name in parameters:
                     raise InputError(f"{where}: parameter {name!r} given twice")
                 parameters.append(name)
@@ -210,6 +250,9 @@ def read_extrap_text(path: str | Path) -> Dataset:
             if not parameters:
                 raise InputError(f"{where}: POINTS before any PARAMETER")
             groups = _COORD.findall(rest) if "(" in rest else rest.split() if len(parameters) == 1 else None
+            if groups and "(" in rest and _COORD.sub(" ", rest).strip():  # (review 57 F7: dropped unsaid)
+                raise InputError(f"{where}: POINTS mixes ( v ) groups and bare values "
+                                 f"({_COORD.sub(' ', rest).split()[0]!r}): write every point the same way")
             if groups is None:
                 raise InputError(f"{where}: points of {len(parameters)} parameters must be written as ( v1 v2 ... )")
             if not groups:
@@ -225,6 +268,9 @@ def read_extrap_text(path: str | Path) -> Dataset:
                     )
                 if not all(math.isfinite(v) for v in coord):
                     raise InputError(f"{where}: point ({g.strip()}) is not a list of finite numbers")
+                if max(map(abs, coord)) > LARGEST_VALUE:
+                    raise InputError(f"{where}: point ({g.strip()}): parameter values above {LARGEST_VALUE:g} are too "
+                                     f"large to model (their powers overflow): give them in larger units")
                 if coord in points:
                     # DATA lines follow POINTS in order: a point listed twice would merge two points' data
                     raise InputError(f"{where}: point ({g.strip()}) is listed twice")
@@ -245,13 +291,15 @@ def read_extrap_text(path: str | Path) -> Dataset:
             except ValueError:
                 warnings.append(f"{where}: DATA values are not all numbers; point {point} left out for {callpath}")
                 continue
-            finite = [v for v in values if math.isfinite(v)]
+            finite = [v for v in values if abs(v) <= LARGEST_MEASURED]  # (nan is not)
             if not finite:
                 warnings.append(f"{where}: DATA line without finite values; point {point} left out for {callpath}")
                 continue
             if len(finite) < len(values):
-                bad = listing(sorted({repr(v) for v in values if not math.isfinite(v)}), 3)
-                warnings.append(f"{where}: {len(values) - len(finite)} of {len(values)} values are not finite ({bad}); "
+                bad = listing(sorted({repr(v) for v in values if not abs(v) <= LARGEST_MEASURED}), 3)
+                big = "" if all(not math.isfinite(v) for v in values if not abs(v) <= LARGEST_MEASURED) else \
+                    f" or above {LARGEST_MEASURED:g}"
+                warnings.append(f"{where}: {len(values) - len(finite)} of {len(values)} values are not finite{big} ({bad}); "
                                 f"the other {len(finite)} kept at point {point} for {callpath}")
                 values = finite
             data.setdefault((callpath or _DEFAULT_CALLPATH, metric or _DEFAULT_METRIC), {}).setdefault(

@@ -45,10 +45,12 @@ def sniff_runs(path: Path) -> str | None:
             first = f.readline(1 << 16)
     except OSError:
         return None
-    if run_file_rank(path) is not None and not first.lstrip().startswith(b"{"):
-        # named as the runtime names a rank's file, but empty (a process that died before its
-        # header), compressed or garbled: the runs reader names it and its run is told of the rank
-        # (review 26: a gzipped rank file was "not measurements", and its run modeled without it)
+    if run_file_rank(path) is not None:
+        # named as the runtime names a rank's file, whatever it holds: empty (a process that died
+        # before its header), compressed, garbled, or a header line damaged or not ended by "\n":
+        # the runs reader names it and its run is told of the rank (review 26: a gzipped rank file
+        # was "not measurements", and its run modeled without it; review 57 F3: one whose first line
+        # starts with "{" and does not parse)
         return "runs"
     if not first.endswith(b"\n") and (first.startswith(_HEADER_OPENING) or _HEADER_OPENING.startswith(first)) and first:
         return "runs"  # cut off inside its header: the reader says so, with the file's name

@@ -180,6 +180,8 @@ def _note_loss(lineno: int, rec: Any, out: ValueCheck) -> None:
     """Record what leaving out `rec` (None: its line could not be read) takes from the totals: the
     keys it adds to become unknown on this rank, or, where they cannot be told, the file is `lost`."""
     rtype = rec.get("type") if isinstance(rec, dict) else None
+    if not isinstance(rtype, str):  # (a type that is an object: what it held cannot be told, review 57 F1)
+        rtype = None
     if rtype is not None and rtype not in _ADDITIVE:
         return
     if rtype == "profile":

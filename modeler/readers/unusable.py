@@ -52,7 +52,11 @@ def no_usable_message(files: Sequence["FileResult"], include_incomplete: bool) -
     shown = " ".join(parts[:6]) + (f" and {len(parts) - 6} more reasons" if len(parts) > 6 else "")
     text = "no usable measurements" + (f" ({shown})" if parts else "")
     summary = _runs_summary(files, include_incomplete)
-    if not parts:
+    read = [f for f in files if f.status == "read"]
+    if not parts and read:  # (review 58 F13: an incomplete run's header alone, with --include-incomplete)
+        summary = (f"the {len(read)} file(s) read hold no measurements (a run file with its header alone: a rank "
+                   f"that ended, or was killed, before its first write)")
+    elif not parts:
         summary = f"no scaleprobe run file nor Extra-P input among the {len(files)} file(s) found"
     return text + (f"; {summary}" if summary else "")
 

@@ -37,13 +37,15 @@ def series(fn, xs=N, reps=(0.99, 1.01), callpath="a") -> Series:
 # -- failures say what was noticed on the way -------------------------------------------------
 
 def test_a_failed_fit_prints_the_line_warnings_that_explain_it(tmp_path, capsys):
-    # the first line declares a second parameter, so every later line is rejected
-    rows = [{"params": {"n": 1, "m": 2}, "callpath": "a", "metric": "time", "value": [1]}]
-    rows += [{"params": {"n": n}, "callpath": "a", "metric": "time", "value": [n, n]} for n in N]
+    # two lines declare a second parameter, one has none: the file's parameters are those of the
+    # two, and every other line is rejected
+    rows = [{"params": {"n": 1, "m": 2}, "callpath": "a", "metric": "time", "value": [1]},
+            {"params": {"n": 2, "m": 2}, "callpath": "a", "metric": "time", "value": [1]},
+            {"params": {"n": 1}, "callpath": "a", "metric": "time", "value": [1]}]
     f = write_jsonl(tmp_path / "first.jsonl", rows)
     assert cli.main(["fit", str(f)]) == cli.EXIT_ERROR
     err = capsys.readouterr().err
-    assert f"{f}:2: parameters ['n'] differ from the file's ['m', 'n']; line skipped" in err
+    assert f"{f}:3: parameters ['n'] differ from the file's ['m', 'n'] (those of 2 of its lines); line skipped" in err
     assert "1 series left out: measured at fewer than 3 points" in err
     assert err.rstrip().splitlines()[-1] == "modeler: error: no series has 3 or more points (--min-points)"
     # -q keeps only the error

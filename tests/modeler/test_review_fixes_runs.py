@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from modeler.readers import ReadOptions, read_inputs
@@ -348,3 +349,19 @@ def test_launches_of_one_job_with_the_same_run_id_are_separate_runs(tmp_path):
     shutil.copytree(tmp_path / "p4_rep1", tmp_path / "backup")
     loaded = read_inputs([tmp_path])
     assert sorted(f.status for f in loaded.files).count("duplicate") == 1
+
+
+def test_a_script_the_rank_started_with_subprocess_keeps_its_own_call_paths(tmp_path):
+    # review 58 F2: the rank waits in subprocess.run inside its `main` while the script's `main`
+    # runs: summed under one name, the script's 0.4 s counted twice (0.97 s for a 0.57 s tree)
+    for p in (1, 2, 4, 8, 16):
+        d = tmp_path / f"r{p}"
+        write_rank_file(d, run_id=f"r{p}", params={"p": p}, pid=1000, header={"ppid": 1},
+                        profile={(0,): (1, (100 + 470) * MS, 470 * MS)})
+        write_rank_file(d, run_id=f"r{p}", params={"p": p}, pid=1001, header={"ppid": 1000},
+                        profile={(0,): (1, 400 * MS, 400 * MS)})
+    ds = read_runs([tmp_path])
+    main = series(ds, "main", "time")
+    assert [float(np.median(r)) for r in main.repetitions] == pytest.approx([0.57] * 5)
+    script = series(ds, "[subprocess] main", "time")
+    assert [float(np.median(r)) for r in script.repetitions] == pytest.approx([0.4] * 5)

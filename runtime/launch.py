@@ -18,17 +18,19 @@ from runtime.launch_args import Options, parse, unused_sweep_warnings
 from runtime.launch_errors import LaunchError
 from runtime.launch_recording import check_environment
 from runtime.launch_toplevel import restore_program_limit
-from runtime.sweep_design import Run, point_name, run_name
+from runtime.sweep_design import Run, legacy_names, run_name
+from runtime.sweep_values import MAX_INT
 from runtime.sweep_state import check_folder, prepare_root
 
 
 def _next_repetition(opts: Options, params: dict) -> int:
     """A plain run repeated by hand gets the next free repetition index rather than overwriting.
-    Repetitions an older scaleprobe made of this point under the name without the hash
-    (`point_name`) count too, unless their record says they are another point's."""
+    Repetitions an older scaleprobe made of this point under its older names (`legacy_names`: the
+    parameters in the order given, without the hash) count too, unless their record says they are
+    another point's."""
     from runtime.sweep_state import read_record
 
-    names = {run_name(params), point_name(params)}
+    names = {run_name(params), *legacy_names(params)}
     pattern = re.compile("(" + "|".join(re.escape(n) for n in names) + r")_rep-(\d+)\Z")
     root = opts.out / opts.experiment
     taken = []
@@ -43,7 +45,8 @@ def _next_repetition(opts: Options, params: dict) -> int:
                 record = None  # unreadable: counted, as it may be this point's
             if record is not None and record.params != params:
                 continue
-        taken.append(int(m.group(2)))
+        if int(m.group(2)) < MAX_INT:  # no repetition a run header can hold: not a run of ours (review 58 F7)
+            taken.append(int(m.group(2)))
     return max(taken) + 1 if taken else 0
 
 
@@ -154,7 +157,7 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
         from runtime.sweep_run import dry_run
 
         check_folder(opts.out / opts.experiment, f"--out {opts.out}")
-        return dry_run(opts, runs, argv if in_process else None)
+        return dry_run(opts, runs, argv if in_process else None, recording=not cfg.disable)
     prepare_root(opts.out, opts.experiment)
     if not opts.sweeping and opts.repetition is None:
         runs = _claim_repetition(opts, runs)

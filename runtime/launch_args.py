@@ -13,10 +13,14 @@ from pathlib import Path
 from runtime.launch_errors import LaunchError
 from runtime.launch_nsys import parse_rank_filter
 from runtime.sweep_design import Design, check_ranks, load_toml
-from runtime.sweep_values import parse_assignment
+from runtime.sweep_values import check_int, parse_assignment
 
 #: without --max-failures, a sweep whose first this many runs all failed stops (a mistyped option)
 FIRST_FAILURES = 3
+#: the most runs one sweep may have (points x repetitions): its run list is built before it starts
+MAX_RUNS = 100_000
+
+
 def _prog() -> str:
     """As it was started: the console script names itself (review 40: it said python -m runtime.launch)."""
     return "scaleprobe-launch" if os.path.basename(sys.argv[0] or "") == "scaleprobe-launch" else "python -m runtime.launch"
@@ -73,10 +77,12 @@ class Options:
 
 def path_arg(text: str) -> Path:
     """An argparse type: a path, never the empty string, which `Path` takes for the current directory
-    (review 40: `--out "$OUT"` with OUT unset wrote the runs into the working directory)."""
+    (review 40: `--out "$OUT"` with OUT unset wrote the runs into the working directory). A leading
+    `~` is the home directory, as in SCALEPROBE_OUT, also where the shell left it (`--out '~/runs'`,
+    `--out=~/runs`): review 58 F10, it made a folder named `~`."""
     if not text:
         raise argparse.ArgumentTypeError("an empty path (an unset shell variable?)")
-    return Path(text)
+    return Path(os.path.expanduser(text))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -211,8 +217,11 @@ def parse(argv: list[str]) -> Options:
         if ns.repeat < 1:
             raise LaunchError(f"--repeat {ns.repeat}: must be at least 1")
         design.repeat = ns.repeat
+    _check_size(design, ns)
     if ns.nproc is not None and ns.nproc < 1:
         raise LaunchError(f"--nproc {ns.nproc}: must be at least 1")
+    if ns.nproc is not None:
+        check_int(ns.nproc, f"--nproc {ns.nproc}")  # it is the parameter `ranks` of every run header
     if ns.nproc is not None and ("ranks" in design.sweep or "ranks" in design.fixed):
         raise LaunchError(f"--nproc {ns.nproc} and the parameter ranks both set the number of ranks: give one")
     if ns.timeout is not None and not (0 < ns.timeout < math.inf):
@@ -248,6 +257,7 @@ def parse(argv: list[str]) -> Options:
     if ns.repetition is not None:
         if ns.repetition < 0:
             raise LaunchError(f"--repetition {ns.repetition}: must not be negative")
+        check_int(ns.repetition, f"--repetition {ns.repetition}")
         if sweeping:
             design_option = (f"--sweep {ns.sweep[0]}" if ns.sweep else f"--sweep-file {ns.sweep_file}"
                              if ns.sweep_file else f"--repeat {ns.repeat}")
@@ -270,6 +280,26 @@ def parse(argv: list[str]) -> Options:
         repetition=ns.repetition, child=ns.child, max_failures=ns.max_failures, module=ns.module,
         ranks_by_program=ns.ranks_by_program,
         sweep_origin={name: origin[name] for name in design.sweep if name in origin})
+
+
+def _check_size(design: Design, ns: argparse.Namespace) -> None:
+    """A design of more than MAX_RUNS runs is refused before its run list is built (review 58 F12:
+    `--repeat 10000000` grew the launcher's memory by 90 MB/s for minutes, saying nothing)."""
+    points = 1
+    for values in design.sweep.values():
+        points *= len(values)
+    total = points * design.repeat
+    if total <= MAX_RUNS:
+        return
+    if ns.repeat is not None:
+        repeat = f"--repeat {ns.repeat}"
+    elif design.repeat > 1:
+        repeat = f"sweep file {ns.sweep_file}: repeat = {design.repeat}"
+    else:
+        repeat = "1 repetition"
+    raise LaunchError(f"{total} runs ({points} point{'s' if points > 1 else ''} x {repeat}): a sweep may have at "
+                      f"most {MAX_RUNS} runs; give fewer values or repetitions, or split it into several sweeps "
+                      "(each with its own --experiment or --out)")
 
 
 def _words(option: str, text: str) -> list[str]:
@@ -311,10 +341,10 @@ def unused_sweep_warnings(opts: Options) -> list[str]:
     """A swept parameter (other than `ranks`, which sets the number of ranks) that no `{name}` of
     the program's arguments or of `--spawn` names: every value of it runs the same command. Not an
     error: the program may read it from SCALEPROBE_PARAMS."""
-    from runtime.sweep_values import _PLACEHOLDER
+    from runtime.sweep_values import placeholders
     import difflib
 
-    used = {m.group(1) for arg in [*opts.args, opts.spawn or ""] for m in _PLACEHOLDER.finditer(arg)}
+    used = {name for arg in [*opts.args, opts.spawn or ""] for name in placeholders(arg)}
     warnings = []
     for name, values in opts.design.sweep.items():
         if name == "ranks" and opts.ranks_by_program and name not in used and len(values) > 1:

@@ -23,8 +23,8 @@ from runtime.launch_args import Options
 from runtime.launch_child import read_error, recorder_started, run_rank
 from runtime.launch_errors import LaunchError
 from runtime.launch_nsys import nsys_executable, nsys_prefix, parse_rank_filter
-from runtime.launch_recording import report_single_run, wrote_run_file
-from runtime.sweep_design import Run, legacy_directory, run_name
+from runtime.launch_recording import report_single_run, say, wrote_run_file
+from runtime.sweep_design import Run, legacy_directories, run_name
 from runtime.sweep_state import RunRecord, claim, clear_attempt, place, prepare_root, write_record
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
@@ -122,18 +122,18 @@ def _set_run_env(opts: Options, run: Run, run_id: str) -> None:
 
 
 def _run_in_process(opts: Options, identity: ProcessIdentity, run: Run, record: RunRecord, start: float,
-                    cfg: Config) -> tuple[int, int | None]:
+                    cfg: Config, shown: Path) -> tuple[int, int | None]:
     """The program, in this process: its exit status, and a stop signal that came meanwhile
     (`run_signals`: the program may have handled it and exited 0), or None. Where a signal ends it
     while its main thread is blocked in C (signal_watch: the program never unwinds to here), the
-    run's record still ends, `interrupted`."""
+    run's record still ends, `interrupted`. `run.directory` is absolute (the program may change its
+    working directory); `shown` is the run directory as the messages name it."""
     from runtime import run_signals, signal_watch
 
     def last_words(signum: int) -> None:
         _finish(run, record, 128 + signum, identity.rank, time.monotonic() - start, signum)
         if not cfg.quiet:
-            print(f"scaleprobe launch: {record.error} while blocked outside Python; run data in {run.directory}",
-                  file=sys.stderr, flush=True)
+            say(f"scaleprobe launch: {record.error} while blocked outside Python; run data in {shown}")
 
     launcher = os.getpid()
 
@@ -144,9 +144,8 @@ def _run_in_process(opts: Options, identity: ProcessIdentity, run: Run, record: 
             return None  # a child the program forked
         _finish(run, record, 0, identity.rank, time.monotonic() - start)
         if not cfg.quiet:
-            print(f"scaleprobe launch: the program replaced itself with os.exec*: the launcher's run ends here "
-                  f"(the new program's own run file, if it records, joins it); run data in {run.directory}",
-                  file=sys.stderr, flush=True)
+            say(f"scaleprobe launch: the program replaced itself with os.exec*: the launcher's run ends here "
+                f"(the new program's own run file, if it records, joins it); run data in {shown}")
         return None
 
     remove = signal_watch.at_default_action(last_words) if identity.rank == 0 else (lambda: None)
@@ -185,7 +184,7 @@ def _finish(run: Run, record: RunRecord, code: int, rank: int, wall_s: float, si
     except LaunchError as exc:
         # The program's exit status stands; the record still says `running`, so a resumed sweep
         # makes this run again.
-        print(f"scaleprobe launch: error: {exc} (the run's record still says 'running')", file=sys.stderr)
+        say(f"scaleprobe launch: error: {exc} (the run's record still says 'running')")
 
 
 def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str], cfg: Config) -> int:
@@ -210,6 +209,8 @@ def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str], cfg
               f"[{' '.join(f'{k}={v}' for k, v in params.items())} rep={repetition}]")
         return 0
     prepare_root(opts.out, opts.experiment)
+    # absolute before the program runs: it may change its working directory (review 58 F5)
+    shown, run = run.directory, dataclasses.replace(run, directory=Path(os.path.abspath(run.directory)))
     if not os.environ.get("SCALEPROBE_NSYS_ACTIVE"):  # re-executed under nsys: cleared before that
         # Each rank clears only its own files of an earlier attempt: the others may be writing theirs.
         clear_attempt(run.directory, identity.rank)
@@ -219,13 +220,13 @@ def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str], cfg
     if identity.rank == 0:
         write_record(run.directory, record)
     launcher = os.getpid()
-    code, signum = _run_in_process(opts, identity, run, record, start, cfg)
+    code, signum = _run_in_process(opts, identity, run, record, start, cfg, shown)
     if os.getpid() != launcher:
         return code  # a child the program forked, unwinding through here: the run is not its to end
     if identity.rank == 0:
         _finish(run, record, code, identity.rank, time.monotonic() - start, signum)
         # The other ranks may still be writing: rank 0 knows only whether it ran instrumented code.
-        report_single_run(opts, cfg, run.directory, recorder_started(), record.status == "ok")
+        report_single_run(opts, cfg, shown, recorder_started(), record.status == "ok")
     return code
 
 
@@ -237,18 +238,21 @@ def run_plain(opts: Options, run: Run, argv: list[str], cfg: Config) -> int:
     os.environ.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
                        "SCALEPROBE_LAUNCHER": "launch"})
-    legacy = legacy_directory(run, opts.repetition is not None)  # never when a fresh repetition was taken
-    run = dataclasses.replace(run, directory=place(run.directory, run.params, legacy))
+    legacy = legacy_directories(run, opts.repetition is not None)  # never when a fresh repetition was taken
+    shown = place(run.directory, run.params, legacy)
+    # absolute before the program runs, which may change its working directory: the record, its
+    # files and the messages after it are still this run's (review 58 F5: they went to its new cwd)
+    run = dataclasses.replace(run, directory=Path(os.path.abspath(shown)))
     held = claim(run.directory)  # held while the program runs; released when this process ends
     if isinstance(held, str):
-        raise LaunchError(f"{run.directory} is being run by another launcher ({held}); "
+        raise LaunchError(f"{shown} is being run by another launcher ({held}); "
                           "give another --repetition or wait for it")
     _set_run_env(opts, run, run_id)
     clear_attempt(run.directory)  # `--repetition K` into a run directory of an earlier attempt
     record = _record(opts, run, run_id, argv)
     write_record(run.directory, record)
     launcher = os.getpid()
-    code, signum = _run_in_process(opts, detect(), run, record, start, cfg)
+    code, signum = _run_in_process(opts, detect(), run, record, start, cfg, shown)
     if os.getpid() != launcher:
         # A child the program forked that leaves by sys.exit() or falls off its end unwinds through
         # here: the run's record and messages are the launcher's (review 38: it wrote `ok` mid-run)
@@ -258,6 +262,6 @@ def run_plain(opts: Options, run: Run, argv: list[str], cfg: Config) -> int:
     if record.status == "failed" and not cfg.quiet:
         # With the "run data in" line (SCALEPROBE_QUIET leaves both out, and stderr is python's own):
         # the run's end, its error and the status passed through.
-        print(f"scaleprobe launch: run failed (exit status {code}): {record.error}", file=sys.stderr)
-    report_single_run(opts, cfg, run.directory, wrote_run_file(run.directory), record.status == "ok")
+        say(f"scaleprobe launch: run failed (exit status {code}): {record.error}")
+    report_single_run(opts, cfg, shown, wrote_run_file(run.directory), record.status == "ok")
     return code

@@ -51,16 +51,31 @@ def nothing_recorded(cfg: Config, opts: Options, runs: str = "the run") -> str |
     return f"scaleprobe launch: warning: {runs} completed but no run file was written: {why}"
 
 
+def say(line: str) -> None:
+    """One of the launcher's lines on stderr, after a program that ran in this process: on the
+    program's sys.stderr, else on the interpreter's own; none where the program closed both (review
+    58 F8: the line raised there, and the launcher's exit status became 1 where python's was 0).
+    Never on file descriptor 2 itself: closed with them, it may be another file now."""
+    for stream in (sys.stderr, sys.__stderr__):
+        if stream is None:
+            continue
+        try:
+            print(line, file=stream, flush=True)
+            return
+        except (OSError, ValueError, AttributeError):
+            continue
+
+
 def report_single_run(opts: Options, cfg: Config, directory: Path, recorded: bool, ok: bool) -> None:
     """After one run (not a sweep): where the data went (unless SCALEPROBE_QUIET), or, when it
     ended ok with nothing recorded, the warning."""
     if recorded:
         if not cfg.quiet:
-            print(f"scaleprobe launch: run data in {directory}", file=sys.stderr)
+            say(f"scaleprobe launch: run data in {directory}")
         return
     warning = nothing_recorded(cfg, opts) if ok else None
     if warning is not None:
-        print(warning, file=sys.stderr)
+        say(warning)
 
 
 def _module_file(module: str) -> str:

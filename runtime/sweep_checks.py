@@ -7,7 +7,7 @@ import re
 
 from runtime.launch_args import Options
 from runtime.launch_errors import LaunchError
-from runtime.sweep_design import Run, legacy_directory
+from runtime.sweep_design import Run, legacy_directories
 from runtime.sweep_state import RECORD, read_record
 
 
@@ -59,7 +59,7 @@ def check_records(runs: list[Run]) -> None:
     if not runs:
         return
     names = {run.directory.name for run in runs}
-    names |= {legacy.name for run in runs if (legacy := legacy_directory(run, True)) is not None}
+    names |= {legacy.name for run in runs for legacy in legacy_directories(run, True)}
     roots = {run.directory.parent for run in runs}
     bad = []
     for root in sorted(roots):

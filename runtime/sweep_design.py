@@ -96,24 +96,20 @@ def check_ranks(values, where: str) -> None:
 
 
 def point_name(point: dict[str, Value]) -> str:
-    """The parameters as a file name can hold them (two points may come out alike: see run_name)."""
+    """The parameters as a file name can hold them, in the order given (two points may come out
+    alike: see run_name): the name of the oldest launchers, still looked for (`legacy_directories`)."""
     return "_".join(f"{k}-{_UNSAFE.sub('_', str(v))}" for k, v in point.items())
 
 
-def legacy_directory(run: Run, replaces: bool) -> Path | None:
-    """Where an older scaleprobe put this run (`point_name`, without the hash), for `place`: only
-    when (point, repetition) names one run to resume or replace, in a sweep or with `--repetition
-    K`. A plain run that takes the next free repetition never goes there: a run of the same index
-    there is another, finished one (the index counts such names, see launch._next_repetition)."""
-    if not replaces:
-        return None
-    return run.directory.with_name(f"{point_name(run.params)}_rep-{run.repetition}")
+def _in_order(point: dict[str, Value]) -> dict[str, Value]:
+    """`ranks` first, then the other parameters by name: the order of the `--sweep` options, of the
+    sweep file's keys, or whether a parameter is swept or fixed, never changes a directory's name
+    (review 58 F4: swapping two --sweep options made a resume redo every run into new directories)."""
+    return {**{k: v for k, v in point.items() if k == "ranks"},
+            **{k: point[k] for k in sorted(point) if k != "ranks"}}
 
 
-def run_name(point: dict[str, Value]) -> str:
-    """The directory name of a point, a function of the point alone: `point_name`, plus a hash of
-    the point when a value holds a character a name keeps only as `_` (`/`, a space, `_` itself),
-    so that `a/b` and `a_b` never share a directory, whatever the order they are swept in."""
+def _named(point: dict[str, Value]) -> str:
     name = point_name(point)
     if any(_UNSAFE.search(str(v)) for v in point.values()):
         import hashlib
@@ -122,10 +118,58 @@ def run_name(point: dict[str, Value]) -> str:
     return name
 
 
+def legacy_directory(run: Run, replaces: bool) -> Path | None:
+    """Where the oldest scaleprobe put this run (`point_name`, without the hash), for `place`: only
+    when (point, repetition) names one run to resume or replace, in a sweep or with `--repetition
+    K`. A plain run that takes the next free repetition never goes there: a run of the same index
+    there is another, finished one (the index counts such names, see launch._next_repetition)."""
+    if not replaces:
+        return None
+    return run.directory.with_name(f"{point_name(run.params)}_rep-{run.repetition}")
+
+
+def legacy_names(point: dict[str, Value]) -> list[str]:
+    """The names older launchers gave this point, other than `run_name`'s: the parameters in the
+    order given (with the hash where one was added), and without the hash (`point_name`)."""
+    names = []
+    for name in (_named(point), point_name(point)):
+        if name != run_name(point) and name not in names:
+            names.append(name)
+    return names
+
+
+def legacy_directories(run: Run, replaces: bool) -> list[Path]:
+    """Every directory an older scaleprobe may have put this run in (`legacy_names`), for `place`;
+    none where `legacy_directory` gives none."""
+    if not replaces:
+        return []
+    return [run.directory.with_name(f"{name}_rep-{run.repetition}") for name in legacy_names(run.params)]
+
+
+def run_name(point: dict[str, Value]) -> str:
+    """The directory name of a point, a function of the point alone: `point_name` of its parameters
+    in a fixed order (`ranks` first, then by name), plus a hash of the point when a value holds a
+    character a name keeps only as `_` (`/`, a space, `_` itself), so that `a/b` and `a_b` never
+    share a directory, whatever the order they are swept in."""
+    return _named(_in_order(point))
+
+
 def _toml_values(values: list[object], where: str) -> list[Value]:
+    texts: dict[str, object] = {}
     for value in values:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise LaunchError(f"{where}: values must be numbers or strings, not {value!r}")
+        if isinstance(value, str) and not value.strip():
+            # as `--sweep n=1,` is (review 58 F11)
+            raise LaunchError(f"{where}: empty value {value!r}")
+        text = str(value)
+        if text in texts and texts[text] != value:
+            # the string "1" and the number 1: the same command twice, and a parameter the modeler
+            # refuses as not always a number (review 58 F11)
+            raise LaunchError(f"{where}: {texts[text]!r} and {value!r} both reach the program as {text!r}, so they "
+                              f"would run the same command twice: give the value once (a number is written "
+                              f"without quotes)")
+        texts.setdefault(text, value)
     # a TOML number is passed to the program as Python writes it: str(value)
     return list(spelled_values(((v, str(v)) for v in values), where))
 

@@ -9,7 +9,8 @@ a run with no run file at all counts as done, as before (it may hold `--nsys` re
 it again would remove), and one of several files deleted cannot be noticed.
 
 A run whose directory was removed (or replaced) while it ran lost its run files with it: it failed,
-whatever its ranks did.
+whatever its ranks did. So did a run whose ranks all exited 0 while a rank's own run file has no end
+record (a rank that left with `os._exit`): its data stops at the last flush (review 58 F1).
 """
 
 from __future__ import annotations
@@ -60,13 +61,51 @@ def _last_record(path: Path) -> str | None:
     return record.get("type") if isinstance(record, dict) and isinstance(record.get("type"), str) else None
 
 
-def _is_helper(path: Path) -> bool:
+def _header(path: Path) -> dict | None:
     try:
         with open(path, "rb") as handle:
             header = json.loads(handle.readline())
     except (OSError, ValueError):
-        return False
-    return isinstance(header, dict) and is_helper_process(header)
+        return None
+    return header if isinstance(header, dict) else None
+
+
+def _is_helper(path: Path) -> bool:
+    header = _header(path)
+    return header is not None and is_helper_process(header)
+
+
+def unended_rank_files(directory: Path) -> list[tuple[int | None, str]]:
+    """The ranks' own run files (not their helper processes') without an end record, with the rank
+    each header names: after every rank exited 0, the mark of a rank that left with `os._exit`,
+    which skips the final flush and the end record (review 58 F1)."""
+    found = []
+    for path in run_files(directory):
+        if _last_record(path) == "end":
+            continue
+        header = _header(path)
+        # only a file that starts as a run file does (a rank writes its header when it starts)
+        if header is None or header.get("type") != "header" or is_helper_process(header):
+            continue
+        rank = header.get("rank")
+        found.append((rank if isinstance(rank, int) and not isinstance(rank, bool) else None, path.name))
+    return found
+
+
+def without_end_record(outcome: Outcome, unended: list[tuple[int | None, str]]) -> Outcome:
+    """The outcome of a run whose ranks all exited 0 while a rank's own run file has no end record:
+    failed, naming the rank and the file, since its data is cut at its last flush and the modeler
+    leaves such a run out as incomplete (review 58 F1: it was `ok`, and a resume skipped it)."""
+    if outcome.status != "ok" or not unended:
+        return outcome
+    rank, name = unended[0]
+    more = f" (and {len(unended) - 1} more)" if len(unended) > 1 else ""
+    # the rank is named before the error where it is known (`rank 0: ...`, `rank 0 failed: ...`)
+    who = "exited" if rank is not None else "a rank exited"
+    error = (f"{who} with code 0, but its run file {name}{more} has no end record: most likely it ended with "
+             "os._exit, which skips the final flush and the end record; its data stops at its last flush and "
+             "the modeler leaves the run out as incomplete (end with sys.exit, or return from main, instead)")
+    return dataclasses.replace(outcome, status="failed", failed_rank=rank, error=error)
 
 
 def missing_files(directory: Path, listed: list[str] | None) -> list[str]:
@@ -84,6 +123,10 @@ def missing_files(directory: Path, listed: list[str] | None) -> list[str]:
             problems.append(f"its run file {name} is missing")
         elif _last_record(path) != "end":
             problems.append(f"its run file {name} has no end record (cut off?)")
+    # a rank's own file the record does not list and that has no end record: a rank that ended with
+    # os._exit, which earlier launchers recorded `ok` (review 58 F1)
+    problems += [f"its run file {name} has no end record (the rank ended with os._exit?)"
+                 for _, name in unended_rank_files(directory) if name not in listed]
     return problems
 
 

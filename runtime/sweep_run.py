@@ -20,10 +20,12 @@ from runtime.launch_args import FIRST_FAILURES, Options, child_flags, without_dr
 from runtime.launch_recording import nothing_recorded, report_single_run, wrote_run_file
 from runtime.launch_ranks import Member, Outcome, SignalInbox, free_port, run_members
 from runtime.launch_errors import LaunchError
-from runtime.sweep_design import Run, legacy_directory
+from runtime.sweep_design import Run, legacy_directories
 from runtime.sweep_progress import Progress
-from runtime.sweep_files import directory_identity, ended_files, removed_while_running
-from runtime.sweep_state import Claim, RunRecord, claim, clear_attempt, completion, place, write_record
+from runtime.sweep_files import (directory_identity, ended_files, removed_while_running, unended_rank_files,
+                                 without_end_record)
+from runtime.sweep_state import (Claim, RunRecord, claim, clear_attempt, completion, place, recorded_nothing,
+                                 write_record)
 from runtime.sweep_values import substitute
 
 # Variables that would make a rank believe it is someone else's rank: never inherited from our own
@@ -132,7 +134,8 @@ def describe(opts: Options, run: Run, command: list[str]) -> str:
     return f"{run.directory}  [{params} rep={run.repetition}]  {shlex.join(command)}"
 
 
-def dry_run(opts: Options, runs: list[Run], in_process_argv: list[str] | None = None, stream=None) -> int:
+def dry_run(opts: Options, runs: list[Run], in_process_argv: list[str] | None = None, stream=None,
+            recording: bool = True) -> int:
     """List each run with `done` or `run` and the command launch.json would record for it: the
     command that starts its ranks, or, for a run in this very process, the launcher itself
     (`in_process_argv`: this launcher's own arguments)."""
@@ -140,9 +143,9 @@ def dry_run(opts: Options, runs: list[Run], in_process_argv: list[str] | None = 
     todo = 0
     for run in runs:
         if opts.sweeping:
-            run = dataclasses.replace(run, directory=place(run.directory, run.params, legacy_directory(run, True)))
-        done, problems = completion(run.directory, run.params, program_of(opts, run)) if opts.sweeping \
-            else (False, [])
+            run = dataclasses.replace(run, directory=place(run.directory, run.params, legacy_directories(run, True)))
+        done, problems = completion(run.directory, run.params, program_of(opts, run),
+                                    opts.instrument and recording) if opts.sweeping else (False, [])
         todo += not done
         command = (rank_command(opts, run) if in_process_argv is None
                    else [sys.executable, "-m", "runtime.launch", *without_dry_run(in_process_argv)])
@@ -166,6 +169,7 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
     stopped: str | None = None  # why the sweep stopped early (the launcher cannot write its records)
     last_code = 0
     unrecorded = 0  # runs that ended ok without a run file
+    skipped_empty = 0  # runs skipped as done before that wrote no run file then
     todo: list[Run] = list(runs)
     held_elsewhere: dict[Path, str] = {}  # runs another launcher holds: tried again at the end
     waiting = False
@@ -199,11 +203,12 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
             continue
         claim, run = taken
         try:
-            done, problems = completion(run.directory, run.params, program_of(opts, run)) if opts.sweeping \
-                else (False, [])
+            done, problems = completion(run.directory, run.params, program_of(opts, run),
+                                        opts.instrument and not cfg.disable) if opts.sweeping else (False, [])
             if done:
                 assert progress is not None
                 progress.skip()
+                skipped_empty += recorded_nothing(run.directory)
                 continue
             if problems:
                 print(f"scaleprobe launch: {run.directory}: {_redo_reason(problems)}", file=sys.stderr)
@@ -237,6 +242,13 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
         warning = nothing_recorded(cfg, opts, f"{unrecorded} of {progress.ok} runs") if unrecorded else None
         if warning is not None:
             print(warning, file=sys.stderr)
+        if skipped_empty and not cfg.disable:
+            # review 58 F3: the resume said nothing, and the sweep had no data
+            how = ("delete their launch.json" if opts.instrument else
+                   "resume with --instrument or with the instrumented copy of the program, or delete their "
+                   "launch.json")
+            print(f"scaleprobe launch: warning: {skipped_empty} of the runs skipped as done before wrote no run "
+                  f"file when they were made; to make them again, {how}", file=sys.stderr)
     elif stopped is not None:
         print(f"scaleprobe launch: error: {stopped}", file=sys.stderr)
     if interrupted is not None:
@@ -280,7 +292,7 @@ def _too_many_failures(opts: Options, in_a_row: int, progress: Progress | None, 
 def _take(opts: Options, run: Run) -> tuple[Claim, Run] | str:
     """The run, in the directory that is its own, held by this launcher; or who holds it."""
     # A plain run without --repetition took a fresh repetition: never an older run's directory.
-    legacy = legacy_directory(run, opts.sweeping or opts.repetition is not None)
+    legacy = legacy_directories(run, opts.sweeping or opts.repetition is not None)
     while True:
         directory = place(run.directory, run.params, legacy)
         held = claim(directory)
@@ -299,7 +311,8 @@ def _run_one(opts: Options, run: Run, cfg: Config,
     run_id = new_run_id()
     members = members_for(opts, run, run_id)
     record = RunRecord(experiment=opts.experiment, run_id=run_id, params=run.params,
-                       repetition=run.repetition, command=members[0].command, program=program_of(opts, run))
+                       repetition=run.repetition, command=members[0].command, program=program_of(opts, run),
+                       instrument=opts.instrument)
     try:
         write_record(run.directory, record)
     except LaunchError as exc:
@@ -310,6 +323,7 @@ def _run_one(opts: Options, run: Run, cfg: Config,
     outcome = run_members(members, run.directory, timeout=opts.timeout, grace=opts.grace)
     if directory_identity(run.directory) != identity:
         outcome = removed_while_running(outcome)
+    outcome = without_end_record(outcome, unended_rank_files(run.directory))
     record.files = ended_files(run.directory)
     record.status, record.exit_code = outcome.status, outcome.exit_code
     record.failed_rank, record.error, record.wall_s = outcome.failed_rank, outcome.error, round(outcome.wall_s, 3)

@@ -62,6 +62,9 @@ class RunRecord:
     # the run files (`rank*.jsonl`) that had their end record when the run ended: a resume makes
     # the run again when one is gone or cut off (None in records of older launchers)
     files: list[str] | None = None
+    # whether the launcher ran the program with --instrument (None in records of older launchers): a
+    # run that wrote no run file without it is made again by a resume with it (review 58 F3)
+    instrument: bool | None = None
 
 
 def prepare_root(out: Path, experiment: str) -> None:
@@ -175,11 +178,14 @@ def same_program(record: RunRecord, program: list[str]) -> bool:
 
 
 def completion(directory: Path, params: dict[str, Any],
-               program: list[str] | None = None) -> tuple[bool, list[str]]:
+               program: list[str] | None = None, instrument: bool = False) -> tuple[bool, list[str]]:
     """Whether the directory holds a finished run of these parameters (and, when both are known,
     of the same program) with all its run files; and, for a run recorded as finished whose run
     files are not all there (deleted, cut off), or that another program command made, why it is
-    not (see sweep_files)."""
+    not (see sweep_files). With `instrument` (this launch instruments the program with --instrument
+    and records), a run that wrote no run file, made without --instrument, is not finished either
+    (review 58 F3: the launcher's advice after an uninstrumented sweep, "add --instrument", skipped
+    every run as done); see `recorded_nothing` for the others."""
     record = read_record(directory)
     if record is None or record.status != "ok" or record.params != params:
         return False, []
@@ -189,12 +195,42 @@ def completion(directory: Path, params: dict[str, Any],
     from runtime.sweep_files import missing_files
 
     problems = missing_files(directory, record.files)
+    if instrument and record.instrument is not True and not problems and _wrote_nothing(directory, record):
+        problems = ["it wrote no run file, and this launch instruments the program (--instrument)"]
     return not problems, problems
 
 
-def is_complete(directory: Path, params: dict[str, Any], program: list[str] | None = None) -> bool:
+def _wrote_nothing(directory: Path, record: RunRecord) -> bool:
+    """A run recorded by this launcher (`files: []`; older ones have None, kept as done: see
+    sweep_files) whose directory holds no rank's data."""
+    return record.files == [] and not _holds_data(directory)
+
+
+def recorded_nothing(directory: Path) -> bool:
+    """Whether a run a resume skips as done wrote no run file (an uninstrumented program,
+    SCALEPROBE_RANKS that selected no rank, SCALEPROBE_DISABLE=1): the resume says so, and how to
+    make it again (review 58 F3)."""
+    try:
+        record = read_record(directory)
+    except LaunchError:
+        return False
+    return record is not None and _wrote_nothing(directory, record)
+
+
+def _holds_data(directory: Path) -> bool:
+    """Whether a run directory holds a rank's data: a run file, or an `--nsys` report (a run of an
+    NVTX-only build records nothing else, and making it again would replace its reports)."""
+    try:
+        return any(p.name.startswith("rank") and p.name.endswith((".jsonl", ".nsys-rep", ".qdrep"))
+                   for p in directory.iterdir())
+    except OSError:
+        return False
+
+
+def is_complete(directory: Path, params: dict[str, Any], program: list[str] | None = None,
+                instrument: bool = False) -> bool:
     """A finished run of these parameters (and of the same program), its run files all there."""
-    return completion(directory, params, program)[0]
+    return completion(directory, params, program, instrument)[0]
 
 
 def clear_attempt(directory: Path, rank: int | None = None) -> None:
@@ -263,11 +299,12 @@ def claim(directory: Path) -> Claim | str:
     return Claim(directory, fd)
 
 
-def place(directory: Path, params: dict[str, Any], legacy: Path | None = None) -> Path:
+def place(directory: Path, params: dict[str, Any], legacy: Path | list[Path] | None = None) -> Path:
     """The directory of the run of `params` that is named `directory`: that one, unless its record
     belongs to other parameters (an older scaleprobe named points alike that differ only in
-    characters a file name cannot hold); then `legacy` (the older name) when it holds this point,
-    else the first `<name>_alt-<n>` that is this point's or free. Never another point's."""
+    characters a file name cannot hold), or it has no record while an older name does; then
+    `legacy` (the older name, or names: the first that holds this point), else the first
+    `<name>_alt-<n>` that is this point's or free. Never another point's."""
     def owner(d: Path) -> dict[str, Any] | None:
         record = read_record(d)
         return None if record is None else record.params
@@ -275,8 +312,9 @@ def place(directory: Path, params: dict[str, Any], legacy: Path | None = None) -
     first = owner(directory)
     if first == params:
         return directory
-    if legacy is not None and legacy != directory and owner(legacy) == params:
-        return legacy  # a run of this point an older scaleprobe made: resumed where it is
+    for older in ([] if legacy is None else [legacy] if isinstance(legacy, Path) else legacy):
+        if older != directory and owner(older) == params:
+            return older  # a run of this point an older scaleprobe made: resumed where it is
     if first is None:
         return directory
     n = 2

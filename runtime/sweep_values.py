@@ -18,6 +18,12 @@ from runtime.launch_errors import LaunchError
 Value = int | float | str
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# `{{name}}`: the literal text `{name}` for the program (a Lightning checkpoint pattern `{{epoch}}-{{step}}`)
+_ESCAPED = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
+# what substitute() reads: an escaped name first, else a placeholder
+_TEMPLATE = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: integers are written to the run files as 64-bit numbers: a value must be below this in size
+MAX_INT = 2**63
 # `{ name }`, `{name:03d}`, `{name!r}`: str.format's syntax, which substitute() does not take
 _LOOKALIKE = re.compile(r"\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*([!:][^{}]*)?\}")
 
@@ -49,6 +55,7 @@ def spelled_values(pairs: Iterable[tuple[Value, str]], where: str) -> dict[Value
     for value, text in pairs:
         if isinstance(value, float) and not math.isfinite(value):
             raise LaunchError(f"{where}: {text!r} is not a finite number")
+        check_int(value, f"{where}: {text!r}")
         if value in spelled:
             earlier = spelled[value]
             same = f"{text!r} is given twice" if earlier == text else \
@@ -56,6 +63,18 @@ def spelled_values(pairs: Iterable[tuple[Value, str]], where: str) -> dict[Value
             raise LaunchError(f"{where}: {same}: give each value once")
         spelled[value] = text
     return spelled
+
+
+def check_int(value: object, where: str) -> None:
+    """An integer the run files can hold (64 bits), or an error naming `where` (review 58 F7: a larger
+    one passed the options, and then every rank died with a traceback writing its run header)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -MAX_INT <= value < MAX_INT:
+        raise LaunchError(f"{where}: too large an integer: the run files hold integers from -2**63 to 2**63-1")
+
+
+def placeholders(arg: str) -> list[str]:
+    """The names of the `{name}` placeholders of an argument (not of an escaped `{{name}}`)."""
+    return [m.group(2) for m in _TEMPLATE.finditer(arg) if m.group(2) is not None]
 
 
 def parse_assignment(text: str, option: str) -> tuple[str, dict[Value, str]]:
@@ -74,11 +93,14 @@ def parse_assignment(text: str, option: str) -> tuple[str, dict[Value, str]]:
 def substitute(args: Iterable[str], texts: Mapping[str, object], repetition: int,
                what: str = "program argument") -> list[str]:
     """Replace `{name}` in each argument by the run's text of that parameter (`{repetition}` too);
-    braces around anything but a name (`{"k": 1}`) stay as they are."""
+    `{{name}}` becomes the literal text `{name}` (review 58 F6: a program's own `{epoch}` pattern
+    could not be passed at all); braces around anything but a name (`{"k": 1}`) stay as they are."""
     values = {**{k: str(v) for k, v in texts.items()}, "repetition": str(repetition)}
 
     def one(match: re.Match[str], arg: str) -> str:
-        name = match.group(1)
+        if match.group(1) is not None:
+            return "{" + match.group(1) + "}"
+        name = match.group(2)
         if name not in values:
             raise LaunchError(f"{what} {arg!r} names {{{name}}}, which is no parameter "
                               f"(known: {', '.join(sorted(values))})")
@@ -87,13 +109,13 @@ def substitute(args: Iterable[str], texts: Mapping[str, object], repetition: int
     args = list(args)
     for arg in args:
         _check_lookalikes(arg, values, what)
-    return [_PLACEHOLDER.sub(lambda m, a=arg: one(m, a), arg) for arg in args]
+    return [_TEMPLATE.sub(lambda m, a=arg: one(m, a), arg) for arg in args]
 
 
 def _check_lookalikes(arg: str, names: Mapping[str, str], what: str) -> None:
     """A parameter's name in braces that is not exactly `{name}` would reach the program as it is,
     the same at every point: an error, not a silent sweep of one command."""
-    for match in _LOOKALIKE.finditer(arg):
+    for match in _LOOKALIKE.finditer(_ESCAPED.sub("", arg)):
         name, spec, text = match.group(1), match.group(2), match.group(0)
         if name not in names or text == f"{{{name}}}":
             continue

@@ -313,8 +313,8 @@ def test_sweep_from_toml(tmp_path):
     done = launch(["--sweep-file", "design.toml", "show.py", "-n", "{n}"], tmp_path)
     assert done.returncode == 0, done.stderr
     root = tmp_path / "runs" / "fromfile"
-    assert {p.name for p in root.iterdir()} == {f"ranks-1_n-{n}_model-cnn_rep-{k}" for n in (10, 20) for k in (0, 1)}
-    assert seen(root / "ranks-1_n-20_model-cnn_rep-1", 0)["argv"] == ["show.py", "-n", "20"]
+    assert {p.name for p in root.iterdir()} == {f"ranks-1_model-cnn_n-{n}_rep-{k}" for n in (10, 20) for k in (0, 1)}
+    assert seen(root / "ranks-1_model-cnn_n-20_rep-1", 0)["argv"] == ["show.py", "-n", "20"]
 
 
 @pytest.mark.parametrize("args, message", [

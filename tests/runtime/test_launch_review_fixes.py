@@ -23,7 +23,7 @@ def test_plain_run_replaces_placeholders_and_records_the_program(tmp_path):
     done = launch(["--param", "y=5", "--param", "tag=007", "show.py", "{y}", "--tag={tag}", "r{repetition}"],
                   tmp_path)
     assert done.returncode == 0, done.stderr
-    run_dir = tmp_path / "runs" / "show" / "ranks-1_y-5_tag-7_rep-0"
+    run_dir = tmp_path / "runs" / "show" / "ranks-1_tag-7_y-5_rep-0"
     assert seen(run_dir, 0)["argv"] == ["show.py", "5", "--tag=007", "r0"]
     assert record(run_dir)["program"] == ["show.py", "5", "--tag=007", "r0"]
     assert record(run_dir)["params"] == {"ranks": 1, "y": 5, "tag": 7}

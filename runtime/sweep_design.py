@@ -118,16 +118,6 @@ def _named(point: dict[str, Value]) -> str:
     return name
 
 
-def legacy_directory(run: Run, replaces: bool) -> Path | None:
-    """Where the oldest scaleprobe put this run (`point_name`, without the hash), for `place`: only
-    when (point, repetition) names one run to resume or replace, in a sweep or with `--repetition
-    K`. A plain run that takes the next free repetition never goes there: a run of the same index
-    there is another, finished one (the index counts such names, see launch._next_repetition)."""
-    if not replaces:
-        return None
-    return run.directory.with_name(f"{point_name(run.params)}_rep-{run.repetition}")
-
-
 def legacy_names(point: dict[str, Value]) -> list[str]:
     """The names older launchers gave this point, other than `run_name`'s: the parameters in the
     order given (with the hash where one was added), and without the hash (`point_name`)."""
@@ -139,8 +129,11 @@ def legacy_names(point: dict[str, Value]) -> list[str]:
 
 
 def legacy_directories(run: Run, replaces: bool) -> list[Path]:
-    """Every directory an older scaleprobe may have put this run in (`legacy_names`), for `place`;
-    none where `legacy_directory` gives none."""
+    """Every directory an older scaleprobe may have put this run in (`legacy_names`), for `place`:
+    only when (point, repetition) names one run to resume or replace, in a sweep or with
+    `--repetition K`. A plain run that takes the next free repetition never goes there: a run of the
+    same index there is another, finished one (the index counts such names, see
+    launch._next_repetition)."""
     if not replaces:
         return []
     return [run.directory.with_name(f"{name}_rep-{run.repetition}") for name in legacy_names(run.params)]

@@ -22,7 +22,7 @@ import sys
 import time
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from runtime.launch_errors import LaunchError
 
@@ -299,7 +299,7 @@ def claim(directory: Path) -> Claim | str:
     return Claim(directory, fd)
 
 
-def place(directory: Path, params: dict[str, Any], legacy: Path | list[Path] | None = None) -> Path:
+def place(directory: Path, params: dict[str, Any], legacy: Sequence[Path] = ()) -> Path:
     """The directory of the run of `params` that is named `directory`: that one, unless its record
     belongs to other parameters (an older scaleprobe named points alike that differ only in
     characters a file name cannot hold), or it has no record while an older name does; then
@@ -312,7 +312,7 @@ def place(directory: Path, params: dict[str, Any], legacy: Path | list[Path] | N
     first = owner(directory)
     if first == params:
         return directory
-    for older in ([] if legacy is None else [legacy] if isinstance(legacy, Path) else legacy):
+    for older in legacy:
         if older != directory and owner(older) == params:
             return older  # a run of this point an older scaleprobe made: resumed where it is
     if first is None:

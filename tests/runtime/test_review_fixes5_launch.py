@@ -99,7 +99,7 @@ def test_a_run_an_older_launcher_named_without_the_hash_is_resumed_where_it_is(t
     point = {"ranks": 1, "x": "a/b"}
     legacy = tmp_path / f"{point_name(point)}_rep-0"
     _record(legacy, point)
-    assert place(tmp_path / f"{run_name(point)}_rep-0", point, legacy) == legacy
+    assert place(tmp_path / f"{run_name(point)}_rep-0", point, [legacy]) == legacy
 
 
 # ----- 7: launchers on one --out ----------------------------------------------------------------------

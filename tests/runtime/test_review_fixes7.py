@@ -78,18 +78,18 @@ def test_older_names_count_for_the_repetition_only_when_they_are_this_points(tmp
 
 
 def test_the_older_name_is_used_only_where_point_and_repetition_name_one_run(tmp_path):
-    from runtime.sweep_design import legacy_directory
+    from runtime.sweep_design import legacy_directories
 
     point = {"ranks": 1, "x": "a/b"}
     opts = parse(["--out", str(tmp_path / "runs"), "--param", "x=a/b", "main.py"])
     (run,) = opts.design.runs(opts.out, "e", [], 1)
-    old = legacy_directory(run, True)
+    old = legacy_directories(run, True)[-1]
     assert old.name == f"{point_name(point)}_rep-0"
     _record(old, point)
-    assert legacy_directory(run, False) is None
-    assert place(run.directory, point, legacy_directory(run, False)) == run.directory
+    assert legacy_directories(run, False) == []
+    assert place(run.directory, point, legacy_directories(run, False)) == run.directory
     # a sweep, or --repetition K, resumes or replaces that very run where it is
-    assert place(run.directory, point, legacy_directory(run, True)) == old
+    assert place(run.directory, point, legacy_directories(run, True)) == old
 
 
 # ----- F2: a launcher that is PID 1 is not taken for dead ---------------------------------------------------

@@ -144,8 +144,14 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
     if opts.module is not None:
         check_module(opts.module)
     elif not opts.script.is_file():
-        hint = ("; to run a module, give -m MODULE before any --, as in python -m runtime.launch -m pkg.train"
-                if str(opts.script) == "-m" else "")
+        if str(opts.script) == "-m":
+            hint = "; to run a module, give -m MODULE before any --, as in python -m runtime.launch -m pkg.train"
+        elif (opts.script / "__main__.py").is_file():
+            # `python dir` runs dir/__main__.py with dir first on sys.path, as the file itself would be run
+            hint = (f"; it is a directory: give its {opts.script / '__main__.py'}, which runs as "
+                    f"python {opts.script} would (or -m with its package's name)")
+        else:
+            hint = ""
         raise LaunchError(f"script {opts.script} does not exist or is not a file{hint}")
     if opts.cache_dir is not None:
         check_folder(opts.cache_dir, f"--cache-dir {opts.cache_dir}")  # unusable, it was silently no cache

@@ -13,7 +13,7 @@ from pathlib import Path
 from runtime.launch_errors import LaunchError
 from runtime.launch_nsys import parse_rank_filter
 from runtime.sweep_design import Design, check_ranks, load_toml
-from runtime.sweep_values import check_int, parse_assignment
+from runtime.sweep_values import check_int, parse_assignment, placeholders
 
 #: without --max-failures, a sweep whose first this many runs all failed stops (a mistyped option)
 FIRST_FAILURES = 3
@@ -245,7 +245,7 @@ def parse(argv: list[str]) -> Options:
     elif design.experiment:
         experiment, where = design.experiment, f"sweep file {ns.sweep_file}: experiment {design.experiment!r}"
     else:
-        experiment = ns.module if script is None else script.stem
+        experiment = ns.module if script is None else _script_name(script)
         where = f"experiment {experiment!r} (the {'module' if script is None else 'script'}'s name; give --experiment)"
     if not experiment or "/" in experiment or experiment in (".", "..") \
             or any(ord(c) < 32 or ord(c) == 127 for c in experiment):  # a newline (review 40); not a non-UTF-8 byte
@@ -253,6 +253,7 @@ def parse(argv: list[str]) -> Options:
     if experiment.startswith("."):
         # a hidden folder, which `modeler fit <out>` never reads
         raise LaunchError(f"{where}: must not start with '.' (modeler fit skips hidden folders)")
+    _check_no_placeholders(design, [(f"--out {str(ns.out)!r}", str(ns.out)), (where, experiment)])
     sweeping = bool(ns.sweep or ns.sweep_file or ns.repeat is not None)
     if ns.repetition is not None:
         if ns.repetition < 0:
@@ -280,6 +281,31 @@ def parse(argv: list[str]) -> Options:
         repetition=ns.repetition, child=ns.child, max_failures=ns.max_failures, module=ns.module,
         ranks_by_program=ns.ranks_by_program,
         sweep_origin={name: origin[name] for name in design.sweep if name in origin})
+
+
+def _script_name(script: Path) -> str:
+    """The default experiment: the script's name, or for a package's `__main__.py` (what `python dir`
+    runs) the name of its directory."""
+    if script.name == "__main__.py":
+        directory = Path(os.path.abspath(script)).parent.name
+        if directory:
+            return directory
+    return script.stem
+
+
+def _check_no_placeholders(design: Design, options: list[tuple[str, str]]) -> None:
+    """A parameter's `{name}` in `--out` or the experiment's name is an error: it would stay as it is,
+    the same folder for every point (review 58: `runs/{n}` made a folder named `{n}`, saying nothing),
+    and each point's runs have a folder of their own under them already."""
+    names = {*design.sweep, *design.fixed, "ranks", "repetition"}
+    for where, text in options:
+        named = [name for name in placeholders(text) if name in names]
+        if named:
+            name = named[0]
+            example = {"ranks": "ranks-1_rep-0, ranks-2_rep-0", "repetition": "ranks-1_rep-0, ranks-1_rep-1"}.get(
+                name, f"ranks-1_{name}-1_rep-0, ranks-1_{name}-2_rep-0")
+            raise LaunchError(f"{where}: {{{name}}} is filled in the program's arguments only; the runs of each "
+                              f"point get a folder of their own under <out>/<experiment> already ({example})")
 
 
 def _check_size(design: Design, ns: argparse.Namespace) -> None:

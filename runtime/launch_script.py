@@ -241,8 +241,10 @@ def run_module(name: str, args: list[str],
 
 def _execute(prepare: Callable[[], tuple[types.CodeType, dict]],
              on_error: Callable[[BaseException, str], None] | None) -> int:
+    started = False
     try:
         code, namespace = prepare()
+        started = True
         run_toplevel(code, namespace)
     except _CompileFailed as failed:
         # As the interpreter shows it: where, and no traceback through the compiler's caller; a
@@ -274,7 +276,9 @@ def _execute(prepare: Callable[[], tuple[types.CodeType, dict]],
             on_error(exc, error_summary(exc) + "\n")
         return status
     except BaseException as exc:  # noqa: BLE001 - we are the interpreter's top level here
-        tb = _user_traceback(exc.__traceback__)
+        # A Ctrl-C while the entry script compiles (before any of its lines ran) is shown as the
+        # interpreter shows one then: `KeyboardInterrupt`, with no traceback through the launcher.
+        tb = None if isinstance(exc, KeyboardInterrupt) and not started else _user_traceback(exc.__traceback__)
         exc.__traceback__ = tb
         formatted = _format(exc, tb)
         if on_error is not None:

@@ -376,7 +376,7 @@ def run_file_name(rank: int, pid: int, n: int = 0) -> str:
 _NAMES_TRIED = 1000
 
 
-def _above_stdio(fd: int) -> int:
+def above_stdio(fd: int) -> int:
     """`fd`, moved above 0, 1 and 2 where it is one of them: a program started with its stderr
     closed (`2>&-`) got its run file as descriptor 2, and what it wrote to stderr went into the
     run file (review 58 F9). The low descriptor is closed again, as the program had it."""
@@ -396,7 +396,7 @@ def claim_run_file(directory: str, rank: int, pid: int) -> tuple[str, int]:
     for n in range(_NAMES_TRIED):
         path = os.path.join(directory, run_file_name(rank, pid, n))
         try:
-            return path, _above_stdio(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644))
+            return path, above_stdio(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644))
         except FileExistsError:
             continue
     raise FileExistsError(17, f"{_NAMES_TRIED} run files of process {pid} already", os.path.join(directory, run_file_name(rank, pid)))
@@ -460,7 +460,7 @@ class RunWriter:
         self.path = Path(path)
         if fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = _above_stdio(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
+            fd = above_stdio(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
         self._fd = fd
         self._identity = _identity(self._fd)
         self._encode = _dumps()
@@ -535,7 +535,7 @@ class RunWriter:
         """Open the run file again by its path where our descriptor was closed or now names another
         file (the program's: it is not ours to close)."""
         if self._fd >= 0 and _identity(self._fd) != self._identity:
-            self._fd = _above_stdio(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
+            self._fd = above_stdio(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
             self._identity = _identity(self._fd)
 
     @property

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from runtime.launch_errors import LaunchError
+from runtime.runfile import above_stdio
 
 RECORD = "launch.json"
 LOCK = ".launch.lock"
@@ -273,7 +274,8 @@ def claim(directory: Path) -> Claim | str:
     path = directory / LOCK
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        # never descriptor 0-2, which a launcher started with them closed would hand on (review 58 F9)
+        fd = above_stdio(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
     except OSError as exc:
         raise LaunchError(f"cannot create the lock file {path}: {exc.strerror}") from None
     try:

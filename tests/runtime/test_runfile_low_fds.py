@@ -43,3 +43,32 @@ def test_the_run_file_never_takes_a_standard_descriptor(tmp_path):
         assert got["claimed"] > 2 and got["writer"] > 2, got
         # the descriptors the program had closed are closed again
         assert got["closed"] == [int(fd) for fd in closed.split(",")], got
+
+
+_LOCK_CHILD = r"""
+import errno, json, os, sys
+from pathlib import Path
+for fd in (0, 1, 2):
+    os.close(fd)
+from runtime.sweep_state import claim
+held = claim(Path(sys.argv[1]) / "run")
+closed = []
+for low in (0, 1, 2):
+    try:
+        os.fstat(low)
+    except OSError as e:
+        closed.append(low if e.errno == errno.EBADF else None)
+out = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT)
+os.write(out, json.dumps({"lock": held._fd, "closed": closed}).encode())
+"""
+
+
+def test_the_launchers_lock_file_never_takes_a_standard_descriptor(tmp_path):
+    # A launcher started with 0-2 closed handed its lock file on to the program as its stderr.
+    report = tmp_path / "report.json"
+    subprocess.run([sys.executable, "-c", _LOCK_CHILD, str(tmp_path), str(report)], check=True, cwd=REPO,
+                   env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=60,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    got = json.loads(report.read_text())
+    assert got["lock"] > 2 and got["closed"] == [0, 1, 2], got
+    assert (tmp_path / "run" / ".launch.lock").is_file()

@@ -25,7 +25,7 @@ import numpy as np
 
 from runtime.runfile import profile_rows
 
-from .dataset import RANKS_PARAMETER, Dataset, RunShares, Series
+from .dataset import RANKS_PARAMETER, Dataset, MetricNote, RunShares, Series
 from .errors import InputError
 from .listing import listing
 from .readers.runs import RankFile, RunRecord, RunSet
@@ -631,7 +631,7 @@ def _not_summed_note(metrics: set[str]) -> str:
     if peaks:
         said.append(f"{', '.join(peaks)} {'is' if len(peaks) == 1 else 'are'} the largest rank's peak (a peak is "
                     "one process's; peaks reached at different times do not add up)")
-    return f"--ranks sum: not summed over the ranks: {'; '.join(said)}"
+    return MetricNote(f"--ranks sum: not summed over the ranks: {'; '.join(said)}", metrics)
 
 
 def _derived_notes(ranks: str, late: dict[str, set[float]]) -> list[str]:
@@ -639,14 +639,13 @@ def _derived_notes(ranks: str, late: dict[str, set[float]]) -> list[str]:
     if _PER_RANK[ranks] != ranks:
         why = ("a sum over ranks is rank-seconds already" if ranks == "sum"
                else "the fastest rank's time is not how long the ranks were held")
-        notes.append(
+        notes.append(MetricNote(
             f"--ranks {ranks}: speedup, parallel_efficiency and cost are derived from the mean time over "
-            f"ranks ({why})"
-        )
+            f"ranks ({why})", ("speedup", "parallel_efficiency", "cost")))
     if late:
         items = [f"{cp} (from {' or '.join(f'{r:g}' for r in sorted(rs))} ranks)" for cp, rs in sorted(late.items())]
-        notes.append(
+        notes.append(MetricNote(
             f"{len(items)} call path(s) were not measured at the fewest ranks: their speedup and "
-            f"parallel_efficiency are relative to the fewest ranks where they were: {listing(items, 8)}"
-        )
+            f"parallel_efficiency are relative to the fewest ranks where they were: {listing(items, 8)}",
+            ("speedup", "parallel_efficiency")))
     return notes

@@ -213,6 +213,22 @@ class RunShares:
         return RunShares(measured, frozenset().union(*(p.main_roots for p in have)), exclusive)
 
 
+class MetricNote(str):
+    """A warning that concerns some metrics only (`metrics`): `Dataset.select` drops it where none of
+    them is kept (review 59 F7: `--ranks sum --metric time` warned how speedup and cost were derived,
+    and which per-step metrics were not summed, when neither was asked for). A `str` otherwise."""
+
+    metrics: frozenset[str]
+
+    def __new__(cls, text: str, metrics: Sequence[str] | frozenset[str]) -> "MetricNote":
+        note = super().__new__(cls, text)
+        note.metrics = frozenset(metrics)
+        return note
+
+    def __reduce__(self):
+        return MetricNote, (str(self), self.metrics)
+
+
 @dataclass
 class Dataset:
     """All series of an experiment over the same named parameters; `run_shares` where they were
@@ -252,4 +268,6 @@ class Dataset:
             for s in self.series
             if (metrics is None or s.metric in metrics) and (callpaths is None or s.callpath in callpaths)
         ]
-        return Dataset(self.parameters, keep, list(self.warnings), list(self.sources), self.run_shares, dict(self.held))
+        kept = {s.metric for s in keep}
+        warnings = [w for w in self.warnings if not isinstance(w, MetricNote) or w.metrics & kept]
+        return Dataset(self.parameters, keep, warnings, list(self.sources), self.run_shares, dict(self.held))

@@ -27,6 +27,7 @@ from .model import Alternative, Factor, FittedModel, Model, Term
 from .pmnf import default_mode, extrap_mode
 from .pmnf.fit import GroupFit
 from .pmnf.hypotheses import exponent_of
+from .grid import followers
 from .pmnf.points import distinct_values, group_by_points
 from .pmnf.quality import quality
 from .pmnf.selection import noise_variance
@@ -177,7 +178,7 @@ class PMNFModeler:
         params = dataset.parameters
         for members in group_by_points([dataset.series[i].points for i in fittable]).values():
             index = [fittable[m] for m in members]
-            pts = dataset.series[index[0]].points
+            pts = _one_of_each_moving_pair(dataset.series[index[0]].points, params, self.compat)
             Y = np.array([stats[i][0] for i in index])
             g, q = self._fit_scaled(pts, Y, index, stats, dataset, aggregate)
             for row, i in enumerate(index):
@@ -491,3 +492,19 @@ def _interval(spread: np.ndarray, reps: list[int]) -> tuple[float, float] | None
     v = np.sort(spread[np.array(reps) > 1])  # their median, as np.median gives it at a tenth of the cost
     s = float((v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2)
     return (max(0.0, 1.0 - 2.0 * s), 1.0 + 2.0 * s)
+
+
+def _one_of_each_moving_pair(pts: np.ndarray, params: Sequence[str], compat: str | None) -> np.ndarray:
+    """The points the engine fits: where two parameters move together at every point (`grid.followers`,
+    said in a warning), the one that follows held at its first value, so that the model follows the
+    other alone (review 59 F8: p = n at every point, values = p, was fitted as a constant with SMAPE
+    93%, since no line of points varies one parameter alone). Extra-P's own rules (`--compat extrap`)
+    stay as they are."""
+    follow = {} if compat is not None else followers(pts, params)
+    if not follow:
+        return pts
+    pts = pts.copy()
+    for j in follow:
+        pts[:, j] = pts[0, j]
+    return pts
+

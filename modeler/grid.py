@@ -36,6 +36,51 @@ def grid_gaps_warning(parameters: Sequence[str], points: Sequence[np.ndarray]) -
             f"not measured: {listing(['(' + m + ')' for m in missing], 5)}")
 
 
+
+def followers(points: np.ndarray, parameters: Sequence[str]) -> dict[int, int]:
+    """The parameters (positions) whose values go together with another's at every one of `points`
+    (n, len(parameters)): each value of one with a single value of the other, and the other way
+    round (`ranks` = `nodes` x 4, a global batch of 32 x ranks), at 2 or more values. Each maps to
+    the one it follows: the earlier in `parameters`, or `ranks`, which speedup and strong scaling
+    are about. Their effects cannot be told apart; the engine fits the one followed alone."""
+    pts = np.asarray(points, dtype=float)
+    if pts.ndim != 2 or pts.shape[1] < 2:
+        return {}
+    rows = {tuple(float(f"{v:.12g}") for v in row) for row in pts}
+    out: dict[int, int] = {}
+    for i, j in itertools.combinations(range(pts.shape[1]), 2):
+        if i in out or j in out:
+            continue
+        pairs = {(row[i], row[j]) for row in rows}
+        first, second = {a for a, _ in pairs}, {b for _, b in pairs}
+        if len(first) >= 2 and len(pairs) == len(first) == len(second):
+            if parameters[j] == "ranks":
+                out[i] = j
+            else:
+                out[j] = i
+    return out
+
+
+def moving_together_warning(parameters: Sequence[str], points: Sequence[np.ndarray], compat: str | None = None
+                            ) -> str | None:
+    """A warning naming the parameters whose values go together at every point measured
+    (`followers`), or None (review 59 F8: p = n at every point got a doubtful constant and no
+    word why). Under `compat` (Extra-P's rules) the models do not follow one of them alone."""
+    if len(parameters) < 2 or not points:
+        return None
+    union = np.concatenate([np.asarray(p, dtype=float).reshape(-1, len(parameters)) for p in points])
+    follow = followers(union, parameters)
+    if not follow:
+        return None
+    pairs = ", ".join(f"{parameters[j]} with {parameters[i]}" for j, i in sorted(follow.items()))
+    models = ("" if compat is not None else
+              f"the models follow {listing(sorted({parameters[i] for i in follow.values()}), 5)} alone, and "
+              f"predict well only where the others keep moving with them; ")
+    return (f"parameters move together: {pairs}: at every point measured each value of one comes with one "
+            f"value of the other, so their effects cannot be told apart; {models}measure points where one "
+            f"changes and the other does not")
+
+
 def _lines_through_one_point(measured: set[tuple[float, ...]]) -> bool:
     """Whether every point differs from one of them in at most one coordinate."""
     if len(measured) > 2_000:

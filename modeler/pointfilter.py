@@ -31,7 +31,7 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 }
 _CONDITION = re.compile(r"\s*([^\s<>=!,]+)\s*(<=|>=|!=|==|=|<|>)\s*(.*?)\s*")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_HOW = ("NAME OP VALUE, OP one of = != < <= > >= (quote it, so that the shell leaves < and > alone: "
+_HOW = ("NAME OP VALUE, OP one of = == != < <= > >= (quote it, so that the shell leaves < and > alone: "
         "--where 'batch>=32'; = and != take several values: --exclude batch=48,96)")
 
 
@@ -81,7 +81,7 @@ def parse_condition(text: str, option: str) -> Condition:
         guess = {"=>": ">=", "=<": "<=", "=!": "!="}.get(op + bad[0], "")
         hint = f"; did you mean {name}{guess}{bad[1:].lstrip('<>=!')}?" if guess else ""
         raise InputError(f"{option}: {text!r}: {bad!r} after {op!r} is not a value (the operator is one of "
-                         f"= != < <= > >=){hint}")
+                         f"= == != < <= > >=){hint}")
     values = tuple(float(v) if _NUMBER.fullmatch(v) else v for v in items)
     if op not in ("=", "==", "!=") and not isinstance(values[0], float):
         raise InputError(f"{option}: {text!r}: {op} needs a number, got {rest!r}")

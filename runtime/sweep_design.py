@@ -118,13 +118,28 @@ def _named(point: dict[str, Value]) -> str:
     return name
 
 
+#: up to this many parameters (`ranks` included) a point's older names are looked for in every order
+#: of its parameters, not only the order given (5! = 120 names at most)
+LEGACY_ORDERS_UP_TO = 5
+
+
 def legacy_names(point: dict[str, Value]) -> list[str]:
     """The names older launchers gave this point, other than `run_name`'s: the parameters in the
-    order given (with the hash where one was added), and without the hash (`point_name`)."""
+    order given (with the hash where one was added), and without the hash (`point_name`); then the
+    same in every other order of the parameters, up to `LEGACY_ORDERS_UP_TO` of them (review 59 F4:
+    runs an older launcher made with the --sweep options in another order were made again, and the
+    modeler read both copies as repetitions)."""
+    orders = [point]
+    if len(point) <= LEGACY_ORDERS_UP_TO:
+        from itertools import permutations
+
+        orders += [{k: point[k] for k in keys} for keys in permutations(point) if list(keys) != list(point)]
     names = []
-    for name in (_named(point), point_name(point)):
-        if name != run_name(point) and name not in names:
-            names.append(name)
+    new = run_name(point)
+    for order in orders:
+        for name in (_named(order), point_name(order)):
+            if name != new and name not in names:
+                names.append(name)
     return names
 
 

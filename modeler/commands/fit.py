@@ -13,7 +13,7 @@ from typing import Sequence
 from ..dataset import REPETITION_AGGREGATES, Dataset, Series
 from ..derived import Baselines, baselines, basis_series_needed
 from ..errors import InputError
-from ..grid import grid_gaps_warning
+from ..grid import grid_gaps_warning, moving_together_warning
 from ..zeros import zero_at_fewest_ranks_warning
 from ..listing import listing
 from ..outputs import FORMATS, render
@@ -123,6 +123,7 @@ def fit_dataset(
         raise InputError(f"no series has {min_points} or more points (--min-points)", warnings=[*data.warnings, *warnings])
     target = parse_at(at, data.parameters, measured_maximum(data), dataset.held)
     for said in (grid_gaps_warning(data.parameters, [s.points for s in data.series]),
+                 moving_together_warning(data.parameters, [s.points for s in data.series], compat),
                  zero_at_fewest_ranks_warning(data.parameters, data.series)):
         if said:
             warnings.append(said)

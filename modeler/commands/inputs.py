@@ -39,7 +39,7 @@ def add_input_options(
                         help="only runs of this experiment (the launcher's --experiment; repeatable)")
     parser.add_argument("--where", metavar="COND", action="append",
                         help="only the points (runs) where this holds, e.g. 'batch>=32', width=8,16, model=cnn "
-                             "(NAME OP VALUE, OP one of = != < <= > >=; quote < and >; repeatable: all must hold)")
+                             "(NAME OP VALUE, OP one of = == != < <= > >=; quote < and >; repeatable: all must hold)")
     parser.add_argument("--exclude", metavar="COND", action="append",
                         help="leave out the points (runs) where this holds, e.g. ranks=1 or batch=48 (as --where; "
                              "repeatable)")

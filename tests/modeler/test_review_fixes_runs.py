@@ -206,6 +206,33 @@ def test_rank_sum_and_min_derive_speedup_and_cost_from_the_mean_per_rank_time(tm
     assert not any("--ranks" in w for w in mean.warnings)
 
 
+@pytest.mark.parametrize("metric, said", [("time", False), ("speedup", True), ("cost", True), ("all", True)])
+def test_how_derived_metrics_come_about_is_said_only_where_they_are_used(tmp_path, capsys, metric, said):
+    # review 59 F7: `--ranks sum --metric time` warned how speedup and cost were derived
+    from modeler import cli
+
+    _ranks_sweep(tmp_path)
+    assert cli.main(["fit", str(tmp_path), "--ranks", "sum", "--metric", metric, "--min-share", "0",
+                     "--format", "json"]) == 0
+    err = capsys.readouterr().err
+    assert ("--ranks sum: speedup, parallel_efficiency and cost are derived" in err) is said, err
+
+
+def test_a_note_about_some_metrics_is_dropped_with_them_and_survives_a_copy(tmp_path):
+    import pickle
+
+    from modeler.dataset import MetricNote
+
+    _ranks_sweep(tmp_path)
+    ds = read_runs([tmp_path], ReadOptions(ranks="sum"))
+    notes = [w for w in ds.warnings if isinstance(w, MetricNote)]
+    assert notes and all("speedup" in n.metrics for n in notes)
+    assert not any(isinstance(w, MetricNote) for w in ds.select(metrics=["time"]).warnings)
+    assert set(notes) <= set(ds.select(metrics=["time", "speedup"]).warnings)
+    again = pickle.loads(pickle.dumps(notes[0]))
+    assert again == notes[0] and again.metrics == notes[0].metrics
+
+
 def test_speedup_of_a_call_path_missing_at_the_fewest_ranks_is_relative_to_its_own_fewest(tmp_path):
     _ranks_sweep(tmp_path)
     ds = read_runs([tmp_path])

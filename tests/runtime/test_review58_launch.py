@@ -325,3 +325,34 @@ def test_a_huge_repeat_is_an_error_of_the_launcher(prog):
     done = launch(prog, "--dry-run", "--repeat", "10000000", "prog.py")
     assert done.returncode == 2 and "a sweep may have at most 100000 runs" in done.stderr, done.stderr
     assert done.stdout == ""
+
+
+def test_runs_of_older_launchers_are_found_in_any_order_of_their_parameters(tmp_path):
+    # review 59 F4: a resume with the --sweep options in another order than the older launcher's
+    # made every run again, and the modeler read both copies as repetitions
+    point = {"ranks": 1, "b": 1, "a": 3}
+    run = Design().run(point, 0, tmp_path / f"{run_name(point)}_rep-0", [])
+    for name in ("a-3_ranks-1_b-1", "b-1_a-3_ranks-1", "a-3_b-1_ranks-1"):
+        assert name in legacy_names(point)
+        old = tmp_path / f"{name}_rep-0"
+        write_record(old, RunRecord(experiment="e", run_id="r", params=point, repetition=0, command=[], status="ok"))
+        assert place(run.directory, point, legacy_directories(run, True)) == old
+        (old / "launch.json").unlink()
+        old.rmdir()
+    assert run_name(point) not in legacy_names(point)
+    # six parameters: the order given only (with and without the hash, which is one name here)
+    assert legacy_names({f"p{i}": i for i in reversed(range(6))}) == ["p5-5_p4-4_p3-3_p2-2_p1-1_p0-0"]
+
+
+def test_a_resume_finds_runs_an_older_launcher_named_in_another_order(prog):
+    first = launch(prog, "--sweep", "b=1,2", "--sweep", "a=3", "--out", "runs", "prog.py", "{b}",
+                   SCALEPROBE_DISABLE="1")
+    assert first.returncode == 0, first.stderr
+    root = prog / "runs" / "prog"
+    for d in list(root.iterdir()):  # as a launcher before review 58 F4 named them: in the order given
+        b = d.name.split("_b-")[1].split("_")[0]
+        d.rename(root / f"ranks-1_b-{b}_a-3_rep-0")
+    again = launch(prog, "--sweep", "a=3", "--sweep", "b=1,2", "--out", "runs", "prog.py", "{b}",
+                   SCALEPROBE_DISABLE="1")
+    assert again.returncode == 0 and "2 skipped as done before" in again.stderr, again.stderr
+    assert sorted(p.name for p in root.iterdir()) == ["ranks-1_b-1_a-3_rep-0", "ranks-1_b-2_a-3_rep-0"]

@@ -11,6 +11,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
+# which of 0-2 are closed (after the code under test ran): they must stay so
+_STILL_CLOSED = r"""
+closed = []
+for low in (0, 1, 2):
+    try:
+        os.fstat(low)
+    except OSError as e:
+        closed.append(low if e.errno == errno.EBADF else None)
+"""
+
 _CHILD = r"""
 import errno, json, os, sys
 for fd in map(int, sys.argv[2].split(",")):
@@ -19,12 +29,7 @@ from runtime.runfile import RunWriter, claim_run_file
 path, fd = claim_run_file(sys.argv[1], 0, os.getpid())
 w = RunWriter(os.path.join(sys.argv[1], "other.jsonl"))
 w_fd = w._fd
-closed = []
-for low in (0, 1, 2):
-    try:
-        os.fstat(low)
-    except OSError as e:
-        closed.append(low if e.errno == errno.EBADF else None)
+""" + _STILL_CLOSED + r"""
 os.write(fd, b"x\n")
 w.close()
 os.close(fd)
@@ -52,12 +57,7 @@ for fd in (0, 1, 2):
     os.close(fd)
 from runtime.sweep_state import claim
 held = claim(Path(sys.argv[1]) / "run")
-closed = []
-for low in (0, 1, 2):
-    try:
-        os.fstat(low)
-    except OSError as e:
-        closed.append(low if e.errno == errno.EBADF else None)
+""" + _STILL_CLOSED + r"""
 out = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT)
 os.write(out, json.dumps({"lock": held._fd, "closed": closed}).encode())
 """

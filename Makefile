@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test install clean extrap-venv bench-modeler bench-derived bench-instrument bench-probes bench-suspend peer-suites
+.PHONY: demo test install clean extrap-venv bench-modeler bench-read bench-derived bench-instrument bench-probes bench-suspend peer-suites
 
 install: $(STAMP)
 
@@ -32,6 +32,10 @@ extrap-venv: .venv-extrap/bin/extrap
 # Side-by-side accuracy and speed of our modeler against Extra-P (several minutes).
 bench-modeler: $(STAMP) extrap-venv
 	$(PY) benchmarks/modeler_vs_extrap.py --seeds 1,11
+
+# Run-file reading against a bare JSON parse of the same lines.
+bench-read: $(STAMP)
+	$(PY) benchmarks/read_speed.py
 
 # Speedup and efficiency at 4x the ranks: their own PMNF models against the figure from the per-rank time.
 bench-derived: $(STAMP)

@@ -660,10 +660,23 @@ def _apply(run: Run, rec: dict[str, Any]) -> None:
     t = rec["type"]
     if t == "profile":
         ids = rec["path"]
-        if not isinstance(ids, list):  # (a string "12" read as ids 1, 2: review 57 F8)
-            raise _NotANumber(f"path={ids!r} is not a list of region ids")
-        path = tuple(_whole_value(x, "path") for x in ids)
-        st = ProfileStats(*(_count(rec, k) for k in _STATS_KEYS), recursive=_whole(rec, "recursive", 0))
+        # What the writer writes takes the fast tests (exact int and float types, within the
+        # limits: NaN fails a comparison); anything else the full checks, which name the field.
+        # They cost the reader 18% (review 60); the fast tests take half the time of the old code.
+        if ids.__class__ is list and all(x.__class__ is int for x in ids):
+            path = tuple(ids)
+        else:
+            if not isinstance(ids, list):  # (a string "12" read as ids 1, 2: review 57 F8)
+                raise _NotANumber(f"path={ids!r} is not a list of region ids")
+            path = tuple(_whole_value(x, "path") for x in ids)
+        vals = [rec[k] for k in _STATS_KEYS]
+        for v, most in zip(vals, _LIMITS):
+            c = v.__class__
+            if not ((c is int or c is float) and -most <= v <= most):
+                vals = [_count(rec, k) for k in _STATS_KEYS]  # raises, naming the field
+                break
+        r = rec.get("recursive", 0)
+        st = ProfileStats(*vals, recursive=r if r.__class__ is int else _whole_value(r, "recursive"))
         have = run.profile.get(path)
         if have is None:
             run.profile[path] = st
@@ -735,6 +748,7 @@ def _count(rec: dict[str, Any], key: str) -> int | float:
 
 _MOST = float(1 << 63)  # a count or a time in ns: the C probes' 64-bit counters
 _MOST_SQUARED = _MOST * _MOST
+_LIMITS = (_MOST,) * (len(_STATS_KEYS) - 1) + (_MOST_SQUARED,)  # sumsq_ns last
 
 
 _MISSING = object()

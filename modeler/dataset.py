@@ -19,7 +19,7 @@ def robust_values(repetitions: Sequence[np.ndarray]) -> np.ndarray:
 
     A repetition is an outlier when its point has at least 3 repetitions and it is further from
     the point's median than 4 robust standard deviations, the scale being pooled over all points
-    of the series (1.4826 times the median nonzero relative deviation): with five repetitions a
+    of the series (1.4826 times the median relative deviation, `_pooled_median`): with five repetitions a
     per-point scale is too unstable. Without outliers this is the mean, which varies less than
     the median (1.6 times less in variance for normal noise, 3 times for uniform); with one it is
     as robust as the median."""
@@ -28,12 +28,13 @@ def robust_values(repetitions: Sequence[np.ndarray]) -> np.ndarray:
         return robust_table(np.stack(reps)[None])[0]
     meds = np.array([np.median(r) for r in reps])
     rel = [np.abs(r - m) / abs(m) if m != 0 else np.zeros_like(r) for r, m in zip(reps, meds)]
-    pooled = np.concatenate(rel)
-    pooled = pooled[pooled > 0]
+    # the scale from the points whose median is not 0, less each odd point's median's own 0
+    scaled = [d for d, m in zip(rel, meds) if m != 0]
+    pooled = np.sort(np.concatenate(scaled))[sum(d.size % 2 for d in scaled):] if scaled else np.zeros(0)
     scale = 1.4826 * float(np.median(pooled)) if pooled.size else 0.0
     out = np.empty(len(reps))
     for i, (r, d) in enumerate(zip(reps, rel)):
-        keep = d <= 4.0 * scale if scale > 0 and r.size >= 3 else np.ones(d.shape, dtype=bool)
+        keep = d <= 4.0 * scale if r.size >= 3 else np.ones(d.shape, dtype=bool)
         out[i] = float(np.mean(r[keep])) if keep.any() else meds[i]
     return out
 
@@ -45,9 +46,11 @@ def robust_table(R: np.ndarray) -> np.ndarray:
     med = np.median(R, axis=2, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(med != 0, np.abs(R - med) / np.abs(med), 0.0)
-    scale = 1.4826 * _median_above_zero(rel.reshape(len(R), -1))
+    scale = 1.4826 * _pooled_median(np.where(med != 0, rel, np.nan).reshape(len(R), -1),
+                                    (med[..., 0] != 0).sum(axis=1) if R.shape[2] % 2 else np.zeros(len(R), int))
+    # a scale of 0: most repetitions agree exactly (a count, a coarse clock), and one that does not is
+    # an outlier (review 61 F2: all zeros left out of the scale, a lone x10 set its own scale and stayed)
     keep = rel <= 4.0 * scale[:, None, None]
-    keep |= (scale <= 0)[:, None, None]
     if R.shape[2] < 3:  # two values deviate equally from their median: no way to tell which is wrong
         keep[:] = True
     n_kept = keep.sum(axis=2)
@@ -55,15 +58,17 @@ def robust_table(R: np.ndarray) -> np.ndarray:
     return np.where(n_kept > 0, kept_mean, med[..., 0])
 
 
-def _median_above_zero(rel: np.ndarray) -> np.ndarray:
-    """Per row of `rel` (no NaN, none below zero), the median of its values above zero (0 for none):
-    each point's median deviates by 0 from itself and says nothing on the scale."""
-    ordered = np.sort(rel, axis=1)
-    zeros = (ordered <= 0).sum(axis=1)
-    n = rel.shape[1] - zeros
+def _pooled_median(rel: np.ndarray, skip: np.ndarray) -> np.ndarray:
+    """Per row of `rel` (none below zero; NaN: left out, the points whose median is 0), the median of
+    its values less the `skip[row]` smallest: with an odd number of repetitions each point's median
+    deviates by 0 from itself and says nothing on the scale. Other zeros count: repetitions that
+    agree exactly (0 for a row with nothing left)."""
+    ordered = np.sort(rel, axis=1)  # NaN last
+    n = (~np.isnan(rel)).sum(axis=1) - skip
     rows = np.arange(len(rel))
-    lo = ordered[rows, np.minimum(zeros + (n - 1) // 2, rel.shape[1] - 1)]
-    hi = ordered[rows, np.minimum(zeros + n // 2, rel.shape[1] - 1)]
+    last = max(rel.shape[1] - 1, 0)
+    lo = ordered[rows, np.clip(skip + (n - 1) // 2, 0, last)]
+    hi = ordered[rows, np.clip(skip + n // 2, 0, last)]
     return np.where(n > 0, (lo + hi) / 2, 0.0)
 
 

@@ -81,6 +81,32 @@ def moving_together_warning(parameters: Sequence[str], points: Sequence[np.ndarr
             f"changes and the other does not")
 
 
+def scattered_warning(parameters: Sequence[str], points: Sequence[np.ndarray]) -> str | None:
+    """A warning naming the parameters of 3 or more values that no line of 3 or more points varies
+    alone (the others held), or None: a scattered design, a Latin hypercube. The engine ranks their
+    terms on all points (`pmnf.points.marginal_line`), where the other parameters blur them (review
+    61 F1: such a parameter got no term at all, and exact data came back as a constant)."""
+    if len(parameters) < 2 or not points:
+        return None
+    union = np.concatenate([np.asarray(p, dtype=float).reshape(-1, len(parameters)) for p in points])
+    follow = followers(union, parameters)
+    union[:, list(follow)] = union[0, list(follow)]  # held, as the engine holds them
+    rows = {tuple(float(f"{v:.12g}") for v in row) for row in union}
+    named = []
+    for p, name in enumerate(parameters):
+        lines: dict[tuple, set[float]] = {}
+        for row in rows:
+            lines.setdefault(row[:p] + row[p + 1:], set()).add(row[p])
+        if len({row[p] for row in rows}) >= 3 and max(len(v) for v in lines.values()) < 3:
+            named.append(name)
+    if not named:
+        return None
+    return (f"no line of 3 or more points varies {listing(named, 5)} alone (the other parameters held): "
+            f"{'its' if len(named) == 1 else 'their'} terms "
+            f"were chosen on all points, where the other parameters' effects blur them, so the models of this "
+            f"design are rough; measure a grid, or lines of 5 values through one point (a cross)")
+
+
 def _lines_through_one_point(measured: set[tuple[float, ...]]) -> bool:
     """Whether every point differs from one of them in at most one coordinate."""
     if len(measured) > 2_000:

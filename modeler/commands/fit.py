@@ -13,7 +13,7 @@ from typing import Sequence
 from ..dataset import REPETITION_AGGREGATES, Dataset, Series
 from ..derived import Baselines, baselines, basis_series_needed
 from ..errors import InputError
-from ..grid import grid_gaps_warning, moving_together_warning
+from ..grid import grid_gaps_warning, moving_together_warning, scattered_warning
 from ..zeros import zero_at_fewest_ranks_warning
 from ..listing import listing
 from ..outputs import FORMATS, render
@@ -124,6 +124,7 @@ def fit_dataset(
     target = parse_at(at, data.parameters, measured_maximum(data), dataset.held)
     for said in (grid_gaps_warning(data.parameters, [s.points for s in data.series]),
                  moving_together_warning(data.parameters, [s.points for s in data.series], compat),
+                 None if compat else scattered_warning(data.parameters, [s.points for s in data.series]),
                  zero_at_fewest_ranks_warning(data.parameters, data.series)):
         if said:
             warnings.append(said)

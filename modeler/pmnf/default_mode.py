@@ -33,7 +33,7 @@ from .alternatives import collect, stack, top_hypotheses
 from .fit import GroupFit, TermSpec
 from .hypotheses import allowed, basis
 from .lstsq import wls, wls_columns
-from .points import extrap_lines
+from .points import extrap_lines, marginal_line
 from .refine import refine_exponents, structure_design
 from .selection import (
     PENALTY, class_prior, extrapolation_points, log_weights, loo_when_noisy, min_risk, noise_scale, noise_variance,
@@ -165,6 +165,8 @@ def fit_group(
     else:
         k = candidates or default_candidates(P)
         for p, line in enumerate(extrap_lines(points)):
+            if line.x.size < 3:
+                line = marginal_line(points, p)  # no line of 3 varies p alone
             if line.x.size < 3:
                 cands.append(np.zeros((S, 0), dtype=int))
                 continue

@@ -61,5 +61,17 @@ def extrap_lines(points: np.ndarray) -> list[Line]:
     return lines
 
 
+def marginal_line(points: np.ndarray, p: int) -> Line:
+    """Every point, averaged per value of parameter `p`: the line the default mode ranks `p`'s
+    hypotheses on where no line of 3 or more points varies `p` alone (a scattered design, a Latin
+    hypercube: review 61 F1, where `p` got no term at all). The other parameters' effects then
+    average out only as far as the design spreads them; the multi-parameter step fits every
+    candidate on all points."""
+    values, inverse = np.unique(points[:, p], return_inverse=True)
+    w = np.zeros((len(values), len(points)))
+    w[inverse, np.arange(len(points))] = 1.0
+    return Line(values, w / w.sum(axis=1, keepdims=True))
+
+
 def distinct_values(points: np.ndarray) -> list[int]:
     return [int(np.unique(points[:, p]).size) for p in range(points.shape[1])]

@@ -21,8 +21,7 @@ def grid_gaps_warning(parameters: Sequence[str], points: Sequence[np.ndarray]) -
     cover less than `GRID_SHARE` of it."""
     if len(parameters) < 2 or not points:
         return None
-    # values that print alike are one value (0.3 and 0.30000000000000004 from two inputs)
-    measured = {tuple(float(f"{v:.12g}") for v in row) for pts in points for row in np.asarray(pts, dtype=float)}
+    measured = _rows(_union(parameters, points))
     values = [sorted({pt[j] for pt in measured}) for j in range(len(parameters))]
     size = int(np.prod([len(v) for v in values]))
     # a design that measures much less than the grid on purpose is not a sweep with holes, nor
@@ -36,6 +35,16 @@ def grid_gaps_warning(parameters: Sequence[str], points: Sequence[np.ndarray]) -
             f"not measured: {listing(['(' + m + ')' for m in missing], 5)}")
 
 
+def _union(parameters: Sequence[str], points: Sequence[np.ndarray]) -> np.ndarray:
+    """The points of every series, one (n, len(parameters)) array."""
+    return np.concatenate([np.asarray(p, dtype=float).reshape(-1, len(parameters)) for p in points])
+
+
+def _rows(points: np.ndarray) -> set[tuple[float, ...]]:
+    """The distinct points; values that print alike are one value (0.3 and 0.30000000000000004 from
+    two inputs)."""
+    return {tuple(float(f"{v:.12g}") for v in row) for row in points}
+
 
 def followers(points: np.ndarray, parameters: Sequence[str]) -> dict[int, int]:
     """The parameters (positions) whose values go together with another's at every one of `points`
@@ -46,7 +55,7 @@ def followers(points: np.ndarray, parameters: Sequence[str]) -> dict[int, int]:
     pts = np.asarray(points, dtype=float)
     if pts.ndim != 2 or pts.shape[1] < 2:
         return {}
-    rows = {tuple(float(f"{v:.12g}") for v in row) for row in pts}
+    rows = _rows(pts)
     out: dict[int, int] = {}
     for i, j in itertools.combinations(range(pts.shape[1]), 2):
         if i in out or j in out:
@@ -68,8 +77,7 @@ def moving_together_warning(parameters: Sequence[str], points: Sequence[np.ndarr
     word why). Under `compat` (Extra-P's rules) the models do not follow one of them alone."""
     if len(parameters) < 2 or not points:
         return None
-    union = np.concatenate([np.asarray(p, dtype=float).reshape(-1, len(parameters)) for p in points])
-    follow = followers(union, parameters)
+    follow = followers(_union(parameters, points), parameters)
     if not follow:
         return None
     pairs = ", ".join(f"{parameters[j]} with {parameters[i]}" for j, i in sorted(follow.items()))
@@ -88,10 +96,10 @@ def scattered_warning(parameters: Sequence[str], points: Sequence[np.ndarray]) -
     61 F1: such a parameter got no term at all, and exact data came back as a constant)."""
     if len(parameters) < 2 or not points:
         return None
-    union = np.concatenate([np.asarray(p, dtype=float).reshape(-1, len(parameters)) for p in points])
+    union = _union(parameters, points)
     follow = followers(union, parameters)
     union[:, list(follow)] = union[0, list(follow)]  # held, as the engine holds them
-    rows = {tuple(float(f"{v:.12g}") for v in row) for row in union}
+    rows = _rows(union)
     named = []
     for p, name in enumerate(parameters):
         lines: dict[tuple, set[float]] = {}

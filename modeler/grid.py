@@ -10,6 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from .listing import listing
+from .pmnf.points import distinct_values, extrap_lines
 
 #: the points are taken for a sweep with holes when they cover at least this share of the grid
 GRID_SHARE = 0.5
@@ -99,14 +100,10 @@ def scattered_warning(parameters: Sequence[str], points: Sequence[np.ndarray]) -
     union = _union(parameters, points)
     follow = followers(union, parameters)
     union[:, list(follow)] = union[0, list(follow)]  # held, as the engine holds them
-    rows = _rows(union)
-    named = []
-    for p, name in enumerate(parameters):
-        lines: dict[tuple, set[float]] = {}
-        for row in rows:
-            lines.setdefault(row[:p] + row[p + 1:], set()).add(row[p])
-        if len({row[p] for row in rows}) >= 3 and max(len(v) for v in lines.values()) < 3:
-            named.append(name)
+    distinct = np.array(sorted(_rows(union)))
+    # the engine's own test: the lines Extra-P's rule would fit each parameter on (`extrap_lines`)
+    named = [name for name, line, values in zip(parameters, extrap_lines(distinct), distinct_values(distinct))
+             if line.x.size < 3 <= values]
     if not named:
         return None
     return (f"no line of 3 or more points varies {listing(named, 5)} alone (the other parameters held): "

@@ -31,7 +31,7 @@ from .grid import followers
 from .pmnf.points import distinct_values, group_by_points
 from .pmnf.quality import quality
 from .pmnf.selection import noise_variance
-from .repstats import by_shape, point_stats, table
+from .repstats import by_shape, odd_points, point_stats, table
 from .strong_scaling import choose, mix, split, split_alternative, time_view
 
 COMPAT_MODES = (None, "extrap")
@@ -142,6 +142,9 @@ class PMNFModeler:
             interval = _interval(spread, [r.size for r in s.repetitions])
             rows.append((s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points, interval, notes[i],
                          alternatives))
+        if self.compat is None:
+            for i, odd in odd_points(series, tested, stats, aggregate).items():
+                rows[i] = (*rows[i][:9], rows[i][9] + (_odd_note(dataset.parameters, series[i], odd),), rows[i][10])
         misses = dict(zip(tested, _misses([rows[i][2] for i in tested], [series[i] for i in tested], dataset.parameters)))
         self.models_ = [FittedModel(*row, misses.get(i)) for i, row in enumerate(rows)]
         self.parameters_ = dataset.parameters
@@ -472,6 +475,17 @@ def _miss(fitted: np.ndarray, s: Series, params: tuple[str, ...]) -> str | None:
     factor, i = worst
     point = ", ".join(f"{p}={v:.12g}" for p, v in zip(params, s.points[i]))
     return miss_text(factor, float(fitted[i]), point, s.repetitions[i])
+
+
+def _odd_note(params: tuple[str, ...], s: Series, odd: np.ndarray) -> str:
+    """The note of a model whose series has points the engine all but left out (`repstats.odd_points`).
+    The same text for every series with the same points, so that one straggler run, which makes
+    every call path odd at its point, is said once with a count of models (review 61 F3: the model
+    was good again, but nothing said that a point had been set aside)."""
+    where = listing([f"({', '.join(f'{p}={v:.12g}' for p, v in zip(params, s.points[i]))})" for i in odd], 3)
+    return (f"the repetitions at {where} disagree far more than at the other points (a straggler run?): "
+            f"{'that point counts' if len(odd) == 1 else 'those points count'} little in the model; "
+            f"measure {'it' if len(odd) == 1 else 'them'} again")
 
 
 def _mean_model(params: tuple[str, ...], y: np.ndarray) -> tuple[Model, float, float]:

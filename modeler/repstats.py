@@ -31,6 +31,35 @@ def point_stats(series: Sequence[Series], how: str) -> list[tuple[np.ndarray, np
     return out
 
 
+#: a point whose outlier factor (`pmnf.selection.outlier_weights`) is below this is named in a note:
+#: its repetitions vary 1000 times more (in variance) than the series' typical point's, 30 times more in
+#: spread (one run 3x slow where runs are within 2% of each other: about 80 times more)
+ODD_POINT_FACTOR = 0.01
+
+
+def odd_points(series: Sequence[Series], index: Sequence[int], stats: Sequence[tuple[np.ndarray, np.ndarray]],
+               aggregate: str) -> dict[int, np.ndarray]:
+    """Series index -> the indices of its points whose repetitions disagree so much more than at its
+    other points (a straggler run) that the engine all but leaves them out (`ODD_POINT_FACTOR`), for
+    the series of `index` that have any. Done in one pass per set of series measured alike."""
+    from .pmnf.selection import outlier_weights
+
+    if aggregate in ("min", "max"):  # the extremes get no outlier weights
+        return {}
+    out = {}
+    groups, others = by_shape([series[i] for i in index])
+    sets = [([index[k] for k in members], True) for members in groups] + [([index[k]], False) for k in others]
+    for rows, even in sets:
+        spread = np.array([stats[i][1] for i in rows])
+        reps = (np.full(spread.shape, series[rows[0]].repetitions[0].size) if even else
+                np.array([[r.size for r in series[rows[0]].repetitions]]))
+        odd = outlier_weights(spread, reps, aggregate) < ODD_POINT_FACTOR
+        for i, flags in zip(rows, odd):
+            if flags.any():
+                out[i] = np.flatnonzero(flags)
+    return out
+
+
 def by_shape(series: Sequence[Series]) -> tuple[list[list[int]], list[int]]:
     """The indices of the series in sets measured as often at as many points (each to be done in
     one pass, `table`), and those whose points have different numbers of repetitions."""

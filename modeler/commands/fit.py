@@ -18,6 +18,7 @@ from ..zeros import zero_at_fewest_ranks_warning
 from ..listing import listing
 from ..outputs import FORMATS, render
 from ..parts import combination, parts_series
+from ..reach import far_target_warning
 from ..ranking import LARGEST_VALUE, Ranking, measured_maximum, nonnegative_keys, parse_at, rank_models
 from ..share import DEFAULT_MIN_SHARE, parse_min_share, percent, share_series
 from .inputs import add_input_options, describe_files, load_from_args, name_skipped, output_arg, select, warn, write_output
@@ -125,7 +126,8 @@ def fit_dataset(
     for said in (grid_gaps_warning(data.parameters, [s.points for s in data.series]),
                  moving_together_warning(data.parameters, [s.points for s in data.series], compat),
                  None if compat else scattered_warning(data.parameters, [s.points for s in data.series]),
-                 zero_at_fewest_ranks_warning(data.parameters, data.series)):
+                 zero_at_fewest_ranks_warning(data.parameters, data.series),
+                 far_target_warning(data.parameters, [s.points for s in data.series], target)):
         if said:
             warnings.append(said)
     derive = per_rank_time and compat is None  # --compat extrap: Extra-P's output, nothing more

@@ -33,7 +33,7 @@ from .alternatives import collect, stack, top_hypotheses
 from .fit import GroupFit, TermSpec
 from .hypotheses import allowed, basis
 from .lstsq import wls, wls_columns
-from .points import extrap_lines, marginal_line
+from .points import extrap_lines, line_values, marginal_line
 from .refine import refine_exponents, structure_design
 from .selection import (
     PENALTY, class_prior, extrapolation_points, log_weights, loo_when_noisy, min_risk, noise_scale, noise_variance,
@@ -147,8 +147,10 @@ def fit_group(
     S, n = Y.shape
     P = points.shape[1]
     w = relative_weights(Y)
+    odd = np.ones_like(Y)
     if aggregate not in ("min", "max"):
-        w = w * outlier_weights(spread, reps, aggregate)
+        odd = outlier_weights(spread, reps, aggregate)
+        w = w * odd
     ext = extrapolation_points(points)
     E = len(ext)
     # the extrapolation points ride along with zero weight: their fitted values are the predictions
@@ -170,7 +172,7 @@ def fit_group(
             if line.x.size < 3:
                 cands.append(np.zeros((S, 0), dtype=int))
                 continue
-            cands.append(ranked_single(line.x, Y @ line.weights.T, k, allow_log).order)
+            cands.append(ranked_single(line.x, line_values(line, points, p, Y, odd), k, allow_log).order)
 
     hyps = _hypotheses([c.shape[1] for c in cands], rich_pairs(points))
     M = len(hyps)

@@ -101,7 +101,9 @@ LACK_PREFIX = "does not follow its measurements: "
 def lack_of_fit(fitted: np.ndarray, repetitions: Sequence[np.ndarray]) -> tuple[float, float] | None:
     """(the root mean square of log(median of the runs / model) over the points, that over the
     noise of the medians) where the model does not follow its values (`LACK_RATIO`, `LACK_MIN`),
-    else None. Only points measured at least `LACK_MIN_RUNS` times count (a lone slow run does not
+    else None. Where the runs agree exactly at every point the noise is 0 and the ratio infinite:
+    more than `LACK_MIN` off is then all lack of fit; where they agree at most points (a coarse
+    clock), the noise is the mean of the points' spreads instead of their median. Only points measured at least `LACK_MIN_RUNS` times count (a lone slow run does not
     move their medians), and the test needs `MIN_NOISE_POINTS` of them; the noise is `noise_sigma`'s.
     Points not above zero are left out."""
     R = _table(repetitions)
@@ -119,8 +121,12 @@ def lack_of_fit(fitted: np.ndarray, repetitions: Sequence[np.ndarray]) -> tuple[
     if rms <= LACK_MIN:  # most models stop here, before the noise is estimated
         return None
     sigma = _noise(R)
-    if sigma is None or sigma <= 0:
+    if sigma is None:
         return None
+    if sigma <= 0:  # most points' runs agree exactly: a count, a simulator, a coarse clock
+        sigma = _noise(R, np.mean)  # the few that do not, if any (a clock's ticks)
+        if sigma <= 0:  # review 61 F4: exact data never failed the test, an exact step went unsaid
+            return rms, math.inf
     se = MEDIAN_SE * sigma / np.sqrt(counts[usable])
     ratio = float(np.sqrt(np.mean((r / se) ** 2)))
     return (rms, ratio) if ratio > LACK_RATIO else None
@@ -152,9 +158,11 @@ def may_miss(fitted: np.ndarray, R: np.ndarray) -> np.ndarray:
 
 def lack_text(rms: float, ratio: float) -> str:
     """`does not follow its measurements: 9.05% from them (root mean square), 5.6x the noise of their
-    repetitions`."""
-    return (f"{LACK_PREFIX}{100 * (math.exp(rms) - 1):.3g}% from them (root mean square), {ratio:.2g}x the "
-            "noise of their repetitions")
+    repetitions`, or `..., where their repetitions agree exactly` (`ratio` infinite)."""
+    off = f"{LACK_PREFIX}{100 * (math.exp(rms) - 1):.3g}% from them (root mean square), "
+    if math.isinf(ratio):
+        return off + "where their repetitions agree exactly"
+    return off + f"{ratio:.2g}x the noise of their repetitions"
 
 
 def _table(repetitions: Sequence[np.ndarray]) -> np.ndarray:
@@ -188,22 +196,22 @@ def noise_sigma(repetitions: Sequence[np.ndarray]) -> float | None:
     return _noise(_table(repetitions))
 
 
-def _noise(R: np.ndarray) -> float | None:
-    """`noise_sigma` of the table `R` (`_table`)."""
+def _noise(R: np.ndarray, pool=np.median) -> float | None:
+    """`noise_sigma` of the table `R` (`_table`); `pool` takes the points' spreads together."""
     missing = np.isnan(R)
     counts = R.shape[1] - missing.sum(axis=1)
     with np.errstate(invalid="ignore"):
         usable = (counts >= MIN_REPETITIONS) & np.all(missing | ((R > 0) & np.isfinite(R)), axis=1)
     if usable.sum() < MIN_NOISE_POINTS:
         return None
-    return _sigma(R[usable], missing[usable], counts[usable])
+    return _sigma(R[usable], missing[usable], counts[usable], pool)
 
 
-def _sigma(R: np.ndarray, missing: np.ndarray, n: np.ndarray) -> float:
+def _sigma(R: np.ndarray, missing: np.ndarray, n: np.ndarray, pool=np.median) -> float:
     logs = np.log(np.where(missing, 1.0, R))  # padding: log 1 = 0, left out below
     mean = logs.sum(axis=1) / n
     sds = np.sqrt((((logs - mean[:, None]) * ~missing) ** 2).sum(axis=1) / (n - 1))
-    return float(np.median(sds / _median_sd_ratio(n)))
+    return float(pool(sds / _median_sd_ratio(n)))
 
 
 def _median_sd_ratio(n: np.ndarray) -> np.ndarray:

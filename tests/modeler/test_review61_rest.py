@@ -122,3 +122,33 @@ def test_a_straggler_is_said_once_for_every_call_path_it_slowed(tmp_path, capsys
     assert cli.main(["fit", str(path)]) == 0
     err = capsys.readouterr().err
     assert err.count("disagree far more") == 1 and "(p=32, n=50)" in err and "(3 models)" in err
+
+
+X7 = np.array([[1.0], [2.0], [4.0], [8.0], [16.0], [32.0], [64.0]])
+
+
+def _one(values, reps=3):
+    s = Series("main", "time", X7, [np.full(reps, v) if np.ndim(v) == 0 else np.asarray(v) for v in values])
+    return PMNFModeler().fit(Dataset(("p",), [s])).models_[0]
+
+
+def test_an_exact_step_is_said_not_to_follow_its_measurements():
+    # review 61 F4: runs that agree exactly have no noise, and the lack-of-fit test stopped there
+    step = np.where(X7[:, 0] <= 8, 1.0, 2.5) * X7[:, 0]
+    fm = _one(step)
+    assert fm.miss and fm.miss.startswith("does not follow its measurements") and "agree exactly" in fm.miss
+    assert _one(2 + 0.5 * X7[:, 0]).miss is None  # exact data that a form follows
+    assert _one(step, reps=1).miss is None  # one run a point: never tested
+
+
+def test_a_coarse_clock_takes_the_noise_of_the_points_whose_runs_differ():
+    # most points' runs agree to the tick; the few that do not set the noise, and a model within a
+    # tick or so is not marked, while a step far beyond the ticks still is
+    ticks = lambda v: [np.floor(v), np.floor(v), np.ceil(v)]  # noqa: E731
+    smooth = 40 + 0.5 * X7[:, 0]
+    smooth_runs = [ticks(v) if i in (2, 5) else np.full(3, round(v)) for i, v in enumerate(smooth)]
+    assert _one(smooth_runs).miss is None
+    step = np.where(X7[:, 0] <= 8, 40.0, 100.0) + 0.5 * X7[:, 0]
+    step_runs = [ticks(v) if i in (2, 5) else np.full(3, round(v)) for i, v in enumerate(step)]
+    fm = _one(step_runs)
+    assert fm.miss and fm.miss.startswith("does not follow") and "noise of their repetitions" in fm.miss

@@ -13,7 +13,7 @@ from typing import Sequence
 from ..dataset import REPETITION_AGGREGATES, Dataset, Series
 from ..derived import Baselines, baselines, basis_series_needed
 from ..errors import InputError
-from ..grid import grid_gaps_warning, moving_together_warning, scattered_warning
+from ..grid import grid_gaps_warning, moving_together_warning, scattered_warning, unchecked_products_warning
 from ..zeros import zero_at_fewest_ranks_warning
 from ..listing import listing
 from ..outputs import FORMATS, render
@@ -138,6 +138,8 @@ def fit_dataset(
     both = Dataset(data.parameters, [*data.series, *extra], list(data.warnings), list(data.sources))
     fitted = PMNFModeler(compat=compat, aggregate=repetitions).fit(both).models_
     shown, companions = fitted[: len(data.series)], fitted[len(data.series):]
+    if said := unchecked_products_warning(data.parameters, shown, [s.points for s in data.series]):
+        warnings.append(said)
     units = {(s.callpath, s.metric): s.unit for s in data.series}
     return rank_models(shown, data.parameters, target, warnings=[*data.warnings, *warnings], model_notes=True, units=units,
                        companions=companions, nonnegative=nonnegative_keys(data.series), baselines=bases,

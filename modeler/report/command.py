@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from ..cli import EXIT_OK, EXIT_PARTIAL, write_stdout
     from ..estimator import PMNFModeler
     from ..ranking import measured_maximum, parse_at
+    from ..grid import unchecked_products_warning
     from ..reach import far_target_warning
     from ..readers import skipped_warning
     from .render import render_html, render_markdown
@@ -88,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
     n = len(selected.series)
     report = build_report(groups, selected, models[:n], options, companions=models[n:], baselines=bases,
                           series_read=dataset.series, run_shares=dataset.run_shares)
-    if far := far_target_warning(selected.parameters, [s.points for s in selected.series], target):
-        report.warnings.append(far)
+    said = (far_target_warning(selected.parameters, [s.points for s in selected.series], target),
+            unchecked_products_warning(selected.parameters, models[:n], [s.points for s in selected.series]))
+    report.warnings.extend(w for w in said if w)
     text = render_markdown(report, top=max(args.top, 20)) if args.format == "markdown" else render_html(report)
     out = None
     if args.format == "markdown" and args.output in (None, "-"):

@@ -152,3 +152,35 @@ def test_a_coarse_clock_takes_the_noise_of_the_points_whose_runs_differ():
     step_runs = [ticks(v) if i in (2, 5) else np.full(3, round(v)) for i, v in enumerate(step)]
     fm = _one(step_runs)
     assert fm.miss and fm.miss.startswith("does not follow") and "noise of their repetitions" in fm.miss
+
+
+def _cross_file(tmp_path, grid=False):
+    rng = np.random.default_rng(1)
+    P5, N5 = (2, 4, 8, 16, 32), (10, 20, 30, 40, 50)
+    pts = list(itertools.product(P5, N5)) if grid else [(p, 10) for p in P5] + [(2, n) for n in N5[1:]]
+    path = tmp_path / ("grid.jsonl" if grid else "cross.jsonl")
+    with open(path, "w") as f:
+        for p, n in pts:
+            for name, v in (("sum", 1 + 0.5 * p + 0.1 * n), ("prod", 1 + 0.01 * p * n), ("flat", 3.0 + 0 * p)):
+                f.write(json.dumps({"params": {"p": p, "n": n}, "callpath": name, "metric": "time",
+                                    "value": list(v * (1 + rng.uniform(-0.05, 0.05, 5)))}) + "\n")
+    return path
+
+
+def test_a_product_on_a_cross_is_said_to_be_unmeasured(tmp_path, capsys):
+    # review 61 F5: on lines through one point a sum whose two terms are alike at the centre fits as
+    # a product as well, with fewer coefficients: 1 + 0.5 p + 0.1 n came back as 2 + 0.05 p*n, 3.8x
+    # high where both grow, and nothing said that the design cannot tell them apart
+    assert cli.main(["fit", str(_cross_file(tmp_path)), "--format", "json"]) == 0
+    out = capsys.readouterr()
+    said = [w for w in json.loads(out.out)["warnings"] if "no point measured varies together" in w]
+    assert len(said) == 1 and "prod (time): p·n" in said[0] and "flat" not in said[0]
+    models = {m["callpath"]: m for m in json.loads(out.out)["models"]}
+    multiplied = [c for c, m in models.items() if any(len(t["factors"]) > 1 for t in m["terms"])]
+    assert multiplied and all(f"{c} (time): p·n" in said[0] for c in multiplied)
+    md = tmp_path / "r.md"
+    assert cli.main(["report", str(_cross_file(tmp_path)), "--format", "markdown", "-o", str(md)]) == 0
+    assert "no point measured varies together" in md.read_text()
+    # the grid measures the product: nothing said
+    assert cli.main(["fit", str(_cross_file(tmp_path, grid=True))]) == 0
+    assert "no point measured varies together" not in capsys.readouterr().err

@@ -32,7 +32,7 @@ from .pmnf.points import distinct_values, group_by_points
 from .pmnf.quality import quality
 from .pmnf.selection import noise_variance
 from .repstats import by_shape, odd_points, point_stats, table
-from .strong_scaling import choose, mix, split, split_alternative, time_view
+from .strong_scaling import choose, falls_along, mix, split, split_alternative, time_view
 
 COMPAT_MODES = (None, "extrap")
 #: a series needs this many points, and a parameter this many distinct values, to get a term
@@ -58,7 +58,8 @@ class PMNFModeler:
       or "raise" (`TooFewPointsError`).
     - `strong_scaling`: default mode, with a parameter named `ranks`: also fit the values x ranks
       and keep that form divided by ranks (terms falling as 1/ranks) where it cross-validates
-      clearly better (`modeler.strong_scaling`).
+      clearly better (`modeler.strong_scaling`); the same along any other parameter for the series
+      whose values fall along it (`strong_scaling.falls_along`).
     """
 
     def __init__(
@@ -124,11 +125,11 @@ class PMNFModeler:
                 g, row, q, divided, other = fits[i]
                 model = _to_model(dataset.parameters, g, row)
                 alternatives = _family_alternatives(dataset.parameters, g, row, divided)
-                if divided:  # fitted as values x ranks: back to the values (modeler.strong_scaling)
-                    model = split(model, RANKS_PARAMETER)[0]
+                if divided:  # fitted as values x a parameter: back to the values (modeler.strong_scaling)
+                    model = split(model, divided)[0]
                 if other is not None:  # both families in play: the range draws from both
-                    g_other, weight = other
-                    alternatives = mix(alternatives, _family_alternatives(dataset.parameters, g_other, row, not divided),
+                    g_other, weight, other_divided = other
+                    alternatives = mix(alternatives, _family_alternatives(dataset.parameters, g_other, row, other_divided),
                                        weight)
                 if not np.any(values) and alternatives:  # all zeros: nothing is uncertain
                     k = 1 + len(model.terms)
@@ -173,10 +174,12 @@ class PMNFModeler:
         return tuple(notes)
 
     def _fit_groups(self, dataset: Dataset, fittable: list[int], stats: list, aggregate: str) -> dict:
-        """Series index -> (its group's fit, its row there, the group's quality, whether the fit is
-        of the values x ranks, None or (the other family's fit, its weight in the prediction range));
-        one engine call per set of series measured at the same points (two where the values x ranks
-        are fitted too, `modeler.strong_scaling`)."""
+        """Series index -> (its group's fit, its row there, the group's quality, the parameter the fit
+        is of the values x (None: of the values), None or (the other family's fit, its weight in the
+        prediction range, the parameter that family is of the values x)); one engine call per set of
+        series measured at the same points, and one more per parameter the values x it are fitted
+        for (`modeler.strong_scaling`): `ranks` for every series, any other parameter for the series
+        whose values fall along it (`falls_along`)."""
         fits = {}
         params = dataset.parameters
         for members in group_by_points([dataset.series[i].points for i in fittable]).values():
@@ -185,38 +188,45 @@ class PMNFModeler:
             Y = np.array([stats[i][0] for i in index])
             g, q = self._fit_scaled(pts, Y, index, stats, dataset, aggregate)
             for row, i in enumerate(index):
-                fits[i] = (g, row, q, False, None)
-            if not self._splits(params, pts):
-                continue
-            ranks = pts[:, params.index(RANKS_PARAMETER)]
-            with np.errstate(over="ignore", invalid="ignore"):
-                Y2 = Y * ranks[None, :]
-            ok = np.isfinite(Y2).all(axis=1)  # beyond the float range x ranks: plain only
-            if not ok.any():
-                continue
-            sub = [i for i, good in zip(index, ok) if good]
-            g2, q2 = self._fit_scaled(pts, Y2[ok], sub, stats, dataset, aggregate, ranks)
-            rows = np.flatnonzero(ok)
-            g1 = _rows(g, rows)
-            spread = np.array([stats[i][1] for i in sub])
-            reps = np.array([[r.size for r in dataset.series[i].repetitions] for i in sub])
-            noise = noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max") else np.full(len(sub), np.nan)
-            keep, other = choose(g1, g2, q.cv_smape[rows], q2.cv_smape, noise)
-            q1 = _quality_rows(q, rows) if (other > 0).any() else None  # once: per series it was quadratic (review 54 F1)
-            for j, i in enumerate(sub):
-                if keep[j]:
-                    fits[i] = (g2, j, q2, True, (g1, float(other[j])))
-                elif other[j] > 0:
-                    fits[i] = (g1, j, q1, False, (g2, float(other[j])))
+                fits[i] = (g, row, q, None, None)
+            for col in self._divisors(params, pts):
+                x = pts[:, col]
+                if params[col] == RANKS_PARAMETER:
+                    ok = np.ones(len(index), dtype=bool)
+                else:  # only where the values fall along it, and no other family is in play
+                    ok = falls_along(pts, Y, col) & np.array([fits[i][3] is None and fits[i][4] is None
+                                                             for i in index])
+                with np.errstate(over="ignore", invalid="ignore"):
+                    Y2 = Y * x[None, :]
+                ok &= np.isfinite(Y2).all(axis=1)  # beyond the float range x ranks: plain only
+                if not ok.any():
+                    continue
+                sub = [i for i, good in zip(index, ok) if good]
+                g2, q2 = self._fit_scaled(pts, Y2[ok], sub, stats, dataset, aggregate, x)
+                rows = np.flatnonzero(ok)
+                g1 = _rows(g, rows)
+                spread = np.array([stats[i][1] for i in sub])
+                reps = np.array([[r.size for r in dataset.series[i].repetitions] for i in sub])
+                noise = (noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max")
+                         else np.full(len(sub), np.nan))
+                keep, other = choose(g1, g2, q.cv_smape[rows], q2.cv_smape, noise)
+                q1 = _quality_rows(q, rows) if (other > 0).any() else None  # once: per series it was quadratic (review 54 F1)
+                name = params[col]
+                for j, i in enumerate(sub):
+                    if keep[j]:
+                        fits[i] = (g2, j, q2, name, (g1, float(other[j]), None))
+                    elif other[j] > 0:
+                        fits[i] = (g1, j, q1, None, (g2, float(other[j]), name))
         return fits
 
-    def _splits(self, params: tuple[str, ...], pts: np.ndarray) -> bool:
-        """Whether the values x ranks are fitted too: default mode, `strong_scaling`, and a `ranks`
-        parameter with at least 3 positive values."""
-        if self.compat is not None or not self.strong_scaling or RANKS_PARAMETER not in params:
-            return False
-        r = pts[:, params.index(RANKS_PARAMETER)]
-        return bool(np.all(r > 0)) and np.unique(r).size >= MIN_POINTS
+    def _divisors(self, params: tuple[str, ...], pts: np.ndarray) -> list[int]:
+        """The columns of the parameters the values x them are fitted for too (default mode,
+        `strong_scaling`): those with at least 3 values, all positive, `ranks` first."""
+        if self.compat is not None or not self.strong_scaling:
+            return []
+        cols = [c for c in range(len(params))
+                if np.all(pts[:, c] > 0) and np.unique(pts[:, c]).size >= MIN_POINTS]
+        return sorted(cols, key=lambda c: params[c] != RANKS_PARAMETER)
 
     def _fit_scaled(self, pts, Y, index, stats, dataset, aggregate, ranks=None):
         """The engine's fit of the rows of Y, and its quality (of Y / ranks where `ranks` is given:
@@ -438,11 +448,12 @@ def _quality_rows(q, rows: np.ndarray):
     return dataclasses.replace(q, **{f.name: getattr(q, f.name)[rows] for f in dataclasses.fields(q)})
 
 
-def _family_alternatives(params: tuple[str, ...], g: GroupFit, row: int, divided: bool) -> tuple[Alternative, ...]:
-    """A family's alternatives for one series, as models of the values (split over ranks where the
-    family was fitted as values x ranks)."""
+def _family_alternatives(params: tuple[str, ...], g: GroupFit, row: int, divided: str | None
+                         ) -> tuple[Alternative, ...]:
+    """A family's alternatives for one series, as models of the values (split over the parameter
+    `divided` where the family was fitted as values x it)."""
     alternatives = _alternatives(params, g, row)
-    return tuple(split_alternative(a, RANKS_PARAMETER) for a in alternatives) if divided else alternatives
+    return tuple(split_alternative(a, divided) for a in alternatives) if divided else alternatives
 
 
 def _alternatives(params: tuple[str, ...], g: GroupFit, row: int) -> tuple[Alternative, ...]:

@@ -17,6 +17,10 @@ predicted at 4x the measured ranks went from a median error of 600% to 8%; on ca
 from the PMNF space it was never taken there, for 0-0.3% of 1-parameter ones, and never for
 noisy constants (docs/modeling.md).
 
+Nothing here is particular to ranks but the name: the estimator fits the values x any other
+parameter too, for the series whose values fall along it (`falls_along`), and the same rules choose
+(a time per epoch falls as 1/batch: review 61 F7).
+
 A plain constant is split only as c + W/ranks, and only where the data say so beyond their noise
 (`choose`, `lack_of_fit_per_group`, `admits_rise`): values falling as 1/ranks beside a parameter held
 constant for its 2 values get a constant from PMNF (review 49 F3), while flat series with one slow
@@ -91,6 +95,40 @@ MISS_LEVEL, FIT_LEVEL = 0.99, 0.95
 #: a form of the engine's cost-form search that rises again in ranks and has at least this share
 #: of the heaviest form's weight keeps a constant from being split (`admits_rise`)
 RISE_SHARE = 0.1
+
+
+#: a parameter other than `ranks` gets the values x it fitted only for the series whose values fall
+#: along it by this many standard errors of the slope of log(value) on log(parameter) (`falls_along`)
+FALL_T = 3.0
+
+
+def falls_along(points: np.ndarray, Y: np.ndarray, col: int, t: float = FALL_T) -> np.ndarray:
+    """Per row of Y (S, n): whether its values fall along the parameter in column `col` of `points`:
+    the slope of log(value) on log(parameter), the other parameters' combinations each with a level
+    of its own, is below 0 by more than `t` of its standard errors (any fall where it has none: exact
+    data). Rows with a value not above 0 do not fall. A time per epoch with the batch size swept (the
+    steps per epoch fall as 1/batch) falls so; the PMNF forms with positive coefficients never do,
+    and only the series that fall get the values x the parameter fitted (review 61 F7)."""
+    S, n = Y.shape
+    x = np.log(points[:, col])
+    _, level = np.unique(np.delete(points, col, axis=1), axis=0, return_inverse=True)
+    level = level.ravel()
+    k = int(level.max()) + 1
+    counts = np.bincount(level, minlength=k)
+    xc = x - (np.bincount(level, x, minlength=k) / counts)[level]
+    sxx = float(xc @ xc)
+    positive = (Y > 0).all(axis=1)
+    dof = n - k - 1
+    if sxx <= 0 or dof < 1 or not positive.any():
+        return np.zeros(S, dtype=bool)
+    ly = np.log(np.where(positive[:, None], Y, 1.0))
+    member = np.zeros((n, k))
+    member[np.arange(n), level] = 1.0
+    yc = ly - ((ly @ member) / counts)[:, level]
+    slope = yc @ xc / sxx
+    resid = yc - slope[:, None] * xc
+    se = np.sqrt((resid * resid).sum(axis=1) / dof / sxx)
+    return positive & (slope < 0) & (slope < -t * se)
 
 
 def _ranks_of(divided: GroupFit) -> np.ndarray | None:

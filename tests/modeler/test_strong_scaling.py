@@ -1,5 +1,6 @@
 """Models of work split over the ranks (`modeler.strong_scaling`): fitted as values x ranks and
-divided back, where that cross-validates clearly better; nowhere else."""
+divided back, where that cross-validates clearly better; nowhere else (and along another parameter
+only for values that fall along it)."""
 
 from __future__ import annotations
 
@@ -68,14 +69,21 @@ def test_series_that_pmnf_explains_are_not_split():
         assert all(e >= 0 for e in _ranks_exponents(fm.model)), (fm.callpath, fm.model.formula())
 
 
-def test_only_a_parameter_named_ranks_is_split_and_never_in_compat_mode():
+def test_a_parameter_not_named_ranks_is_split_where_the_values_fall_along_it_never_in_compat_mode():
+    # review 61 F7: values falling as 1/p came back as a - b * log2(p), negative beyond the range;
+    # the values x p are now fitted for the series that fall along p, and only for them
     renamed = PMNFModeler().fit(_dataset(STRONG, params=("p", "n"))).models_
+    named = PMNFModeler().fit(_dataset(STRONG)).models_
     compat = PMNFModeler(compat="extrap").fit(_dataset(STRONG)).models_
     assert [fm.callpath for fm in renamed] == [fm.callpath for fm in compat] == list(STRONG)
-    for fm in renamed:
-        assert all(f.exponent >= 0 for t in fm.model.terms for f in t.factors)
+    for fm, ranks in zip(renamed, named):
+        assert fm.model.formula() == ranks.model.formula().replace("ranks", "p")
     for fm in compat:
         assert all(e >= 0 for e in _ranks_exponents(fm.model))
+    growing = PMNFModeler().fit(_dataset(PMNF, params=("p", "n"))).models_
+    assert all(f.exponent >= 0 for fm in growing for t in fm.model.terms for f in t.factors)
+    off = PMNFModeler(strong_scaling=False).fit(_dataset(STRONG, params=("p", "n"))).models_
+    assert all(f.exponent >= 0 for fm in off for t in fm.model.terms for f in t.factors)
 
 
 def test_fit_quality_is_reported_on_the_values_not_on_values_times_ranks():

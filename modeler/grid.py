@@ -122,11 +122,19 @@ def unchecked_products_warning(parameters: Sequence[str], models: Sequence, poin
     back as one, as it should, and is just as unchecked). `models`: FittedModels, `points` their
     series' points."""
     named = []
+    crosses: dict[tuple[bytes, int, int], bool] = {}  # a sweep's call paths share their points
+
+    def cross(pts: np.ndarray, a: int, b: int) -> bool:
+        pair = np.ascontiguousarray(np.asarray(pts, dtype=float)[:, [a, b]])
+        key = (pair.tobytes(), a, b)
+        if key not in crosses:
+            crosses[key] = _lines_through_one_point(_rows(pair))
+        return crosses[key]
+
     for fm, pts in zip(models, points):
         pairs = {pair for term in fm.model.terms
                  for pair in itertools.combinations(sorted({parameters.index(f.parameter) for f in term.factors}), 2)}
-        unchecked = [(a, b) for a, b in sorted(pairs)
-                     if _lines_through_one_point(_rows(np.asarray(pts, dtype=float)[:, [a, b]]))]
+        unchecked = [(a, b) for a, b in sorted(pairs) if cross(pts, a, b)]
         if unchecked:
             product = ", ".join(f"{parameters[a]}·{parameters[b]}" for a, b in unchecked)
             named.append(f"{fm.callpath} ({fm.metric}): {product}")

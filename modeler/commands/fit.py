@@ -11,6 +11,7 @@ import sys
 from typing import Sequence
 
 from ..dataset import REPETITION_AGGREGATES, Dataset, Series
+from ..contention import wide_runs_warning
 from ..derived import Baselines, baselines, basis_series_needed
 from ..errors import InputError
 from ..grid import grid_gaps_warning, moving_together_warning, scattered_warning, unchecked_products_warning
@@ -127,7 +128,8 @@ def fit_dataset(
                  moving_together_warning(data.parameters, [s.points for s in data.series], compat),
                  None if compat else scattered_warning(data.parameters, [s.points for s in data.series]),
                  zero_at_fewest_ranks_warning(data.parameters, data.series),
-                 far_target_warning(data.parameters, [s.points for s in data.series], target)):
+                 far_target_warning(data.parameters, [s.points for s in data.series], target),
+                 wide_runs_warning(measured.series if measured is not None else data.series, repetitions)):
         if said:
             warnings.append(said)
     derive = per_rank_time and compat is None  # --compat extrap: Extra-P's output, nothing more

@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from ..cli import EXIT_OK, EXIT_PARTIAL, write_stdout
     from ..estimator import PMNFModeler
     from ..ranking import measured_maximum, parse_at
+    from ..contention import wide_runs_warning
     from ..grid import unchecked_products_warning
     from ..reach import far_target_warning
     from ..readers import skipped_warning
@@ -90,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
     report = build_report(groups, selected, models[:n], options, companions=models[n:], baselines=bases,
                           series_read=dataset.series, run_shares=dataset.run_shares)
     said = (far_target_warning(selected.parameters, [s.points for s in selected.series], target),
-            unchecked_products_warning(selected.parameters, models[:n], [s.points for s in selected.series]))
+            unchecked_products_warning(selected.parameters, models[:n], [s.points for s in selected.series]),
+            wide_runs_warning(dataset.series, args.repetitions))
     report.warnings.extend(w for w in said if w)
     text = render_markdown(report, top=max(args.top, 20)) if args.format == "markdown" else render_html(report)
     out = None

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import os
 import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from runtime.launch_errors import LaunchError
 from runtime.launch_nsys import parse_rank_filter
@@ -85,8 +87,33 @@ def path_arg(text: str) -> Path:
     return Path(os.path.expanduser(text))
 
 
+#: options of the other commands that are given to the launcher by mistake, and what it has instead
+_OTHERS = {"--repetitions": "--repeat N (modeler's --repetitions says how the runs are combined)",
+           "--reps": "--repeat N", "--repeats": "--repeat N"}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """argparse's error, with the launcher's own option named where an unknown one is like it
+        (review 62 F7: `--repetitions 3`, modeler fit's option, failed with a bare `unrecognized
+        arguments: --repetitions`)."""
+        if message.startswith("unrecognized arguments:"):
+            known = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+            hints = []
+            for token in message.split(":", 1)[1].split():
+                name = token.split("=", 1)[0]
+                if not name.startswith("--"):
+                    continue
+                close = _OTHERS.get(name) or next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.75)), None)
+                if close:
+                    hints.append(f"{name}: did you mean {close}?")
+            if hints:
+                message += "; " + "; ".join(hints)
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog=_prog(), usage=USAGE, allow_abbrev=False, formatter_class=_Help,
         description="Run a Python program with scaleprobe's runtime on one or many ranks, "
                     "once or over a parameter sweep. See docs/launch.md.")

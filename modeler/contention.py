@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from .dataset import Series
+from .repstats import by_shape, table
 
 #: the runs of a time, fastest to slowest, this far apart relative to their median (weighted by
 #: time) are worth a warning: uniform noise of ±10% puts 5 runs about 13% apart, 3 runs about 10%
@@ -37,18 +38,17 @@ def run_spread(series: Sequence[Series], metric: str = "time") -> tuple[float, f
     `MIN_POINTS` such points."""
     up = down = total = 0.0
     points = 0
-    for s in series:
-        if s.metric != metric:
-            continue
-        for r in s.repetitions:
-            if r.size < 2:
-                continue
-            med = float(np.median(r))
-            if med > 0 and np.all(np.isfinite(r)):
-                up += float(r.max()) - med
-                down += med - float(r.min())
-                total += med
-                points += 1
+    times = [s for s in series if s.metric == metric]
+    groups, others = by_shape(times)
+    tables = [table(times, index) for index in groups if times[index[0]].repetitions[0].size >= 2]
+    tables += [r[None, None, :] for i in others for r in times[i].repetitions if r.size >= 2]
+    for R in tables:  # (series, points, runs), one array pass per set measured alike
+        med = np.median(R, axis=2)
+        ok = (med > 0) & np.isfinite(R).all(axis=2)
+        up += float(np.where(ok, R.max(axis=2) - med, 0.0).sum())
+        down += float(np.where(ok, med - R.min(axis=2), 0.0).sum())
+        total += float(np.where(ok, med, 0.0).sum())
+        points += int(ok.sum())
     if points < MIN_POINTS or not total > 0:
         return None
     return up / total, down / total

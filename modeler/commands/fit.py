@@ -11,6 +11,7 @@ import sys
 from typing import Sequence
 
 from ..dataset import REPETITION_AGGREGATES, Dataset, Series
+from ..backtest import backtest_warning
 from ..contention import wide_runs_warning
 from ..derived import Baselines, baselines, basis_series_needed
 from ..errors import InputError
@@ -140,6 +141,8 @@ def fit_dataset(
     both = Dataset(data.parameters, [*data.series, *extra], list(data.warnings), list(data.sources))
     fitted = PMNFModeler(compat=compat, aggregate=repetitions).fit(both).models_
     shown, companions = fitted[: len(data.series)], fitted[len(data.series):]
+    if said := backtest_warning(data.parameters, data.series, compat=compat, aggregate=repetitions):
+        warnings.append(said)
     if said := unchecked_products_warning(data.parameters, shown, [s.points for s in data.series]):
         warnings.append(said)
     units = {(s.callpath, s.metric): s.unit for s in data.series}

@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from ..cli import EXIT_OK, EXIT_PARTIAL, write_stdout
     from ..estimator import PMNFModeler
     from ..ranking import measured_maximum, parse_at
+    from ..backtest import backtest_warning
     from ..contention import wide_runs_warning
     from ..grid import unchecked_products_warning
     from ..reach import far_target_warning
@@ -92,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
                           series_read=dataset.series, run_shares=dataset.run_shares)
     said = (far_target_warning(selected.parameters, [s.points for s in selected.series], target),
             unchecked_products_warning(selected.parameters, models[:n], [s.points for s in selected.series]),
-            wide_runs_warning(dataset.series, args.repetitions))
+            wide_runs_warning(dataset.series, args.repetitions),
+            backtest_warning(selected.parameters, selected.series, compat=None, aggregate=args.repetitions))
     report.warnings.extend(w for w in said if w)
     text = render_markdown(report, top=max(args.top, 20)) if args.format == "markdown" else render_html(report)
     out = None

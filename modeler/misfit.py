@@ -103,9 +103,10 @@ def lack_of_fit(fitted: np.ndarray, repetitions: Sequence[np.ndarray]) -> tuple[
     noise of the medians) where the model does not follow its values (`LACK_RATIO`, `LACK_MIN`),
     else None. Where the runs agree exactly at every point the noise is 0 and the ratio infinite:
     more than `LACK_MIN` off is then all lack of fit; where they agree at most points (a coarse
-    clock), the noise is the mean of the points' spreads instead of their median. Only points measured at least `LACK_MIN_RUNS` times count (a lone slow run does not
-    move their medians), and the test needs `MIN_NOISE_POINTS` of them; the noise is `noise_sigma`'s.
-    Points not above zero are left out."""
+    clock), the noise is the mean of the points' spreads instead of their median. Only points
+    measured at least `LACK_MIN_RUNS` times count (a lone slow run does not move their medians), and
+    the test needs `MIN_NOISE_POINTS` of them; the noise is `noise_sigma`'s. Points not above zero
+    are left out."""
     R = _table(repetitions)
     f = np.asarray(fitted, dtype=float)
     missing = np.isnan(R)

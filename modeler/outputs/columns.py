@@ -56,7 +56,7 @@ def cells(i: int, row: RankedModel) -> tuple[str, ...]:
         f"{i}!" if row.doubtful() else str(i),
         fm.callpath,
         fm.metric,
-        growth_text(row.growth),
+        growth_text(row.rank_growth()) + (" (parts)" if row.parts_growth is not None else ""),
         at,
         interval,
         forms,

@@ -12,6 +12,7 @@ from markupsafe import Markup
 from ..dataset import RunShares, Series
 from ..derived import Baselines
 from ..model import FittedModel
+from ..outputs.columns import growth_text
 from ..ranking import growth, nonnegative_keys, rank_models
 from . import svg
 from .findings import RankingRow, RegionView
@@ -48,8 +49,8 @@ def _row(rm, s: Series, largest_pt: np.ndarray, anchor: str) -> RankingRow:
     return RankingRow(
         callpath=fm.callpath,
         formula=fm.model.formula(4),
-        growth=_growth_label(fm),
-        growth_key=rm.growth,
+        growth=_growth_label(fm) + ("" if rm.parts_growth is None else f" (parts: {growth_text(rm.parts_growth)})"),
+        growth_key=rm.rank_growth(),
         smape=float(fm.smape),
         cv_smape=None if fm.cv_smape is None else float(fm.cv_smape),
         ar2=float(fm.ar2),

@@ -78,10 +78,7 @@ def blamed_parts(models: Iterable[FittedModel], predictions: Mapping[tuple[str, 
     the whole's (none where the whole is a constant below its parts) (review 18: a loop was marked while the constant that its child's clearly growing,
     noisy values were fitted with, SMAPE 60%, was not). Keys: (call path, metric) of the part."""
     fitted = {(fm.callpath, fm.metric): fm for fm in models}
-    children: dict[str, list[str]] = {}
-    for cp, metric in fitted:
-        if metric == "time" and SEPARATOR in cp:
-            children.setdefault(cp.rsplit(SEPARATOR, 1)[0], []).append(cp)
+    children = _time_children(fitted)
     out: dict[tuple[str, str], str] = {}
     for cp, check in sums.items():
         whole = fitted.get((cp, "time"))
@@ -116,10 +113,7 @@ def parts_growths(models: Iterable[FittedModel], sums: Mapping[str, PartsCheck])
     its parts' where it has one; deepest first. Only where the parts hold the exclusive time
     (`PartsCheck.with_exclusive`): without it, the rest may be the call path's own work."""
     fitted = {(fm.callpath, fm.metric): fm for fm in models}
-    children: dict[str, list[str]] = {}
-    for cp, metric in fitted:
-        if metric == "time" and SEPARATOR in cp:
-            children.setdefault(cp.rsplit(SEPARATOR, 1)[0], []).append(cp)
+    children = _time_children(fitted)
     out: dict[str, tuple[float, float]] = {}
     for cp in sorted(sums, key=lambda c: -c.count(SEPARATOR)):
         whole = fitted.get((cp, "time"))
@@ -146,6 +140,15 @@ def faster_than_parts_warning(rows: Sequence[RankedModel]) -> str | None:
             f"{'their' if n > 1 else 'its'} parts (exclusive time and children), which a sum cannot: "
             f"{'they are' if n > 1 else 'it is'} ranked by the fastest part's growth, marked (parts): "
             f"{listing(named, 5)}")
+
+
+def _time_children(fitted: Mapping[tuple[str, str], FittedModel]) -> dict[str, list[str]]:
+    """Call path -> its children that have a `time` model in `fitted` (keyed by (call path, metric))."""
+    children: dict[str, list[str]] = {}
+    for cp, metric in fitted:
+        if metric == "time" and SEPARATOR in cp:
+            children.setdefault(cp.rsplit(SEPARATOR, 1)[0], []).append(cp)
+    return children
 
 
 def _worse_than_constant(fm: FittedModel) -> bool:

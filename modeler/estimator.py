@@ -118,6 +118,9 @@ class PMNFModeler:
         notes = [k[1] + (self._screen(s, dataset.parameters) if k[0] else ()) for s, k in zip(series, kept)]
         fittable = [i for i, s in enumerate(series) if s.n_points >= MIN_POINTS and kept[i][0]]
         fits = self._fit_groups(dataset, fittable, stats, aggregate)
+        if self.compat is None:
+            for i, odd in odd_points(series, sorted(fits), stats, aggregate).items():
+                notes[i] = notes[i] + (_odd_note(dataset.parameters, series[i], odd),)
         rows, tested = [], []
         for i, s in enumerate(dataset.series):
             values, spread = stats[i]
@@ -143,9 +146,6 @@ class PMNFModeler:
             interval = _interval(spread, [r.size for r in s.repetitions])
             rows.append((s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points, interval, notes[i],
                          alternatives))
-        if self.compat is None:
-            for i, odd in odd_points(series, tested, stats, aggregate).items():
-                rows[i] = (*rows[i][:9], rows[i][9] + (_odd_note(dataset.parameters, series[i], odd),), rows[i][10])
         misses = dict(zip(tested, _misses([rows[i][2] for i in tested], [series[i] for i in tested], dataset.parameters)))
         self.models_ = [FittedModel(*row, misses.get(i)) for i, row in enumerate(rows)]
         self.parameters_ = dataset.parameters

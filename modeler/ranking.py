@@ -129,8 +129,6 @@ def parts_growths(models: Iterable[FittedModel], sums: Mapping[str, PartsCheck])
 
 def faster_than_parts_warning(rows: Sequence[RankedModel]) -> str | None:
     """One warning naming the rows ranked by their parts' growth (`RankedModel.parts_growth`), or None."""
-    from .outputs.columns import growth_text
-
     named = [f"{r.fitted.callpath} ({growth_text(r.growth)}, parts {growth_text(r.parts_growth)})"
              for r in rows if r.parts_growth is not None]
     if not named:
@@ -302,6 +300,17 @@ def _ranges(
 
 def _finite_or_none(v: float | None) -> float | None:
     return None if v is None or not math.isfinite(v) else float(v)
+
+
+def growth_text(g: tuple[float, float]) -> str:
+    """The dominant term's total degree and log power (`growth`): `deg 1.5, log^1`, `const`, or
+    `falling (...)`."""
+    e, l = g
+    if e == 0 and l == 0:
+        return "const"
+    parts = ([f"deg {abs(e):.3g}"] if e else []) + ([f"log^{abs(l):.3g}"] if l else [])
+    text = ", ".join(parts)
+    return f"falling ({text})" if e < 0 or l < 0 else text
 
 
 def growth(model: Model) -> tuple[float, float]:

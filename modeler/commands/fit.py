@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..dataset import REPETITION_AGGREGATES, Dataset, Series
 from ..backtest import backtest_warning
@@ -128,9 +128,7 @@ def fit_dataset(
     for said in (grid_gaps_warning(data.parameters, [s.points for s in data.series]),
                  moving_together_warning(data.parameters, [s.points for s in data.series], compat),
                  None if compat else scattered_warning(data.parameters, [s.points for s in data.series]),
-                 zero_at_fewest_ranks_warning(data.parameters, data.series),
-                 far_target_warning(data.parameters, [s.points for s in data.series], target),
-                 wide_runs_warning(measured.series if measured is not None else data.series, repetitions)):
+                 zero_at_fewest_ranks_warning(data.parameters, data.series)):
         if said:
             warnings.append(said)
     derive = per_rank_time and compat is None  # --compat extrap: Extra-P's output, nothing more
@@ -141,15 +139,27 @@ def fit_dataset(
     both = Dataset(data.parameters, [*data.series, *extra], list(data.warnings), list(data.sources))
     fitted = PMNFModeler(compat=compat, aggregate=repetitions).fit(both).models_
     shown, companions = fitted[: len(data.series)], fitted[len(data.series):]
-    if said := backtest_warning(data.parameters, data.series, compat=compat, aggregate=repetitions):
-        warnings.append(said)
-    if said := unchecked_products_warning(data.parameters, shown, [s.points for s in data.series]):
-        warnings.append(said)
+    warnings += prediction_checks(data, shown, target, measured, repetitions, compat)
     units = {(s.callpath, s.metric): s.unit for s in data.series}
     return rank_models(shown, data.parameters, target, warnings=[*data.warnings, *warnings], model_notes=True, units=units,
                        companions=companions, nonnegative=nonnegative_keys(data.series), baselines=bases,
                        measured=_all_series(data, measured), min_share=min_share,
                        run_shares=(measured if measured is not None else data).run_shares, combine=combine)
+
+
+def prediction_checks(data: Dataset, models: Sequence, target: Mapping[str, float], measured: Dataset | None,
+                      repetitions: str | None, compat: str | None) -> list[str]:
+    """The warnings on how far the predictions at `target` can be trusted, in `fit` and `report`
+    alike: a target far beyond a narrow range (`reach`), repetitions that disagree widely
+    (`contention`, over everything read), the sweep's largest values missed when held out
+    (`backtest`), and products that a cross of points cannot check (`grid`). `models`: those of
+    `data`'s series, in order."""
+    points = [s.points for s in data.series]
+    said = (far_target_warning(data.parameters, points, target),
+            wide_runs_warning(measured.series if measured is not None else data.series, repetitions),
+            backtest_warning(data.parameters, data.series, compat=compat, aggregate=repetitions),
+            unchecked_products_warning(data.parameters, models, points))
+    return [w for w in said if w]
 
 
 def _all_series(data: Dataset, measured: Dataset | None) -> list[Series]:

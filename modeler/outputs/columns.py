@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..misfit import LACK_RATIO, MISS_FACTOR
-from ..ranking import PARTS_DISAGREE, RankedModel, Ranking
+from ..ranking import PARTS_DISAGREE, RankedModel, Ranking, growth_text
 from ..share import left_out_note
 
 # the model formula goes last: it is the only unbounded cell, so it may run past a terminal's width
@@ -19,22 +19,6 @@ def number(v: float | None, digits: int = 4) -> str:
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
     return f"{v:.{digits}g}"
-
-
-def growth_text(g: tuple[float, float]) -> str:
-    """The dominant term's total degree and log power: `deg 1.5, log^1`, `const`, or `falling (...)`."""
-    e, l = g
-    if e == 0 and l == 0:
-        return "const"
-    falling = e < 0 or l < 0
-    e, l = abs(e), abs(l)
-    parts = []
-    if e:
-        parts.append(f"deg {number(e, 3)}")
-    if l:
-        parts.append(f"log^{number(l, 3)}")
-    text = ", ".join(parts)
-    return f"falling ({text})" if falling else text
 
 
 def target_text(ranking: Ranking) -> str:

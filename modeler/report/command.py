@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
-from ..commands.fit import add_min_share_option, companion_series, min_share_of, new_series, per_rank_time
+from ..commands.fit import (add_min_share_option, companion_series, min_share_of, new_series, per_rank_time,
+                            prediction_checks)
 from ..commands.inputs import add_input_options, load_from_args, name_skipped, output_arg, select_callpaths
 from .assemble import ReportOptions, build_report, check_options, headline_series, parse_assignments
 
@@ -53,10 +54,6 @@ def run(args: argparse.Namespace) -> int:
     from ..cli import EXIT_OK, EXIT_PARTIAL, write_stdout
     from ..estimator import PMNFModeler
     from ..ranking import measured_maximum, parse_at
-    from ..backtest import backtest_warning
-    from ..contention import wide_runs_warning
-    from ..grid import unchecked_products_warning
-    from ..reach import far_target_warning
     from ..readers import skipped_warning
     from .render import render_html, render_markdown
     from .runs import groups_from_runset
@@ -91,11 +88,7 @@ def run(args: argparse.Namespace) -> int:
     n = len(selected.series)
     report = build_report(groups, selected, models[:n], options, companions=models[n:], baselines=bases,
                           series_read=dataset.series, run_shares=dataset.run_shares)
-    said = (far_target_warning(selected.parameters, [s.points for s in selected.series], target),
-            unchecked_products_warning(selected.parameters, models[:n], [s.points for s in selected.series]),
-            wide_runs_warning(dataset.series, args.repetitions),
-            backtest_warning(selected.parameters, selected.series, compat=None, aggregate=args.repetitions))
-    report.warnings.extend(w for w in said if w)
+    report.warnings.extend(prediction_checks(selected, models[:n], target, dataset, args.repetitions, None))
     text = render_markdown(report, top=max(args.top, 20)) if args.format == "markdown" else render_html(report)
     out = None
     if args.format == "markdown" and args.output in (None, "-"):

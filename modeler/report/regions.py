@@ -12,8 +12,7 @@ from markupsafe import Markup
 from ..dataset import RunShares, Series
 from ..derived import Baselines
 from ..model import FittedModel
-from ..outputs.columns import growth_text
-from ..ranking import growth, nonnegative_keys, rank_models
+from ..ranking import growth, growth_text, nonnegative_keys, rank_models
 from . import svg
 from .findings import RankingRow, RegionView
 

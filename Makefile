@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test install clean extrap-venv bench-modeler bench-read bench-derived bench-instrument bench-probes bench-suspend peer-suites
+.PHONY: demo test install clean extrap-venv bench-modeler bench-read bench-derived bench-passes bench-instrument bench-probes bench-suspend peer-suites
 
 install: $(STAMP)
 
@@ -40,6 +40,10 @@ bench-read: $(STAMP)
 # Speedup and efficiency at 4x the ranks: their own PMNF models against the figure from the per-rank time.
 bench-derived: $(STAMP)
 	$(PY) benchmarks/derived_speedup.py
+
+# The 80% range with and without the refits that leave out each repetition pass: coverage, width, fit time.
+bench-passes: $(STAMP)
+	$(PY) benchmarks/pass_range.py
 
 # Instrumentor speed against a bare libcst round trip, --jobs scaling, no-change re-run.
 bench-instrument: $(STAMP)

@@ -491,12 +491,13 @@ def _derived(
 
 def _repetitions(
     measured: dict[Point, list[dict[Key, float]]], unknown: dict[Point, list[set[Key]]],
-    experiments: dict[Point, list[str]],
-) -> dict[Key, dict[Point, list[float]]]:
-    """key -> point -> repetitions. A repetition lacking an additive metric measured it 0 (the run
-    completed without visiting the call path) when another run of its experiment at that point has
-    it; a run of another program is not a run that skipped the call path."""
-    by_key: dict[Key, dict[Point, list[float]]] = defaultdict(dict)
+    experiments: dict[Point, list[str]], passes: dict[Point, list[int | None]],
+) -> dict[Key, dict[Point, list[tuple[float, int | None]]]]:
+    """key -> point -> repetitions, each with its run's pass (`RunRecord.repetition`). A repetition
+    lacking an additive metric measured it 0 (the run completed without visiting the call path)
+    when another run of its experiment at that point has it; a run of another program is not a run
+    that skipped the call path."""
+    by_key: dict[Key, dict[Point, list[tuple[float, int | None]]]] = defaultdict(dict)
     for pt, reps in measured.items():
         for key in set().union(*reps):
             if METRICS[key[1]].additive:
@@ -505,10 +506,20 @@ def _repetitions(
                         for rep, unk, e in zip(reps, unknown[pt], experiments[pt])]
             else:
                 vals = [rep.get(key) for rep in reps]
-            vals = [v for v in vals if v is not None]
-            if vals:
-                by_key[key][pt] = vals
+            kept = [(v, k) for v, k in zip(vals, passes[pt]) if v is not None]
+            if kept:
+                by_key[key][pt] = kept
     return by_key
+
+
+def _series(cp: str, metric: str, by_point: dict[Point, list[tuple[float, int | None]]], n_params: int) -> Series:
+    """One series from `_repetitions`' values of a key; with pass labels where every run has one."""
+    pts = sorted(by_point)
+    labels = [np.array([k for _, k in by_point[p]]) for p in pts]
+    known = all(k is not None for p in pts for _, k in by_point[p])
+    return Series(cp, metric, np.array(pts, dtype=float).reshape(len(pts), n_params),
+                  tuple(np.array([v for v, _ in by_point[p]]) for p in pts), METRICS[metric].unit,
+                  tuple(labels) if known else None)
 
 
 def _fill_unvisited(
@@ -536,6 +547,7 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
     measured: dict[Point, list[dict[Key, float]]] = defaultdict(list)
     unknown: dict[Point, list[set[Key]]] = defaultdict(list)
     experiments: dict[Point, list[str]] = defaultdict(list)
+    passes: dict[Point, list[int | None]] = defaultdict(list)
     times: dict[Point, list[dict[str, float]]] = defaultdict(list)
     throttled: dict[str, int] = defaultdict(int)  # call path -> runs in which it was throttled
     shares: dict[str, dict[Point, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -554,6 +566,7 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
         measured[pt].append(rm.values)
         unknown[pt].append(rm.unknown)
         experiments[pt].append(run.experiment_key)
+        passes[pt].append(run.repetition)
         times[pt].append(rm.rank_time)
         for cp in rm.throttled:
             throttled[cp] += 1
@@ -574,26 +587,18 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
                 rep.update(row)
         warnings.extend(_derived_notes(ranks, late))
 
-    by_key = _repetitions(measured, unknown, experiments)
+    by_key = _repetitions(measured, unknown, experiments, passes)
     n_points = len(measured)
     series: list[Series] = []
     partial: dict[str, int] = {}  # call path -> most points among its incomplete series (derived
     # metrics such as speedup can have fewer: they need a baseline run)
     n_partial = 0
     for (cp, metric) in sorted(by_key, key=lambda k: (k[0], list(METRICS).index(k[1]))):
-        pts = sorted(by_key[(cp, metric)])
-        if len(pts) < n_points:
+        n = len(by_key[(cp, metric)])
+        if n < n_points:
             n_partial += 1
-            partial[cp] = max(partial.get(cp, 0), len(pts))
-        series.append(
-            Series(
-                cp,
-                metric,
-                np.array(pts, dtype=float).reshape(len(pts), len(params)),
-                tuple(np.array(by_key[(cp, metric)][p]) for p in pts),
-                METRICS[metric].unit,
-            )
-        )
+            partial[cp] = max(partial.get(cp, 0), n)
+        series.append(_series(cp, metric, by_key[(cp, metric)], len(params)))
     if throttled:
         items = [f"{cp} ({n} run{'s' if n > 1 else ''})" for cp, n in sorted(throttled.items())]
         shown = listing(items, 8)

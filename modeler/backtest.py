@@ -60,7 +60,7 @@ def backtest_warning(parameters: Sequence[str], series: Sequence[Series], *, com
         if not subs:
             continue
         try:
-            fitted = PMNFModeler(compat=compat, aggregate=aggregate, on_too_few="warn").fit(
+            fitted = PMNFModeler(compat=compat, aggregate=aggregate, on_too_few="warn", pass_range=False).fit(
                 Dataset(tuple(parameters), subs)).models_
         except Exception:  # noqa: BLE001 - a check; the fit itself has said what is wrong with the data
             continue

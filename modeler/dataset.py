@@ -134,6 +134,9 @@ class Series:
 
     `points` has shape (n_points, n_parameters) in the order of `Dataset.parameters`;
     `repetitions[i]` holds the repeated measurements at `points[i]` (already aggregated over ranks).
+    `passes`, where known (runs whose header names their repetition), labels each repetition with
+    its pass: the launcher runs every point of repetition 0, then of repetition 1, ..., so that
+    the runs of one pass share the machine's state of their time (`modeler.passes`).
     """
 
     callpath: str
@@ -141,6 +144,7 @@ class Series:
     points: np.ndarray
     repetitions: tuple[np.ndarray, ...]
     unit: str = ""
+    passes: tuple[np.ndarray, ...] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         try:
@@ -159,6 +163,19 @@ class Series:
                 raise InputError(f"{self.callpath}/{self.metric}: no value at point {pts[i].tolist()}")
         object.__setattr__(self, "points", pts)
         object.__setattr__(self, "repetitions", reps)
+        if self.passes is not None:
+            passes = tuple(np.asarray(p, dtype=np.int64).reshape(-1) for p in self.passes)
+            if len(passes) != len(reps) or any(p.size != r.size for p, r in zip(passes, reps)):
+                raise InputError(f"{self.callpath}/{self.metric}: the pass labels do not match the repetitions")
+            object.__setattr__(self, "passes", passes)
+
+    def take(self, keep: np.ndarray) -> "Series":
+        """The series at the points where the boolean `keep` is true, pass labels and all."""
+        keep = np.asarray(keep, dtype=bool)
+        reps = tuple(r for r, k in zip(self.repetitions, keep) if k)
+        passes = None if self.passes is None else tuple(p for p, k in zip(self.passes, keep) if k)
+        return Series(self.callpath, self.metric, self.points[keep].reshape(-1, self.points.shape[1]), reps,
+                      self.unit, passes)
 
     @property
     def n_points(self) -> int:

@@ -22,6 +22,7 @@ import numpy as np
 from .dataset import LARGEST_MEASURED, RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series, power_of_two_scale
 from .errors import InputError, NotFittedError, TooFewPointsError
 from .listing import listing
+from . import passes
 from .misfit import lack_of_fit, lack_text, may_miss, miss_text, worst_miss
 from .model import Alternative, Factor, FittedModel, Model, Term
 from .pmnf import default_mode, extrap_mode
@@ -60,6 +61,9 @@ class PMNFModeler:
       and keep that form divided by ranks (terms falling as 1/ranks) where it cross-validates
       clearly better (`modeler.strong_scaling`); the same along any other parameter for the series
       whose values fall along it (`strong_scaling.falls_along`).
+    - `pass_range`: default mode, for series whose runs name their repetition pass: fit again
+      once per pass with that pass's runs left out, and widen the prediction range to hold those
+      predictions (`modeler.passes`; `FittedModel.pass_models`).
     """
 
     def __init__(
@@ -72,6 +76,7 @@ class PMNFModeler:
         noise_test: bool = True,
         on_too_few: str = "warn",
         strong_scaling: bool = True,
+        pass_range: bool = True,
     ) -> None:
         self.compat = compat
         self.aggregate = aggregate
@@ -80,6 +85,7 @@ class PMNFModeler:
         self.noise_test = noise_test
         self.on_too_few = on_too_few
         self.strong_scaling = strong_scaling
+        self.pass_range = pass_range
 
     def _validate(self) -> str:
         if self.compat not in COMPAT_MODES:
@@ -98,8 +104,9 @@ class PMNFModeler:
             raise InputError(f"candidates must be a positive integer, got {self.candidates!r}")
         if self.on_too_few not in ("warn", "raise"):
             raise InputError(f"on_too_few must be 'warn' or 'raise', got {self.on_too_few!r}")
-        if not all(isinstance(v, (bool, np.bool_)) for v in (self.allow_log, self.noise_test, self.strong_scaling)):
-            raise InputError("allow_log, noise_test and strong_scaling must be True or False")
+        if not all(isinstance(v, (bool, np.bool_))
+                   for v in (self.allow_log, self.noise_test, self.strong_scaling, self.pass_range)):
+            raise InputError("allow_log, noise_test, strong_scaling and pass_range must be True or False")
         return aggregate
 
     def fit(self, dataset: Dataset) -> "PMNFModeler":
@@ -147,10 +154,30 @@ class PMNFModeler:
             rows.append((s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points, interval, notes[i],
                          alternatives))
         misses = dict(zip(tested, _misses([rows[i][2] for i in tested], [series[i] for i in tested], dataset.parameters)))
-        self.models_ = [FittedModel(*row, misses.get(i)) for i, row in enumerate(rows)]
+        refits = self._pass_models(dataset, tested) if self.pass_range and self.compat is None else {}
+        self.models_ = [FittedModel(*row, misses.get(i), refits.get(i, ())) for i, row in enumerate(rows)]
         self.parameters_ = dataset.parameters
         self.aggregate_ = aggregate
         return self
+
+    def _pass_models(self, dataset: Dataset, fitted: list[int]) -> dict[int, tuple[tuple[tuple[int, ...], Model], ...]]:
+        """Series index -> (passes, the model fitted without their runs) for each group of passes
+        left out (`passes.folds`), for the fitted series whose passes differ (`modeler.passes`): one
+        fit of those series per group."""
+        by_pass: dict[tuple[int, ...], list[tuple[int, Series]]] = {}
+        for i in fitted:
+            s = dataset.series[i]
+            if passes.differ(s):
+                for k in passes.folds(s):
+                    if (sub := passes.without(s, k)).n_points >= MIN_POINTS:
+                        by_pass.setdefault(k, []).append((i, sub))
+        out: dict[int, list[tuple[tuple[int, ...], Model]]] = {}
+        twin = PMNFModeler(**{**self.get_params(), "on_too_few": "warn", "pass_range": False})
+        for k, items in sorted(by_pass.items()):
+            models = twin.fit(Dataset(dataset.parameters, [s for _, s in items])).models_
+            for (i, _), fm in zip(items, models):
+                out.setdefault(i, []).append((k, fm.model))
+        return {i: tuple(v) for i, v in out.items()}
 
     def _screen(self, s: Series, params: tuple[str, ...]) -> tuple[str, ...]:
         """The warnings a series gets for too few points or parameter values (or the error)."""
@@ -361,7 +388,7 @@ def _has_negative_exponent(model, name: str) -> bool:
 
 #: option name -> default
 _OPTIONS = {"compat": None, "aggregate": None, "candidates": None, "allow_log": True, "noise_test": True,
-            "on_too_few": "warn", "strong_scaling": True}
+            "on_too_few": "warn", "strong_scaling": True, "pass_range": True}
 
 
 def _check_finite(s: Series, params: tuple[str, ...]) -> None:
@@ -415,10 +442,8 @@ def _defined_points(s: Series, params: tuple[str, ...]) -> tuple[Series | None, 
     why = f"PMNF terms such as x^(1/2) and log2(x) are not defined at negative values ({'; '.join(named)})"
     if rows.all():
         return None, (f"{s.callpath}/{s.metric}: {why}, and every point has one; constant model (mean)",)
-    keep = ~rows
-    reps = tuple(r for r, k in zip(s.repetitions, keep) if k)
     note = f"{int(rows.sum())} of {s.n_points} points left out: {why}"
-    return Series(s.callpath, s.metric, s.points[keep].reshape(-1, len(params)), reps, s.unit), (note,)
+    return s.take(~rows), (note,)
 
 
 def _to_model(params: tuple[str, ...], g: GroupFit, row: int) -> Model:

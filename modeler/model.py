@@ -166,6 +166,10 @@ class FittedModel:
     #: how the model misses its own measurements (`modeler.misfit`: more than 2x from every
     #: repetition at one of its points), or None
     miss: str | None = None
+    #: (passes, the model fitted without the runs of those repetition passes) for each pass (or
+    #: group of consecutive passes), where the runs name their passes and differ (`modeler.passes`);
+    #: `prediction_range` holds their predictions
+    pass_models: tuple[tuple[tuple[int, ...], Model], ...] = field(default=(), compare=False)
 
     def predict(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
         return self.model.evaluate(points)
@@ -175,13 +179,22 @@ class FittedModel:
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """(low, high) at the points: the central `level` of the predictions of the alternative
         forms with their coefficients' uncertainty (see `modeler.uncertainty`), stretched to hold
-        this model's own prediction; None without alternatives."""
+        this model's own prediction and those of its `pass_models`; None without alternatives."""
+        from .passes import hull
         from .uncertainty import mixture_range, with_prediction
 
         if not self.alternatives:
             return None
         with np.errstate(all="ignore"):
-            return with_prediction(*mixture_range(self.alternatives, points, level), self.predict(points))
+            lo, hi = with_prediction(*mixture_range(self.alternatives, points, level), self.predict(points))
+            return hull(lo, hi, self.pass_predictions(points))
+
+    def pass_predictions(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
+        """The `pass_models`' predictions at the points, shape (passes, n_points)."""
+        if not self.pass_models:
+            return np.empty((0, 0))
+        with np.errstate(all="ignore"):
+            return np.array([np.asarray(m.evaluate(points), dtype=float).reshape(-1) for _, m in self.pass_models])
 
     def to_json(self) -> dict:
         d = {"callpath": self.callpath, "metric": self.metric}

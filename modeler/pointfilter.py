@@ -170,8 +170,7 @@ def filter_dataset(dataset: Dataset, points: PointFilter, source: str) -> tuple[
     for s in dataset.series:
         keep = np.array([points.keeps(dict(zip(dataset.parameters, map(float, pt)))) for pt in s.points], dtype=bool)
         if keep.any():
-            series.append(Series(s.callpath, s.metric, s.points[keep],
-                                 tuple(r for r, k in zip(s.repetitions, keep) if k), s.unit))
+            series.append(s.take(keep))
     before, after = _values(dataset.series, dataset.parameters), _values(series, dataset.parameters)
     narrowed = {p for p in dataset.parameters if len(before[p]) > 1 and len(after[p]) == 1}
     return Dataset(dataset.parameters, series, list(dataset.warnings), list(dataset.sources)), narrowed
@@ -193,7 +192,7 @@ def drop_single_valued(dataset: Dataset, names: Iterable[str]) -> Dataset:
     if not drop:
         return dataset
     keep = [i for i, p in enumerate(dataset.parameters) if p not in drop]
-    series = [Series(s.callpath, s.metric, s.points[:, keep], s.repetitions, s.unit) for s in dataset.series]
+    series = [Series(s.callpath, s.metric, s.points[:, keep], s.repetitions, s.unit, s.passes) for s in dataset.series]
     held = {**dataset.held, **{p: next(iter(values[p])) for p in drop}}
     return Dataset(tuple(dataset.parameters[i] for i in keep), series, list(dataset.warnings), list(dataset.sources),
                    dataset.run_shares, held)

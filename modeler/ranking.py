@@ -24,6 +24,7 @@ from .listing import listing
 from .misfit import LACK_PREFIX, MISS_FACTOR, MISS_PREFIX
 from .model import FittedModel, Model
 from .own_time import own_time_note
+from .passes import hull, pass_spread_warning
 from .parts import SEPARATOR, PartsCheck, check_parts, disagrees, parts_sums, times
 from .share import Share, kept_callpaths, measured_shares, own_shares, shares
 from .uncertainty import mixture_ranges, with_prediction
@@ -185,6 +186,10 @@ class RankedModel:
     #: where that is below `growth` (a sum cannot grow faster than its fastest part); it ranks by it
     #: (`parts_growths`); else None
     parts_growth: tuple[float, float] | None = None
+    #: (passes, the prediction of the model fitted without the runs of those repetition passes) for
+    #: each pass or group (`FittedModel.pass_models`); empty where the runs do not name their passes
+    #: or agree
+    passes: tuple[tuple[tuple[int, ...], float], ...] = ()
 
     def rank_growth(self) -> tuple[float, float]:
         """The growth the row is ranked by: its parts' where they grow slower (`parts_growth`)."""
@@ -209,6 +214,7 @@ class RankedModel:
             prediction_range=None if self.range is None else [_finite_or_none(v) for v in self.range],
             prediction_from_time=None if self.from_time is None else _finite_or_none(self.from_time[0]),
             prediction_from_time_basis=None if self.from_time is None else self.from_time[1],
+            prediction_without_pass=[{"passes": list(k), "prediction": _finite_or_none(v)} for k, v in self.passes],
         )
         return d
 
@@ -280,7 +286,7 @@ class _RowWarnings:
         warnings.extend(w for w in (poor_fit_warning(shown), *miss_warnings(shown),
                                     below_zero_warning(shown, self.nonnegative, self.at_text),
                                     disagreement_warning(shown, self.at_text), step_parts_warning(steps, self.at_text),
-                                    faster_than_parts_warning(shown))
+                                    faster_than_parts_warning(shown), pass_spread_warning(shown, self.at_text))
                         if w)
         if shown_times and (own := own_time_note(self.measured, self.parameters, among=shown_times)):
             warnings.append(own)
@@ -290,12 +296,26 @@ class _RowWarnings:
 def _ranges(
     models: Sequence[FittedModel], at: Mapping[str, float], predictions: Sequence[float]
 ) -> list[tuple[float, float] | None]:
-    """Each model's prediction range at `at`, holding its prediction there (None without
-    alternatives or where it cannot be had)."""
+    """Each model's prediction range at `at`, holding its prediction there and its predictions with
+    one repetition pass left out (`modeler.passes`); None without alternatives or where it cannot be
+    had."""
     with np.errstate(all="ignore"):
         lo, hi = with_prediction(*mixture_ranges([fm.alternatives for fm in models], at, RANGE_LEVEL),
                                  np.array(predictions, dtype=float))
+        for j, fm in enumerate(models):
+            if fm.pass_models:
+                a, b = hull(lo[j:j + 1], hi[j:j + 1], fm.pass_predictions({p: [v] for p, v in at.items()}))
+                lo[j], hi[j] = a[0], b[0]
     return [(float(a), float(b)) if math.isfinite(a) and math.isfinite(b) else None for a, b in zip(lo, hi)]
+
+
+def _pass_predictions(
+    fm: FittedModel, at: Mapping[str, float], parameters: Sequence[str]
+) -> tuple[tuple[tuple[int, ...], float], ...]:
+    if not fm.pass_models:
+        return ()
+    values = fm.pass_predictions({p: [float(at[p])] for p in parameters})[:, 0]
+    return tuple((k, float(v)) for (k, _), v in zip(fm.pass_models, values))
 
 
 def _finite_or_none(v: float | None) -> float | None:
@@ -573,7 +593,8 @@ def rank_models(
         rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng, ft, share,
                                 blamed.get((fm.callpath, fm.metric)), figure, combine,
                                 check is None or check.with_exclusive,
-                                slower.get(fm.callpath) if fm.metric == "time" else None))
+                                slower.get(fm.callpath) if fm.metric == "time" else None,
+                                _pass_predictions(fm, at, parameters)))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time

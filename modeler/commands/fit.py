@@ -45,6 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-points", type=int, default=DEFAULT_MIN_POINTS, metavar="N",
                         help=f"leave out (with a warning) series measured at fewer than N points (default: {DEFAULT_MIN_POINTS})")
     add_min_share_option(parser)
+    add_pass_option(parser)
     parser.add_argument("--top", type=int, metavar="N", help="show only the N worst-scaling models")
     parser.add_argument("-o", "--output", metavar="FILE", type=output_arg, help="write the output here instead of to stdout")
 
@@ -56,6 +57,13 @@ def add_min_share_option(parser: argparse.ArgumentParser) -> None:
                              "measured point and at the target (--at), e.g. 0.05 or 5%%; their count is said; "
                              f"0 shows all (default: {DEFAULT_MIN_SHARE:g}, i.e. "
                              f"{percent(DEFAULT_MIN_SHARE).replace('%', '%%')}; 0 under --callpath)")
+
+
+def add_pass_option(parser: argparse.ArgumentParser) -> None:
+    """`--no-pass-refits`, as `modeler fit` and `modeler report` take it."""
+    parser.add_argument("--no-pass-refits", dest="pass_refits", action="store_false",
+                        help="do not fit again with each repetition pass left out (faster; the 80%% ranges then "
+                             "take the runs' spread for independent noise, see docs/modeler.md)")
 
 
 def min_share_of(args: argparse.Namespace) -> float:
@@ -98,6 +106,7 @@ def fit_dataset(
     per_rank_time: bool = True,
     min_share: float | str | None = DEFAULT_MIN_SHARE,
     combine: str = "mean",
+    pass_refits: bool = True,
 ) -> Ranking:
     """Fit every series of `dataset` and rank the models; warnings of every stage are in the Ranking.
 
@@ -112,7 +121,10 @@ def fit_dataset(
     `min_share` (a fraction, `"1%"`, or None for the default): the models of call paths under that
     share of the run's time at every measured point and at the target are in `Ranking.left_out`,
     not in its rows (`modeler.share`); 0 keeps every one. The `time` series of the top-level call
-    paths, and of the call paths selected for other metrics, are fitted for it (not shown)."""
+    paths, and of the call paths selected for other metrics, are fitted for it (not shown).
+
+    `pass_refits`: fit again with each repetition pass left out, and widen the ranges to hold those
+    predictions (`modeler.passes`)."""
     min_share = parse_min_share(min_share)
     if not dataset.parameters:
         left = sum(1 for w in dataset.warnings if _RUN_LEFT_OUT.match(w))
@@ -137,7 +149,7 @@ def fit_dataset(
     from ..estimator import PMNFModeler  # the engine is heavy; `modeler export` never needs it
 
     both = Dataset(data.parameters, [*data.series, *extra], list(data.warnings), list(data.sources))
-    fitted = PMNFModeler(compat=compat, aggregate=repetitions).fit(both).models_
+    fitted = PMNFModeler(compat=compat, aggregate=repetitions, pass_range=pass_refits).fit(both).models_
     shown, companions = fitted[: len(data.series)], fitted[len(data.series):]
     warnings += prediction_checks(data, shown, target, measured, repetitions, compat)
     units = {(s.callpath, s.metric): s.unit for s in data.series}
@@ -215,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     data = select(loaded.dataset, args)
     ranking = fit_dataset(data, at=args.at, compat=args.compat, repetitions=args.repetitions, min_points=args.min_points,
                           measured=loaded.dataset, per_rank_time=per_rank_time(args, loaded), min_share=min_share,
-                          combine=combine_of(args, loaded))
+                          combine=combine_of(args, loaded), pass_refits=args.pass_refits)
     if args.top is not None:
         ranking = ranking.top(args.top)
     write_output(render(ranking, args.format), args.output)

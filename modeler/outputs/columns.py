@@ -9,7 +9,7 @@ from ..ranking import PARTS_DISAGREE, RankedModel, Ranking, growth_text
 from ..share import left_out_note
 
 # the model formula goes last: it is the only unbounded cell, so it may run past a terminal's width
-HEADERS = ("#", "callpath", "metric", "growth", "at target", "interval", "80% range", "SMAPE%", "adj.R2", "CV SMAPE%", "RSS",
+HEADERS = ("#", "callpath", "metric", "growth", "at target", "run spread", "80% range", "SMAPE%", "adj.R2", "CV SMAPE%", "RSS",
            "points", "model")
 
 

@@ -236,21 +236,33 @@ def merge(datasets: Sequence[Dataset]) -> Dataset:
                 f"{b} has ({', '.join(d.parameters)}); model them separately"
             )
     merged: dict[tuple[str, str], dict[tuple[float, ...], list[np.ndarray]]] = {}
+    labels: dict[tuple[str, str], dict[tuple[float, ...], list[np.ndarray]] | None] = {}
     units: dict[tuple[str, str], str] = {}
+    offset = 0  # the passes of each input are numbered on from the last input's
     for d in datasets:
         order = [d.parameters.index(p) for p in params]
+        last = 0
         for s in d.series:
             key = (s.callpath, s.metric)
             units.setdefault(key, s.unit)
             by_point = merged.setdefault(key, {})
-            for pt, reps in zip(s.points[:, order], s.repetitions):
+            passes = labels.setdefault(key, {})
+            if s.passes is None:
+                labels[key] = None
+            for i, (pt, reps) in enumerate(zip(s.points[:, order], s.repetitions)):
                 by_point.setdefault(tuple(float(v) for v in pt), []).append(reps)
+                if passes is not None and s.passes is not None:
+                    passes.setdefault(tuple(float(v) for v in pt), []).append(s.passes[i] + offset)
+                    last = max(last, int(s.passes[i].max()) + 1)
+        offset += last
     series = []
     for (cp, metric), by_point in merged.items():
         pts = sorted(by_point)
+        passes = labels[(cp, metric)]
         series.append(
             Series(cp, metric, np.array(pts, dtype=float).reshape(len(pts), len(params)),
-                   tuple(np.concatenate(by_point[p]) for p in pts), units[(cp, metric)])
+                   tuple(np.concatenate(by_point[p]) for p in pts), units[(cp, metric)],
+                   None if passes is None else tuple(np.concatenate(passes[p]) for p in pts))
         )
     return Dataset(
         params,

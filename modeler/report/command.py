@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
-from ..commands.fit import (add_min_share_option, companion_series, min_share_of, new_series, per_rank_time,
+from ..commands.fit import (add_min_share_option, add_pass_option, companion_series, min_share_of, new_series, per_rank_time,
                             prediction_checks)
 from ..commands.inputs import add_input_options, load_from_args, name_skipped, output_arg, select_callpaths
 from .assemble import ReportOptions, build_report, check_options, headline_series, parse_assignments
@@ -35,6 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repetitions", "--aggregate", dest="repetitions", choices=REPETITION_AGGREGATES,
                         help="how repetitions are combined before fitting (default: the engine's choice, "
                              "as in `modeler fit`)")
+    add_pass_option(parser)
     parser.add_argument("--title", default="scaleprobe report", help="page title")
 
 
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if metric == "time":
         extra += new_series(headline_series(dataset, groups, ranks), extra)
     both = Dataset(selected.parameters, [*selected.series, *extra], list(selected.warnings), list(selected.sources))
-    models = PMNFModeler(aggregate=args.repetitions).fit(both).models_
+    models = PMNFModeler(aggregate=args.repetitions, pass_range=args.pass_refits).fit(both).models_
     n = len(selected.series)
     report = build_report(groups, selected, models[:n], options, companions=models[n:], baselines=bases,
                           series_read=dataset.series, run_shares=dataset.run_shares)

@@ -116,3 +116,13 @@ def test_callpaths_that_would_shorten_alike_are_shown_whole():
     models = [FittedModel(cp, "time", Model(PARAMS, 1.0), 1, 1, 1, None, 5) for cp in (a, b, "main->short")]
     text = render(rank_models(models, PARAMS, {"ranks": 1.0, "batch": 1.0}), "table")
     assert a in text and b in text and "main->short" in text
+
+
+def test_the_run_spread_column_is_not_called_an_interval():
+    # review 62 F5: a column "interval" beside "80% range" read as a prediction interval; it is where
+    # one run at the target falls (the repetition spread carried to the prediction)
+    for fmt in ("table", "markdown"):
+        header = next(l for l in render(ranking(), fmt).splitlines() if "callpath" in l)
+        assert "run spread" in header and "interval" not in header and "80% range" in header
+    # the machine-readable names stay as they were
+    assert "prediction_interval" in json.loads(render(ranking(), "json"))["models"][0]

@@ -37,7 +37,7 @@ def test_numpy_scalars_are_accepted_as_options():
     for bad in (True, np.bool_(True), 0, 2.0):
         with pytest.raises(InputError, match="candidates must be a positive integer"):
             PMNFModeler(candidates=bad).fit(ds)
-    with pytest.raises(InputError, match="allow_log, noise_test and strong_scaling"):
+    with pytest.raises(InputError, match="allow_log, noise_test, strong_scaling and pass_range"):
         PMNFModeler(allow_log=1).fit(ds)
 
 

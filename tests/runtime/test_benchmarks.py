@@ -1,4 +1,5 @@
 """The overhead benchmark stays runnable (its figures are reported, never asserted)."""
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,3 +45,12 @@ def test_suspend_overhead_benchmark_runs(tmp_path):
     # the frameless wrapper against the coroutine one, in both backends' processes
     assert p.stdout.count("async for wrapper: frameless C") == 2, p.stdout
     assert not (tmp_path / "scaleprobe-runs").exists()
+
+
+def test_pass_range_benchmark_runs():
+    p = subprocess.run([sys.executable, str(REPO / "benchmarks" / "pass_range.py"), "--paths", "4"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    rows = [ln.split("|")[1:-1] for ln in p.stdout.splitlines() if ln.startswith("| ") and "%" in ln]
+    assert sorted({r[2].strip() for r in rows}) == ["independent", "slow pass"] and len(rows) == 18, p.stdout
+    assert re.search(r"fit time with the refits over without .*: \d+\.\d\dx \(median of 3 pairs", p.stdout), p.stdout

@@ -221,3 +221,14 @@ def test_noisy_flat_and_growing_series_are_not_split_along_other_parameters():
                                                  for b, h in pts]) for i in range(50)]
     for fm in PMNFModeler().fit(Dataset(("batch", "hidden"), series)).models_:
         assert all(f.exponent >= 0 for t in fm.model.terms for f in t.factors), fm.model.formula()
+
+
+@pytest.mark.parametrize("name", ["batch", "x"])
+def test_exact_steps_per_epoch_over_one_parameter_are_not_a_constant(name):
+    # a count falling as ceil(1000 / batch), exact in every run, with one parameter: the constant 23.9
+    # in session 22 (cost_linear refused c < 0 beyond a noise that exact data do not have)
+    xs = np.array([4.0, 8.0, 16.0, 32.0, 64.0])
+    s = Series("main->step", "visits", xs[:, None], [np.full(3, np.ceil(1000 / x)) for x in xs])
+    fm = PMNFModeler().fit(Dataset((name,), [s])).models_[0]
+    assert fm.smape < 1 and fm.model.terms
+    assert fm.predict({name: [256.0]})[0] == pytest.approx(1000 / 256, rel=0.1)

@@ -513,13 +513,12 @@ def _repetitions(
 
 
 def _series(cp: str, metric: str, by_point: dict[Point, list[tuple[float, int | None]]], n_params: int) -> Series:
-    """One series from `_repetitions`' values of a key; with pass labels where every run has one."""
+    """One series from `_repetitions`' values of a key, each run labelled with its pass (-1 for a
+    run whose header names none: it is never left out, `modeler.passes`)."""
     pts = sorted(by_point)
-    labels = [np.array([k for _, k in by_point[p]]) for p in pts]
-    known = all(k is not None for p in pts for _, k in by_point[p])
+    labels = tuple(np.array([-1 if k is None else k for _, k in by_point[p]], dtype=np.int64) for p in pts)
     return Series(cp, metric, np.array(pts, dtype=float).reshape(len(pts), n_params),
-                  tuple(np.array([v for v, _ in by_point[p]]) for p in pts), METRICS[metric].unit,
-                  tuple(labels) if known else None)
+                  tuple(np.array([v for v, _ in by_point[p]]) for p in pts), METRICS[metric].unit, labels)
 
 
 def _fill_unvisited(

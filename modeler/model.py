@@ -186,8 +186,9 @@ class FittedModel:
         if not self.alternatives:
             return None
         with np.errstate(all="ignore"):
-            lo, hi = with_prediction(*mixture_range(self.alternatives, points, level), self.predict(points))
-            return hull(lo, hi, self.pass_predictions(points))
+            own = self.predict(points)
+            lo, hi = with_prediction(*mixture_range(self.alternatives, points, level), own)
+            return hull(lo, hi, self.pass_predictions(points), own)
 
     def pass_predictions(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
         """The `pass_models`' predictions at the points, shape (passes, n_points)."""

@@ -299,12 +299,12 @@ def _ranges(
     """Each model's prediction range at `at`, holding its prediction there and its predictions with
     one repetition pass left out (`modeler.passes`); None without alternatives or where it cannot be
     had."""
+    own = np.array(predictions, dtype=float)
     with np.errstate(all="ignore"):
-        lo, hi = with_prediction(*mixture_ranges([fm.alternatives for fm in models], at, RANGE_LEVEL),
-                                 np.array(predictions, dtype=float))
+        lo, hi = with_prediction(*mixture_ranges([fm.alternatives for fm in models], at, RANGE_LEVEL), own)
         for j, fm in enumerate(models):
             if fm.pass_models:
-                a, b = hull(lo[j:j + 1], hi[j:j + 1], fm.pass_predictions({p: [v] for p, v in at.items()}))
+                a, b = hull(lo[j:j + 1], hi[j:j + 1], fm.pass_predictions({p: [v] for p, v in at.items()}), own[j:j + 1])
                 lo[j], hi[j] = a[0], b[0]
     return [(float(a), float(b)) if math.isfinite(a) and math.isfinite(b) else None for a, b in zip(lo, hi)]
 

@@ -252,7 +252,9 @@ def merge(datasets: Sequence[Dataset]) -> Dataset:
             for i, (pt, reps) in enumerate(zip(s.points[:, order], s.repetitions)):
                 by_point.setdefault(tuple(float(v) for v in pt), []).append(reps)
                 if passes is not None and s.passes is not None:
-                    passes.setdefault(tuple(float(v) for v in pt), []).append(s.passes[i] + offset)
+                    # (a run that names no pass stays -1)
+                    passes.setdefault(tuple(float(v) for v in pt), []).append(
+                        np.where(s.passes[i] >= 0, s.passes[i] + offset, -1))
                     last = max(last, int(s.passes[i].max()) + 1)
         offset += last
     series = []

@@ -294,27 +294,29 @@ class _RowWarnings:
 
 
 def _ranges(
-    models: Sequence[FittedModel], at: Mapping[str, float], predictions: Sequence[float]
+    models: Sequence[FittedModel], at: Mapping[str, float], predictions: Sequence[float],
+    left_out: Sequence[tuple[tuple[tuple[int, ...], float], ...]] | None = None,
 ) -> list[tuple[float, float] | None]:
     """Each model's prediction range at `at`, holding its prediction there and its predictions with
-    one repetition pass left out (`modeler.passes`); None without alternatives or where it cannot be
-    had."""
+    one repetition pass left out (`left_out`, as `_pass_predictions` gives them; found here where
+    None); None without alternatives or where it cannot be had."""
     own = np.array(predictions, dtype=float)
+    if left_out is None:
+        left_out = [_pass_predictions(fm, at) for fm in models]
     with np.errstate(all="ignore"):
         lo, hi = with_prediction(*mixture_ranges([fm.alternatives for fm in models], at, RANGE_LEVEL), own)
-        for j, fm in enumerate(models):
-            if fm.pass_models:
-                a, b = hull(lo[j:j + 1], hi[j:j + 1], fm.pass_predictions({p: [v] for p, v in at.items()}), own[j:j + 1])
+        for j, refits in enumerate(left_out):
+            if refits:
+                a, b = hull(lo[j:j + 1], hi[j:j + 1], np.array([[v] for _, v in refits]), own[j:j + 1])
                 lo[j], hi[j] = a[0], b[0]
     return [(float(a), float(b)) if math.isfinite(a) and math.isfinite(b) else None for a, b in zip(lo, hi)]
 
 
-def _pass_predictions(
-    fm: FittedModel, at: Mapping[str, float], parameters: Sequence[str]
-) -> tuple[tuple[tuple[int, ...], float], ...]:
+def _pass_predictions(fm: FittedModel, at: Mapping[str, float]) -> tuple[tuple[tuple[int, ...], float], ...]:
+    """(passes, prediction at `at`) of each of `fm.pass_models`."""
     if not fm.pass_models:
         return ()
-    values = fm.pass_predictions({p: [float(at[p])] for p in parameters})[:, 0]
+    values = fm.pass_predictions({p: [v] for p, v in at.items()})[:, 0]
     return tuple((k, float(v)) for (k, _), v in zip(fm.pass_models, values))
 
 
@@ -568,8 +570,10 @@ def rank_models(
         with np.errstate(all="ignore"):
             by_key.setdefault((fm.callpath, fm.metric), float(fm.predict(point)[0]))
     at_text = ", ".join(f"{p}={float(at[p]):.12g}" for p in parameters)
-    ranges = _ranges(models, {p: float(at[p]) for p in parameters}, preds)
-    range_of = _all_ranges(models, ranges, companions, by_key, {p: float(at[p]) for p in parameters})
+    target = {p: float(at[p]) for p in parameters}
+    left_out = [_pass_predictions(fm, target) for fm in models]
+    ranges = _ranges(models, target, preds, left_out)
+    range_of = _all_ranges(models, ranges, companions, by_key, target)
     sums = parts_sums(by_key, range_of, combine)
     parts_checks = check_parts(by_key, sums)
     derived = derived_predictions(models, companions, at, parameters, baselines)
@@ -578,7 +582,7 @@ def rank_models(
     own_of = _own_shares(measured, models, ranges, by_key, share_of, run_shares, blamed, sums)
     slower = parts_growths([*models, *companions], sums)
     rows = []
-    for fm, pred, rng, ft in zip(models, preds, ranges, derived):
+    for fm, pred, rng, ft, refits in zip(models, preds, ranges, derived, left_out):
         low = high = None
         if fm.interval is not None and math.isfinite(pred):
             a, b = pred * fm.interval[0], pred * fm.interval[1]
@@ -593,8 +597,7 @@ def rank_models(
         rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng, ft, share,
                                 blamed.get((fm.callpath, fm.metric)), figure, combine,
                                 check is None or check.with_exclusive,
-                                slower.get(fm.callpath) if fm.metric == "time" else None,
-                                _pass_predictions(fm, at, parameters)))
+                                slower.get(fm.callpath) if fm.metric == "time" else None, refits))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time

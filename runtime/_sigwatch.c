@@ -94,27 +94,123 @@ static PyObject *w_remember(PyObject *self, PyObject *arg) {
 
 /* signal.signal as it was before `keep_counting`, and the signals whose counter it puts back. */
 static PyObject *original_signal = NULL;
+static PyObject *original_getsignal = NULL;
 static char keep[NSIG];
 
-/* In place of signal.signal (runtime/run_signals.py): the same call, then, for a kept signal given
- * a Python handler, the counter back in front of CPython's handler that the call installed. A C
- * function: an error of the call shows no frame of scaleprobe's. */
+/* Handlers of scaleprobe's that the program is shown as another (runtime/signal_disguise.py):
+ * getsignal() and signal()'s return value give shown[sig] for ours[sig], and signal(sig, shown[sig])
+ * installs ours[sig] again. NULL where none. */
+static PyObject *ours[NSIG];
+static PyObject *shown[NSIG];
+
+/* The handler argument is what the program is shown for ours[sig]: the same object, or for a
+ * shown SIG_DFL (an int) an int equal to it (0, signal.SIG_DFL). Only ints are compared: no user
+ * __eq__ runs. */
+static int is_shown(long sig, PyObject *handler) {
+    if (sig <= 0 || sig >= NSIG || ours[sig] == NULL) return 0;
+    PyObject *s = shown[sig];
+    if (handler == s) return 1;
+    if (PyLong_Check(s) && PyLong_Check(handler)) {
+        int eq = PyObject_RichCompareBool(handler, s, Py_EQ);
+        if (eq < 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        return eq;
+    }
+    return 0;
+}
+
+/* `result` (a new reference) as the program is to see it for `sig`. */
+static PyObject *as_shown(long sig, PyObject *result) {
+    if (result != NULL && sig > 0 && sig < NSIG && ours[sig] != NULL && result == ours[sig]) {
+        Py_DECREF(result);
+        Py_INCREF(shown[sig]);
+        return shown[sig];
+    }
+    return result;
+}
+
+/* In place of signal.signal (runtime/run_signals.py, runtime/signal_disguise.py): the same call,
+ * a disguised handler put back where the program puts back what it was shown for it, and it shown
+ * as that in the value returned; then, for a kept signal given a Python handler, the counter back in
+ * front of CPython's handler that the call installed. A C function: an error of the call shows no
+ * frame of scaleprobe's. */
 static PyObject *w_signal(PyObject *self, PyObject *args) {
     if (original_signal == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "_sigwatch.signal: keep_counting() was not called");
         return NULL;
     }
-    PyObject *result = PyObject_Call(original_signal, args, NULL);
-    if (result == NULL || PyTuple_GET_SIZE(args) != 2) return result;
-    long sig = PyLong_AsLong(PyTuple_GET_ITEM(args, 0));
-    if (sig == -1 && PyErr_Occurred()) {
-        PyErr_Clear(); /* an enum the call took: nothing of ours to do */
-        return result;
+    long sig = -1;
+    PyObject *handler = NULL;
+    if (PyTuple_GET_SIZE(args) == 2) {
+        sig = PyLong_AsLong(PyTuple_GET_ITEM(args, 0));
+        if (sig == -1 && PyErr_Occurred()) PyErr_Clear(); /* not a number: the call says so */
+        handler = PyTuple_GET_ITEM(args, 1);
     }
-    if (sig > 0 && sig < NSIG && keep[sig] && PyCallable_Check(PyTuple_GET_ITEM(args, 1))) {
+    PyObject *result;
+    if (handler != NULL && is_shown(sig, handler)) {
+        /* the program puts back what it was shown for ours (what getsignal gave it): ours again */
+        handler = ours[sig];
+        PyObject *again = PyTuple_Pack(2, PyTuple_GET_ITEM(args, 0), handler);
+        if (again == NULL) return NULL;
+        result = PyObject_Call(original_signal, again, NULL);
+        Py_DECREF(again);
+    } else {
+        result = PyObject_Call(original_signal, args, NULL);
+    }
+    if (result == NULL || sig <= 0 || sig >= NSIG) return result;
+    if (keep[sig] && PyCallable_Check(handler)) {
         if (do_remember((int)sig)) (void)do_watch((int)sig);
     }
-    return result;
+    return as_shown(sig, result);
+}
+
+/* In place of signal.getsignal (runtime/signal_disguise.py): the same call, ours shown as the
+ * program is to see it. A C function: an error of the call shows no frame of scaleprobe's. */
+static PyObject *w_getsignal(PyObject *self, PyObject *arg) {
+    if (original_getsignal == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_sigwatch.getsignal: hide() was not called");
+        return NULL;
+    }
+    PyObject *result = PyObject_CallOneArg(original_getsignal, arg);
+    if (result == NULL) return NULL;
+    long sig = PyLong_AsLong(arg);
+    if (sig == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return result;
+    }
+    return as_shown(sig, result);
+}
+
+static PyObject *w_hide(PyObject *self, PyObject *args) {
+    PyObject *sig_fn, *get_fn;
+    if (!PyArg_ParseTuple(args, "OO", &sig_fn, &get_fn)) return NULL;
+    Py_INCREF(sig_fn);
+    Py_INCREF(get_fn);
+    Py_XSETREF(original_signal, sig_fn);
+    Py_XSETREF(original_getsignal, get_fn);
+    Py_RETURN_NONE;
+}
+
+static PyObject *w_disguise(PyObject *self, PyObject *args) {
+    PyObject *handler, *as;
+    int sig;
+    if (!PyArg_ParseTuple(args, "iOO", &sig, &handler, &as)) return NULL;
+    if (sig <= 0 || sig >= NSIG) {
+        PyErr_Format(PyExc_ValueError, "signal number out of range: %d", sig);
+        return NULL;
+    }
+    if (handler == Py_None) {
+        Py_CLEAR(ours[sig]);
+        Py_CLEAR(shown[sig]);
+        Py_RETURN_NONE;
+    }
+    Py_INCREF(handler);
+    Py_INCREF(as);
+    Py_XSETREF(ours[sig], handler);
+    Py_XSETREF(shown[sig], as);
+    Py_RETURN_NONE;
 }
 
 static PyObject *w_keep_counting(PyObject *self, PyObject *args) {
@@ -155,6 +251,11 @@ static PyMethodDef methods[] = {
     {"watching", w_watching, METH_O, "watching(sig): whether the counting handler is still the one installed."},
     {"signal", w_signal, METH_VARARGS,
      "signal(signalnum, handler, /): signal.signal, then the counter back in front for a kept signal."},
+    {"getsignal", w_getsignal, METH_O, "getsignal(signalnum, /): signal.getsignal, a disguised handler shown as the program is to see it."},
+    {"hide", w_hide, METH_VARARGS, "hide(original_signal, original_getsignal): what signal() and getsignal() call."},
+    {"disguise", w_disguise, METH_VARARGS,
+     "disguise(sig, ours, shown): getsignal() and signal() show `ours` as `shown`, and signal(sig, shown) installs ours; "
+     "disguise(sig, None, None) ends it."},
     {"keep_counting", w_keep_counting, METH_VARARGS,
      "keep_counting(original_signal, sig): what signal() calls, and that it keeps counting sig."},
     {NULL, NULL, 0, NULL},

@@ -22,6 +22,8 @@ import signal
 from _thread import get_ident
 from typing import Any, Callable
 
+from .signal_disguise import real_getsignal
+
 _stand_ins: dict[int, list[Callable[..., Any]]] = {}  # signal number -> handlers standing in for SIG_DFL
 _saved: dict[int, Any] = {}  # forking thread -> its mask before _before blocked
 _registered = [False]
@@ -51,7 +53,7 @@ def _before() -> None:
     block = set()
     for signum in _stand_ins:
         try:
-            if stands_in(signum, signal.getsignal(signum)):
+            if stands_in(signum, real_getsignal(signum)):
                 block.add(signum)
         except (ValueError, OSError):
             pass

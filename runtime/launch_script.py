@@ -20,6 +20,7 @@ from typing import Callable
 
 from runtime.launch_errors import LaunchError
 from runtime.fork_signals import stand_in
+from runtime.signal_disguise import real_getsignal, real_signal, show_as
 from runtime.launch_toplevel import run_toplevel
 from runtime.sysexit import exit_status, print_message
 
@@ -39,7 +40,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
         # A forked child (a Pool or DataLoader worker) dies of SIGTERM as it would without the
         # launcher: raised there, SystemExit can land in an at-fork callback, where Python drops it,
         # and a worker that Pool.terminate() stopped would go on and hang its parent.
-        signal.signal(signum, signal.SIG_DFL)
+        real_signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return
     received_sigterm = True
@@ -54,10 +55,11 @@ _exit_on_sigterm.__sp_ends_process__ = lambda: os.getpid() != _owner  # type: ig
 def install_sigterm_exit() -> None:
     """Let SIGTERM unwind the program instead of killing it, unless someone already handles it."""
     global _owner
-    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+    if real_getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         _owner = os.getpid()
-        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        real_signal(signal.SIGTERM, _exit_on_sigterm)
         stand_in(signal.SIGTERM, _exit_on_sigterm)
+        show_as(signal.SIGTERM, _exit_on_sigterm, signal.SIG_DFL)  # what the program sees (review 64 F2)
 
 
 def compile_script(path: Path) -> types.CodeType:

@@ -15,10 +15,11 @@ from collections import deque
 from fnmatch import fnmatchcase
 from typing import Any, NoReturn
 
-from . import _backend, exec_hook, gc_pause, run_signals, signal_watch, stale_visits
+from . import _backend, exec_hook, gc_pause, run_signals, signal_disguise, signal_watch, stale_visits
 from .config import Config, ConfigError, RankSet, from_env
 from .errors import ScaleprobeRuntimeError
 from .fork_signals import stand_in, stands_in
+from .signal_disguise import real_getsignal, real_signal
 from .runfile import ProfileStats, RunWriter, file_on_the_way, rename_run_file, run_file_name
 from .sysexit import exit_status
 
@@ -1157,9 +1158,10 @@ def _stand_down() -> None:
     import signal as _signal
 
     for sig, handler in list(_standing_in.items()):
+        signal_disguise.forget(sig)  # the program's SIG_DFL is the default action again
         try:
-            if _signal.getsignal(sig) is handler:
-                _signal.signal(sig, _signal.SIG_DFL)
+            if real_getsignal(sig) is handler:
+                real_signal(sig, _signal.SIG_DFL)
         except (ValueError, OSError):
             pass
 
@@ -1168,7 +1170,7 @@ def _chain_signal(sig: int) -> None:
     import signal as _signal
 
     try:
-        prev = _signal.getsignal(sig)
+        prev = real_getsignal(sig)
     except (ValueError, OSError):
         return
     if prev is _signal.SIG_IGN:
@@ -1194,7 +1196,7 @@ def _chain_signal(sig: int) -> None:
                     r.finish(status="signal", exit_code=128 + signum, signal=signum, close_own=True)
                 except Exception:  # noqa: BLE001 - the signal's action comes first
                     pass
-            _signal.signal(signum, _signal.SIG_DFL)
+            real_signal(signum, _signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
         r = _rec
@@ -1222,11 +1224,11 @@ def _chain_signal(sig: int) -> None:
         if callable(prev):
             prev(signum, frame)
         else:
-            _signal.signal(signum, _signal.SIG_DFL)
+            real_signal(signum, _signal.SIG_DFL)
             os.kill(os.getpid(), signum)
 
     try:
-        _signal.signal(sig, handler)
+        real_signal(sig, handler)
     except (ValueError, OSError):
         return
     signal_watch.notes_arrivals(handler)
@@ -1234,6 +1236,10 @@ def _chain_signal(sig: int) -> None:
         _standing_in[sig] = handler
     if prev in (_signal.SIG_DFL, None) or stands_in(sig, prev):
         stand_in(sig, handler)
+    # the program sees what it would see without us: the default action, or its own handler, which
+    # ours calls (getsignal gives it; putting it back puts ours back: signal_disguise)
+    signal_disguise.show_as(sig, handler, None if prev is None else _signal.SIG_DFL if not callable(prev)
+                            or stands_in(sig, prev) else prev)
 
 
 def _end_for_exec() -> dict[str, Any] | None:

@@ -21,6 +21,8 @@ import os
 import signal
 from typing import Any, Callable
 
+from .signal_disguise import real_getsignal, real_signal
+
 try:
     from . import _sigwatch
 except ImportError:  # built without a C compiler
@@ -37,11 +39,11 @@ def start() -> None:
     if _sigwatch is None or not hasattr(_sigwatch, "keep_counting"):
         return
     if not _original:
-        _original.append(signal.signal)
+        _original.append(real_signal)  # (signal.signal may be ours already: signal_disguise)
     for signum in STOP_SIGNALS:
         _sigwatch.keep_counting(_original[0], signum)
         try:
-            if callable(signal.getsignal(signum)):  # a Python handler: CPython's C one is installed
+            if callable(real_getsignal(signum)):  # a Python handler: CPython's C one is installed
                 _sigwatch.remember(signum)
             _sigwatch.watch(signum)  # only in front of CPython's: never of SIG_DFL, SIG_IGN, a C one
         except (OSError, ValueError):

@@ -48,6 +48,7 @@ import time
 from typing import Callable
 
 from .fork_signals import stands_in
+from .signal_disguise import real_getsignal
 
 try:
     from . import _sigwatch
@@ -197,6 +198,6 @@ def take_default(signum: int, before: Callable[[], object]) -> None:
 
 def _handler(signum: int) -> object:
     try:
-        return signal.getsignal(signum)
+        return real_getsignal(signum)
     except (ValueError, OSError):
         return None

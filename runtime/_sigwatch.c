@@ -243,7 +243,18 @@ static PyObject *w_watching(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(is_ours(&current));
 }
 
+/* Whether sig's disposition is the default action itself: not a C handler that Python does not
+ * know of (faulthandler.register(SIGUSR1), an extension's), which getsignal reports as SIG_DFL or None. */
+static PyObject *w_at_default(PyObject *self, PyObject *arg) {
+    int sig = signal_arg(arg);
+    if (sig < 0) return NULL;
+    struct sigaction current;
+    if (sigaction(sig, NULL, &current) != 0) return PyErr_SetFromErrno(PyExc_OSError);
+    return PyBool_FromLong(!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_DFL);
+}
+
 static PyMethodDef methods[] = {
+    {"at_default", w_at_default, METH_O, "at_default(sig): whether sig's disposition is SIG_DFL itself."},
     {"remember", w_remember, METH_O,
      "remember(sig): right after signal.signal(sig, <Python function>): the C handler now installed is CPython's."},
     {"watch", w_watch, METH_O, "watch(sig): count sig's arrivals ahead of CPython's handler; False if that is not installed."},

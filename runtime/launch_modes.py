@@ -130,10 +130,11 @@ def _run_in_process(opts: Options, identity: ProcessIdentity, run: Run, record: 
     working directory); `shown` is the run directory as the messages name it."""
     from runtime import run_signals, signal_watch
 
-    def last_words(signum: int) -> None:
+    def last_words(signum: int, blocked: bool) -> None:
         _finish(run, record, 128 + signum, identity.rank, time.monotonic() - start, signum)
         if not cfg.quiet:
-            say(f"scaleprobe launch: {record.error} while blocked outside Python; run data in {shown}")
+            where = " while blocked outside Python" if blocked else ""
+            say(f"scaleprobe launch: {record.error}{where}; run data in {shown}")
 
     launcher = os.getpid()
 

@@ -1119,7 +1119,7 @@ def _install_hooks(rec: Recorder) -> None:
     if threading.current_thread() is threading.main_thread():
         import signal as _signal
 
-        for sig in (_signal.SIGTERM, _signal.SIGINT):
+        for sig in signal_watch.STAND_IN_SIGNALS:
             _chain_signal(sig)
     run_signals.start()
     rec.stop_mark = run_signals.mark()
@@ -1179,6 +1179,10 @@ def _chain_signal(sig: int) -> None:
         # Python's own SIGINT handler raises KeyboardInterrupt in the program, which may catch it;
         # uncaught, the excepthook records it. Chaining it would add our frame to the traceback.
         return
+    if prev in (_signal.SIG_DFL, None) and not signal_disguise.at_default(sig):
+        # a C handler that Python does not know of (faulthandler.register(SIGUSR1) before recording
+        # started, an extension's): ours would replace it, and it could not be called
+        return
 
     def handler(signum, frame):
         r = _rec
@@ -1224,6 +1228,9 @@ def _chain_signal(sig: int) -> None:
         if callable(prev):
             prev(signum, frame)
         else:
+            # the launcher running the program in this process ends its run's record (review 65 F3:
+            # a SIGHUP left it `running`)
+            signal_watch.last_words(signum, blocked=False)
             real_signal(signum, _signal.SIG_DFL)
             os.kill(os.getpid(), signum)
 

@@ -37,6 +37,17 @@ def available() -> bool:
     return _sigwatch is not None and hasattr(_sigwatch, "disguise")
 
 
+def at_default(signum: int) -> bool:
+    """Whether `signum`'s disposition is the default action itself, not a C handler that
+    `signal.getsignal` reports as SIG_DFL or None (True where that cannot be told: no C extension)."""
+    if _sigwatch is None or not hasattr(_sigwatch, "at_default"):
+        return True
+    try:
+        return bool(_sigwatch.at_default(int(signum)))
+    except (OSError, ValueError):
+        return True
+
+
 def show_as(signum: int, ours: Callable[..., Any], shown: Any) -> None:
     """From now on the program sees `ours`, installed for `signum`, as `shown` (`signal.SIG_DFL`,
     or the handler that was there before ours and that ours calls)."""

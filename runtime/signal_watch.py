@@ -63,7 +63,16 @@ GRACE_S = 0.5
 MAIN_GRACE_S = 1.0
 #: how often the flush thread looks at the counts while armed
 POLL_S = 0.2
-_WATCHED = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT") if hasattr(signal, name))
+#: the signals whose default action ends the process, that scaleprobe's handlers stand in for where
+#: the program leaves them to it (recorder._chain_signal), and that the watch takes: SIGTERM and
+#: SIGINT, and those that end a run too (review 65 F3: they lost up to a flush interval, the file a
+#: header alone): a terminal or ssh session that closes (SIGHUP), Slurm's warning before its time
+#: limit to a program that does not take it (`--signal=USR1@T`), a CPU-time limit (SIGXCPU), an
+#: alarm that nobody handles, SIGQUIT (its core dump stays)
+STAND_IN_SIGNALS = tuple(getattr(signal, name) for name in
+                         ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGXCPU")
+                         if hasattr(signal, name))
+_WATCHED = STAND_IN_SIGNALS
 _noting: list[Callable[..., object]] = []  # handlers that call Watch.note_seen first (the recorder's)
 
 
@@ -149,8 +158,9 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_last_words.clear)
 
 
-def at_default_action(callback: Callable[[int], object]) -> Callable[[], None]:
-    """Have `callback(signum)` run when the watch ends this process by a signal's default action,
+def at_default_action(callback: Callable[[int, bool], object]) -> Callable[[], None]:
+    """Have `callback(signum, blocked)` run when the watch (`blocked`: the main thread never took
+    the signal) or the recorder's stand-in handler ends this process by a signal's default action,
     after the recorder's end record (the launcher, running the program in its own process, ends
     its run's record). Returns what takes it back."""
     _last_words.append(callback)
@@ -164,6 +174,15 @@ def at_default_action(callback: Callable[[int], object]) -> Callable[[], None]:
     return remove
 
 
+def last_words(signum: int, blocked: bool) -> None:
+    """Run the `at_default_action` callbacks: this process is about to end by `signum`'s default action."""
+    for callback in list(_last_words):
+        try:
+            callback(signum, blocked)
+        except Exception:  # the process ends as the signal would have ended it, whatever fails here
+            pass
+
+
 def take_default(signum: int, before: Callable[[], object]) -> None:
     """From any thread: run `before` (write the data) and the `at_default_action` callbacks, then
     end the process by `signum`'s default action. `signal.signal` is for the main thread only, so
@@ -173,11 +192,7 @@ def take_default(signum: int, before: Callable[[], object]) -> None:
         try:
             before()
         finally:
-            for callback in list(_last_words):
-                try:
-                    callback(signum)
-                except Exception:  # the process ends as the signal would have ended it, whatever fails here
-                    pass
+            last_words(signum, blocked=True)
     finally:
         try:
             import ctypes

@@ -89,15 +89,36 @@ SUBPROCESS_PREFIX = "[subprocess] "
 
 class RegionNames:
     """Region labels for call paths, consistent over all runs: the region's name, or
-    `file:name` where two different regions share a name."""
+    `file:name` where two different regions share a name.
+
+    Only regions with values count where several files define a name (review 66 F5: one run file's
+    stray `main`, in file `m`, whose only record was bad, renamed every call path `main.py:main...`):
+    a name is bare for the one file whose regions of that name have values (appear in a call path
+    of the profile, a communication record, a step or epoch record, or a GPU record), and
+    `file:name` for every file where two or more have values; a region of that name without values
+    in another file is `file:name` too, so that what its left-out records leave unknown is never
+    taken for the other's. A name that no region has values of is told by all its files."""
 
     def __init__(self, runs: Iterable[RunRecord]) -> None:
-        owners: dict[str, set[str]] = defaultdict(set)
+        runs = list(runs)
+        declared: dict[str, set[str]] = defaultdict(set)
         for run in runs:
             for rf in run.files:
                 for reg in rf.run.regions.values():
-                    owners[reg.name].add(reg.file)
-        self._ambiguous = {name for name, files in owners.items() if len(files) > 1}
+                    declared[reg.name].add(reg.file)
+        self._owners = {name: files for name, files in declared.items() if len(files) > 1}
+        if self._owners:  # rare: a name defined in two files; which of them have values?
+            valued: dict[str, set[str]] = defaultdict(set)
+            for run in runs:
+                for rf in run.files:
+                    shared = {rid: reg for rid, reg in rf.run.regions.items() if reg.name in self._owners}
+                    if shared:
+                        used = _valued_regions(rf.run, set(shared))
+                        for rid in used:
+                            valued[shared[rid].name].add(shared[rid].file)
+            for name in self._owners:
+                if valued.get(name):
+                    self._owners[name] = valued[name]
         self._labels: dict[int, dict[int, str]] = {}
         # one object for each call path and (call path, metric), whichever file and run it comes
         # from: every run's values are held until the series are made (a tenth of their memory)
@@ -107,7 +128,7 @@ class RegionNames:
         table = self._labels.get(id(rf.run))
         if table is None:
             table = {
-                rid: f"{reg.file}:{reg.name}" if reg.name in self._ambiguous else reg.name
+                rid: f"{reg.file}:{reg.name}" if self._owners.get(reg.name, {reg.file}) != {reg.file} else reg.name
                 for rid, reg in rf.run.regions.items()
             }
             self._labels[id(rf.run)] = table
@@ -129,6 +150,25 @@ class RegionNames:
     def key(self, key: Key) -> Key:
         """`key`, or the equal (call path, metric) seen before."""
         return self._shared.setdefault(key, key)
+
+
+def _valued_regions(run: Any, among: set[int]) -> set[int]:
+    """The regions of `among` that a record with values refers to: a call path of the profile (as
+    any of its regions), a communication record's call path, a step or epoch record's loop, a GPU
+    record. A record left out for bad values is in none of them."""
+    found: set[int] = set()
+    for path in run.profile:
+        found.update(among.intersection(path))
+    for rec in run.comms:
+        cp = rec.get("callpath")
+        if isinstance(cp, (list, tuple)):
+            found.update(r for r in cp if isinstance(r, int) and r in among)
+    for rec in (*run.steps, *run.epochs):
+        rid = rec.get("region")
+        if isinstance(rid, int) and rid in among:
+            found.add(rid)
+    found.update(rid for rid in run.gpu_regions if rid in among)
+    return found
 
 
 def _ns(v: Any) -> float | None:
@@ -452,7 +492,10 @@ def _derived(
     and the call paths whose baseline is not the fewest ranks of their points (-> those ranks).
 
     A call path's baseline is the point with the fewest ranks, the other parameters the same, where
-    it was measured: communication exists only from 2 ranks on, and its speedup is relative to that."""
+    its time (the median of the repetitions that have it) is above 0: communication exists only from
+    2 ranks on, not measured at 1 rank or measured 0 there (review 66 F1: a baseline of 0 gave a
+    speedup and efficiency of 0 everywhere), and its speedup is relative to that. No speedup or
+    efficiency without one, nor below its ranks."""
     r = parameters.index(RANKS_PARAMETER)
 
     def others(pt: Point) -> Point:
@@ -460,15 +503,16 @@ def _derived(
 
     fewest: dict[Point, float] = {}
     base_of: dict[tuple[Point, str], Point] = {}
+    base_time: dict[tuple[Point, str], float] = {}
     for pt, reps in times.items():
         fewest[others(pt)] = min(fewest.get(others(pt), pt[r]), pt[r])
         for cp in {cp for rep in reps for cp in rep}:
             cur = base_of.get((others(pt), cp))
-            if cur is None or pt[r] < cur[r]:
-                base_of[(others(pt), cp)] = pt
-    base_time = {
-        key: _median([rep[key[1]] for rep in times[pt] if key[1] in rep]) for key, pt in base_of.items()
-    }
+            if pt[r] <= 0 or (cur is not None and cur[r] <= pt[r]):
+                continue  # a per-rank time at 0 ranks is no baseline (as `derived.baselines`)
+            t0 = _median([rep[cp] for rep in reps if cp in rep])
+            if t0 > 0:
+                base_of[(others(pt), cp)], base_time[(others(pt), cp)] = pt, t0
     late: dict[str, set[float]] = defaultdict(set)
     for (o, cp), pt in base_of.items():
         if pt[r] > fewest[o]:
@@ -480,8 +524,9 @@ def _derived(
             row: dict[Key, float] = {}
             for cp, t in rep.items():
                 row[(cp, "cost")] = t * pt[r]
-                base, t0 = base_of[(others(pt), cp)], base_time[(others(pt), cp)]
-                if t > 0 and pt[r] > 0:
+                base = base_of.get((others(pt), cp))
+                if base is not None and t > 0 and pt[r] > 0 and pt[r] >= base[r]:
+                    t0 = base_time[(others(pt), cp)]
                     row[(cp, "speedup")] = t0 / t
                     row[(cp, "parallel_efficiency")] = t0 / t * base[r] / pt[r]
             rows.append(row)
@@ -649,7 +694,8 @@ def _derived_notes(ranks: str, late: dict[str, set[float]]) -> list[str]:
     if late:
         items = [f"{cp} (from {' or '.join(f'{r:g}' for r in sorted(rs))} ranks)" for cp, rs in sorted(late.items())]
         notes.append(MetricNote(
-            f"{len(items)} call path(s) were not measured at the fewest ranks: their speedup and "
-            f"parallel_efficiency are relative to the fewest ranks where they were: {listing(items, 8)}",
+            f"{len(items)} call path(s) were not measured at the fewest ranks, or took no time there: their "
+            f"speedup and parallel_efficiency are relative to the fewest ranks where their time was above 0: "
+            f"{listing(items, 8)}",
             ("speedup", "parallel_efficiency")))
     return notes

@@ -11,7 +11,7 @@ the measurements do (`modeler.aggregate`):
     cost(target)                = ranks * T(target)
 
 with `rest` the target's other parameters and r0 the call path's baseline: as in the
-measurements, the fewest ranks at which its time was measured with the same other parameters,
+measurements, the fewest ranks at which its time was above 0 with the same other parameters,
 here those of the measured combination nearest the target's (`Baselines.at`; the target's own
 where it was measured). T comes from one of two models of the call path (`choose_basis`):
 - its `time` model: exact where the time grows with ranks (weak scaling, communication), and
@@ -49,7 +49,7 @@ RATIO = 1.5
 
 @dataclass(frozen=True)
 class Baselines:
-    """Per call path, the fewest ranks at which its time was measured, per combination of the other
+    """Per call path, the fewest ranks at which its time was above 0, per combination of the other
     parameters (as the measured speedups use them, `modeler.aggregate`)."""
 
     parameters: tuple[str, ...]
@@ -75,8 +75,10 @@ class Baselines:
 
 
 def baselines(series: Iterable[Series], parameters: Sequence[str]) -> Baselines:
-    """The `Baselines` of the `time` series (none without `ranks`). Ranks of 0 or less are no
-    baseline: a per-rank time at 0 ranks means nothing to divide by."""
+    """The `Baselines` of the `time` series (none without `ranks`): the fewest ranks where the time
+    (the median of the repetitions) is above 0, as the measured speedups take it (`modeler.aggregate`;
+    communication is 0 at 1 rank). Ranks of 0 or less are no baseline: a per-rank time at 0 ranks
+    means nothing to divide by."""
     parameters = tuple(parameters)
     if RANKS_PARAMETER not in parameters:
         return Baselines(parameters, {})
@@ -86,8 +88,8 @@ def baselines(series: Iterable[Series], parameters: Sequence[str]) -> Baselines:
         if s.metric != "time":
             continue
         table = fewest.setdefault(s.callpath, {})
-        for pt in s.points:
-            if pt[r] <= 0:
+        for pt, reps in zip(s.points, s.repetitions):
+            if pt[r] <= 0 or not float(np.median(reps)) > 0:
                 continue
             key = tuple(float(v) for i, v in enumerate(pt) if i != r)
             table[key] = min(table.get(key, float(pt[r])), float(pt[r]))
@@ -152,8 +154,8 @@ def derived_predictions(
 ) -> list[tuple[float, str] | None]:
     """Per model: (its metric at `at` from the per-rank time, the metric that time came from:
     `time` or `cost`; see `choose_basis`, `from_time`; the other model where the chosen one gives
-    no figure), or None where it is not a derived metric or its call path has no time or cost model
-    or no baseline."""
+    no figure), or None where it is not a derived metric, its call path has no time or cost model
+    or no baseline, or neither model gives a figure (review 66 F2: no basis named beside no figure)."""
     by_key = {(fm.callpath, fm.metric): fm for fm in [*companions, *models] if fm.metric in BASES}
     out: list[tuple[float, str] | None] = []
     for fm in models:
@@ -171,7 +173,7 @@ def derived_predictions(
             fallback = from_time(fm.metric, other, at, parameters, r0)
             if math.isfinite(fallback):
                 value, basis = fallback, other
-        out.append((value, basis.metric))
+        out.append((value, basis.metric) if math.isfinite(value) else None)
     return out
 
 

@@ -38,6 +38,12 @@ from .strong_scaling import choose, falls_along, mix, split, split_alternative, 
 COMPAT_MODES = (None, "extrap")
 #: a series needs this many points, and a parameter this many distinct values, to get a term
 MIN_POINTS = 3
+#: the note of a model whose RSS overflowed (values beyond about 1e154 in size: their squares pass
+#: float64's largest), and with it the coefficients' covariance the 80% range is drawn from; the
+#: model itself is fitted at a scale near 1 (`_fit_scaled`). Review 66 F6: the table said `inf`,
+#: JSON null, and the range was missing with no word why.
+OVERFLOW_NOTE = ("values too large in size for the RSS and the 80% range (their squares overflow floating "
+                 "point): neither is given; give the values in larger units")
 #: Extra-P's recommendation; fewer values of a parameter are modeled with a warning
 RECOMMENDED_VALUES = 5
 
@@ -150,6 +156,8 @@ class PMNFModeler:
             else:
                 model, smape, rss = _mean_model(dataset.parameters, values)
                 ar2, cv_smape, alternatives = 0.0, None, ()
+            if not np.isfinite(rss) and np.all(np.isfinite(values)):
+                notes[i] = notes[i] + (OVERFLOW_NOTE,)
             interval = _interval(spread, [r.size for r in s.repetitions])
             rows.append((s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points, interval, notes[i],
                          alternatives))

@@ -326,13 +326,18 @@ def _finite_or_none(v: float | None) -> float | None:
 
 def growth_text(g: tuple[float, float]) -> str:
     """The dominant term's total degree and log power (`growth`): `deg 1.5, log^1`, `const`, or
-    `falling (...)`."""
+    `falling (...)`. A falling growth whose parts are both at or below 0 (a rising term with a
+    negative coefficient, or a decaying term without a log) is told by their sizes: `falling (log^1)`
+    for `10 - 2 * log2(p)`. Parts of mixed signs are told as they are: a term that decays to 0 as
+    `ranks^(-1/3) * log2(ranks)` is `falling (deg -0.333, log^1)` (review 66 F4: it was `falling (deg
+    0.333, log^1)`, which reads as a rise of degree 0.333 turned over)."""
     e, l = g
     if e == 0 and l == 0:
         return "const"
-    parts = ([f"deg {abs(e):.3g}"] if e else []) + ([f"log^{abs(l):.3g}"] if l else [])
+    signed = (e < 0 < l) or (l < 0 < e)
+    parts = ([f"deg {(e if signed else abs(e)):.3g}"] if e else []) + ([f"log^{(l if signed else abs(l)):.3g}"] if l else [])
     text = ", ".join(parts)
-    return f"falling ({text})" if e < 0 or l < 0 else text
+    return f"falling ({text})" if e < 0 or (e == 0 and l < 0) else text
 
 
 def growth(model: Model) -> tuple[float, float]:

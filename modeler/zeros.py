@@ -2,7 +2,8 @@
 which a single rank does not do. A model of all the points bends to fit the zeros (review 43 F5: a
 weak-scaling parent took a ÷ranks form, -30% at 1024 ranks, its range missing the truth; its
 allreduce child fitted 0.145 + 0.292·log2 p, +9.5%), and nothing said why. One warning names them and
-the option that models the others."""
+the option that models the others, and that their speedup and efficiency are relative to the fewest
+ranks where their time is above 0 (review 66 F1)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from .listing import listing
 RANKS = "ranks"
 #: the other ranks values a series needs for the warning: with fewer, the zeros are most of it
 MIN_OTHER_VALUES = 3
+#: the metrics whose baseline is the fewest ranks where the time is above 0 (`modeler.aggregate`)
+DERIVED_FROM_TIME = ("speedup", "parallel_efficiency")
 
 
 def zero_at_fewest_ranks_warning(parameters: Sequence[str], series: Sequence[Series]) -> str | None:
@@ -23,7 +26,8 @@ def zero_at_fewest_ranks_warning(parameters: Sequence[str], series: Sequence[Ser
     if RANKS not in parameters:
         return None
     i = list(parameters).index(RANKS)
-    named, fewest = [], None
+    named, fewest, timed = [], None, []
+    derived = {s.callpath for s in series if s.metric in DERIVED_FROM_TIME}
     for s in series:
         ranks = np.asarray(s.points, dtype=float)[:, i]
         if ranks.size == 0:
@@ -36,9 +40,14 @@ def zero_at_fewest_ranks_warning(parameters: Sequence[str], series: Sequence[Ser
         if np.all(values[~others] == 0) and np.all(values[others] > 0):
             named.append(f"{s.callpath} ({s.metric})")
             fewest = low if fewest is None else min(fewest, low)
+            if s.metric == "time" and s.callpath in derived:
+                timed.append(s.callpath)
     if not named:
         return None
     n = len(named)
     return (f"{n} series {'are' if n > 1 else 'is'} 0 at the fewest ranks ({RANKS}={fewest:g}) and above 0 at every "
             f"other point (communication, which one rank does not do): {listing(named, 5)}; a model of all the points bends "
-            f"to fit the zeros, and so does each caller's: --exclude {RANKS}={fewest:g} models the others")
+            f"to fit the zeros, and so does each caller's: --exclude {RANKS}={fewest:g} models the others"
+            + (f"; the speedup and parallel_efficiency of {'these call paths' if len(timed) > 1 else timed[0]} "
+               f"are relative to the fewest ranks where {'their' if len(timed) > 1 else 'its'} time is above 0"
+               if timed else ""))

@@ -14,10 +14,11 @@ HEADERS = ("#", "callpath", "metric", "growth", "at target", "run spread", "80% 
 
 
 def number(v: float | None, digits: int = 4) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    """`v` to `digits` significant digits; `-` where it could not be computed: None, nan, and an
+    overflow to infinity (JSON has null there, CSV an empty cell; review 66 F6: an RSS of values
+    near 1e300 was `inf` here)."""
+    if v is None or not math.isfinite(v):
         return "-"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
     return f"{v:.{digits}g}"
 
 

@@ -1,4 +1,8 @@
-"""`--format csv`: one row per model, plain numbers (full precision) for spreadsheets and pandas."""
+"""`--format csv`: one row per model, plain numbers (full precision) for spreadsheets and pandas.
+
+`growth_from_parts_exponent` and `growth_from_parts_log_exponent` are JSON's `growth_from_parts`:
+the growth a row is ranked by where its parts grow slower than its own model (`(parts)` in the
+table; empty elsewhere), so that the CSV tells why a row sits where it does (review 66 F3)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from ..ranking import Ranking
 
 COLUMNS = (
     "rank", "callpath", "metric", "model", "constant", "growth_exponent", "growth_log_exponent",
-    "smape", "rss", "ar2", "cv_smape", "points", "prediction", "interval_low", "interval_high", "unit",
+    "growth_from_parts_exponent", "growth_from_parts_log_exponent", "smape", "rss", "ar2", "cv_smape", "points", "prediction", "interval_low", "interval_high", "unit",
     "prediction_from_parts", "range_low", "range_high", "prediction_from_time",
     "prediction_from_time_basis", "share_measured", "share_at_target", "share_at_target_low", "doubtful",
 )
@@ -43,7 +47,9 @@ def render_csv(ranking: Ranking) -> str:
         w.writerow(
             (
                 i, _text(fm.callpath), _text(fm.metric), _text(fm.model.formula(digits=17)), _num(fm.model.constant),
-                _num(r.growth[0]), _num(r.growth[1]), _num(fm.smape), _num(fm.rss), _num(fm.ar2),
+                _num(r.growth[0]), _num(r.growth[1]),
+                *((_num(r.parts_growth[0]), _num(r.parts_growth[1])) if r.parts_growth is not None else ("", "")),
+                _num(fm.smape), _num(fm.rss), _num(fm.ar2),
                 _num(fm.cv_smape), fm.points, _num(r.prediction), _num(r.low), _num(r.high), _text(r.unit),
                 _num(r.from_parts), _num(None if r.range is None else r.range[0]),
                 _num(None if r.range is None else r.range[1]),

@@ -84,7 +84,7 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
         return FileResult(relpath, "failed", error=f"{relpath}:{line or 1}: expression too deeply nested for libcst",
                           transient=True)
     linemap = compute_linemap(source, code, rewriter.splits)
-    changed = changed_lines(source, code, linemap)
+    changed = changed_lines(source, code, linemap, rewriter.splits)
     columns = None
     try:
         # CPython has limits libcst does not check: 20 statically nested blocks per function (each

@@ -195,6 +195,67 @@ def split_argv(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[s
     return argv, []
 
 
+# the options a PYTHON* variable gives as well: (the variable, whether its value is a level as
+# PYTHONOPTIMIZE=2's, rather than on when not empty)
+_ENVIRONMENT_GIVES = {"O": ("PYTHONOPTIMIZE", True), "v": ("PYTHONVERBOSE", True), "d": ("PYTHONDEBUG", True),
+                      "B": ("PYTHONDONTWRITEBYTECODE", True), "s": ("PYTHONNOUSERSITE", True),
+                      "P": ("PYTHONSAFEPATH", False)}
+
+
+def _environment_level(var: str, counted: bool) -> int:
+    """How many times the environment gives an option, as Python reads `var` (empty: unset)."""
+    text = os.environ.get(var, "")
+    if not text or not counted:
+        return 1 if text else 0
+    try:
+        level = int(text)
+    except ValueError:
+        return 1  # PYTHONOPTIMIZE=yes is -O once
+    return level if level >= 0 else 1
+
+
+def interpreter_options() -> list[str]:
+    """The options this interpreter was started with (`-O`, `-X dev`, `-W error::...`, `-B`, ...),
+    as `multiprocessing` passes them to the processes it starts, and every other `-X` option too
+    (`-X int_max_str_digits=...`, `-X pycache_prefix=...`, which that list leaves out); [] where this
+    Python lacks the private helper. What the environment the ranks inherit gives already
+    (PYTHONOPTIMIZE, PYTHONDEVMODE, PYTHONWARNINGS's filters, ...) is left to it: the same setting,
+    and no option that a command line copied from launch.json would give twice."""
+    try:
+        import subprocess  # not at import: every rank imports this module
+
+        options = list(subprocess._args_from_interpreter_flags())  # type: ignore[attr-defined]
+    except (ImportError, AttributeError, ValueError):
+        return []
+    if not sys.flags.ignore_environment:
+        for word in list(options):
+            letters = word[1:]
+            if word.startswith("-") and letters[:1] in _ENVIRONMENT_GIVES and letters == letters[0] * len(letters) \
+                    and _environment_level(*_ENVIRONMENT_GIVES[letters[0]]) >= len(letters):
+                options.remove(word)
+        for inherited in filter(None, os.environ.get("PYTHONWARNINGS", "").split(",")):
+            if f"-W{inherited}" in options:
+                options.remove(f"-W{inherited}")
+        if os.environ.get("PYTHONDEVMODE"):
+            for i in range(len(options) - 1):
+                if options[i:i + 2] == ["-X", "dev"]:
+                    del options[i:i + 2]
+                    break
+    given = {options[i + 1].split("=", 1)[0] for i, word in enumerate(options[:-1]) if word == "-X"}
+    given.add("dev")  # dev mode is -X dev above, or PYTHONDEVMODE's
+    for name, value in getattr(sys, "_xoptions", {}).items():
+        if name not in given:
+            options += ["-X", name if value is True else f"{name}={value}"]
+    return options
+
+
+def launcher_command() -> list[str]:
+    """`python -m runtime.launch` with this interpreter and its options: what the launcher starts its
+    ranks with (review 65 F1: `python -O -m runtime.launch --nproc 2` ran the ranks without -O, with
+    the asserts on, unlike a run in the launcher's own process), and what launch.json records."""
+    return [sys.executable, *interpreter_options(), "-m", "runtime.launch"]
+
+
 def without_dry_run(argv: list[str]) -> list[str]:
     """This launcher's arguments less its own `--dry-run` (the program's arguments are kept as given)."""
     ours, _ = split_argv(build_parser(), argv)

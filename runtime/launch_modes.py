@@ -19,7 +19,7 @@ from pathlib import Path
 from runtime import launch_script
 from runtime.config import Config
 from runtime.environment import ProcessIdentity, detect, export_torch_env, job_run_id
-from runtime.launch_args import Options
+from runtime.launch_args import Options, launcher_command
 from runtime.launch_child import read_error, recorder_started, run_rank
 from runtime.launch_errors import LaunchError
 from runtime.launch_nsys import nsys_executable, nsys_prefix, parse_rank_filter
@@ -41,7 +41,7 @@ def maybe_exec_nsys(opts: Options, rank: int, out_dir: Path, argv: list[str]) ->
     # Our regions appear as NVTX ranges on the nsys timeline.
     os.environ.setdefault("SCALEPROBE_NVTX", "1")
     out_dir.mkdir(parents=True, exist_ok=True)
-    command = nsys_prefix(nsys, out_dir, rank, opts.nsys_args) + [sys.executable, "-m", "runtime.launch", *argv]
+    command = nsys_prefix(nsys, out_dir, rank, opts.nsys_args) + [*launcher_command(), *argv]
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(nsys, command)
@@ -107,7 +107,7 @@ def _run(opts: Options, identity: ProcessIdentity, args: list[str]) -> int:
 
 def _record(opts: Options, run: Run, run_id: str, argv: list[str]) -> RunRecord:
     return RunRecord(experiment=opts.experiment, run_id=run_id, params=run.params, repetition=run.repetition,
-                     command=[sys.executable, "-m", "runtime.launch", *argv],
+                     command=[*launcher_command(), *argv],
                      program=[*opts.program_words(), *run.args])
 
 

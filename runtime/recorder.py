@@ -424,8 +424,8 @@ class Recorder:
         except OSError as e:
             where = "SCALEPROBE_OUT" if self.cfg.out_dir else "the default directory"
             why = e.strerror or str(e)
-            if isinstance(e, (FileExistsError, NotADirectoryError)) and (file := file_on_the_way(e.filename)):
-                why = f"{file} is a file, not a folder"  # review 26: it said `File exists`
+            if isinstance(e, (FileExistsError, NotADirectoryError)) and (said := file_on_the_way(e.filename)):
+                why = said  # review 26: it said `File exists`; review 65 F6: for a device, a FIFO too
             raise ConfigError(f"cannot write the run file {self.path} ({where}): {why}") from None
 
     # ----- regions -----------------------------------------------------------------------------

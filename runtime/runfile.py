@@ -10,6 +10,7 @@ docs/format.md; bump FORMAT_VERSION on any incompatible change.
 from __future__ import annotations
 
 import os
+import stat
 from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -347,13 +348,25 @@ def _dumps():
 
 
 def file_on_the_way(path: Any) -> str | None:
-    """The file that stands where `path` or one of its parents should be a folder, or None."""
+    """What stands where `path` or one of its parents should be a folder, said as such (`X is a file,
+    not a folder`; a device, a FIFO, a socket or a broken link too: review 65 F6, `/dev/full` said
+    `File exists`), or None."""
     if not path:
         return None
     p = Path(os.fsdecode(path))
     for q in (p, *p.parents):
-        if q.is_file():
-            return str(q)
+        try:
+            mode = q.stat().st_mode
+        except OSError:
+            if q.is_symlink():
+                return f"{q} is a broken symbolic link, not a folder"
+            continue
+        if stat.S_ISDIR(mode):
+            continue
+        kind = ("a file" if stat.S_ISREG(mode) else "a character device" if stat.S_ISCHR(mode)
+                else "a block device" if stat.S_ISBLK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a folder either")
+        return f"{q} is {kind}, not a folder"
     return None
 
 

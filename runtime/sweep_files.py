@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 from runtime.launch_ranks import Outcome
@@ -92,20 +93,49 @@ def unended_rank_files(directory: Path) -> list[tuple[int | None, str]]:
     return found
 
 
-def without_end_record(outcome: Outcome, unended: list[tuple[int | None, str]]) -> Outcome:
+def without_end_record(outcome: Outcome, unended: list[tuple[int | None, str]],
+                       directory: Path | None = None) -> Outcome:
     """The outcome of a run whose ranks all exited 0 while a rank's own run file has no end record:
     failed, naming the rank and the file, since its data is cut at its last flush and the modeler
-    leaves such a run out as incomplete (review 58 F1: it was `ok`, and a resume skipped it)."""
+    leaves such a run out as incomplete (review 58 F1: it was `ok`, and a resume skipped it). Where
+    the file system of the run `directory` is full the rank could not write its file (nor its error
+    file, which says so otherwise), and the error says that; else it names both causes (review 65
+    F2: a full disk was blamed on os._exit, and the user told to change a program not at fault)."""
     if outcome.status != "ok" or not unended:
         return outcome
     rank, name = unended[0]
     more = f" (and {len(unended) - 1} more)" if len(unended) > 1 else ""
+    free = free_bytes(directory) if directory is not None else None
+    if free is not None and free < FULL_BELOW:
+        path = directory / name
+        error = (f"cannot write run file {path}{more}: its end record is missing (the rank's stderr says why): "
+                 f"the file system of the run directory is full ({free // 1024} KiB free); its data stops at its "
+                 "last flush and the modeler leaves the run out as incomplete")
+        return dataclasses.replace(outcome, status="failed", failed_rank=rank, error=error)
     # the rank is named before the error where it is known (`rank 0: ...`, `rank 0 failed: ...`)
     who = "exited" if rank is not None else "a rank exited"
     error = (f"{who} with code 0, but its run file {name}{more} has no end record: most likely it ended with "
-             "os._exit, which skips the final flush and the end record; its data stops at its last flush and "
-             "the modeler leaves the run out as incomplete (end with sys.exit, or return from main, instead)")
+             "os._exit, which skips the final flush and the end record, unless its last writes failed (a full "
+             "disk, a disk quota: the rank's stderr then says `scaleprobe: cannot write run file`); its data stops "
+             "at its last flush and the modeler leaves the run out as incomplete (after os._exit: end with "
+             "sys.exit, or return from main, instead)")
     return dataclasses.replace(outcome, status="failed", failed_rank=rank, error=error)
+
+
+#: free space below which a run file that ended without its end record is put down to a full disk
+#: (a rank's last flush may be large: it failed for want of more than is left, not only at 0)
+FULL_BELOW = 1 << 20
+
+
+def free_bytes(directory: Path) -> int | None:
+    """The space left to this user on the file system of `directory` (None where it cannot be told)."""
+    try:
+        st = os.statvfs(directory)
+    except (OSError, AttributeError):  # no statvfs on Windows
+        return None
+    if not st.f_blocks:
+        return None  # a file system that tells no sizes (some FUSE and network ones)
+    return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
 
 
 def missing_files(directory: Path, listed: list[str] | None) -> list[str]:

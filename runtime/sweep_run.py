@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from runtime.config import Config
-from runtime.launch_args import FIRST_FAILURES, Options, child_flags, without_dry_run
+from runtime.config import Config, ConfigError, _flag
+from runtime.launch_args import FIRST_FAILURES, Options, child_flags, launcher_command, without_dry_run
 from runtime.launch_recording import nothing_recorded, report_single_run, wrote_run_file
 from runtime.launch_ranks import Member, Outcome, SignalInbox, free_port, run_members
 from runtime.launch_errors import LaunchError
@@ -72,7 +72,7 @@ def check_spawn(opts: Options, runs: list[Run]) -> None:
 def child_command(opts: Options, run: Run) -> list[str]:
     # `-m module` ends the launcher's options itself; a script comes after `--`.
     program = opts.program_words() if opts.module is not None else ["--", str(opts.script)]
-    return [sys.executable, "-m", "runtime.launch", *child_flags(opts), *program, *run.args]
+    return [*launcher_command(), *child_flags(opts), *program, *run.args]
 
 
 def rank_command(opts: Options, run: Run) -> list[str]:
@@ -116,7 +116,7 @@ _omp_said = [False]
 
 def _say_omp_once(n: int, counts: set[int]) -> None:
     """torchrun says it too: the threads per rank are part of what a sweep over ranks measures."""
-    if _omp_said[0] or os.environ.get("SCALEPROBE_QUIET"):
+    if _omp_said[0] or _quiet():
         return
     _omp_said[0] = True
     if len(counts) == 1:
@@ -127,6 +127,14 @@ def _say_omp_once(n: int, counts: set[int]) -> None:
             if 1 in counts else "")
     print(f"scaleprobe launch: OMP_NUM_THREADS=1 {said}, as torchrun sets it for more than one rank per node; "
           "set OMP_NUM_THREADS to choose the threads per rank", file=sys.stderr)
+
+
+def _quiet() -> bool:
+    """SCALEPROBE_QUIET as the runtime reads it (review 65 F4: `0`, `false` and `no` hid this line)."""
+    try:
+        return _flag(os.environ, "SCALEPROBE_QUIET")
+    except ConfigError:  # the launcher refused such a value before any run started
+        return False
 
 
 def describe(opts: Options, run: Run, command: list[str]) -> str:
@@ -148,7 +156,7 @@ def dry_run(opts: Options, runs: list[Run], in_process_argv: list[str] | None = 
                                     opts.instrument and recording) if opts.sweeping else (False, [])
         todo += not done
         command = (rank_command(opts, run) if in_process_argv is None
-                   else [sys.executable, "-m", "runtime.launch", *without_dry_run(in_process_argv)])
+                   else [*launcher_command(), *without_dry_run(in_process_argv)])
         print(f"{'done' if done else 'run '}  {describe(opts, run, command)}", file=stream)
         if problems:
             print(f"      ({_redo_reason(problems)})", file=stream)
@@ -323,7 +331,7 @@ def _run_one(opts: Options, run: Run, cfg: Config,
     outcome = run_members(members, run.directory, timeout=opts.timeout, grace=opts.grace)
     if directory_identity(run.directory) != identity:
         outcome = removed_while_running(outcome)
-    outcome = without_end_record(outcome, unended_rank_files(run.directory))
+    outcome = without_end_record(outcome, unended_rank_files(run.directory), run.directory)
     record.files = ended_files(run.directory)
     record.status, record.exit_code = outcome.status, outcome.exit_code
     record.failed_rank, record.error, record.wall_s = outcome.failed_rank, outcome.error, round(outcome.wall_s, 3)

@@ -4,13 +4,15 @@ A value that reads as a number is recorded as that number (`--sweep batch=016` i
 batch = 16 in the run header), while `{batch}` in the program's arguments and in `--spawn` becomes
 exactly the text typed (`016`): the launcher never re-formats what the program receives. So that
 two values are never the same modeling point, a value given twice or two spellings of one number
-(`1.1` and `1.10`) are refused, and so are `nan` and `inf`, which are no point to model.
+(`1.1` and `1.10`) are refused, and so are `nan` and `inf`, which are no point to model, and a
+number a float cannot hold in full (`1e-400` would be recorded as 0.0).
 """
 
 from __future__ import annotations
 
 import math
 import re
+import sys
 from typing import Iterable, Mapping
 
 from runtime.launch_errors import LaunchError
@@ -55,6 +57,11 @@ def spelled_values(pairs: Iterable[tuple[Value, str]], where: str) -> dict[Value
     for value, text in pairs:
         if isinstance(value, float) and not math.isfinite(value):
             raise LaunchError(f"{where}: {text!r} is not a finite number")
+        if isinstance(value, float) and abs(value) < sys.float_info.min and _nonzero(text):
+            # review 65 F7: `1e-400` was recorded as 0.0 (and the modeler fitted it at 0)
+            why = ("it would be recorded as 0.0" if value == 0 else "a float holds it only with fewer digits")
+            raise LaunchError(f"{where}: {text!r} is too small a number: {why} (the smallest in full precision is "
+                              f"about {sys.float_info.min:.1e})")
         check_int(value, f"{where}: {text!r}")
         if value in spelled:
             earlier = spelled[value]
@@ -63,6 +70,12 @@ def spelled_values(pairs: Iterable[tuple[Value, str]], where: str) -> dict[Value
             raise LaunchError(f"{where}: {same}: give each value once")
         spelled[value] = text
     return spelled
+
+
+def _nonzero(text: str) -> bool:
+    """Whether the digits of a number's mantissa (before its exponent) are not all 0."""
+    mantissa = text.lower().partition("e")[0]
+    return any(c.isdecimal() and int(c) != 0 for c in mantissa)
 
 
 def check_int(value: object, where: str) -> None:

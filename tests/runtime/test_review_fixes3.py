@@ -164,7 +164,10 @@ def test_a_plain_run_says_where_its_data_went_unless_quiet(tmp_path, design):
     done = launch([*design, str(out / "main.py")], tmp_path, {"SCALEPROBE_QUIET": "0"})
     assert done.returncode == 0, done.stderr
     ranks = 2 if design else 1
-    assert done.stderr == f"scaleprobe launch: run data in {Path('runs', 'main', f'ranks-{ranks}_rep-0')}\n"
+    # with more than one rank the threads per rank are said first (review 65 F4: QUIET=0 hid that line)
+    omp = ("scaleprobe launch: OMP_NUM_THREADS=1 in each of the 2 ranks, as torchrun sets it for more than one "
+           "rank per node; set OMP_NUM_THREADS to choose the threads per rank\n") if design else ""
+    assert done.stderr == omp + f"scaleprobe launch: run data in {Path('runs', 'main', f'ranks-{ranks}_rep-0')}\n"
     assert launch([*design, str(out / "main.py")], tmp_path).stderr == ""  # SCALEPROBE_QUIET=1
 
 

@@ -47,7 +47,8 @@ def check_out(out: Path, given: Path, files: list[str]) -> None:
         raise InstrumentError(f"-o {given}: cannot read {out}: {exc.strerror or exc}") from None
     if not entries or (out / STATE_DIR).is_dir():
         return
-    clash = [rel for rel in files if os.path.lexists(out / rel)]
+    # an empty folder of SRC (`rel/`) is built into where a folder is there, as any folder is
+    clash = [rel for rel in files if os.path.lexists(out / rel) and not (rel.endswith("/") and real_folder(out, out / rel))]
     if not clash:
         return
     names = ", ".join(clash[:2]) + (f" and {len(clash) - 2} more" if len(clash) > 2 else "")
@@ -150,9 +151,9 @@ class OutTree:
         return [rel for rel in files if rel not in self._written
                 and (not os.path.lexists(self.out / rel) or self._case_twin(rel) is not None)]
 
-    def ready(self, rel: str) -> Path:
-        """OUT/rel with its folders made and nothing of another type, nor a file of the user's, in its place."""
-        folder = PurePosixPath(rel).parent
+    def _make_folders(self, folder: PurePosixPath) -> None:
+        """OUT/folder and the folders above it, made where they are not, in place of an earlier
+        build's file or link (never of the user's)."""
         if folder not in self._folders:
             path = self.out
             for part in folder.parts:
@@ -165,6 +166,17 @@ class OutTree:
                     self._recase(path)
                 path.mkdir(exist_ok=True)
             self._folders.add(folder)
+
+    def folder(self, rel: str) -> Path:
+        """Make OUT/rel, an empty folder of SRC (`rel/`), as `ready` makes the folders of a file
+        (review 68 H6: the program wrote into `checkpoints/`, which was not there)."""
+        self._make_folders(PurePosixPath(rel.rstrip("/")))
+        self._cleared.add(rel)
+        return self.out / rel
+
+    def ready(self, rel: str) -> Path:
+        """OUT/rel with its folders made and nothing of another type, nor a file of the user's, in its place."""
+        self._make_folders(PurePosixPath(rel).parent)
         dest = self.out / rel
         try:
             if stat.S_ISDIR(os.lstat(dest).st_mode):
@@ -191,7 +203,9 @@ class OutTree:
         source = None if self.src is None else self.src / rel
         try:
             if dest.is_symlink():
-                return source is not None and source.is_symlink() and os.readlink(source) == os.readlink(dest)
+                # the target a build gives it, or SRC's as it is (as earlier versions copied it)
+                return source is not None and source.is_symlink() and os.readlink(dest) in {
+                    os.readlink(source), link_target(self.src, rel)}
             if source is not None and not source.is_symlink() and filecmp.cmp(source, dest, shallow=False):
                 return True
             with open(dest, "rb") as f:
@@ -204,6 +218,50 @@ class OutTree:
         """After writing OUT/rel failed: whether it stays on the record of what builds wrote (it was,
         or the way was cleared for it and this build left something there)."""
         return rel in self._written or (rel in self._cleared and os.path.lexists(self.out / rel))
+
+
+def link_target(src: Path, rel: str) -> str:
+    """The target of OUT/rel, the copy of SRC's symlink SRC/rel (SRC resolved): the same file or
+    folder as SRC's link. A relative target that stays inside SRC (`data/latest.csv`,
+    `../configs/base.yaml` from a subfolder) is kept as it is: it finds the copy in OUT. One that
+    leads out of SRC (`../shared/data.csv`) is made absolute from the link's folder, so that it
+    works wherever OUT lies (review 68 H8: it dangled there): its leading `..` are taken against
+    that folder (a real path: SRC is resolved, and no folder inside it is a link), the rest is kept
+    as written. An absolute target is kept."""
+    target = os.readlink(src / rel)
+    if os.path.isabs(target):
+        return target
+    parts = target.split(os.sep)
+    depth = len(PurePosixPath(rel).parts) - 1  # folders between SRC and the link
+    for part in parts:
+        depth += -1 if part == ".." else 0 if part in ("", ".") else 1
+        if depth < 0:
+            break
+    else:
+        return target
+    folder = (src / rel).parent
+    while parts and parts[0] in ("..", "."):
+        if parts.pop(0) == "..":
+            folder = folder.parent
+    return os.path.join(folder, *parts)
+
+
+def into_src(out: Path, src: Path, names: Iterable[str]) -> str | None:
+    """Where SRC lies inside OUT (both resolved): the first of `names` (OUT-relative posix paths,
+    a folder's with a trailing `/`) that is SRC, a path inside it, or a folder holding it, also
+    under another case where OUT's file system ignores case. Writing or removing it would change
+    SRC (review 68 M2: a re-run wrote instrumented code over SRC's own file). None where SRC is
+    not inside OUT."""
+    if out not in src.parents:
+        return None
+    place = src.relative_to(out).parts
+    for name in names:
+        parts = PurePosixPath(name.rstrip("/")).parts
+        n = min(len(parts), len(place))
+        head, there = "/".join(parts[:n]), "/".join(place[:n])
+        if head == there or (_fold(head) == _fold(there) and one_file(out, head, there)):
+            return name
+    return None
 
 
 def _fold(rel: str) -> str:
@@ -299,7 +357,7 @@ def remove_temporaries(out: Path, names: Iterable[str], older_than: float | None
         by_folder.setdefault(folder, set()).add(name)
     for folder, files in by_folder.items():
         path = out.joinpath(*folder.split("/")) if folder else out
-        if not _real_folder(out, path):
+        if not real_folder(out, path):
             continue
         try:
             entries = list(os.scandir(path))
@@ -320,7 +378,7 @@ def remove_temporaries(out: Path, names: Iterable[str], older_than: float | None
                 pass  # left there: nothing is lost
 
 
-def _real_folder(out: Path, path: Path) -> bool:
+def real_folder(out: Path, path: Path) -> bool:
     """Whether `path` is a folder of OUT reached without a link."""
     while path != out:
         try:

@@ -14,6 +14,7 @@ import io
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import signal
 import stat
@@ -25,15 +26,16 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from . import __version__
 from .emit import NvtxBackend
 from .errors import InstrumentError
 from .fileerrors import cannot_read, decode_failure, io_failure
-from .graph import ImportFacts, ImportGraph, entry_package, resolve, scan_imports
+from .graph import ImportFacts, ImportGraph, cache_entry, cached_facts, entry_package, resolve, scan_imports
 from .linemap import MAP_FORMAT
-from .outdir import OutTree, case_twin, check_out, fold_index, open_out, replace_file, writing
+from .outdir import (OutTree, case_twin, check_out, fold_index, into_src, link_target, open_out, real_folder,
+                     replace_file, writing)
 from .quiet import quiet_warnings
 from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
 from .results import FileResult, Skip
@@ -66,6 +68,8 @@ RECURSION_LIMIT = 20000
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", STATE_DIR, ".mypy_cache", ".pytest_cache", ".tox", ".nox"}
 # Copied but never instrumented: not the project's own modules.
 _FOREIGN_DIRS = {"build", "dist", "site-packages", "node_modules"}
+# a Python installation's standard library, `lib/pythonX.Y/` (copied, never instrumented)
+_STDLIB_DIR = re.compile(r"python\d+\.\d+t?")
 
 
 @dataclass
@@ -92,8 +96,25 @@ class Summary:
     results: dict[str, FileResult] = field(default_factory=dict)
 
 
+def _environment(folder: Path) -> bool:
+    """A Python environment: a virtualenv (`pyvenv.cfg`) or a conda environment (`conda-meta/`),
+    never copied (review 68 M7: `--all` instrumented the standard library of `conda create -p ./env`)."""
+    return os.path.exists(folder / "pyvenv.cfg") or os.path.isdir(folder / "conda-meta")
+
+
+def _foreign(parts: tuple[str, ...]) -> bool:
+    """Under a folder of modules that are not the project's own: build output, installed packages,
+    or a Python installation's standard library (`lib/python3.11/`)."""
+    return any(
+        p in _FOREIGN_DIRS or p.endswith(".egg-info") or (i and parts[i - 1] == "lib" and _STDLIB_DIR.fullmatch(p))
+        for i, p in enumerate(parts)
+    )
+
+
 def list_files(src: Path, unreadable: list[tuple[str, str]] | None = None) -> tuple[list[str], set[str]]:
     """All files under SRC (posix relpaths) and the subset that are the project's own modules.
+    A symlinked folder is listed as the link it is (never looked into), and a folder in which
+    nothing is listed as `rel/` (an empty folder of SRC, made in OUT too: review 68 H6, M1).
     A folder that cannot be listed (`rel/`), or a file that cannot be looked at, is added to
     `unreadable` with its message `rel: cannot read: why` (SRC itself: InstrumentError)."""
     files: list[str] = []
@@ -109,13 +130,18 @@ def list_files(src: Path, unreadable: list[tuple[str, str]] | None = None) -> tu
     for dirpath, dirnames, filenames in os.walk(src, onerror=unlisted):
         rel_dir = Path(dirpath).relative_to(src)
         keep = []
+        listed = []  # this folder's files and symlinked folders
+        looked_at = len(unreadable)
         for d in sorted(dirnames):
             full = Path(dirpath, d)
-            if d in _SKIP_DIRS or os.path.exists(full / "pyvenv.cfg") or full.is_symlink():
+            if d in _SKIP_DIRS or _environment(full):
+                continue
+            if full.is_symlink():
+                listed.append(d)  # copied as the link, with its target (`Project._copy`)
                 continue
             keep.append(d)
         dirnames[:] = keep
-        foreign = any(p in _FOREIGN_DIRS or p.endswith(".egg-info") for p in rel_dir.parts)
+        foreign = _foreign(rel_dir.parts)
         for name in sorted(filenames):
             rel = (rel_dir / name).as_posix()
             full = os.path.join(dirpath, name)
@@ -128,10 +154,13 @@ def list_files(src: Path, unreadable: list[tuple[str, str]] | None = None) -> tu
                 continue
             if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
                 continue  # named pipes, sockets, devices: nothing to copy (reading a pipe would block)
-            files.append(rel)
+            listed.append(name)
             # a dangling link is copied as the link it is, never read as a module
             if name.endswith(".py") and not foreign and os.path.isfile(full):
                 own.add(rel)
+        files.extend((rel_dir / name).as_posix() for name in sorted(listed))
+        if not listed and not keep and rel_dir.parts and len(unreadable) == looked_at:
+            files.append(rel_dir.as_posix() + "/")  # an empty folder: the program may write there
     return files, own
 
 
@@ -306,6 +335,23 @@ class Project:
         self.backend: str | NvtxBackend = NvtxBackend(map_lines=False) if opts.backend == "nvtx" and own_runtime else opts.backend
         self.state = self._load_state()
         self.fingerprint = f"{__version__}.{REWRITE_REVISION}:{opts.backend}{':nomap' if own_runtime else ''}:{MAP_FORMAT}"
+        if self.out is not None:
+            # SRC inside OUT (`instrument src -o .`) is built as any OUT, unless a path of the build
+            # is SRC's own (`a/helper.py` of SRC `big/a` is `big/a/helper.py` under `-o big`: a
+            # re-run wrote instrumented code over SRC's `helper.py`, review 68 M2), or one an earlier
+            # build wrote there, which a re-run would remove
+            if (clash := into_src(self.out, self.src, self.files)) is not None:
+                raise InstrumentError(
+                    f"-o {opts.out}: holds the source directory {opts.src}, and the build would write into it "
+                    f"({clash} of SRC is {self.out / clash}); give an output directory outside SRC")
+            if (clash := into_src(self.out, self.src, self.state.get("written", []))) is not None:
+                raise InstrumentError(
+                    f"-o {opts.out}: holds the source directory {opts.src}, where an earlier build into it "
+                    f"wrote {self.out / clash}, which a re-run would remove; give an output directory outside SRC")
+        if opts.all and opts.mains:
+            # --main under --all: checked as without it, and an entry without .py is the project's
+            # module, instrumented (review 68 M6)
+            self.entries()
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -360,10 +406,6 @@ class Project:
     def graph(self, unread: list[str] | None = None) -> ImportGraph:
         """The import graph; a module it could not read is added to `unread` (`rel: cannot read: why`)."""
         entries = self.entries()
-        parents = {Path(m).parent.as_posix() for m in entries}
-        # an entry inside a package runs as `python -m pkg.app` from the folder above the package
-        above = {found[0] for m in entries if (found := entry_package(m, self.own)) is not None}
-        roots = sorted({"" if p == "." else p for p in parents} | above | {""})
         cache = self.state.setdefault("imports", {})
 
         def scan(rel: str) -> ImportFacts:
@@ -374,15 +416,15 @@ class Project:
                     unread.append(cannot_read(rel, exc))
                 raise
             digest = _hash(data)
-            hit = cache.get(rel)
-            if hit and hit[0] == digest:
-                return ImportFacts([tuple(i[:2]) + (tuple(i[2]),) for i in hit[1]], hit[2])
-            facts = scan_imports(data, rel)
-            cache[rel] = [digest, facts.imports, facts.unresolved]
+            # kept under the scanner's version: lists an earlier scanner made are made again (review 68 L3)
+            facts = cached_facts(cache.get(rel), digest)
+            if facts is None:
+                facts = scan_imports(data, rel)
+                cache[rel] = cache_entry(digest, facts)
             return facts
 
-        own = sorted(self.own)
-        return resolve(entries, own, roots, scan)
+        # each entry's imports resolved with its own sys.path; all of SRC's files, for what hides a module
+        return resolve(entries, sorted(self.own), scan, self.files)
 
     def _summary(self) -> Summary:
         """A summary that starts with the folders and files of SRC that could not be looked at."""
@@ -605,6 +647,8 @@ class Project:
                 shutil.copymode(self.src / rel, tmp)
 
             replace_file(dest, write)
+        elif rel.endswith("/"):
+            tree.folder(rel)  # an empty folder of SRC: made, not counted as a file copied
         else:
             self._copy(rel, tree)
             summary.copied += 1
@@ -645,11 +689,12 @@ class Project:
         return found if isinstance(found, dict) else {}
 
     def _copy(self, rel: str, tree: OutTree) -> None:
-        """Copy one file that is not instrumented; a symlink stays a symlink. Nothing is ever
-        written through a symlink already in OUT: it may point at the user's own files."""
+        """Copy one file that is not instrumented; a symlink (to a file or a folder) stays a symlink
+        to the same target (`link_target`). Nothing is ever written through a symlink already in
+        OUT: it may point at the user's own files."""
         source, dest = self.src / rel, tree.ready(rel)
         if source.is_symlink():
-            target = os.readlink(source)
+            target = link_target(self.src, rel)
             if dest.is_symlink() and os.readlink(dest) == target:
                 return
             if dest.exists() or dest.is_symlink():
@@ -664,17 +709,46 @@ class Project:
         replace_file(dest, lambda tmp: shutil.copy2(source, tmp))
 
     def _remove_stale(self, written: set[str]) -> None:
+        """Remove what earlier builds wrote that SRC no longer has, and then the folders they made
+        that are left empty and that SRC no longer has (review 68 H7: an empty `plugin/` of a
+        package deleted from SRC imported as a namespace package). Nothing is removed through a
+        link in OUT (a symlinked folder of SRC is copied as the link), and a folder is removed only
+        while it is empty."""
         by_fold = None
+        emptied: set[str] = set()  # folders of OUT that held what was removed
         for rel in set(self.state.get("written", [])) - written:
             path = self.out / rel
             by_fold = fold_index(written) if by_fold is None else by_fold
             if case_twin(self.out, rel, by_fold) is not None:
                 continue  # the file this build wrote under SRC's new case, where OUT ignores case (review 31)
+            if not real_folder(self.out, path.parent):
+                continue  # under a link (or gone): not ours to look into
             try:
-                if path.is_symlink() or path.is_file():  # a copied link too, even dangling (review 31)
+                if rel.endswith("/"):  # an empty folder of SRC that a build made
+                    emptied.add(rel.rstrip("/"))
+                elif path.is_symlink() or path.is_file():  # a copied link too, even dangling (review 31)
                     path.unlink()
             except OSError:
                 pass  # left in OUT: nothing is lost
+            emptied.add(PurePosixPath(rel.rstrip("/")).parent.as_posix())
+        # the folders this build writes into, and those of SRC's files whatever became of them
+        needed = {PurePosixPath(r.rstrip("/")).as_posix() for r in {*written, *self.files} if r.endswith("/")}
+        needed |= {p.as_posix() for r in {*written, *self.files} for p in PurePosixPath(r.rstrip("/")).parents}
+        by_fold_needed = fold_index(needed)
+        # deepest first, so that a folder emptied by removing the one inside it goes too
+        for folder in sorted(emptied, key=lambda f: (-len(PurePosixPath(f).parts), f)):
+            current = PurePosixPath(folder)
+            while current.parts and current.as_posix() not in needed:
+                path = self.out / current
+                if case_twin(self.out, current.as_posix(), by_fold_needed) is not None:
+                    break  # the folder this build writes into, under SRC's new case
+                if not real_folder(self.out, path):
+                    break
+                try:
+                    os.rmdir(path)  # only while empty: a file of the user's there keeps it
+                except OSError:
+                    break
+                current = current.parent
 
     def diff(self) -> tuple[str, Summary]:
         summary = self._summary()
@@ -690,9 +764,18 @@ class Project:
                 continue
             before, encoding = decode((self.src / rel).read_bytes())
             after = result.code.decode(encoding)  # type: ignore[union-attr]
-            chunks.extend(difflib.unified_diff(
-                before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{rel}", f"b/{rel}"
-            ))
+
+            def lines(text: str) -> list[str]:
+                # as diff and patch see lines: ended by "\n" only (str.splitlines also splits at a
+                # form feed, "\x1c" or "\u2028", which would read as a line without its end)
+                found = [line + "\n" for line in text.split("\n")]
+                found[-1] = found[-1][:-1]
+                return found if found[-1] else found[:-1]
+
+            for line in difflib.unified_diff(lines(before), lines(after), f"a/{rel}", f"b/{rel}"):
+                # a last line without "\n" gets diff's marker, or it runs into the next line and the
+                # patch does not apply (review 68 M5)
+                chunks.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
             summary.instrumented.append(rel)
             summary.regions.update(r.kind for r in result.regions)
         return "".join(chunks), summary

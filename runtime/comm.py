@@ -5,7 +5,9 @@ Patched only once the program itself has imported torch.distributed (checked at 
 and at the start of every epoch/step loop), never by importing torch ourselves. The public
 `torch.distributed.<op>` names are wrapped, and isend/irecv also in distributed_c10d (`_C10D_TOO`);
 a wrapped call made while another runs on the same thread (send's isend, batch_isend_irecv's
-isends and irecvs) is part of that one and not recorded again.
+isends and irecvs) is part of that one and not recorded again. The pickled-object collectives
+(`_OBJECT`) are operations of their own: c10d runs them through its own module-level functions,
+which are not wrapped; their bytes are counted by c10d's pickling helpers (`_patch_object_bytes`).
 
 A call is in `_open` from its start until it is recorded, which happens exactly once, by whoever
 takes it out of `_open` first: its end (it returns, raises, its future completes, its last wait()
@@ -35,7 +37,18 @@ OPS = (
     "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
     "broadcast", "reduce", "all_to_all", "all_to_all_single", "gather", "scatter", "barrier",
     "send", "recv", "isend", "irecv", "batch_isend_irecv", "monitored_barrier",
+    "all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list",
+    # the names torch 2.13 asks for in place of all_gather_into_tensor/reduce_scatter_tensor (which
+    # call them, through c10d: one record, under the name the program called)
+    "all_gather_single", "reduce_scatter_single",
 )
+# The collectives of pickled objects (review 67 F5): c10d calls its own module-level all_gather,
+# broadcast, gather and scatter inside them, which are not wrapped, so they were not recorded at
+# all. Each is one call of its own; its bytes are the pickled objects this rank sends, or on a rank
+# that only receives (broadcast_object_list, scatter_object_list off the source), those it
+# receives (scatter's padded to the largest). send_object_list/recv_object_list are left as their
+# isend/irecv calls (sizes, then data: c10d's send/recv call the isend/irecv replaced in c10d).
+_OBJECT = ("all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list")
 # The argument that carries this rank's payload, by parameter name, in order of preference.
 _PAYLOAD = ("tensor", "input_tensor", "input", "input_tensor_list", "input_list", "p2p_op_list", "tensors")
 # Always asynchronous: they return Work(s) whatever the arguments.
@@ -151,6 +164,7 @@ def patch_if_loaded(rec: "_recorder.Recorder") -> bool:
         if op in _C10D_TOO and getattr(c10d, op, None) is fn:
             setattr(c10d, op, wrapper)
     _patch_work_wait(dist)
+    _patch_object_bytes(c10d)
     if rec.cfg.ddp_hook:
         _patch_ddp(rec)
     if hasattr(os, "register_at_fork"):
@@ -223,6 +237,38 @@ def _on_cpu(x: Any) -> bool:
     return found
 
 
+def _patch_object_bytes(c10d: Any) -> None:
+    """Wrap c10d's `_object_to_tensor` (an object pickled to send) and `_tensor_to_object` (one
+    received, unpickled) so that a wrapped `_OBJECT` call running on this thread counts their
+    bytes (`_inside.pickled`: [sent, received, the call in `_open`], whose bytes it keeps up to
+    date: a call still blocked at the final flush has those of the objects pickled by then);
+    arguments, results and exceptions unchanged. A torch without them leaves those calls' bytes 0."""
+    for name, sent in (("_object_to_tensor", True), ("_tensor_to_object", False)):
+        orig = getattr(c10d, name, None)
+        if orig is None or getattr(orig, "__sp_wrapped__", False):
+            continue
+        setattr(c10d, name, _counting(orig, sent))
+
+
+def _counting(orig: Callable, sent: bool) -> Callable:
+    @functools.wraps(orig)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        out = orig(*args, **kwargs)
+        pickled = getattr(_inside, "pickled", None)
+        if pickled is not None:
+            # the (byte_tensor, size) it made; or the byte tensor it was given (this object's bytes)
+            if sent:
+                t = out[0] if isinstance(out, tuple) and out else None
+            else:
+                t = args[0] if args else kwargs.get("tensor")
+            pickled[0 if sent else 1] += _tensor_bytes(t)
+            pickled[2][1] = pickled[0] or pickled[1]
+        return out
+
+    counted.__sp_wrapped__ = True  # type: ignore[attr-defined]
+    return counted
+
+
 def _group_size(dist: Any, group: Any) -> int | None:
     try:
         if not dist.is_initialized():
@@ -245,6 +291,7 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
     # scatter's `tensor` is what a rank receives: the source rank sends its `scatter_list`.
     sends_at = params.index("scatter_list") if op == "scatter" and "scatter_list" in params else None
     async_at = params.index("async_op") if "async_op" in params else None
+    pickles = op in _OBJECT
     dist = sys.modules["torch.distributed"]
     is_compiling = _is_compiling()
 
@@ -287,6 +334,8 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
         call = [op, nbytes, gsize, cpath, t0, None]
         key = id(call)
         _open[key] = call
+        if pickles:
+            _inside.pickled = [0, 0, call]
         ok = cut = False
         try:
             result = fn(*args, **kwargs)
@@ -299,6 +348,9 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
         finally:
             dt = perf_counter_ns() - t0
             _inside.on = False
+            if pickles:
+                _inside.pickled = None
+                nbytes = call[1]
             impl.exit(rid)
             if not ok:
                 # it raised (a peer that died; a signal's exception): recorded up to here, as

@@ -440,6 +440,7 @@ class Project:
         unlisted = {folder.rstrip("/") for folder, _ in self.unreadable if folder.endswith("/") and folder.count("/") == 1}
         graph.third_party = [t for t in graph.third_party if t not in unlisted]
         summary.graph = graph
+        summary.warnings = list(graph.unfollowed)
         return summary
 
     def targets(self) -> tuple[list[str], ImportGraph | None]:
@@ -538,6 +539,8 @@ class Project:
         summary = self._summary()
         targets, summary.graph = self.targets()
         summary.warnings = shadow_warnings(self.own, self._entry_folders(), self.opts.backend)
+        if summary.graph is not None:
+            summary.warnings += summary.graph.unfollowed
         results = self.transform(targets, summary, reuse=True)
         summary.results = results
         open_out(self.out, self.opts.out)

@@ -244,8 +244,13 @@ def test_a_script_importing_a_src_layout_package_is_told_so(tmp_path):
     built = instrument_cli(str(src), "-o", str(tmp_path / "out"), "--main", "scripts/train.py")
     assert built.returncode == 0, built.stderr
     assert "modules instrumented: 0" in built.stdout and "dynamic imports not resolved: 1" in built.stdout
+    # ... and a warning, on stderr also with -q (0 modules instrumented and exit 0 said nothing)
+    assert f"instrument: warning: {note}" in built.stderr.splitlines(), built.stderr
+    quiet = instrument_cli(str(src), "-o", str(tmp_path / "out"), "--main", "scripts/train.py", "-q")
+    assert f"instrument: warning: {note}" in quiet.stderr.splitlines(), quiet.stderr
     shown = instrument_cli(str(src), "--graph", "--main", "scripts/train.py")
     assert "third-party modules (0):" in shown.stdout and "src/mypkg/" in shown.stdout
+    assert f"instrument: warning: {note}" in shown.stderr.splitlines(), shown.stderr
     # with --all, or the package named as an entry too, its modules are instrumented
     assert "src/mypkg/model.py" in graph(src, "scripts/train.py", "src/mypkg/model.py").reached
 

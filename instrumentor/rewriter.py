@@ -40,6 +40,38 @@ _JIT = {
 }
 
 
+class _Suspends(cst.CSTVisitor):
+    """Finds a yield/await (one of a lambda's body too: the in-place bracketing that it selects is
+    right for any statement)."""
+
+    found = False
+
+    def visit_Yield(self, node: cst.Yield) -> bool:
+        self.found = True
+        return False
+
+    def visit_Await(self, node: cst.Await) -> bool:
+        self.found = True
+        return False
+
+
+def _targets_suspend(small: cst.BaseSmallStatement) -> bool:
+    """Whether an assignment's targets hold a yield/await (`b[(yield)] = yield v`, evaluated after
+    the value; `b[(yield)] += yield v`, before it): such a statement is not re-entered by its guard
+    alone, every suspension of it is bracketed in place (review 64, F5)."""
+    if isinstance(small, cst.Assign):
+        targets = [t.target for t in small.targets]
+    elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
+        targets = [small.target]  # (a local variable's annotation is not evaluated)
+    else:
+        return False
+    seen = _Suspends()
+    for target in targets:
+        if not isinstance(target, cst.Name):
+            target.visit(seen)
+    return seen.found
+
+
 class Rewriter:
     """One module's walk; it collects the regions, the skipped definitions and the probe names used."""
 
@@ -186,7 +218,14 @@ class Rewriter:
         if isinstance(stmt, cst.If):
             return self.if_(stmt, scope)
         if isinstance(stmt, cst.With):
-            items = [item.with_changes(item=self.header_expr(item.item, scope)) for item in stmt.items]
+            # the `as` target is assigned in this frame too, after `__enter__`: `as b[(yield)]`
+            items = [
+                item.with_changes(
+                    item=self.header_expr(item.item, scope),
+                    asname=item.asname and item.asname.with_changes(name=self.header_expr(item.asname.name, scope)),
+                )
+                for item in stmt.items
+            ]
             if stmt.asynchronous is not None:
                 items = [item.with_changes(item=self.async_operand(item.item, scope, "actx")) for item in items]
             return stmt.with_changes(items=items, body=self.suite(stmt.body, scope))
@@ -244,7 +283,7 @@ class Rewriter:
             value = getattr(small, "value", None)
             if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return)) and isinstance(
                 value, (cst.Yield, cst.Await)
-            ):
+            ) and not _targets_suspend(small):
                 if isinstance(value, cst.Yield):
                     func.has_yield = True
                     operand = value.value
@@ -358,6 +397,10 @@ class Rewriter:
         else:
             changes["test"] = self.header_expr(node.test, inner)
         suspends = scope.func.suspends if scope.func is not None else 0
+        if isinstance(node, cst.For):
+            # assigned at every iteration, in the loop (`for b[(yield)] in it:`): a suspension there
+            # is one of the body's
+            changes["target"] = self.header_expr(node.target, inner)
         body = self.suite(node.body, inner)
         if isinstance(node, cst.For):
             # Each step/epoch record runs from one `next()` to the next: in a body that suspends,

@@ -69,10 +69,10 @@ def test_epoch_bookkeeping_is_not_the_next_epochs_data_wait(monkeypatch):
 
     def slow_peak():  # our own work at an epoch's end: a second on the fake clock
         clock[0] += 1_000_000_000
-        return {"rss_peak_bytes": 1, "rss_peak_since": "epoch"}
+        return {"rss_peak_bytes": 1, "rss_peak_since": "start"}
 
     monkeypatch.setattr(series, "perf_counter_ns", now)
-    monkeypatch.setattr(series, "_rss_peak_and_reset", slow_peak)
+    monkeypatch.setattr(series, "_rss_peak", slow_peak)
     records = []
     rec = SimpleNamespace(cfg=SimpleNamespace(schedule=None), comm_ns=[0], gpu=None, gpu_rotation=None,
                           finished=False, steps_seen=0, series=records, request_flush=lambda: None)

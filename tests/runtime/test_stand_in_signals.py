@@ -57,10 +57,16 @@ def _env(tmp_path: Path) -> dict[str, str]:
                      SCALEPROBE_OUT=str(tmp_path / "direct"))
 
 
+def _at_default(signum: int):
+    """A preexec_fn: `signum` at its default action in the child, as in a terminal (a test run under
+    `nohup` has SIGHUP ignored, and the program, instrumented or not, would ignore it too)."""
+    return lambda: signal.signal(signum, signal.SIG_DFL)
+
+
 def _signal_it(tmp_path: Path, cmd: list[str], signum: int) -> tuple[int, str]:
     """(exit status, what it printed first and its stderr) of `cmd`, sent `signum` once it works."""
     with subprocess.Popen(cmd, cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, start_new_session=True) as proc:
+                          text=True, start_new_session=True, preexec_fn=_at_default(signum)) as proc:
         seen = proc.stdout.readline()
         for line in proc.stdout:
             if line.startswith("READY"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .linemap import split_lines
 from .results import Skip
@@ -20,6 +21,13 @@ _TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)  # exce
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While)
 _MARKER = re.compile(r"#\s*scaleprobe:\s*(epoch|step|off)\b")
 _OPTIMIZER_HINT = re.compile(r"opt|scaler", re.IGNORECASE)
+_SCHEDULER_HINT = re.compile(r"sched", re.IGNORECASE)  # `opt_scheduler.step()` steps no optimizer
+# words of an iterable's names (split at `_`) that make `for opt in <it>: opt.step()` a loop over optimizers
+_OPTIMIZER_COLLECTIONS = frozenset({
+    "opt", "opts", "optim", "optims", "optimizer", "optimizers", "optimiser", "optimisers", "sched", "scheds",
+    "scheduler", "schedulers",
+})
+_LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 # Expressions with a scope of their own that are not regions: (name as Python's code objects have it, reason)
 _UNTIMED = {
     ast.ListComp: ("<listcomp>", "comprehension"),
@@ -182,21 +190,42 @@ def untimed_expressions(tree: ast.Module, source: str) -> list[Skip]:
     return found
 
 
-def _called_names(node: ast.AST) -> tuple[bool, set[str]]:
-    """Whether `node` calls `.backward()`/`<optimizer>.step()` itself, and the names it calls."""
-    trains, names = False, set()
-    for sub in ast.walk(node):
+class _Calls(NamedTuple):
+    backward: bool  # calls `.backward()`
+    step: bool  # calls an optimizer's `.step()`
+    names: set[str]  # the names it calls
+
+    @property
+    def trains(self) -> bool:
+        return self.backward or self.step
+
+
+def _called_names(node: ast.AST, skip: frozenset[int] = frozenset()) -> _Calls:
+    """What `node` calls itself (not through other functions): `.backward()`, an optimizer's
+    `.step()` (`opt.step()`, `scaler.step(opt)`; not a scheduler's: `opt_scheduler.step()`), and the
+    names it calls. The subtrees of the nodes whose `id` is in `skip` are left out."""
+    backward = step = False
+    names: set[str] = set()
+    todo = [node]
+    while todo:
+        sub = todo.pop()
         if isinstance(sub, ast.Call):
             func = sub.func
             if isinstance(func, ast.Attribute):
                 names.add(func.attr)
-                if func.attr == "backward" or (
-                    func.attr == "step" and _OPTIMIZER_HINT.search(ast.unparse(func.value))
-                ):
-                    trains = True
+                if func.attr == "backward":
+                    backward = True
+                elif func.attr == "step" and _is_optimizer(func.value):
+                    step = True
             elif isinstance(func, ast.Name):
                 names.add(func.id)
-    return trains, names
+        todo.extend(child for child in ast.iter_child_nodes(sub) if id(child) not in skip)
+    return _Calls(backward, step, names)
+
+
+def _is_optimizer(value: ast.expr) -> bool:
+    text = ast.unparse(value)
+    return bool(_OPTIMIZER_HINT.search(text)) and not _SCHEDULER_HINT.search(text)
 
 
 class _Callees:
@@ -208,22 +237,80 @@ class _Callees:
             if isinstance(fact.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions.setdefault(fact.node.name, []).append(i)
         self.facts = facts
-        self._calls: dict[int, tuple[bool, set[str]]] = {}
+        self._calls: dict[int, _Calls] = {}
 
-    def calls(self, index: int) -> tuple[bool, set[str]]:
+    def calls(self, index: int) -> _Calls:
         if index not in self._calls:
             self._calls[index] = _called_names(self.facts[index].node)
         return self._calls[index]
 
-    def reaches(self, names: set[str], want, depth: int = 3) -> bool:
-        """Does a call to one of `names` reach a function for which `want(index)` holds?"""
+    def reaches(self, names: set[str], want, depth: int = 3, through=None) -> bool:
+        """Does a call to one of `names` reach a function for which `want(index)` holds? Calls are
+        followed on out of the functions for which `through(index)` holds (None: all)."""
         if depth == 0:
             return False
         for name in names:
             for index in self.functions.get(name, ()):
-                if want(index) or self.reaches(self.calls(index)[1], want, depth - 1):
+                if want(index) or ((through is None or through(index))
+                                   and self.reaches(self.calls(index).names, want, depth - 1, through)):
                     return True
         return False
+
+    def reachable(self, names: set[str], depth: int = 3, through=None) -> set[int]:
+        """The functions that calls to `names` reach, `depth` calls deep, as `reaches` follows them
+        (but each function once)."""
+        found: set[int] = set()
+        for _ in range(depth):
+            new = {index for name in names for index in self.functions.get(name, ()) if index not in found}
+            if not new:
+                break
+            found |= new
+            names = {name for index in new if through is None or through(index) for name in self.calls(index).names}
+        return found
+
+    def trains(self, index: int) -> bool:
+        """Whether the node calls `.backward()` or an optimizer's `.step()`, itself or through the
+        module's own functions."""
+        calls = self.calls(index)
+        return calls.trains or any(self.calls(j).trains for j in self.reachable(calls.names))
+
+    def steps(self, index: int) -> bool:
+        """Whether the node calls an optimizer's `.step()`, itself or through the module's own functions."""
+        calls = self.calls(index)
+        return calls.step or any(self.calls(j).step for j in self.reachable(calls.names))
+
+
+def _optimizer_loop(node: ast.For | ast.AsyncFor, callees: _Callees, index: int) -> bool:
+    """`for opt in optimizers: opt.step()`: a loop over the optimizers (or their schedulers) inside
+    a training step, which steps or zeroes each (several optimizers: a GAN's, per parameter group).
+    It is one when its variable is the optimizer of a `.step()`/`.zero_grad()` (or `scaler.step(v)`)
+    in its body, and either its iterable is named like a collection of optimizers or schedulers
+    (`optimizers`, `self.optimizers()`, `zip(g_opts, schedulers)`), or those calls are all it trains
+    with. Not `for i in range(opt.n_iters): ... optimizer.step()`: its variable is not stepped."""
+    bound = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    uses = other = False
+    for stmt in [*node.body, *node.orelse]:
+        for sub in ast.walk(stmt):
+            if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)):
+                continue
+            attr, value = sub.func.attr, sub.func.value
+            if attr in ("step", "zero_grad") and isinstance(value, ast.Name) and value.id in bound:
+                uses = True
+            elif attr == "step" and any(isinstance(a, ast.Name) and a.id in bound for a in sub.args):
+                uses = True  # scaler.step(opt)
+            elif attr == "backward" or (attr == "step" and _is_optimizer(value)):
+                other = True
+    if not uses:
+        return False
+    words: set[str] = set()
+    for sub in ast.walk(node.iter):
+        word = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
+        if word:
+            words.update(word.lower().split("_"))
+    if words & _OPTIMIZER_COLLECTIONS:
+        return True
+    names = callees.calls(index).names
+    return not other and not callees.reaches(names, lambda j: callees.calls(j).trains)
 
 
 def _inside_step(facts: list[Fact], index: int) -> bool:
@@ -236,26 +323,104 @@ def _inside_step(facts: list[Fact], index: int) -> bool:
 
 
 def _classify_loops(facts: list[Fact], lines: list[str], epoch_callees: frozenset[str] = frozenset()) -> None:
-    """Innermost `for` loop that trains (calls `.backward()`/`opt.step()`, itself or through the
-    module's own functions) is a step loop; the loop around it, or a loop calling a function that
-    holds a step loop, is an epoch loop."""
+    """The step loop is the innermost loop that trains: calls `.backward()` or an optimizer's
+    `.step()`, itself or through the module's own functions (docs/instrument.md, "Epoch and step
+    loops"). Not a step loop, though it trains:
+    - a loop over the optimizers (`for opt in optimizers: opt.step()`, `_optimizer_loop`);
+    - a loop without an optimizer step inside one that has it (micro-batches of gradient
+      accumulation: `for x in loader: for m in x.chunk(4): f(m).backward(); opt.step()`), also in a
+      function that the stepping loop calls;
+    - a loop inside one whose own body (its training loops left out) calls both `.backward()` and an
+      optimizer's `.step()` (a GAN's critic iterations, a meta-learning inner loop);
+    - a loop inside a loop marked `# scaleprobe: step` (or in a function such a loop calls).
+    A `while` or `async for` loop can be the step loop too (the kind, with per-iteration marks only:
+    `facts.loop_warnings`), so the `for` around it is not. The loop around the step loop, or a loop
+    calling a function that holds a step loop, is an epoch loop."""
     callees = _Callees(facts)
+    candidates: set[int] = set()
     for i, fact in enumerate(facts):
-        if isinstance(fact.node, ast.For):
-            trains, names = callees.calls(i)
-            if trains or callees.reaches(names, lambda j: callees.calls(j)[0]):
-                fact.step_candidate = True
-                parent = fact.parent_loop
-                while parent is not None:
-                    facts[parent].candidate_below = True
-                    parent = facts[parent].parent_loop
+        if not isinstance(fact.node, _LOOP_TYPES):
+            continue
+        if fact.marker == "step":
+            candidates.add(i)
+        elif callees.trains(i) and not (
+            isinstance(fact.node, (ast.For, ast.AsyncFor)) and _optimizer_loop(fact.node, callees, i)
+        ):
+            candidates.add(i)
+
+    def inside(i: int) -> range:
+        return range(i + 1, i + 1 + facts[i].size)
+
+    def holds(j: int, found: set[int]) -> bool:
+        return any(k in found for k in inside(j))
+
+    own: dict[int, tuple[bool, bool]] = {}
+
+    def own_calls(a: int) -> tuple[bool, bool]:
+        """Whether loop `a`'s own body, its nested training loops left out, calls `.backward()`, and
+        whether it calls an optimizer's `.step()` (itself or through functions holding no training loop)."""
+        if a not in own:
+            nested = frozenset(id(facts[k].node) for k in inside(a) if k in candidates)
+            calls = _called_names(facts[a].node, nested) if nested else callees.calls(a)
+            plain = lambda j: not holds(j, candidates)  # noqa: E731
+            reached = [callees.calls(j) for j in callees.reachable(calls.names, through=plain) if plain(j)]
+            own[a] = (calls.backward or any(c.backward for c in reached), calls.step or any(c.step for c in reached))
+        return own[a]
+
+    def takes_in(a: int, steps: bool) -> bool:
+        """Whether candidate `a` makes a training loop inside it (or in a function it calls) part
+        of its own step: one that steps no optimizer (`steps` False) where `a` itself does, or any,
+        where `a` itself both calls `.backward()` and steps an optimizer."""
+        backward, step = own_calls(a)
+        return step and (backward or not steps)
+
+    reached: dict[int, set[int]] = {}
+
+    def reach(a: int) -> set[int]:
+        if a not in reached:
+            reached[a] = callees.reachable(callees.calls(a).names)
+        return reached[a]
+
+    function_of: dict[int, int] = {}
+    for i, _, around in _with_functions(facts):
+        if i in candidates and around:
+            function_of[i] = around[-1]
+    demoted: set[int] = set()
+    outer: dict[bool, list[int]] = {}  # steps -> the loops that would take a loop in (below)
+    for c in sorted(candidates):
+        if facts[c].marker == "step":
+            continue
+        steps = callees.steps(c)
+        parent = facts[c].parent_loop
+        while parent is not None:
+            marker = facts[parent].marker
+            if marker == "step" or (marker != "epoch" and parent in candidates and takes_in(parent, steps)):
+                demoted.add(c)
+                break
+            parent = facts[parent].parent_loop
+        if c in demoted or c not in function_of:
+            continue
+        # the same, across a call: `for x in loader: accumulate(x); opt.step()`
+        if steps not in outer:
+            outer[steps] = [a for a in sorted(candidates) if facts[a].marker == "step" or (
+                facts[a].marker != "epoch" and takes_in(a, steps))]
+        function = function_of[c]
+        if any(function in reach(a) for a in outer[steps] if a not in inside(function)):
+            demoted.add(c)
+    for i in candidates - demoted:
+        facts[i].step_candidate = True
+        parent = facts[i].parent_loop
+        while parent is not None:
+            facts[parent].candidate_below = True
+            parent = facts[parent].parent_loop
+
     def holds_candidate(j: int) -> bool:
-        return any(facts[k].step_candidate for k in range(j + 1, j + 1 + facts[j].size))
+        return any(facts[k].step_candidate for k in inside(j))
 
     for i, fact in enumerate(facts):
         if fact.step_candidate and not fact.candidate_below:
             # a loop that calls into a function with a training loop of its own is not the step loop
-            if callees.reaches(callees.calls(i)[1], holds_candidate):
+            if any(holds_candidate(j) for j in callees.reachable(callees.calls(i).names)):
                 fact.candidate_below = True
     owner_of_step: set[int] = set()
     for i, fact, around in _with_functions(facts):
@@ -269,7 +434,7 @@ def _classify_loops(facts: list[Fact], lines: list[str], epoch_callees: frozense
         external = []  # loops calling another module's epoch function: the innermost ones are epochs
         for i, fact in enumerate(facts):
             if isinstance(fact.node, (ast.For, ast.While)) and fact.loop_kind == "loop":
-                called = callees.calls(i)[1]
+                called = callees.calls(i).names
                 if owner_of_step and callees.reaches(called, lambda j: j in owner_of_step, depth=2):
                     fact.loop_kind = "epoch"
                 elif called & epoch_callees and not _inside_step(facts, i):
@@ -278,5 +443,24 @@ def _classify_loops(facts: list[Fact], lines: list[str], epoch_callees: frozense
             if not any(i < j <= i + facts[i].size for j in external):  # `for rep in ...: for epoch in ...:`
                 facts[i].loop_kind = "epoch"
     for fact in facts:
-        if fact.marker in ("epoch", "step") and isinstance(fact.node, (ast.For, ast.AsyncFor, ast.While)):
+        if fact.marker in ("epoch", "step") and isinstance(fact.node, _LOOP_TYPES):
             fact.loop_kind = fact.marker
+
+
+def loop_warnings(module: ModuleFacts, relpath: str) -> list[str]:
+    """"relpath:line: why" for each step loop that gets no step records: a `while` or `async for`
+    loop (found, or marked `# scaleprobe: step`) is counted per iteration, never iterated through
+    `__sp_iterate__`, so the run has no step records (no step_time) from it."""
+    warnings = []
+    for fact in module.facts:
+        if fact.loop_kind != "step" or isinstance(fact.node, ast.For):
+            continue
+        word = "while" if isinstance(fact.node, ast.While) else "async for"
+        how = "marked `# scaleprobe: step`" if fact.marker == "step" else "found as the step loop (it trains)"
+        fix = ("; write it as a `for` loop over the batches (`for x, y in loader:`) to get them"
+               if word == "while" else "")
+        warnings.append(
+            f"{relpath}:{fact.line}: `{word}` loop {how}: only a `for` loop's iterations are recorded "
+            f"as steps, so it is counted per iteration but gives no step records (no step_time){fix}"
+        )
+    return warnings

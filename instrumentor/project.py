@@ -479,7 +479,8 @@ class Project:
                 summary.reused.append(rel)
                 results[rel] = FileResult(rel, entry["status"], regions=[Region(**r) for r in entry["regions"]],
                                           skipped=[Skip(**s) for s in entry.get("skipped", [])],
-                                          linemap=entry.get("linemap"), columns=entry.get("columns"))
+                                          linemap=entry.get("linemap"), columns=entry.get("columns"),
+                                          warnings=list(entry.get("warnings", [])))
                 continue
             bound = region_bound(data.decode("latin-1"))
             block = entry["block"] if entry else None
@@ -579,7 +580,7 @@ class Project:
             if rel not in summary.reused:
                 entry.update(
                     status=result.status, regions=[asdict(r) for r in result.regions],
-                    skipped=[asdict(s) for s in result.skipped],
+                    skipped=[asdict(s) for s in result.skipped], warnings=result.warnings,
                     linemap=result.linemap, columns=result.columns, out_size=_size(dest),
                 )
             if result.status == "instrumented":
@@ -595,6 +596,7 @@ class Project:
             regions.extend(result.regions)
             summary.regions.update(r.kind for r in result.regions)
             summary.skipped.extend((rel, s) for s in result.skipped)
+            summary.warnings.extend(result.warnings)
             if result.status == "failed":
                 _add_failure(summary, result.error or f"{rel}: failed")
                 _add_failure(summary, problem)
@@ -763,6 +765,7 @@ class Project:
             if result.status == "failed":
                 summary.failed.append(result.error or rel)
             summary.skipped.extend((rel, s) for s in result.skipped)
+            summary.warnings.extend(result.warnings)
             if result.status != "instrumented":
                 continue
             before, encoding = decode((self.src / rel).read_bytes())

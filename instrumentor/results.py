@@ -27,3 +27,4 @@ class FileResult:
     error: str | None = None
     columns: dict[str, list[list[int]]] | None = None  # see positions.column_points
     transient: bool = False  # failed for want of this process's resources (recursion, memory): may work next time
+    warnings: list[str] = field(default_factory=list)  # "relpath:line: why" (facts.loop_warnings)

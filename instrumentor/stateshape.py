@@ -53,6 +53,7 @@ def _file_entry(e: object) -> bool:
         and all(isinstance(r, dict) and set(r) == _REGION_KEYS and _region_values(r) for r in e["regions"])
         and isinstance(e.get("skipped", []), list)
         and all(isinstance(s, dict) and set(s) == _SKIP_KEYS for s in e.get("skipped", []))
+        and isinstance(e.get("warnings", []), list) and all(isinstance(w, str) for w in e.get("warnings", []))
     )
 
 

@@ -15,7 +15,7 @@ import libcst as cst
 
 from . import emit
 from .errors import InstrumentError
-from .facts import collect, untimed_expressions
+from .facts import collect, loop_warnings, untimed_expressions
 from .fileerrors import null_byte_line
 from .header import add_header
 from .linemap import changed_lines, compute_linemap
@@ -102,4 +102,5 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
         why = getattr(exc, "msg", None) or f"{type(exc).__name__}: {exc}"
         return FileResult(relpath, "failed", error=f"{relpath}:{line}: the instrumented code does not compile ({why}); "
                                                    "left as it is", transient=isinstance(exc, (RecursionError, MemoryError)))
-    return FileResult(relpath, "instrumented", code, rewriter.regions, skipped, linemap, columns=columns)
+    return FileResult(relpath, "instrumented", code, rewriter.regions, skipped, linemap, columns=columns,
+                      warnings=loop_warnings(facts, relpath))

@@ -244,21 +244,13 @@ class _Callees:
             self._calls[index] = _called_names(self.facts[index].node)
         return self._calls[index]
 
-    def reaches(self, names: set[str], want, depth: int = 3, through=None) -> bool:
-        """Does a call to one of `names` reach a function for which `want(index)` holds? Calls are
-        followed on out of the functions for which `through(index)` holds (None: all)."""
-        if depth == 0:
-            return False
-        for name in names:
-            for index in self.functions.get(name, ()):
-                if want(index) or ((through is None or through(index))
-                                   and self.reaches(self.calls(index).names, want, depth - 1, through)):
-                    return True
-        return False
+    def reaches(self, names: set[str], want, depth: int = 3) -> bool:
+        """Does a call to one of `names` reach a function for which `want(index)` holds?"""
+        return any(want(index) for index in self.reachable(names, depth))
 
     def reachable(self, names: set[str], depth: int = 3, through=None) -> set[int]:
-        """The functions that calls to `names` reach, `depth` calls deep, as `reaches` follows them
-        (but each function once)."""
+        """The functions that calls to `names` reach, `depth` calls deep (each once); calls are
+        followed on out of those for which `through(index)` holds (None: all)."""
         found: set[int] = set()
         for _ in range(depth):
             new = {index for name in names for index in self.functions.get(name, ()) if index not in found}

@@ -98,6 +98,14 @@ class Summary:
     results: dict[str, FileResult] = field(default_factory=dict)
 
 
+def _diff_lines(text: str) -> list[str]:
+    """Lines as diff and patch see them: ended by "\n" only (str.splitlines also splits at a form
+    feed, "\x1c" or "\u2028", which would read as a line without its end)."""
+    found = [line + "\n" for line in text.split("\n")]
+    found[-1] = found[-1][:-1]
+    return found if found[-1] else found[:-1]
+
+
 def _environment(folder: Path) -> bool:
     """A Python environment: a virtualenv (`pyvenv.cfg`) or a conda environment (`conda-meta/`),
     never copied (review 68 M7: `--all` instrumented the standard library of `conda create -p ./env`)."""
@@ -772,15 +780,7 @@ class Project:
                 continue
             before, encoding = decode((self.src / rel).read_bytes())
             after = result.code.decode(encoding)  # type: ignore[union-attr]
-
-            def lines(text: str) -> list[str]:
-                # as diff and patch see lines: ended by "\n" only (str.splitlines also splits at a
-                # form feed, "\x1c" or "\u2028", which would read as a line without its end)
-                found = [line + "\n" for line in text.split("\n")]
-                found[-1] = found[-1][:-1]
-                return found if found[-1] else found[:-1]
-
-            for line in difflib.unified_diff(lines(before), lines(after), f"a/{rel}", f"b/{rel}"):
+            for line in difflib.unified_diff(_diff_lines(before), _diff_lines(after), f"a/{rel}", f"b/{rel}"):
                 # a last line without "\n" gets diff's marker, or it runs into the next line and the
                 # patch does not apply (review 68 M5)
                 chunks.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")

@@ -22,16 +22,18 @@ import signal
 from _thread import get_ident
 from typing import Any, Callable
 
-from .signal_disguise import real_getsignal
+from .signal_disguise import real_getsignal, show_as
 
 _stand_ins: dict[int, list[Callable[..., Any]]] = {}  # signal number -> handlers standing in for SIG_DFL
 _saved: dict[int, Any] = {}  # forking thread -> its mask before _before blocked
 _registered = [False]
 
 
-def stand_in(signum: int, handler: Callable[..., Any]) -> None:
+def stand_in(signum: int, handler: Callable[..., Any], shown: Any = signal.SIG_DFL) -> None:
     """Record that `handler`, just installed for `signum` with `signal.signal`, stands in for the
-    default action."""
+    default action; the program is shown `shown` for it (`signal_disguise`: SIG_DFL, or None where
+    `signal.getsignal` said None before)."""
+    show_as(signum, handler, shown)
     try:
         from . import _sigwatch  # the C handler installed now is CPython's: signal_watch watches it
 

@@ -20,7 +20,7 @@ from typing import Callable
 
 from runtime.launch_errors import LaunchError
 from runtime.fork_signals import stand_in
-from runtime.signal_disguise import real_getsignal, real_signal, show_as
+from runtime.signal_disguise import real_getsignal, real_signal
 from runtime.launch_toplevel import run_toplevel
 from runtime.sysexit import exit_status, print_message
 
@@ -58,8 +58,7 @@ def install_sigterm_exit() -> None:
     if real_getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         _owner = os.getpid()
         real_signal(signal.SIGTERM, _exit_on_sigterm)
-        stand_in(signal.SIGTERM, _exit_on_sigterm)
-        show_as(signal.SIGTERM, _exit_on_sigterm, signal.SIG_DFL)  # what the program sees (review 64 F2)
+        stand_in(signal.SIGTERM, _exit_on_sigterm)  # (shown to the program as SIG_DFL: review 64 F2)
 
 
 def compile_script(path: Path) -> types.CodeType:

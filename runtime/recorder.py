@@ -1241,12 +1241,12 @@ def _chain_signal(sig: int) -> None:
     signal_watch.notes_arrivals(handler)
     if prev in (_signal.SIG_DFL, None):
         _standing_in[sig] = handler
+    # the program sees what it would see without us (signal_disguise): the default action, or its
+    # own handler, which ours calls; putting back what it was shown puts ours back
     if prev in (_signal.SIG_DFL, None) or stands_in(sig, prev):
-        stand_in(sig, handler)
-    # the program sees what it would see without us: the default action, or its own handler, which
-    # ours calls (getsignal gives it; putting it back puts ours back: signal_disguise)
-    signal_disguise.show_as(sig, handler, None if prev is None else _signal.SIG_DFL if not callable(prev)
-                            or stands_in(sig, prev) else prev)
+        stand_in(sig, handler, shown=prev if prev is None else _signal.SIG_DFL)
+    else:
+        signal_disguise.show_as(sig, handler, prev)
 
 
 def _end_for_exec() -> dict[str, Any] | None:

@@ -72,7 +72,6 @@ POLL_S = 0.2
 STAND_IN_SIGNALS = tuple(getattr(signal, name) for name in
                          ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGXCPU")
                          if hasattr(signal, name))
-_WATCHED = STAND_IN_SIGNALS
 _noting: list[Callable[..., object]] = []  # handlers that call Watch.note_seen first (the recorder's)
 
 
@@ -122,7 +121,7 @@ def prepare() -> None:
     counts start at 0 there)."""
     if _sigwatch is None:
         return
-    for signum in _WATCHED:
+    for signum in STAND_IN_SIGNALS:
         if stands_in(signum, _handler(signum)):
             try:
                 _sigwatch.watch(signum)
@@ -137,7 +136,7 @@ def arm(main: bool = False) -> Watch | None:
     if _sigwatch is None:
         return None
     signals = []
-    for signum in _WATCHED:
+    for signum in STAND_IN_SIGNALS:
         handler = _handler(signum)
         if stands_in(signum, handler) and (not main or _notes(handler)):
             try:

@@ -23,6 +23,7 @@ from types import CodeType
 from . import __version__, spawnhook
 from .linemap import MAP_FORMAT
 from .quiet import quiet_warnings
+from .foreign import foreign
 from .project import RECURSION_LIMIT as _RECURSION_LIMIT, REWRITE_REVISION, decode
 from .regions import IdAllocator, region_bound
 from .transform import instrument_source
@@ -30,7 +31,7 @@ from .transform import instrument_source
 # scaleprobe's own packages, found by path: a project may have modules of those names itself
 # (`modeler.py`, an `nvtx.py` shim), which are its own code like any other
 _OURS = tuple(Path(__file__).resolve().parent.parent / name for name in ("runtime", "instrumentor", "modeler"))
-_NOT_OWN = {"site-packages", "dist-packages", "__pycache__", ".git", "build", "dist", ".tox", ".nox"}
+_NOT_OWN = {"__pycache__", ".git", ".tox", ".nox"}
 _ID_CALLS = {"__sp_enter__", "__sp_exit__", "__sp_mark__", "__sp_iterate__"}
 _ID_TUPLE_CALLS = {"__sp_aiter__", "__sp_actx__"}  # their first argument is a tuple of region ids
 
@@ -68,7 +69,10 @@ class Instrumenter:
             return False
         if self.root != self.prefix and self.prefix.is_relative_to(self.root) and resolved.is_relative_to(self.prefix):
             return False  # a virtualenv inside the project
-        return not any(part in _NOT_OWN or part.startswith(".venv") for part in rel.parts[:-1])
+        folders = rel.parts[:-1]
+        # build output, installed packages, a conda environment or standard library inside the
+        # project: the build's rule (`instrumentor.foreign`)
+        return not any(part in _NOT_OWN or part.startswith(".venv") for part in folders) and not foreign(self.root, folders)
 
     def _rewrite(self, path: Path, data: bytes) -> dict:
         """Instrumented text with local ids (cached), or {"code": None} when nothing changes."""

@@ -14,7 +14,6 @@ import io
 import json
 import multiprocessing
 import os
-import re
 import shutil
 import signal
 import stat
@@ -32,6 +31,7 @@ from . import __version__
 from .emit import NvtxBackend
 from .errors import InstrumentError
 from .fileerrors import cannot_read, decode_failure, io_failure
+from .foreign import environment, foreign_name
 from .graph import ImportFacts, ImportGraph, cache_entry, cached_facts, entry_package, resolve, scan_imports
 from .linemap import MAP_FORMAT
 from .outdir import (OutTree, case_twin, check_out, fold_index, into_src, link_target, open_out, real_folder,
@@ -68,10 +68,6 @@ REWRITE_REVISION = 11
 RECURSION_LIMIT = 20000
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", STATE_DIR, ".mypy_cache", ".pytest_cache", ".tox", ".nox"}
-# Copied but never instrumented: not the project's own modules.
-_FOREIGN_DIRS = {"build", "dist", "site-packages", "node_modules"}
-# a Python installation's standard library, `lib/pythonX.Y/` (copied, never instrumented)
-_STDLIB_DIR = re.compile(r"python\d+\.\d+t?")
 
 
 @dataclass
@@ -106,21 +102,6 @@ def _diff_lines(text: str) -> list[str]:
     return found if found[-1] else found[:-1]
 
 
-def _environment(folder: Path) -> bool:
-    """A Python environment: a virtualenv (`pyvenv.cfg`) or a conda environment (`conda-meta/`),
-    never copied (review 68 M7: `--all` instrumented the standard library of `conda create -p ./env`)."""
-    return os.path.exists(folder / "pyvenv.cfg") or os.path.isdir(folder / "conda-meta")
-
-
-def _foreign(parts: tuple[str, ...]) -> bool:
-    """Under a folder of modules that are not the project's own: build output, installed packages,
-    or a Python installation's standard library (`lib/python3.11/`)."""
-    return any(
-        p in _FOREIGN_DIRS or p.endswith(".egg-info") or (i and parts[i - 1] == "lib" and _STDLIB_DIR.fullmatch(p))
-        for i, p in enumerate(parts)
-    )
-
-
 def list_files(src: Path, unreadable: list[tuple[str, str]] | None = None) -> tuple[list[str], set[str]]:
     """All files under SRC (posix relpaths) and the subset that are the project's own modules.
     A symlinked folder is listed as the link it is (never looked into), and a folder in which
@@ -130,6 +111,7 @@ def list_files(src: Path, unreadable: list[tuple[str, str]] | None = None) -> tu
     files: list[str] = []
     own: set[str] = set()
     unreadable = [] if unreadable is None else unreadable
+    foreign_dirs: set[Path] = set()  # folders (relative to SRC) whose modules are not the project's
 
     def unlisted(exc: OSError) -> None:
         rel = Path(exc.filename).relative_to(src).as_posix() if exc.filename is not None else "."
@@ -144,14 +126,16 @@ def list_files(src: Path, unreadable: list[tuple[str, str]] | None = None) -> tu
         looked_at = len(unreadable)
         for d in sorted(dirnames):
             full = Path(dirpath, d)
-            if d in _SKIP_DIRS or _environment(full):
+            if d in _SKIP_DIRS or environment(full):
                 continue
             if full.is_symlink():
                 listed.append(d)  # copied as the link, with its target (`Project._copy`)
                 continue
             keep.append(d)
+            if rel_dir in foreign_dirs or foreign_name(rel_dir.name or None, d, full):
+                foreign_dirs.add(rel_dir / d)
         dirnames[:] = keep
-        foreign = _foreign(rel_dir.parts)
+        foreign = rel_dir in foreign_dirs
         for name in sorted(filenames):
             rel = (rel_dir / name).as_posix()
             full = os.path.join(dirpath, name)
@@ -390,6 +374,9 @@ class Project:
         mains = [self._entry(m) for m in self.opts.mains] or (["main.py"] if "main.py" in self.own else [])
         for given, main in zip(self.opts.mains, mains):
             if main not in self.files:
+                if os.path.isdir(self.src / main):  # review 68 L5: said "no such file"
+                    raise InstrumentError(f"--main {given}: is a folder; the entry is a file "
+                                          f"(`{main.rstrip('/')}/__main__.py`, or the script `python` runs)")
                 hint = "" if os.path.isabs(given) else " (--main is relative to SRC)"
                 raise InstrumentError(f"--main {given}: no such file under {self.opts.src}{hint}")
             if main not in self.own and os.path.isfile(self.src / main) and not os.path.islink(self.src / main):
@@ -436,6 +423,9 @@ class Project:
         # each entry's imports resolved with its own sys.path; all of SRC's files, for what hides a module
         return resolve(entries, sorted(self.own), scan, self.files)
 
+    def _no_entry(self) -> str:
+        return f"{self.opts.src}: no entry file (no main.py; name one with --main or use --all)"
+
     def _summary(self) -> Summary:
         """A summary that starts with the folders and files of SRC that could not be looked at."""
         return Summary(failed=[why for _, why in self.unreadable])
@@ -445,6 +435,8 @@ class Project:
         `failed`, named as the build names them."""
         summary = self._summary()
         graph = self.graph(summary.failed)
+        if not graph.reached and not self.opts.all:  # as the build and --diff say (review 68 L1: exit 0)
+            raise InstrumentError(self._no_entry())
         # an own folder that could not be listed is no third-party module (review 31)
         # (top-level ones only: a nested `vendor/json5/` is no module `json5`, review 32)
         unlisted = {folder.rstrip("/") for folder, _ in self.unreadable if folder.endswith("/") and folder.count("/") == 1}
@@ -458,7 +450,7 @@ class Project:
             return sorted(self.own), None
         graph = self.graph()
         if not graph.reached:
-            raise InstrumentError(f"{self.opts.src}: no entry file (no main.py; name one with --main or use --all)")
+            raise InstrumentError(self._no_entry())
         return [r for r in graph.reached if r in self.own], graph
 
     # -- build ---------------------------------------------------------------------------------

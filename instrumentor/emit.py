@@ -4,7 +4,9 @@ Line shapes matter: `linemap.py` recognises inserted lines by them, so that the 
 rewritten file can be numbered without a second parse.
 - prologue:  `if __sp_on__: __sp_enter__(N)` followed by the `try:` line;
 - epilogue:  `finally:` followed by `if __sp_on__: __sp_exit__(N)`;
-- per loop iteration: `if __sp_on__: __sp_mark__(N)`;
+- per loop iteration: `if __sp_on__: __sp_mark__(N)`; in a `while` epoch or step loop (runtime
+  backend) `__sp_tick__(N)` instead, unguarded (a step schedule switches `__sp_on__` at the steps),
+  and its epilogue gets a line `__sp_untick__(N)` after the exit;
 - around yield/await: the operand first, then the exits, which tell the runtime that this frame
   left its regions: `x = yield (v, __sp_on__ and (__sp_exit__(N), __sp_left__()))[0]`. Inside a
   larger expression the suspension re-enters in place, if the frame left them:
@@ -90,6 +92,7 @@ class Backend(Protocol):
     def enter(self, rid: int) -> cst.BaseExpression: ...
     def exit(self, rid: int) -> cst.BaseExpression: ...
     def mark(self, rid: int) -> cst.BaseExpression | None: ...
+    def tick(self, rid: int, last: bool) -> cst.BaseExpression | None: ...
     def iterate(self, rid: int, iterable: cst.BaseExpression) -> cst.BaseExpression | None: ...
     def async_iter(self, rids: Sequence[int], iterable: cst.BaseExpression) -> cst.BaseExpression | None: ...
     def async_ctx(self, rids: Sequence[int], manager: cst.BaseExpression) -> cst.BaseExpression | None: ...
@@ -110,6 +113,9 @@ class RuntimeBackend:
     def mark(self, rid: int) -> cst.BaseExpression | None:
         return _call("__sp_mark__", _int(rid))
 
+    def tick(self, rid: int, last: bool) -> cst.BaseExpression | None:
+        return _call("__sp_untick__" if last else "__sp_tick__", _int(rid))
+
     def iterate(self, rid: int, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
         return _call("__sp_iterate__", _int(rid), iterable)
 
@@ -120,7 +126,8 @@ class RuntimeBackend:
         return _call("__sp_actx__", _int_tuple(rids), manager)
 
     def header(self, relpath: str, regions: Sequence[Region], used: set[str]) -> list[str]:
-        names = [n for n in ("enter", "exit", "mark", "iterate", "left", "back", "aiter", "actx") if f"__sp_{n}__" in used]
+        names = [n for n in ("enter", "exit", "mark", "iterate", "tick", "untick", "left", "back", "aiter", "actx")
+                 if f"__sp_{n}__" in used]
         imports = ", ".join(f"{_ABI_NAMES.get(n, n)} as __sp_{n}__" for n in [*names, "define"])
         table = ", ".join(
             f"({r.id}, {py_str(r.kind)}, {py_str(r.name)}, {r.line})" for r in regions
@@ -156,6 +163,9 @@ class NvtxBackend:
 
     def mark(self, rid: int) -> cst.BaseExpression | None:
         return None  # one NVTX event per iteration of every loop would swamp the trace
+
+    def tick(self, rid: int, last: bool) -> cst.BaseExpression | None:
+        return None
 
     def iterate(self, rid: int, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
         return None
@@ -234,13 +244,26 @@ def prologue(backend: Backend, rid: int) -> cst.If:
     return _guarded(backend.enter(rid))
 
 
-def epilogue(backend: Backend, rid: int) -> cst.Finally:
-    return cst.Finally(body=cst.IndentedBlock([_guarded(backend.exit(rid))]))
+def epilogue(backend: Backend, rid: int, untick: cst.BaseExpression | None = None) -> cst.Finally:
+    """`finally:` and the region's exit; a `while` epoch or step loop's open iteration is closed
+    after it (`untick`: `__sp_untick__(N)`)."""
+    last = [] if untick is None else [cst.SimpleStatementLine([cst.Expr(untick)])]
+    return cst.Finally(body=cst.IndentedBlock([_guarded(backend.exit(rid)), *last]))
 
 
 def mark_statement(backend: Backend, rid: int) -> cst.If | None:
     call = backend.mark(rid)
     return None if call is None else _guarded(call)
+
+
+def tick_statement(backend: Backend, rid: int) -> cst.SimpleStatementLine | None:
+    call = backend.tick(rid, False)
+    return None if call is None else cst.SimpleStatementLine([cst.Expr(call)])
+
+
+def inline_tick(backend: Backend, rid: int) -> cst.Expr | None:
+    call = backend.tick(rid, False)
+    return None if call is None else cst.Expr(call)
 
 
 def inline_mark(backend: Backend, rid: int) -> cst.Expr | None:

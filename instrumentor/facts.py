@@ -325,8 +325,9 @@ def _classify_loops(facts: list[Fact], lines: list[str], epoch_callees: frozense
     - a loop inside one whose own body (its training loops left out) calls both `.backward()` and an
       optimizer's `.step()` (a GAN's critic iterations, a meta-learning inner loop);
     - a loop inside a loop marked `# scaleprobe: step` (or in a function such a loop calls).
-    A `while` or `async for` loop can be the step loop too (the kind, with per-iteration marks only:
-    `facts.loop_warnings`), so the `for` around it is not. The loop around the step loop, or a loop
+    A `while` loop can be the step loop too (its iterations ticked: runtime/series.py), and so can
+    an `async for` loop (the kind, with per-iteration marks only: `facts.loop_warnings`), so the
+    `for` around it is not. The loop around the step loop, or a loop
     calling a function that holds a step loop, is an epoch loop."""
     callees = _Callees(facts)
     candidates: set[int] = set()
@@ -440,19 +441,17 @@ def _classify_loops(facts: list[Fact], lines: list[str], epoch_callees: frozense
 
 
 def loop_warnings(module: ModuleFacts, relpath: str) -> list[str]:
-    """"relpath:line: why" for each step loop that gets no step records: a `while` or `async for`
-    loop (found, or marked `# scaleprobe: step`) is counted per iteration, never iterated through
-    `__sp_iterate__`, so the run has no step records (no step_time) from it."""
+    """"relpath:line: why" for each step loop that gets no step records: an `async for` loop (found,
+    or marked `# scaleprobe: step`) is counted per iteration, never iterated through
+    `__sp_iterate__` (its `__anext__` awaits), so the run has no step records (no step_time) from
+    it. (A `while` loop's iterations are ticked, and recorded: review 67.)"""
     warnings = []
     for fact in module.facts:
-        if fact.loop_kind != "step" or isinstance(fact.node, ast.For):
+        if fact.loop_kind != "step" or not isinstance(fact.node, ast.AsyncFor):
             continue
-        word = "while" if isinstance(fact.node, ast.While) else "async for"
         how = "marked `# scaleprobe: step`" if fact.marker == "step" else "found as the step loop (it trains)"
-        fix = ("; write it as a `for` loop over the batches (`for x, y in loader:`) to get them"
-               if word == "while" else "")
         warnings.append(
-            f"{relpath}:{fact.line}: `{word}` loop {how}: only a `for` loop's iterations are recorded "
-            f"as steps, so it is counted per iteration but gives no step records (no step_time){fix}"
+            f"{relpath}:{fact.line}: `async for` loop {how}: only a `for` or `while` loop's iterations are "
+            "recorded as steps, so it is counted per iteration but gives no step records (no step_time)"
         )
     return warnings

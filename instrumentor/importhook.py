@@ -32,7 +32,7 @@ from .transform import instrument_source
 # (`modeler.py`, an `nvtx.py` shim), which are its own code like any other
 _OURS = tuple(Path(__file__).resolve().parent.parent / name for name in ("runtime", "instrumentor", "modeler"))
 _NOT_OWN = {"__pycache__", ".git", ".tox", ".nox"}
-_ID_CALLS = {"__sp_enter__", "__sp_exit__", "__sp_mark__", "__sp_iterate__"}
+_ID_CALLS = {"__sp_enter__", "__sp_exit__", "__sp_mark__", "__sp_iterate__", "__sp_tick__", "__sp_untick__"}
 _ID_TUPLE_CALLS = {"__sp_aiter__", "__sp_actx__"}  # their first argument is a tuple of region ids
 
 _lock = threading.Lock()

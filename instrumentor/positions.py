@@ -40,8 +40,9 @@ def _is_probe_expr(node: ast.AST) -> bool:
 def _is_probe_stmt(stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.If):
         return _is_probe_name(stmt.test)
-    if isinstance(stmt, ast.Expr):
-        return _is_probe_expr(stmt.value)
+    if isinstance(stmt, ast.Expr):  # (a `while` epoch or step loop's bare `__sp_tick__(3)`, `__sp_untick__(3)`)
+        value = stmt.value
+        return _is_probe_name(value.func) if isinstance(value, ast.Call) else _is_probe_expr(value)
     if isinstance(stmt, ast.Assign):  # header: `__sp_on__ = __sp_define__(...)`, NVTX's globals
         return all(_is_probe_name(t) for t in stmt.targets)
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):  # header: `from runtime.probe import enter as __sp_enter__`
@@ -55,7 +56,7 @@ def _is_guard(stmt: ast.stmt) -> bool:
     if not isinstance(stmt, ast.Try) or stmt.orelse:
         return False
     if not stmt.handlers:
-        return len(stmt.finalbody) == 1 and _is_probe_stmt(stmt.finalbody[0])
+        return 1 <= len(stmt.finalbody) <= 2 and all(_is_probe_stmt(s) for s in stmt.finalbody)
     if stmt.finalbody or len(stmt.handlers) != 1:
         return False
     handler = stmt.handlers[0]

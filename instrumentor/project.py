@@ -62,8 +62,9 @@ STATE_VERSION = 1
 #  8: a one-line `try`/`with` that suspends gets the `finally:` guard;
 #  9: the handlers of a one-line `try:` body that suspends re-enter first; NVTX notes hold frames;
 #  11: suspensions in `for`/`with ... as`/assignment targets are bracketed (review 64 F5); the step
-#      loop is the loop that steps the optimizer (review 67 F4))
-REWRITE_REVISION = 11
+#      loop is the loop that steps the optimizer (review 67 F4);
+#  12: a `while` epoch or step loop ticks (`__sp_tick__`/`__sp_untick__`) and gets its records)
+REWRITE_REVISION = 12
 # libcst recurses once per nesting level (long `a + b + ...` chains); the import hook uses the same
 RECURSION_LIMIT = 20000
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).

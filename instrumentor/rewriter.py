@@ -395,9 +395,10 @@ class Rewriter:
             if node.asynchronous is not None:
                 iterable = self.async_operand(iterable, inner, "aiter")
         else:
+            suspends = scope.func.suspends if scope.func is not None else 0  # (a test that suspends, too)
             changes["test"] = self.header_expr(node.test, inner)
-        suspends = scope.func.suspends if scope.func is not None else 0
         if isinstance(node, cst.For):
+            suspends = scope.func.suspends if scope.func is not None else 0
             # assigned at every iteration, in the loop (`for b[(yield)] in it:`): a suspension there
             # is one of the body's
             changes["target"] = self.header_expr(node.target, inner)
@@ -411,7 +412,19 @@ class Rewriter:
                 if wrapped is not None:
                     iterable, iterated = wrapped, True
             changes["iter"] = iterable
-        if not iterated:
+        untick = None
+        if isinstance(node, cst.While) and kind in ("epoch", "step"):
+            # a `while` epoch or step loop: each iteration's record from one tick at the top of its
+            # body to the next (runtime/series.py), closed in the epilogue; not in a test or body
+            # that suspends, for the same reason as a `for` loop's
+            loop_suspends = scope.func is not None and scope.func.suspends != suspends
+            untick = None if loop_suspends else self.backend.tick(rid, True)
+        if untick is not None:
+            block = isinstance(body, cst.IndentedBlock)
+            tick = emit.tick_statement(self.backend, rid) if block else emit.inline_tick(self.backend, rid)
+            body = body.with_changes(body=[tick, *body.body])
+            self.used.update(("__sp_tick__", "__sp_untick__"))
+        elif not iterated:
             if isinstance(body, cst.IndentedBlock):
                 mark = emit.mark_statement(self.backend, rid)
                 if mark is not None:
@@ -427,5 +440,6 @@ class Rewriter:
         new = self.guard(node.with_changes(**changes))  # re-entered inside the loop's own region
         return [
             emit.prologue(self.backend, rid).with_changes(leading_lines=node.leading_lines),
-            cst.Try(body=cst.IndentedBlock(new if isinstance(new, list) else [new]), finalbody=emit.epilogue(self.backend, rid)),
+            cst.Try(body=cst.IndentedBlock(new if isinstance(new, list) else [new]),
+                    finalbody=emit.epilogue(self.backend, rid, untick)),
         ]

@@ -58,6 +58,8 @@ OFF_PROBES = {
     "__sp_left__": lambda inner=0: True,
     "__sp_back__": lambda inner=0: False,
     "__sp_iterate__": lambda rid, iterable: iterable,
+    "__sp_tick__": lambda rid: None,
+    "__sp_untick__": lambda rid: None,
     "__sp_aiter__": lambda rids, aiterable: aiterable,
     "__sp_actx__": lambda rids, cm: cm,
 }
@@ -101,6 +103,9 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
 # The loop header `for x in __sp_iterate__(rid, it):` calls series.loop directly: an exception of the
 # user's iterator must not pass through a frame of ours (see series.loop).
 iterate = _series.loop
+# A `while` epoch or step loop: `__sp_tick__(rid)` at the top of its body, `__sp_untick__(rid)` in its `finally:`.
+tick = _series.tick
+untick = _series.untick
 
 
 def _leave(g: dict, rids: tuple[int, ...]) -> None:

@@ -1,5 +1,6 @@
 """Epoch and step series: `loop(rid, iterable)` (the probe ABI's `iterate`) times every iteration of an
-epoch or step loop; `iterate(rid, iterable)` does the same for the manual API.
+epoch or step `for` loop; `tick(rid)` and `untick(rid)` those of a `while` loop; `iterate(rid,
+iterable)` does the same for the manual API.
 
 An iteration lasts from the start of its `next()` (data wait included) to the start of the next
 `next()`, or to the end of the loop (exhaustion, `break`, exception: the iterator is released by the
@@ -172,7 +173,10 @@ def as_for_sees(iterator: Iterator[Any]) -> Iterator[Any]:
 
 def wrap(rid: int, iterator: Iterator[Any], kind: str, rec: "_recorder.Recorder") -> Iterator[Any]:
     """`iterator` with every iteration recorded as an epoch or step of region `rid`."""
-    s = _Series(rid, kind, rec)
+    return _through(_Series(rid, kind, rec), iterator)
+
+
+def _through(s: _Series, iterator: Iterator[Any]) -> Iterator[Any]:
     return map(s.after, iter(s.before, _NEVER), as_for_sees(iterator))
 
 
@@ -210,9 +214,17 @@ def loop(rid: int, iterable: Iterable[Any]) -> Any:
 
 
 def _wrap_if_on(rid: int, it: Iterator[Any]) -> Iterator[Any]:
+    s = _series_if_on(rid)
+    if s is None:
+        return as_for_sees(it)  # (iterated by a `for` statement, which calls its __iter__)
+    return _through(s, it)
+
+
+def _series_if_on(rid: int) -> _Series | None:
+    """A new series for loop `rid` when recording is on (None: it is not)."""
     rec = _recorder.get()
     if rec is None or not rec.enabled or rec.finished:
-        return as_for_sees(it)  # (iterated by a `for` statement, which calls its __iter__)
+        return None
     kind = rec.regions.get(rid, ("step",))[0]
     if kind not in ("epoch", "step"):
         kind = "step"
@@ -222,7 +234,38 @@ def _wrap_if_on(rid: int, it: Iterator[Any]) -> Iterator[Any]:
         from . import comm
 
         comm.patch_if_loaded(rec)
-    return wrap(rid, it, kind, rec)
+    return _Series(rid, kind, rec)
+
+
+# The `while` epoch and step loops running now: (region, id of the loop's frame) -> its series, or
+# None where recording was off when the loop began. A frame's entry is popped by untick() in the
+# loop's `finally:` before the frame can end, so a later frame at the same address finds none.
+# Keyed by frame, not thread: the same loop of a function running in two threads (or recursively)
+# is two loops. An item is set and popped atomically under the GIL.
+_ticking: dict[tuple[int, int], _Series | None] = {}
+
+
+def tick(rid: int, _frame=sys._getframe, _ticking=_ticking, _none=_NEVER) -> None:
+    """An iteration of the `while` epoch or step loop `rid` begins: `__sp_tick__(rid)`, the first
+    statement of its body (unguarded: a step schedule switches `__sp_on__` at the steps). The
+    iteration before it ends here; the last one ends at `untick`. An iteration therefore runs from
+    the start of its body to the start of the next, the loop's test included; its data wait, which
+    happens in the body or the test (`x, y = get_batch()`), is not told apart: `data_wait_ns` null."""
+    key = (rid, id(_frame(1)))
+    s = _ticking.get(key, _none)
+    if s is _none:
+        s = _ticking[key] = _series_if_on(rid)
+    if s is not None:
+        s.before()
+        s.after(None, None)
+        s._wait = None
+
+
+def untick(rid: int, _frame=sys._getframe, _ticking=_ticking) -> None:
+    """The `while` epoch or step loop `rid` has ended (its `finally:`): its open iteration closes."""
+    s = _ticking.pop((rid, id(_frame(1))), None)
+    if s is not None and s._t0 is not None:
+        s._close(perf_counter_ns())
 
 
 def _dead_generator() -> Any:

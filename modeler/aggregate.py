@@ -25,6 +25,7 @@ import numpy as np
 
 from runtime.runfile import profile_rows
 
+from .callpath_text import step
 from .dataset import RANKS_PARAMETER, Dataset, MetricNote, RunShares, Series
 from .errors import InputError
 from .listing import listing
@@ -97,7 +98,8 @@ class RegionNames:
     of the profile, a communication record, a step or epoch record, or a GPU record), and
     `file:name` for every file where two or more have values; a region of that name without values
     in another file is `file:name` too, so that what its left-out records leave unknown is never
-    taken for the other's. A name that no region has values of is told by all its files."""
+    taken for the other's. A name that no region has values of is told by all its files. A label
+    never holds `->`, which joins them (`callpath_text.step`: `a->b` is `a-\\>b`)."""
 
     def __init__(self, runs: Iterable[RunRecord]) -> None:
         runs = list(runs)
@@ -127,8 +129,10 @@ class RegionNames:
     def _table(self, rf: RankFile) -> dict[int, str]:
         table = self._labels.get(id(rf.run))
         if table is None:
+            # a name holding `->` is escaped, or it would merge with a call path of two regions
+            # (`callpath_text`; review 69 F3)
             table = {
-                rid: f"{reg.file}:{reg.name}" if self._owners.get(reg.name, {reg.file}) != {reg.file} else reg.name
+                rid: step(f"{reg.file}:{reg.name}" if self._owners.get(reg.name, {reg.file}) != {reg.file} else reg.name)
                 for rid, reg in rf.run.regions.items()
             }
             self._labels[id(rf.run)] = table

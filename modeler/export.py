@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Sequence, TextIO
 
 from .dataset import RANKS_PARAMETER, Dataset
 from .errors import InputError
 from .listing import listing
+from .replace_file import write_text
 
 
 @dataclass
@@ -120,9 +120,7 @@ def write_extrap_jsonl(dataset: Dataset, out: str | os.PathLike[str] | TextIO) -
         sys.stdout.flush()
     elif isinstance(out, (str, os.PathLike)):
         try:
-            Path(out).parent.mkdir(parents=True, exist_ok=True)  # as `modeler report -o` does
-            with open(out, "w", encoding="utf-8") as f:
-                f.write(text)
+            write_text(out, text)  # folders made as `modeler report -o` does; whole or not at all
         except OSError as exc:
             raise InputError(f"--extrap {os.fspath(out)}: cannot write: {exc.strerror or exc}") from exc
     else:

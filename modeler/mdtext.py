@@ -1,8 +1,9 @@
 """Text from user code (region names, formulas, messages) made safe for markdown.
 
 Call paths can hold any character: a backtick would close a code span early, `*` and `_` start
-emphasis, `|` ends a table cell and a newline ends the row. Two forms: `code` for names and
-formulas (a code span shows them as they are), `text` for prose such as warnings.
+emphasis, `|` ends a table cell, a newline ends the row, and `&` starts an entity reference. Two
+forms: `code` for names and formulas (a code span shows them as they are), `text` for prose such
+as warnings.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import re
 
 _BLANKS = re.compile(r"[\r\n\t]+")
 _BACKTICKS = re.compile(r"`+")
-# CommonMark's ASCII punctuation that can start markup inline
-_MARKUP = re.compile(r"([\\`*_\[\]<>#|~!])")
+# CommonMark's ASCII punctuation that can start markup inline, and `&`, which starts an entity
+# reference (`&amp;` in a name renders as `&`, `&lt;x&gt;` as `<x>`: review 69 F6)
+_MARKUP = re.compile(r"([\\`*_\[\]<>#|~!&])")
 
 
 def code(value: object, *, cell: bool = True) -> str:

@@ -24,6 +24,7 @@ from runtime.runfile import is_helper_process
 from .commands.inputs import output_arg
 from .errors import InputError
 from .listing import listing
+from .replace_file import replacing
 from .runchoice import RunEntry, find_run, listed
 
 TID_EPOCHS, TID_STEPS, TID_REGIONS = 1, 2, 10
@@ -282,8 +283,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     out = Path(args.output)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w", encoding="utf-8") as stream:
+        with replacing(out) as stream:  # whole or not at all: a failed write keeps the old trace
             _write_trace(stream, events, meta)
     except OSError as e:
         raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from collections import Counter
 from fnmatch import fnmatchcase
 from typing import Sequence
@@ -19,6 +18,7 @@ from ..listing import listing
 from ..pointfilter import parse_point_filter
 from ..readers import BESIDE_RUNS, FORMATS, Loaded, ReadOptions, read_inputs, skipped_warning
 from ..readers.runs import ODD
+from ..replace_file import write_text
 
 
 def add_input_options(
@@ -178,9 +178,7 @@ def write_output(text: str, output: str | None) -> None:
         write_stdout(text)
         return
     try:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)  # as `modeler report -o` does
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_text(output, text)  # folders made as `modeler report -o` does; whole or not at all
     except OSError as exc:
         raise InputError(f"-o {output}: cannot write: {_why(exc)}") from exc
 

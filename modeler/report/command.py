@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
+from ..replace_file import write_text
 from ..commands.fit import (add_min_share_option, add_pass_option, companion_series, min_share_of, new_series, per_rank_time,
                             prediction_checks)
 from ..commands.inputs import add_input_options, load_from_args, name_skipped, output_arg, select_callpaths
@@ -99,8 +100,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         out = Path(args.output or "report.html")
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text, encoding="utf-8")
+            write_text(out, text)  # whole or not at all: a failed write keeps the old report
         except OSError as e:
             raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e
     if args.quiet:

@@ -12,7 +12,7 @@ from markupsafe import Markup
 from ..dataset import RunShares, Series
 from ..derived import Baselines
 from ..model import FittedModel
-from ..ranking import growth, growth_text, nonnegative_keys, rank_models
+from ..ranking import growth_text, nonnegative_keys, rank_models
 from . import svg
 from .findings import RankingRow, RegionView
 
@@ -48,7 +48,9 @@ def _row(rm, s: Series, largest_pt: np.ndarray, anchor: str) -> RankingRow:
     return RankingRow(
         callpath=fm.callpath,
         formula=fm.model.formula(4),
-        growth=_growth_label(fm) + ("" if rm.parts_growth is None else f" (parts: {growth_text(rm.parts_growth)})"),
+        # worded as `modeler fit` words it, falling models included (review 69 F1: `10 - 2 * log2(n)`
+        # was `log2(n)^(1)` here, the label of a model growing as log n)
+        growth=growth_text(rm.growth) + ("" if rm.parts_growth is None else f" (parts: {growth_text(rm.parts_growth)})"),
         growth_key=rm.rank_growth(),
         smape=float(fm.smape),
         cv_smape=None if fm.cv_smape is None else float(fm.cv_smape),
@@ -85,39 +87,36 @@ def fold_warnings(ranking: Sequence[RankingRow]) -> list[str]:
             for w, k in sorted(folded.items(), key=lambda wk: (-wk[1], wk[0]))]
 
 
-def _growth_label(fm: FittedModel) -> str:
-    """The fastest-growing term without its coefficient, e.g. `p^(3/2) * log2(p)`; `constant` if none,
-    and where the model levels off as `modeler fit` says (`ranking.growth`; review 43: `2.0 - 2.0 *
-    ranks^(-1)` was `const` there and `ranks^(-1)` here)."""
-    if growth(fm.model) == (0.0, 0.0):
-        return "constant"
-    best, best_key = None, (0.0, 0.0)
-    for t in fm.model.terms:
-        key = (sum(f.exponent for f in t.factors), float(sum(f.log_exponent for f in t.factors)))
-        if best is None or key > best_key:
-            best, best_key = t, key
-    if best is None or best_key == (0.0, 0.0):
-        return "constant"
-    return " * ".join(f.formula() for f in best.factors if f.formula())
-
-
 def _anchor(i: int) -> str:
     return f"region-{i}"
 
 
-def _line(series: Series, axis: int, hold: Mapping[str, float], parameters: Sequence[str]) -> tuple[np.ndarray, dict]:
-    """Indices of the points along parameter `axis` with the others at `hold`, else the longest such line."""
-    others = [i for i in range(len(parameters)) if i != axis]
+def _held(series: Series, axes: Sequence[int], hold: Mapping[str, float],
+          parameters: Sequence[str]) -> tuple[list[int], dict[str, float]]:
+    """Indices of the points over the parameters `axes` with the others at `hold`, and those
+    others' values; where fewer than 2 points were measured there, the values of the others with
+    the most points measured (the longest measured line, for one axis)."""
+    others = [i for i in range(len(parameters)) if i not in axes]
     groups: dict[tuple, list[int]] = {}
     for k, pt in enumerate(series.points):
-        groups.setdefault(tuple(pt[i] for i in others), []).append(k)
-    want = tuple(hold.get(parameters[i], math.nan) for i in others)
+        groups.setdefault(tuple(float(pt[i]) for i in others), []).append(k)
+    want = tuple(float(hold.get(parameters[i], math.nan)) for i in others)
     idx = groups.get(want)
     if idx is None or len(idx) < 2:
         key = max(groups, key=lambda g: (len(groups[g]), g))
         idx, want = groups[key], key
+    return idx, {parameters[i]: want[j] for j, i in enumerate(others)}
+
+
+def _line(series: Series, axis: int, hold: Mapping[str, float], parameters: Sequence[str]) -> tuple[np.ndarray, dict]:
+    """Indices of the points along parameter `axis` with the others at `hold`, else the longest such line."""
+    idx, held = _held(series, (axis,), hold, parameters)
     idx = sorted(idx, key=lambda k: series.points[k][axis])
-    return np.array(idx, dtype=int), {parameters[i]: want[j] for j, i in enumerate(others)}
+    return np.array(idx, dtype=int), held
+
+
+def _held_text(held: Mapping[str, float]) -> str:
+    return ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
 
 
 def _curve_x(lo: float, hi: float, log: bool, n: int = 40) -> np.ndarray:
@@ -155,7 +154,7 @@ def region_view(row: RankingRow, s: Series, fm: FittedModel, params, hold, targe
         ]
         if x_end > float(xs.max()):
             series.append(svg.PlotSeries("extrapolation", beyond, predict(beyond), "dashed", svg.PALETTE[3]))
-        held_text = ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
+        held_text = _held_text(held)
         charts.append(
             svg.xy_chart(
                 series,
@@ -176,23 +175,21 @@ def region_view(row: RankingRow, s: Series, fm: FittedModel, params, hold, targe
 
 
 def _heat(s: Series, fm: FittedModel, params, hold, target, fmt) -> Markup:
-    """Model values over the first two parameters (measured values plus the target), others held."""
+    """Model values over the first two parameters (measured values plus the target), the others
+    held as the line charts hold them (`_held`: at `hold`, or where the most points were measured
+    when fewer than 2 were there), and named in the title (review 69 F4: `--hold z=3` drew a map
+    of z=3 with no cell measured, and said nothing of z)."""
     p0, p1 = params[0], params[1]
     c0 = sorted({float(v) for v in s.points[:, 0]} | {target[p0]})
     c1 = sorted({float(v) for v in s.points[:, 1]} | {target[p1]})
-    measured: dict[tuple[float, float], float] = {}
+    idx, held = _held(s, (0, 1), hold, params)
     med = s.values("median")
-    others_ok = [
-        all(abs(pt[i] - hold.get(params[i], pt[i])) < 1e-12 for i in range(2, len(params))) for pt in s.points
-    ]
-    for k, pt in enumerate(s.points):
-        if others_ok[k]:
-            measured[(float(pt[0]), float(pt[1]))] = float(med[k])
+    measured = {(float(s.points[k, 0]), float(s.points[k, 1])): float(med[k]) for k in idx}
     rows = []
     for y in c1:
         row = []
         for x in c0:
-            cols = {q: np.array([hold[q]]) for q in params[2:]}
+            cols = {q: np.array([v]) for q, v in held.items()}
             cols[p0], cols[p1] = np.array([x]), np.array([y])
             v = float(fm.predict(cols)[0])
             m = measured.get((x, y))
@@ -209,5 +206,5 @@ def _heat(s: Series, fm: FittedModel, params, hold, target, fmt) -> Markup:
         rows,
         row_label=p1,
         col_label=p0,
-        title=f"model over {p0} x {p1} (outlined: measured)",
+        title=f"model over {p0} x {p1}" + (f" ({_held_text(held)})" if held else "") + " (outlined: measured)",
     )

@@ -201,7 +201,7 @@ def test_runs_without_steps_or_ranks_still_render(tmp_path):
     html = render_html(r)
     assert "No step or epoch records" in html and "No completed run" in html
     assert dict(r.design) == {"parameter n": "1, 2, 4, 8, 16", "call paths measured": "1"}
-    assert r.ranking[0].growth == "n^(1)"
+    assert r.ranking[0].growth == "deg 1"  # worded as `modeler fit` words it (review 69 F1)
     md = render_markdown(r)
     assert "No step or epoch records" in md
 

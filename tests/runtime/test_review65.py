@@ -52,7 +52,12 @@ OPTIONS = ["-O", "-X", "dev", "-W", "ignore::UserWarning", "-X", "int_max_str_di
 
 
 def _flags(stdout: str) -> list[dict]:
-    return [json.loads(line[len("FLAGS "):]) for line in stdout.splitlines() if line.startswith("FLAGS ")]
+    """Each rank's report. Ranks share the stdout pipe, and one's line may run into another's (seen
+    once in a suite run: `FLAGS {...}FLAGS {...}` on a line): every `FLAGS ` object is taken wherever it is."""
+    decoder, found = json.JSONDecoder(), []
+    for piece in stdout.split("FLAGS ")[1:]:
+        found.append(decoder.raw_decode(piece)[0])
+    return found
 
 
 @pytest.mark.parametrize("how", [[], ["--nproc", "1"], ["--nproc", "2"], ["--sweep", "x=1,2"], ["--timeout", "60"]],

@@ -105,6 +105,19 @@ def three_ways(tmp_path, files: dict[str, str], *instrument_args: str):
     return plain, built, hooked
 
 
+def loop_records(path) -> tuple[dict[str, list], dict[str, list]]:
+    """A run file's (step records, epoch records), each by loop name; asserts it read cleanly."""
+    from runtime.runfile import read_run
+
+    recorded = read_run(path)
+    assert not recorded.problems, recorded.problems
+    found: tuple[dict[str, list], dict[str, list]] = ({}, {})
+    for records, by_name in zip((recorded.steps, recorded.epochs), found):
+        for rec in records:
+            by_name.setdefault(recorded.regions[rec["region"]].name, []).append(rec)
+    return found
+
+
 def assert_same(plain, *others):
     for other in others:
         assert (other.returncode, other.stdout, other.stderr) == (plain.returncode, plain.stdout, plain.stderr)

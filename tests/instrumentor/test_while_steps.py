@@ -4,7 +4,7 @@ loop's `finally:` closes the last. The program behaves as before: `break`, `else
 one-line body (its traceback's columns), threads."""
 import sys
 
-from instr_helpers import assert_same, code_of, rewrite, three_ways
+from instr_helpers import assert_same, code_of, loop_records, rewrite, three_ways
 
 PROGRAM = '''
 import threading
@@ -133,7 +133,7 @@ def test_the_nvtx_backend_has_no_ticks():
 
 
 def test_a_built_program_with_while_loops_behaves_as_before_and_records_their_steps_and_epochs(tmp_path):
-    from runtime.runfile import find_run_files, read_run
+    from runtime.runfile import find_run_files
 
     plain, built, hooked = three_ways(tmp_path, {"main.py": PROGRAM})
     assert plain.stdout == "4\nelse ran 2\ncaught ('boom at', 2)\n-1\n21\n", plain.stderr
@@ -144,16 +144,7 @@ def test_a_built_program_with_while_loops_behaves_as_before_and_records_their_st
     wanted_steps = {f"train:while@{line_of('while True:')}": 10, f"epochs:for@{line_of('for i in range(3):')}": 6,
                     f"failing:while@{line_of('while n < 10:')}": 2, f"one_line:while@{line_of('while (n := n - 1)')}": 4}  # (3, and the one that raised)
     for path in paths:
-        recorded = read_run(path)
-        assert not recorded.problems, recorded.problems
-
-        def by_loop(records):
-            found: dict[str, list] = {}
-            for rec in records:
-                found.setdefault(recorded.regions[rec["region"]].name, []).append(rec)
-            return found
-
-        steps, epochs = by_loop(recorded.steps), by_loop(recorded.epochs)
+        steps, epochs = loop_records(path)
         assert {name: len(recs) for name, recs in steps.items()} == wanted_steps, path
         assert {name: len(recs) for name, recs in epochs.items()} == {f"epochs:while@{line_of('while epoch < 2:')}": 2}
         for name, recs in [*steps.items(), *epochs.items()]:
@@ -163,7 +154,7 @@ def test_a_built_program_with_while_loops_behaves_as_before_and_records_their_st
         # every run of a loop counts its iterations from 0: train's three runs (the main thread's, two threads')
         train = steps[f"train:while@{line_of('while True:')}"]
         assert sorted(r["index"] for r in train) == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3]
-        assert sorted(r["step"] for r in recorded.steps) == list(range(22))
+        assert sorted(r["step"] for recs in steps.values() for r in recs) == list(range(22))
 
 
 def test_a_step_schedule_switches_probes_at_the_steps_of_a_while_loop(tmp_path):

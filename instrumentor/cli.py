@@ -105,6 +105,23 @@ def _epoch_hint(summary: Summary) -> list[str]:
             "another name, mark it with `# scaleprobe: epoch` to get epoch records"]
 
 
+def _nvtx_missing(args: argparse.Namespace) -> list[str]:
+    """A `--backend nvtx` build imports nvtx in its first line, even with SCALEPROBE_DISABLE=1: said
+    when this Python cannot import it (review 70 F10: a bare ModuleNotFoundError at run time)."""
+    if args.backend != "nvtx" or args.graph or args.diff:
+        return []
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("nvtx") is not None:
+            return []
+    except (ImportError, ValueError):
+        pass
+    return ["--backend nvtx: the built modules import the nvtx package, which this Python cannot import: they "
+            "fail with ModuleNotFoundError where it is missing, also with SCALEPROBE_DISABLE=1 (pip install nvtx "
+            "where they run, or build with the default runtime backend and run with SCALEPROBE_NVTX=1)"]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -139,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
     except InstrumentError as exc:
         print(f"instrument: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    for warning in summary.warnings:  # also with -q: the built program may not start
+    for warning in [*summary.warnings, *_nvtx_missing(args)]:  # also with -q: the built program may not start
         print(f"instrument: warning: {warning}", file=sys.stderr)
     if args.quiet:
         if summary.failed:  # -q drops the summary, never what failed

@@ -156,9 +156,10 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
     if opts.cache_dir is not None:
         check_folder(opts.cache_dir, f"--cache-dir {opts.cache_dir}")  # unusable, it was silently no cache
     if opts.nsys:
-        from runtime.launch_nsys import nsys_executable
+        from runtime.launch_nsys import check_nvtx, nsys_executable
 
         nsys_executable()  # fail before any run starts (and a dry run: its plan would not run)
+        check_nvtx()
     if opts.dry_run:
         from runtime.sweep_run import dry_run
 

@@ -29,6 +29,20 @@ def nsys_executable() -> str:
     return found
 
 
+def check_nvtx() -> None:
+    """--nsys sets SCALEPROBE_NVTX=1 in the ranks it profiles, unless the caller set it: without
+    the nvtx package each of them would fail at start-up, after nsys started, with an error about
+    a variable the user never set (review 70 F5). Said before anything runs."""
+    if "SCALEPROBE_NVTX" in os.environ:
+        return  # the caller's choice: `0` profiles without ranges; a `1` is checked with the others
+    import importlib.util
+
+    if importlib.util.find_spec("nvtx") is None:
+        raise LaunchError("--nsys shows scaleprobe's regions as NVTX ranges, which needs the nvtx package, which "
+                          "this Python cannot import: pip install nvtx, or set SCALEPROBE_NVTX=0 to profile "
+                          "without the ranges")
+
+
 def nsys_prefix(nsys: str, run_dir: Path, rank: int, extra: str | None) -> list[str]:
     """`nsys profile -o <run-dir>/rank<R> ...`: nsys adds `.nsys-rep` to the report name."""
     args = shlex.split(extra if extra is not None else DEFAULT_NSYS_ARGS)

@@ -35,6 +35,14 @@ def nothing_recorded(cfg: Config, opts: Options, runs: str = "the run") -> str |
     """The warning for runs that completed without writing a run file (None when that was asked for)."""
     if cfg.disable:
         return None
+    main = Path(_module_file(opts.module)) if opts.module is not None else opts.script
+    if not opts.instrument and main is not None and _nvtx_build(main):
+        # review 70 F9: it said "is main.py instrumented?" of an NVTX-backend build
+        if opts.nsys:
+            return None  # its data is the nsys reports
+        return (f"scaleprobe launch: warning: {runs} completed without a run file: {main} is an NVTX-only build "
+                "(instrument --backend nvtx), which writes none; its regions are NVTX ranges, which a profiler "
+                "records: add --nsys, or build with the default backend (instrument SRC -o build/) for run files")
     if opts.instrument:
         why = ("--instrument found nothing to record under the project root "
                "(--project-root, default: the script's directory; with -m, the directory holding the "
@@ -49,6 +57,17 @@ def nothing_recorded(cfg: Config, opts: Options, runs: str = "the run") -> str |
     if cfg.ranks:
         why = f"does SCALEPROBE_RANKS={cfg.ranks!r} select none of the ranks? Else: {why}"
     return f"scaleprobe launch: warning: {runs} completed but no run file was written: {why}"
+
+
+def _nvtx_build(path: Path) -> bool:
+    """Whether `path` was written by `instrument --backend nvtx` (its header imports nvtx as
+    `__sp_nvtx__`, as instrumentor.prechecks.backend_of reads it)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    return any(line.rstrip() == b"import nvtx as __sp_nvtx__" for line in head.splitlines())
 
 
 def say(line: str) -> None:

@@ -17,8 +17,10 @@ Regions made here appear in the run file like instrumented ones (kind `manual` u
 from __future__ import annotations
 
 import functools
+import os
 import statistics
 import threading
+import types
 from threading import get_ident as _get_ident
 from time import perf_counter_ns
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -34,10 +36,17 @@ _ids: dict[tuple[str, str], int] = {}
 _ids_lock = threading.Lock()
 
 
-def _rid(name: str, kind: str) -> int:
+def _rid(name: str, kind: str, what: str = "region") -> int:
     key = (name, kind)
-    rid = _ids.get(key)
+    try:
+        rid = _ids.get(key)
+    except TypeError:  # unhashable: not a str
+        rid = None
     if rid is None:
+        if not isinstance(name, str):
+            # else the run file got `"name": 7` (or null, or a list), which the modeler refused, and
+            # with it the whole run (review 70 F4)
+            raise TypeError(f"{what}: a region name must be a str, not {type(name).__name__}: {name!r}")
         with _ids_lock:
             rid = _ids.get(key)
             if rid is None:
@@ -67,6 +76,8 @@ class region:
         rec = _recorder.get()
         me = _get_ident()
         if rec is not None and rec.on:
+            if rec.cfg.nvtx:
+                _nvtx(rec)[0](self._rid)
             impl.enter(self._rid)
             self._opened[me] = self._opened.get(me, 0) + 1
         else:
@@ -84,6 +95,8 @@ class region:
             # left open, the thread's later visits were counted as recursion inside it (review 52)
             if _forget(self._opened, me):
                 impl.drop(self._rid)
+                if rec is not None and rec.cfg.nvtx:
+                    _nvtx(rec)[1](self._rid)
             else:
                 _forget_other(self._opened, me)  # entered on another thread: it stays open there
             return
@@ -94,37 +107,185 @@ class region:
                 opened.pop(me, None)  # a hand-over may have taken it meanwhile
             elif n:
                 opened[me] = n - 1
+            if rec.cfg.nvtx:
+                _nvtx(rec)[1](self._rid)
             return
         # Not open on this thread.
         if _forget(self._opened, me):
-            return  # entered here, but its visit was dropped or ended with the run meanwhile
-        if _forget_other(self._opened, me):
-            _exit_elsewhere(self)  # entered on another thread (handed over with the work)
-        elif not _forget_other(self._skipped, me):
+            # entered here, but its visit was dropped meanwhile: a region entered before it on this
+            # thread was left first (review 70 F7: said nowhere), or the process forked since
+            if not _forked:
+                _warn_once(self, "after its visit had already ended: a region it was entered inside was left "
+                                 "before it, which ends the regions entered inside that one (regions must nest): "
+                                 "this visit is not recorded")
+            return
+        owner = _forget_other(self._opened, me)
+        if owner is not None:
+            _exit_elsewhere(self, owner, rec)  # entered on another thread (handed over with the work)
+        elif _forget_other(self._skipped, me) is None:
             _not_entered(self)
 
     def __call__(self, fn: F) -> F:
+        """The decorator. A generator function, coroutine function or async generator function
+        stays one, and each of its resumptions is a visit (its suspended time is not counted), as
+        the instrumentor times them (review 70 F3: the creation of the generator or coroutine was
+        timed, and frameworks took the coroutine function for a plain one)."""
+        import inspect  # (only for decorators: importing this module stays cheap)
+
         rid = self._rid
+        if inspect.isasyncgenfunction(fn):
+            return _async_generator_wrapper(rid, fn)  # type: ignore[return-value]
+        if inspect.iscoroutinefunction(fn):
+            return _coroutine_wrapper(rid, fn)  # type: ignore[return-value]
+        if inspect.isgeneratorfunction(fn):
+            return _generator_wrapper(rid, fn)  # type: ignore[return-value]
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             rec = _recorder.get()
             if rec is None or not rec.on:
                 return fn(*args, **kwargs)
+            if rec.cfg.nvtx:
+                _nvtx(rec)[0](rid)
             impl.enter(rid)
             try:
                 return fn(*args, **kwargs)
-            finally:
-                rec = _recorder.get()
-                if rec is not None and rec.on:
+            finally:  # _end(rid, rec), inlined: this is every call's
+                now = _recorder.get()
+                if now is not None and now.on:
                     impl.exit(rid)
                 else:  # probes went off meanwhile: as a `with` block's
                     impl.drop(rid)
+                if rec.cfg.nvtx:
+                    _nvtx(rec)[1](rid)
 
         return wrapper  # type: ignore[return-value]
 
 
+def _nvtx(rec: Any) -> tuple[Callable[[int], None], Callable[[int], None]]:
+    """SCALEPROBE_NVTX=1: push and pop of the manual regions' NVTX ranges, shared with the
+    instrumented modules' probes (review 70 F2: manual regions had no ranges)."""
+    if not _nvtx_ops:
+        from . import nvtx_ranges
+
+        _nvtx_ops.extend(nvtx_ranges.probes(rec)[2:])
+    return _nvtx_ops[0], _nvtx_ops[1]
+
+
+_nvtx_ops: list = []
+
+
+def _begin(rid: int) -> Any:
+    """One visit of `rid` begins when probes are on: the recorder (for `_end`), else None."""
+    rec = _recorder.get()
+    if rec is None or not rec.on:
+        return None
+    if rec.cfg.nvtx:
+        _nvtx(rec)[0](rid)
+    impl.enter(rid)
+    return rec
+
+
+def _end(rid: int, rec: Any) -> None:
+    """The visit `_begin` began ends; as a dropped one when probes went off meanwhile."""
+    if rec is None:
+        return
+    now = _recorder.get()
+    if now is not None and now.on:
+        impl.exit(rid)
+    else:  # probes went off meanwhile: as a `with` block's
+        impl.drop(rid)
+    if rec.cfg.nvtx:
+        _nvtx(rec)[1](rid)
+
+
+def _resumptions(rid: int, it: Any) -> Any:
+    """Run the generator or coroutine `it` for its consumer (what `send`/`throw`/`close` of the
+    generator this is do to it), each resumption of it inside one visit of `rid`."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        rec = _begin(rid)
+        try:
+            item = it.send(value) if error is None else it.throw(error)
+        except StopIteration as stop:
+            return stop.value
+        finally:
+            _end(rid, rec)
+        error = None
+        try:
+            value = yield item
+        except GeneratorExit:
+            rec = _begin(rid)  # its `finally:` blocks run now: part of its time
+            try:
+                it.close()
+            finally:
+                _end(rid, rec)
+            raise
+        except BaseException as exc:  # thrown in by the consumer: into `it`, at its suspension
+            value, error = None, exc
+
+
+class _Awaiting:
+    """`await _Awaiting(rid, coro)`: awaits `coro`, each of its resumptions one visit of `rid`."""
+
+    __slots__ = ("_rid", "_it")
+
+    def __init__(self, rid: int, it: Any) -> None:
+        self._rid, self._it = rid, it
+
+    def __await__(self) -> Any:
+        return _resumptions(self._rid, self._it)
+
+
+def _generator_wrapper(rid: int, fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return (yield from _resumptions(rid, fn(*args, **kwargs)))
+
+    if getattr(getattr(fn, "__code__", None), "co_flags", 0) & 0x100:  # inspect.CO_ITERABLE_COROUTINE
+        return types.coroutine(wrapper)  # a @types.coroutine generator: still awaitable
+    return wrapper
+
+
+def _coroutine_wrapper(rid: int, fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return await _Awaiting(rid, fn(*args, **kwargs))
+
+    return wrapper
+
+
+def _async_generator_wrapper(rid: int, fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        agen = fn(*args, **kwargs)
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                step = agen.asend(value) if error is None else agen.athrow(error)
+                error = None
+                item = await _Awaiting(rid, step)
+            except StopAsyncIteration:
+                return
+            try:
+                value = yield item
+            except GeneratorExit:
+                await _Awaiting(rid, agen.aclose())  # its `finally:` blocks: part of its time
+                raise
+            except BaseException as exc:  # thrown in by the consumer (athrow): into `agen`
+                value, error = None, exc
+
+    return wrapper
+
+
 _warned: set[int] = set()
+# Set in a child this process forks: the child's probes have no open visits (they are the parent's),
+# so a region entered before the fork finds its visit gone there, which is no nesting mistake.
+_forked: list[bool] = []
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _forked.append(True) if not _forked else None)
 
 
 _handover_lock = threading.Lock()
@@ -143,13 +304,14 @@ def _forget(counts: dict[int, int], thread: int) -> bool:
     return True
 
 
-def _forget_other(counts: dict[int, int], me: int) -> bool:
-    """Count one entry of any thread but `me` as left (a region handed over between threads)."""
+def _forget_other(counts: dict[int, int], me: int) -> int | None:
+    """Count one entry of any thread but `me` as left (a region handed over between threads): that
+    thread, None if there is none."""
     with _handover_lock:
         for thread in list(counts):  # a snapshot: list() of a dict does not let other threads in
             if thread != me and _forget(counts, thread):
-                return True
-    return False
+                return thread
+    return None
 
 
 def _warn_once(r: region, text: str) -> None:
@@ -161,7 +323,7 @@ def _warn_once(r: region, text: str) -> None:
     print(f"scaleprobe: region {r.name!r} left on thread {threading.current_thread().name!r}, {text}", file=sys.stderr)
 
 
-def _exit_elsewhere(r: region) -> None:
+def _exit_elsewhere(r: region, owner: int, rec: Any) -> None:
     """`with`-exit of a region on a thread where it is not open, whose visit this region object
     opened on another thread. If exactly one other thread has it as its innermost open region, that
     visit ends now (a region entered on one thread and left on another). Else nothing can be closed:
@@ -170,6 +332,10 @@ def _exit_elsewhere(r: region) -> None:
     if not impl.exit_elsewhere(r._rid):
         _warn_once(r, "where it is not open, and it is not the innermost open region of exactly one other "
                       "thread: this visit is not recorded")
+    elif rec.cfg.nvtx:  # its NVTX range can only be popped on the thread that pushed it
+        from . import nvtx_ranges
+
+        nvtx_ranges.ended_elsewhere(owner, r._rid)
 
 
 def _not_entered(r: region) -> None:
@@ -179,14 +345,14 @@ def _not_entered(r: region) -> None:
 
 def mark(name: str) -> None:
     """Count one occurrence of `name` (an `iterations` record in the run file)."""
-    impl.mark(_rid(name, "loop"))
+    impl.mark(_rid(name, "loop", "mark"))
 
 
 class _Boundary:
     """epoch()/step(): an iterator wrapper like the instrumented loops, or a context manager."""
 
     def __init__(self, kind: str, name: str, iterable: Iterable[Any] | None) -> None:
-        self._rid = _rid(name, kind)
+        self._rid = _rid(name, kind, kind)
         self._kind = kind
         self._iterable = iterable
         self._it: Any = None
@@ -199,6 +365,9 @@ class _Boundary:
         return iterate(self._rid, self._iterable)
 
     def __enter__(self) -> "_Boundary":
+        if self._iterable is not None:  # (review 70 F8: the iterable was ignored, one record written)
+            raise ScaleprobeRuntimeError(f"{self._kind}(iterable) is an iterator: use `for x in {self._kind}(...)`, "
+                                         f"or `with {self._kind}():` without an iterable for one {self._kind}")
         from .series import iterate
 
         self._it = iterate(self._rid, (None,))
@@ -232,12 +401,15 @@ class Timer:
         print(t.format()); t.save("timings.json")
 
     Keys are the standard ones (KEYS) unless `keys=None` allows any name. Independent of the
-    recorder: it works with probes off and without a run file.
+    recorder: it works with probes off and without a run file. Thread-safe: each thread has its
+    own open intervals (a key may be open on several threads at once; an interval ends on the
+    thread that started it), and all of them add to the same samples (review 70 F11).
     """
 
     def __init__(self, keys: Iterable[str] | None = KEYS) -> None:
         self._keys = None if keys is None else tuple(keys)
-        self._open: dict[str, int] = {}
+        self._open: dict[tuple[int, str], int] = {}  # (thread, key): start
+        self._lock = threading.Lock()  # for samples (stop, summary)
         self.samples: dict[str, list[int]] = {}
 
     def _check(self, key: str) -> None:
@@ -246,17 +418,19 @@ class Timer:
 
     def start(self, key: str) -> None:
         self._check(key)
-        if key in self._open:
-            raise ScaleprobeRuntimeError(f"Timer: {key!r} started twice without stop()")
-        self._open[key] = perf_counter_ns()
+        at = (_get_ident(), key)  # only this thread writes its own entries
+        if at in self._open:
+            raise ScaleprobeRuntimeError(f"Timer: {key!r} started twice without stop() on this thread")
+        self._open[at] = perf_counter_ns()
 
     def stop(self, key: str) -> int:
         t = perf_counter_ns()
         try:
-            t0 = self._open.pop(key)
+            t0 = self._open.pop((_get_ident(), key))
         except KeyError:
-            raise ScaleprobeRuntimeError(f"Timer: stop({key!r}) without start()") from None
-        self.samples.setdefault(key, []).append(t - t0)
+            raise ScaleprobeRuntimeError(f"Timer: stop({key!r}) without start() on this thread") from None
+        with self._lock:
+            self.samples.setdefault(key, []).append(t - t0)
         return t - t0
 
     def __call__(self, key: str) -> "_TimerSpan":
@@ -266,7 +440,9 @@ class Timer:
     def summary(self) -> dict[str, dict[str, float]]:
         """Per key, in seconds: count, min, mean, median, max, stdev (0 for one sample), total."""
         out = {}
-        for key, xs in self.samples.items():
+        with self._lock:  # a copy: other threads may add samples meanwhile
+            samples = [(key, list(xs)) for key, xs in self.samples.items()]
+        for key, xs in samples:
             s = [x / 1e9 for x in xs]
             out[key] = {
                 "count": len(s), "min": min(s), "mean": statistics.fmean(s), "median": statistics.median(s),
@@ -283,8 +459,10 @@ class Timer:
     def save(self, path: str) -> None:
         import json
 
+        with self._lock:
+            samples = {key: list(xs) for key, xs in self.samples.items()}
         with open(path, "w") as f:
-            json.dump({"unit": "s", "summary": self.summary(), "samples_ns": self.samples}, f, indent=1)
+            json.dump({"unit": "s", "summary": self.summary(), "samples_ns": samples}, f, indent=1)
 
 
 class _TimerSpan:

@@ -1,8 +1,9 @@
 """Which rank this process is, whoever started it.
 
 Reads the variables of torchrun, our own launcher, SLURM, Open MPI, MPICH/PMI (Hydra, Intel MPI,
-Cray PMI), PMIx and PALS (Cray/HPE PBS), and can export the torchrun-style variables that
-`torch.distributed`'s `env://` rendezvous expects when a process was started by srun or mpiexec.
+Cray PMI), PMIx, PALS (Cray/HPE PBS), MVAPICH2 (`mpirun_rsh`) and Flux (`flux run`), and can export
+the torchrun-style variables that `torch.distributed`'s `env://` rendezvous expects when a process
+was started by srun or mpiexec.
 
 Imported by the recorder on every rank at start-up: standard library only, nothing heavy.
 """
@@ -25,7 +26,8 @@ class RankEnvironmentError(ScaleprobeRuntimeError):
 @dataclass(frozen=True)
 class ProcessIdentity:
     rank: int
-    local_rank: int
+    #: None where nothing says (RANK/WORLD_SIZE set by hand, no scheduler's local id): never made up
+    local_rank: int | None
     world_size: int
     launcher: str
     host: str
@@ -68,13 +70,28 @@ def _first(env: Mapping[str, str], *names: str) -> tuple[str, int] | None:
 
 # Each MPI flavour: (rank variables, world-size variables, local-rank variables), first found wins.
 # PMIx and PALS export no world size of their own; the PMI/Open MPI/SLURM ones that come with them do.
-_MPI_RANK = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "PALS_RANKID")
-_MPI_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
+# MVAPICH2's mpirun_rsh and Flux's `flux run` are MPI-style launchers too (launcher `mpi`).
+_MPI_RANK = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "PALS_RANKID", "MV2_COMM_WORLD_RANK", "FLUX_TASK_RANK")
+_MPI_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE", "FLUX_JOB_SIZE",
+             "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
 _MPI_LOCAL = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PALS_LOCAL_RANKID", "PMI_LOCAL_RANK",
-              "SLURM_LOCALID")
+              "MV2_COMM_WORLD_LOCAL_RANK", "FLUX_TASK_LOCAL_ID", "SLURM_LOCALID")
 _MPI_LOCAL_SIZE = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
 
 Named = tuple[str, int]  # (variable, its value): errors name the variables that were read
+Found = tuple[int, "int | None", int, str]  # rank, local rank (None: nothing says), world size, launcher
+
+
+@dataclass(frozen=True)
+class _Scheduled:
+    """A rank as srun or an MPI launcher names it, with the variables it was read from."""
+    rank: Named
+    size: Named
+    local: int | None
+    launcher: str
+
+    def found(self) -> Found:
+        return self.rank[1], self.local, self.size[1], self.launcher
 
 
 def _check(rank: Named, size: Named, local: Named | None) -> None:
@@ -87,7 +104,7 @@ def _check(rank: Named, size: Named, local: Named | None) -> None:
         raise RankEnvironmentError(f"{local[0]}={local[1]} is above {rank_var}={r}: a local rank is at most the rank")
 
 
-def _from_torchrun(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
+def _from_torchrun(env: Mapping[str, str]) -> Found | None:
     rank = _int(env, "RANK")
     if rank is None:
         return None
@@ -97,15 +114,45 @@ def _from_torchrun(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
     local = _int(env, "LOCAL_RANK")
     # Our launcher and export_torch_env() both set RANK and say who they are; plain RANK is torchrun's.
     named = env.get("SCALEPROBE_LAUNCHER", "")
-    if named in LAUNCHERS and named != "none":
-        launcher = named
-    else:
-        launcher = "torchrun"
+    ours = named in LAUNCHERS and named != "none"
+    launcher = named if ours else "torchrun"
     _check(("RANK", rank), ("WORLD_SIZE", size), None if local is None else ("LOCAL_RANK", local))
-    return rank, local if local is not None else rank, size, launcher
+    if ours or "TORCHELASTIC_RUN_ID" in env:
+        # torchrun's agent numbers its workers itself (inside an srun step too): its RANK is the rank
+        return rank, local if local is not None else (0 if size == 1 else None), size, launcher
+    # RANK/WORLD_SIZE set by hand or by a wrapper (`RANK=$SLURM_PROCID`) in an srun step or an MPI
+    # launch: the scheduler's own variables must agree, and they know the local rank (review 72 F3, F6)
+    scheduled = _scheduled(env)
+    if scheduled is not None and scheduled.size[1] == size:
+        if scheduled.rank[1] != rank:
+            raise RankEnvironmentError(
+                f"RANK={rank} but {scheduled.rank[0]}={scheduled.rank[1]} in a launch of "
+                f"{scheduled.size[0]}={size} = WORLD_SIZE processes: several processes would claim rank {rank} "
+                f"(RANK exported once for the whole job?); set RANK per process (srun sh -c 'RANK=$SLURM_PROCID "
+                "...'), or leave RANK and WORLD_SIZE unset: the launcher reads the rank from the scheduler")
+        if local is None:
+            return rank, scheduled.local, size, scheduled.launcher
+    if local is None:
+        # never made up from the global rank (review 72 F3): that is another node's device number
+        lws = _int(env, "LOCAL_WORLD_SIZE")
+        local = 0 if size == 1 else rank if lws == size else None
+    return rank, local, size, launcher
 
 
-def _from_mpi(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
+def _scheduled(env: Mapping[str, str]) -> _Scheduled | None:
+    """The rank srun or an MPI launcher gives this process, or None (also where their variables are
+    incomplete: RANK is what counts then)."""
+    for source in (_mpi, _slurm):
+        try:
+            found = source(env)
+        except RankEnvironmentError:
+            return None
+        if found is not None:
+            return found
+    return None
+
+
+def _mpi(env: Mapping[str, str]) -> _Scheduled | None:
     rank = _first(env, *_MPI_RANK)
     if rank is None:
         return None
@@ -119,15 +166,17 @@ def _from_mpi(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
         local_rank = local[1]
     else:
         local_size = _first(env, *_MPI_LOCAL_SIZE)
-        # Without a local rank, assume ranks are packed by node, which mpiexec does by default.
-        local_rank = rank[1] % local_size[1] if local_size and local_size[1] else rank[1]
+        # Without a local rank, assume ranks are packed by node, which mpiexec does by default;
+        # without a local size either, nothing says (never the global rank: review 72 F3)
+        local_rank = (rank[1] % local_size[1] if local_size and local_size[1] else
+                      0 if size[1] == 1 else None)
     # srun --mpi=pmix/pmi2 sets both SLURM's and the MPI variables: the job step is SLURM's.
     slurm = (_int(env, "SLURM_PROCID"), _int(env, "SLURM_STEP_NUM_TASKS"))
     launcher = "slurm" if slurm == (rank[1], size[1]) else "mpi"
-    return rank[1], local_rank, size[1], launcher
+    return _Scheduled(rank, size, local_rank, launcher)
 
 
-def _from_slurm(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
+def _slurm(env: Mapping[str, str]) -> _Scheduled | None:
     rank = _int(env, "SLURM_PROCID")
     # Only srun sets the step's task count. The batch script and an salloc shell also see
     # SLURM_PROCID=0 and the job's SLURM_NTASKS, but they are not rank 0 of anything: taking them
@@ -137,7 +186,19 @@ def _from_slurm(env: Mapping[str, str]) -> tuple[int, int, int, str] | None:
         return None
     local = _int(env, "SLURM_LOCALID")
     _check(("SLURM_PROCID", rank), ("SLURM_STEP_NUM_TASKS", size), None if local is None else ("SLURM_LOCALID", local))
-    return rank, rank if local is None else local, size, "slurm"
+    if local is None:
+        local = 0 if size == 1 else None
+    return _Scheduled(("SLURM_PROCID", rank), ("SLURM_STEP_NUM_TASKS", size), local, "slurm")
+
+
+def _from_mpi(env: Mapping[str, str]) -> Found | None:
+    found = _mpi(env)
+    return None if found is None else found.found()
+
+
+def _from_slurm(env: Mapping[str, str]) -> Found | None:
+    found = _slurm(env)
+    return None if found is None else found.found()
 
 
 def detect(environ: Mapping[str, str] | None = None) -> ProcessIdentity:
@@ -203,15 +264,62 @@ def _master_addr(env: Mapping[str, str], identity: ProcessIdentity) -> str | Non
     return None
 
 
-def _master_port(env: Mapping[str, str]) -> str | None:
-    # Every rank must agree without talking to each other: derive the port from the job id, in the
-    # unprivileged range below the usual ephemeral ports, as several cluster launch scripts do.
+def _job_number(env: Mapping[str, str]) -> int | None:
+    """The batch job's id as a number (SLURM, PBS, LSF, Cobalt, Flux), or None."""
     for name in ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "COBALT_JOBID"):
-        raw = env.get(name, "")
-        digits = "".join(ch for ch in raw.split(".")[0] if ch.isdigit())
+        digits = "".join(ch for ch in env.get(name, "").split(".")[0] if ch.isdigit())
         if digits:
-            return str(15000 + int(digits) % 20000)
+            return int(digits)
+    flux = env.get("FLUX_JOB_ID", "")
+    return None if not flux else int(flux) if flux.isdigit() else _number(flux)
+
+
+def _number(text: str) -> int:
+    import zlib
+
+    return zlib.crc32(text.encode("utf-8", "surrogateescape"))
+
+
+def launch_id(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """What tells the launches of one job apart, alike for every rank of one launch: the PMIx
+    namespace (one per mpirun, and per srun step under --mpi=pmix), a Flux job's id (each `flux run`
+    is a job), srun's step id; None where there is none (MPICH's mpiexec inside a batch job)."""
+    if env.get("PMIX_NAMESPACE"):
+        return "pmix", env["PMIX_NAMESPACE"]
+    if env.get("FLUX_JOB_ID"):
+        return "flux", env["FLUX_JOB_ID"]
+    step = env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")
+    if step and env.get("SLURM_JOB_ID"):
+        return "step", step
     return None
+
+
+#: folds the launch into the port: odd and prime to 5, so that the steps of one job never share a port
+_STEP_FACTOR = 12361
+
+
+def _master_port(env: Mapping[str, str]) -> str | None:
+    # Every rank must agree without talking to each other, and concurrent launches of one job (srun
+    # steps packed into an allocation, mpiruns started in the background) must not (review 72 F1):
+    # derived from the job id and the launch's id, in the unprivileged range below the usual
+    # ephemeral ports, as several cluster launch scripts do.
+    job = _job_number(env)
+    launch = launch_id(env)
+    if job is None and launch is None:
+        return None
+    number = 0
+    if launch is not None:
+        kind, text = launch
+        number = int(text) if kind == "step" and text.isdigit() else _number(text)
+    return str(15000 + ((job or 0) + _STEP_FACTOR * number) % 20000)
+
+
+def _free_port() -> str:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return str(sock.getsockname()[1])
 
 
 def export_torch_env(identity: ProcessIdentity | None = None,
@@ -220,7 +328,8 @@ def export_torch_env(identity: ProcessIdentity | None = None,
 
     For processes started by srun or mpiexec, so that `torch.distributed.init_process_group()`
     with its default `env://` works unchanged. Variables already set are kept (a user's MASTER_ADDR
-    wins). Returns what was set. Under `none` nothing is exported.
+    wins); LOCAL_RANK only where the launcher gives it. A world of one rank gets a free port, as a
+    plain run does. Returns what was set. Under `none` nothing is exported.
     """
     env = os.environ if environ is None else environ
     ident = detect(env) if identity is None else identity
@@ -228,18 +337,17 @@ def export_torch_env(identity: ProcessIdentity | None = None,
         return {}
     wanted = {
         "RANK": str(ident.rank),
-        "LOCAL_RANK": str(ident.local_rank),
         "WORLD_SIZE": str(ident.world_size),
         "SCALEPROBE_LAUNCHER": ident.launcher,
     }
+    if ident.local_rank is not None:
+        wanted["LOCAL_RANK"] = str(ident.local_rank)
     if "MASTER_ADDR" not in env:
         addr = _master_addr(env, ident)
         if addr is not None:
             wanted["MASTER_ADDR"] = addr
     if "MASTER_PORT" not in env:
-        port = _master_port(env)
-        if port is None and ident.world_size == 1:
-            port = "29500"
+        port = _free_port() if ident.world_size == 1 else _master_port(env)
         if port is not None:
             wanted["MASTER_PORT"] = port
     # An existing RANK & co. is what detect() read in the first place: only fill in what is missing.
@@ -261,6 +369,12 @@ def job_run_id(env: Mapping[str, str]) -> str | None:
             # torchrun's default rendezvous id is "none"; on one node, the workers' shared parent
             # is the torchrun agent itself.
             return f"torchrun-{os.uname().nodename}-{os.getppid()}"
+    # A launch's own id before its batch job's: the mpiruns (and `flux run`s) of one job are
+    # launches of their own, which may run at once (review 72 F4).
+    if env.get("PMIX_NAMESPACE"):
+        return "pmix-" + env["PMIX_NAMESPACE"]
+    if env.get("FLUX_JOB_ID"):
+        return "flux-" + env["FLUX_JOB_ID"]
     if env.get("SLURM_JOB_ID"):
         step = env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")
         return f"slurm-{env['SLURM_JOB_ID']}" + (f".{step}" if step else "")
@@ -268,6 +382,4 @@ def job_run_id(env: Mapping[str, str]) -> str | None:
         return "pbs-" + env["PBS_JOBID"].split(".")[0]
     if env.get("LSB_JOBID"):
         return "lsf-" + env["LSB_JOBID"]
-    if env.get("PMIX_NAMESPACE"):
-        return "pmix-" + env["PMIX_NAMESPACE"]
     return None

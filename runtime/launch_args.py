@@ -429,6 +429,8 @@ def child_flags(opts: Options) -> list[str]:
     # Each value joined to its option with `=`: a value that starts with '-' (`--nsys-args=--trace=cuda`)
     # would otherwise read as an option of its own and fail the rank's argparse.
     flags = ["--child"]
+    if opts.ranks_by_program:
+        flags.append("--ranks-by-program")  # one process, not a rank: no world size to check (sweep_world_size)
     if opts.instrument:
         flags.append("--instrument")
         if opts.project_root is not None:
@@ -452,9 +454,10 @@ _RANKS_ALIASES = {"nproc", "nprocs", "np", "n", "world_size", "worldsize", "worl
 
 
 def unused_sweep_warnings(opts: Options) -> list[str]:
-    """A swept parameter (other than `ranks`, which sets the number of ranks) that no `{name}` of
-    the program's arguments or of `--spawn` names: every value of it runs the same command. Not an
-    error: the program may read it from SCALEPROBE_PARAMS."""
+    """A swept parameter (other than `ranks`, which sets the number of ranks: a `--spawn` without
+    `{ranks}` is an error, sweep_world_size) that no `{name}` of the program's arguments or of
+    `--spawn` names: every value of it runs the same command. Not an error: the program may read it
+    from SCALEPROBE_PARAMS."""
     from runtime.sweep_values import placeholders
     import difflib
 

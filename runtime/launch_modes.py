@@ -22,10 +22,10 @@ from runtime.environment import ProcessIdentity, detect, export_torch_env, job_r
 from runtime.launch_args import Options, launcher_command
 from runtime.launch_child import read_error, recorder_started, run_rank
 from runtime.launch_errors import LaunchError
-from runtime.launch_nsys import nsys_executable, nsys_prefix, parse_rank_filter
+from runtime.launch_nsys import check_nvtx, nsys_executable, nsys_prefix, parse_rank_filter
 from runtime.launch_recording import report_single_run, say, wrote_run_file
 from runtime.sweep_design import Run, legacy_directories, run_name
-from runtime.sweep_state import RunRecord, claim, clear_attempt, place, prepare_root, write_record
+from runtime.sweep_state import RunRecord, claim, clear_attempt, place, prepare_root, rank_lock, write_record
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
 
@@ -37,6 +37,7 @@ def maybe_exec_nsys(opts: Options, rank: int, out_dir: Path, argv: list[str]) ->
     if opts.nsys_ranks is not None and rank not in parse_rank_filter(opts.nsys_ranks):
         return
     nsys = nsys_executable()
+    check_nvtx()  # (under srun/mpiexec each rank checks: no launcher ran before them)
     os.environ["SCALEPROBE_NSYS_ACTIVE"] = "1"
     # Our regions appear as NVTX ranges on the nsys timeline.
     os.environ.setdefault("SCALEPROBE_NVTX", "1")
@@ -92,6 +93,10 @@ def die_with_parent() -> None:
 def run_child(opts: Options, argv: list[str]) -> int:
     die_with_parent()
     identity = detect()
+    if not opts.ranks_by_program:
+        from runtime.sweep_world_size import check_world_size
+
+        check_world_size(identity)  # --spawn's command started as many ranks as the run's `ranks`
     export_torch_env(identity)
     out = os.environ.get("SCALEPROBE_OUT")
     if out:
@@ -101,6 +106,9 @@ def run_child(opts: Options, argv: list[str]) -> int:
 
 
 def _run(opts: Options, identity: ProcessIdentity, args: list[str]) -> int:
+    from runtime.runfile import load_encoder
+
+    load_encoder()  # before run_rank makes SIGTERM raise SystemExit (review 72 F7)
     return run_rank(opts.script, args, identity.rank, instrument=opts.instrument,
                     project_root=opts.project_root, cache_dir=opts.cache_dir, module=opts.module)
 
@@ -212,6 +220,13 @@ def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str], cfg
     prepare_root(opts.out, opts.experiment)
     # absolute before the program runs: it may change its working directory (review 58 F5)
     shown, run = run.directory, dataclasses.replace(run, directory=Path(os.path.abspath(run.directory)))
+    # held while this rank runs (review 72 F4, F6): another launch into this run directory at once, or
+    # another process of this rank, is refused rather than deleting this one's live files
+    held = claim(run.directory, rank_lock(identity.rank))
+    if isinstance(held, str):
+        raise LaunchError(f"{shown}: rank {identity.rank} is being run by another process ({held}): two launches "
+                          f"of this point share the run id {run_id} (give each its own --repetition or --run-id), "
+                          "or two processes took the same rank")
     if not os.environ.get("SCALEPROBE_NSYS_ACTIVE"):  # re-executed under nsys: cleared before that
         # Each rank clears only its own files of an earlier attempt: the others may be writing theirs.
         clear_attempt(run.directory, identity.rank)
@@ -224,11 +239,29 @@ def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str], cfg
     code, signum = _run_in_process(opts, identity, run, record, start, cfg, shown)
     if os.getpid() != launcher:
         return code  # a child the program forked, unwinding through here: the run is not its to end
+    lost = _run_file_lost(identity.rank, shown)
     if identity.rank == 0:
         _finish(run, record, code, identity.rank, time.monotonic() - start, signum)
         # The other ranks may still be writing: rank 0 knows only whether it ran instrumented code.
         report_single_run(opts, cfg, shown, recorder_started(), record.status == "ok")
-    return code
+    held.release()
+    return code or (1 if lost else 0)
+
+
+def _run_file_lost(rank: int, shown: Path) -> str | None:
+    """Where this rank's run file was deleted while the program ran, why, said on stderr and given
+    to its record: the launch exits 1 rather than 0 (review 72 F4)."""
+    from runtime import launch_child
+
+    recorder = sys.modules.get("runtime.recorder")
+    rec = recorder.get() if recorder is not None else None
+    if not getattr(rec, "file_removed", False):
+        return None
+    lost = (f"rank {rank}'s run file {rec.path} was deleted while the program ran: its measurements are lost "
+            f"(another launch into {shown}?)")
+    say(f"scaleprobe launch: error: {lost}")
+    launch_child.run_file_problem = launch_child.run_file_problem or lost
+    return lost
 
 
 def run_plain(opts: Options, run: Run, argv: list[str], cfg: Config) -> int:

@@ -206,6 +206,7 @@ class Recorder:
         self.flushes = 0
         self.failed_writes = 0  # flushes in a row whose write failed (their records wait in the writer)
         self.lost_flushes = 0  # flushes whose records were given up after failed writes
+        self.file_removed = False  # the run file was deleted while the program ran (said at the end)
         self.last_error: str | None = None  # the flush thread's last error message, said once
         self.steps_seen = 0  # steps of the whole run: the schedule counts these
         #: SCALEPROBE_STEP_RECORDS (None: every step is written)
@@ -847,6 +848,7 @@ class Recorder:
                 self.writer.close()
                 self.writer = None
                 if removed:
+                    self.file_removed = True  # the launcher's exit status says it (review 72 F4)
                     # review 26: "run data written to" a file whose folder had been deleted
                     print(f"scaleprobe: the run file {self.path} was deleted while the program ran: its "
                           f"measurements are lost", file=sys.stderr)

@@ -316,6 +316,17 @@ def _valid_utf8(value: Any) -> Any:
     return value
 
 
+def load_encoder() -> None:
+    """Import orjson (where it is installed) now, not when the recorder first writes. The launcher
+    calls this before it turns SIGTERM into SystemExit: that exception raised inside orjson's module
+    initialisation (the scheduler stopping a slow-starting rank while its recorder opened its file)
+    crashed the interpreter with SIGSEGV, leaving neither run file nor error file (review 72 F7)."""
+    try:
+        import orjson  # noqa: F401
+    except ImportError:  # optional: the standard library's json is imported before any handler too
+        import json  # noqa: F401
+
+
 def _dumps():
     """Return a function: list of records -> bytes of complete lines."""
     try:

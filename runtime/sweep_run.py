@@ -64,9 +64,13 @@ def spawn_prefix(opts: Options, run: Run) -> list[str]:
 
 
 def check_spawn(opts: Options, runs: list[Run]) -> None:
-    """Refuse an unknown `{name}` in `--spawn` before any run starts."""
+    """Refuse an unknown `{name}` in `--spawn`, and a sweep over `ranks` it does not pass on, before
+    any run starts."""
+    from runtime.sweep_world_size import check_spawn_ranks
+
     for run in runs:
         spawn_prefix(opts, run)
+    check_spawn_ranks(opts)
 
 
 def child_command(opts: Options, run: Run) -> list[str]:

@@ -8,14 +8,18 @@ scratch, after its old rank files are removed.
 
 A launcher holds a lock on `<run-dir>/.launch.lock` (flock) while it decides about a run and runs it,
 so that two launchers on one `--out` never run, clear or record the same run at once; the lock goes
-with the launcher's process, however it ends. A directory whose record belongs to other parameters
-is never cleared: the run takes the next name `<name>_alt-<n>` instead.
+with the launcher's process, however it ends. Under srun, mpiexec and torchrun each rank holds its
+own, `<run-dir>/.launch.rank<R>.lock`, so that two launches into one run directory at once (or two
+processes that took the same rank) are refused rather than removing each other's live files. A
+directory whose record belongs to other parameters is never cleared: the run takes the next name
+`<name>_alt-<n>` instead.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import socket
 import sys
@@ -234,18 +238,66 @@ def is_complete(directory: Path, params: dict[str, Any], program: list[str] | No
     return completion(directory, params, program, instrument)[0]
 
 
-def clear_attempt(directory: Path, rank: int | None = None) -> None:
-    """Remove what an earlier attempt left, so the modeler never mixes two attempts' rank files.
+def clear_attempt(directory: Path, rank: int | None = None) -> list[str]:
+    """Remove what an earlier attempt left, so the modeler never mixes two attempts' rank files;
+    returns the run files kept because a live process on this host writes them.
 
     With `rank`, only that rank's files: each rank of srun/mpiexec clears its own, so that no rank
-    removes a file another rank of this attempt already writes.
+    removes a file another rank of this attempt already writes. A run file whose process is still
+    alive on this host (its pid in the name, its host in the header) is never removed (review 72 F6:
+    two processes that took the same rank deleted each other's live files): it is kept, said on
+    stderr, and the modeler then sees the rank twice.
     """
     if not directory.is_dir():
-        return
+        return []
     prefix = "rank" if rank is None else f"rank{rank}."
+    kept = []
     for path in directory.iterdir():
         if path.name.startswith(prefix) and path.suffix in (".jsonl", ".txt", ".nsys-rep", ".qdrep"):
+            writer = live_writer(path)
+            if writer is not None:
+                kept.append(path.name)
+                print(f"scaleprobe launch: warning: {path} is not removed: {writer} still writes it (another "
+                      "launch into this run directory?)", file=sys.stderr)
+                continue
             path.unlink(missing_ok=True)
+    return kept
+
+
+_RUN_FILE = re.compile(r"^rank\d+\.(\d+)(?:\.\d+)?\.jsonl$")
+
+
+def live_writer(path: Path) -> str | None:
+    """`pid N on host H` for a run file whose process is alive on this host, else None (not a run
+    file, another host's, or its process is gone). This process's own pid is no other writer."""
+    m = _RUN_FILE.match(path.name)
+    if m is None or int(m.group(1)) == os.getpid():
+        return None
+    pid = int(m.group(1))
+    try:
+        with open(path, "rb") as handle:
+            header = json.loads(handle.readline(1 << 16))
+    except (OSError, ValueError):
+        header = None
+    host = header.get("host") if isinstance(header, dict) else None
+    here = os.uname().nodename if hasattr(os, "uname") else socket.gethostname()
+    if host is not None and host != here:
+        return None  # another node's: its process cannot be seen from here (the rank locks see it)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # alive, another user's
+    except OSError:
+        return None
+    return f"pid {pid} on {here}"
+
+
+def rank_lock(rank: int) -> str:
+    """The lock file each rank of a launch under srun, mpiexec or torchrun holds in its run
+    directory while it runs (`claim(directory, rank_lock(rank))`)."""
+    return f".launch.rank{rank}.lock"
 
 
 class Claim:
@@ -264,14 +316,15 @@ class Claim:
 _no_locks: list[str] = []  # why this file system cannot lock, once said
 
 
-def claim(directory: Path) -> Claim | str:
-    """Take the run directory for this launcher, or say who holds it (`pid N on host H`)."""
+def claim(directory: Path, lock: str = LOCK) -> Claim | str:
+    """Take the run directory for this launcher (with `lock`, one rank's part of it: `rank_lock`),
+    or say who holds it (`pid N on host H`)."""
     try:
         import fcntl
     except ImportError:  # no flock on this platform: nothing to hold
         directory.mkdir(parents=True, exist_ok=True)
         return Claim(directory, None)
-    path = directory / LOCK
+    path = directory / lock
     try:
         directory.mkdir(parents=True, exist_ok=True)
         # never descriptor 0-2, which a launcher started with them closed would hand on (review 58 F9)

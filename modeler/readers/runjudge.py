@@ -245,8 +245,16 @@ def judge(run: "RunRecord", include_incomplete: bool) -> None:
             run.status, run.reason = "incomplete", _unfinished(run, incomplete)
     elif _unrecorded(main, per_rank):
         missing = _unrecorded(main, per_rank)
-        why = (f"no file for rank(s) {', '.join(map(str, missing[:8]))}{' ...' if len(missing) > 8 else ''}, "
-               "which rank selection (SCALEPROBE_RANKS) had to record: the rank ended before recording began")
+        why = (f"no file for rank(s) {_ranks_text(missing)}, which rank selection (SCALEPROBE_RANKS) had to record: "
+               "the rank ended before recording began")
+        if include_incomplete:
+            run.kept_incomplete = why
+        else:
+            run.status, run.reason = "incomplete", why
+    elif missing := _missing(run, main, per_rank):
+        why = (f"no file for rank(s) {_ranks_text(missing)} of its {run.world_size}, and its headers name no rank "
+               "selection (recorded_ranks): their files were lost (a node-local --out on another node, a rank "
+               "killed before its first write, ranks given different --repetition or --param)")
         if include_incomplete:
             run.kept_incomplete = why
         else:
@@ -265,3 +273,18 @@ def _unrecorded(main: list["RankFile"], per_rank: dict) -> list[int]:
         if isinstance(selected, list):
             return [r for r in selected if isinstance(r, int) and r not in per_rank]
     return []
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    return f"{', '.join(map(str, ranks[:8]))}{' ...' if len(ranks) > 8 else ''}"
+
+
+def _missing(run: "RunRecord", main: list["RankFile"], per_rank: dict) -> list[int]:
+    """The ranks below the run's world size without a file, in a run whose headers name no rank
+    selection (review 72 F5: a lost rank's file was taken for one left out by a selection). Only
+    for headers of a runtime that names its selection (`recorded_ranks` came before `rank_source`);
+    an older file may have been written under a selection it does not name."""
+    if not main or any(isinstance(f.header.get("recorded_ranks"), list) for f in main) \
+            or not all("rank_source" in f.header for f in main):
+        return []
+    return [r for r in range(run.world_size) if r not in per_rank]

@@ -583,12 +583,17 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
             f"--include-incomplete kept {len(kept)} incomplete run(s): a rank without an end record counts up "
             f"to its last flush, one without a readable file not at all: {listing(items, 5, 'more run(s)')}"
         )
-    partial = [r for r in runs if r.status == "ok" and len(r.ranks) < r.world_size and not r.unreadable]
+    # left out by rank selection (or, in files of an older runtime that did not name its selection,
+    # perhaps); a run whose ranks' files were lost is incomplete (runjudge), said above when kept
+    partial = [r for r in runs if r.status == "ok" and len(r.ranks) < r.world_size and not r.unreadable
+               and not r.kept_incomplete]
     if partial:
         r = partial[0]
+        named = any(isinstance(f.header.get("recorded_ranks"), list) for f in r.files)
         warnings.append(
             f"{len(partial)} run(s) have files of fewer ranks than their world size (e.g. run {r.run_id}: "
-            f"{len(r.ranks)} of {r.world_size}; rank selection?): their values come from the recorded ranks"
+            f"{len(r.ranks)} of {r.world_size}; rank selection{'' if named else '?'}): their values come from the "
+            "recorded ranks"
         )
     for r in runs:
         if r.status == "ok":

@@ -309,9 +309,9 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
             values = sorted({float(v) for v in s.points[:, i]})
             at = report.target.get(p)
             if at is not None and len(values) < MIN_POINTS and at not in values:
-                shown = ", ".join(f"{v:g}" for v in values)
+                shown = ", ".join(svg.param_text(v) for v in values)
                 out.append(f"{p} has {len(values)} measured value(s) ({shown}): the model holds it constant, "
-                           f"so this prediction does not follow {p}={at:g}")
+                           f"so this prediction does not follow {p}={svg.param_text(at)}")
     if s is not None and per_rank:
         measured = s.values()
         target = tuple(report.target.get(p) for p in report.parameters)
@@ -322,7 +322,7 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
                 not MEASURED_AGREES[0] <= own / measured[here[0]] <= MEASURED_AGREES[1]:
             out.append(f"{value(measured[here[0]])} was measured at this very point")
         elif out and beyond and own < measured[top]:
-            point = ", ".join(f"{p}={v:g}" for p, v in zip(report.parameters, s.points[top]))
+            point = ", ".join(f"{p}={svg.param_text(v)}" for p, v in zip(report.parameters, s.points[top]))
             out.append(f"below the {value(measured[top])} already measured at {point}")
     row = next((r for r in ranking if r.callpath == report.predicted_root), None)
     if row is not None and row.miss:  # review 25: nothing said a model far from its own runs
@@ -362,7 +362,7 @@ def _design(report: Report, groups: Sequence[RunGroup], params: Sequence[str],
     if not groups:
         # Extra-P inputs: no runs, only the measured points
         for p in params:
-            report.design.append((f"parameter {p}", ", ".join(svg.short_number(v) for v in measured.get(p, ()))))
+            report.design.append((f"parameter {p}", ", ".join(svg.param_text(v) for v in measured.get(p, ()))))
         report.design.append(("call paths measured", str(n_series)))
         return
     values: dict[str, set] = {}
@@ -370,7 +370,7 @@ def _design(report: Report, groups: Sequence[RunGroup], params: Sequence[str],
         for k, v in g.params.items():
             values.setdefault(k, set()).add(v)
     for k in sorted(values, key=lambda k: (k not in params, k)):
-        vals = ", ".join(svg.short_number(v) for v in sorted(values[k]))
+        vals = ", ".join(svg.param_text(v) for v in sorted(values[k]))
         note = "" if k in params else " (not a model parameter)"
         report.design.append((f"parameter {k}{note}", vals))
     reps: Counter = Counter()

@@ -157,7 +157,7 @@ class Report:
         return left_out_note(len(left - shown), self.min_share, len(left & shown)) if left else ""
 
     def target_text(self) -> str:
-        return ", ".join(f"{k}={v:.12g}" for k, v in self.target.items())
+        return ", ".join(f"{k}={svg.param_text(v)}" for k, v in self.target.items())
 
     def headline(self) -> RankingRow | None:
         """The region to name first: among those with the worst growth the deepest, since its
@@ -212,7 +212,7 @@ class Report:
         return "`" * max(3, longest + 1)
 
     def hold_text(self) -> str:
-        return ", ".join(f"{k}={svg.short_number(v)}" for k, v in self.hold.items())
+        return ", ".join(f"{k}={svg.param_text(v)}" for k, v in self.hold.items())
 
 
 def value_formatter(metric: str, unit: str) -> Callable[[float], str]:

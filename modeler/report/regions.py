@@ -116,7 +116,7 @@ def _line(series: Series, axis: int, hold: Mapping[str, float], parameters: Sequ
 
 
 def _held_text(held: Mapping[str, float]) -> str:
-    return ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
+    return ", ".join(f"{q}={svg.param_text(v)}" for q, v in held.items())
 
 
 def _curve_x(lo: float, hi: float, log: bool, n: int = 40) -> np.ndarray:
@@ -144,7 +144,7 @@ def region_view(row: RankingRow, s: Series, fm: FittedModel, params, hold, targe
             return fm.predict(cols)
 
         tips = [
-            f"{p}={svg.short_number(float(s.points[k, axis]))}: median {fmt(float(med[k]))}, "
+            f"{p}={svg.param_text(float(s.points[k, axis]))}: median {fmt(float(med[k]))}, "
             f"{len(s.repetitions[k])} repetition(s) from {fmt(lo[j])} to {fmt(hi[j])}"
             for j, k in enumerate(idx)
         ]
@@ -195,16 +195,19 @@ def _heat(s: Series, fm: FittedModel, params, hold, target, fmt) -> Markup:
             m = measured.get((x, y))
             if m is not None:
                 err = (v - m) / m * 100 if m else math.nan
-                tip = f"{p0}={svg.short_number(x)}, {p1}={svg.short_number(y)}: measured {fmt(m)}, model {fmt(v)} ({err:+.1f}%)"
+                tip = f"{p0}={svg.param_text(x)}, {p1}={svg.param_text(y)}: measured {fmt(m)}, model {fmt(v)} ({err:+.1f}%)"
             else:
-                tip = f"{p0}={svg.short_number(x)}, {p1}={svg.short_number(y)}: model {fmt(v)} (not measured)"
+                tip = f"{p0}={svg.param_text(x)}, {p1}={svg.param_text(y)}: model {fmt(v)} (not measured)"
             row.append(svg.HeatCell(v, fmt(v), tip, outline=m is not None))
         rows.append(row)
+    col_labels = [svg.param_text(v) for v in c0]
     return svg.heat_map(
-        [svg.short_number(v) for v in c1],
-        [svg.short_number(v) for v in c0],
+        [svg.param_text(v) for v in c1],
+        col_labels,
         rows,
         row_label=p1,
         col_label=p0,
+        # wide enough that every column keeps its exact label (review 71 F4)
+        cell_w=max(58, int(6.6 * max(len(c) for c in col_labels)) + 10),
         title=f"model over {p0} x {p1}" + (f" ({_held_text(held)})" if held else "") + " (outlined: measured)",
     )

@@ -24,6 +24,7 @@ def _environment() -> jinja2.Environment:
     env.filters.update(
         secs=svg.format_seconds,
         num=svg.short_number,
+        param=svg.param_text,  # a parameter value, exactly (review 71 F4)
         leaf=lambda p: str(p).rsplit("->", 1)[-1],
         parent=lambda p: str(p).rpartition("->")[0] + "->" if "->" in str(p) else "",
         finite=lambda v: v if v is not None and math.isfinite(v) else -1e300,

@@ -7,6 +7,7 @@ reaches the SVG goes through `_esc` first, so region names from user code cannot
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from html import escape
 from typing import Sequence
@@ -23,16 +24,74 @@ def _esc(text: object) -> str:
     return escape(str(text), quote=True)
 
 
-def short_number(v: float) -> str:
-    """Short tick / label text: 1.5k, 20, 0.25, 3e-05."""
+def param_text(v: object) -> str:
+    """A parameter value (a measured coordinate, a held value, an `--at` target) exactly as
+    measured: an integer as the integer (1024, 16384), any other number as the shortest text that
+    reads back as the same float (0.1, 2.5e-05). Never rounded, so two values never read alike
+    (review 71 F4: 1024 and 1025 both read `1.02e+03`, 16384 and 16400 both `16.4k`)."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, numbers.Integral):
+        return str(int(v))
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(f):
+        return repr(f)
+    if f.is_integer() and abs(f) < 1e16:
+        return str(int(f))
+    return repr(f)
+
+
+def _fixed(v: float, digits: int) -> str:
+    """`v` (1 <= |v|) to at least `digits` significant digits in fixed point, every integer digit kept."""
+    whole = len(str(int(abs(v))))
+    text = f"{v:.{max(0, digits - whole)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def short_number(v: float, digits: int = 3) -> str:
+    """Short text for a plain metric value or an axis tick where space is short: 1.5k, 20, 0.25,
+    3e-05, to `digits` significant digits. Not for parameter values in text, which `param_text`
+    prints exactly; axis ticks go through `tick_labels`, which adds digits until different values
+    read differently."""
     if v == 0:
         return "0"
+    if not math.isfinite(v):
+        return repr(float(v))
     a = abs(v)
     if a >= 1e6 or a < 1e-3:
-        return f"{v:.2g}"
+        return f"{v:.{max(1, digits - 1)}g}"
     if a >= 1e4:
-        return f"{v / 1e3:.3g}k"
-    return f"{v:.3g}"
+        return f"{v / 1e3:.{digits}g}k"
+    return f"{v:.{digits}g}"
+
+
+def _tick_number(v: float, digits: int) -> str:
+    """`short_number` for an axis tick, where an integer part is never cut to an exponent: 1024
+    and 1600 (not 1.02e+03 and 1.6e+03), 16.4k, 1000k."""
+    a = abs(v)
+    if v == 0 or not math.isfinite(v) or a >= 1e6 or a < 1:
+        return short_number(v, digits)
+    if a >= 1e4:
+        return _fixed(v / 1e3, digits) + "k"
+    return _fixed(v, digits)
+
+
+def tick_labels(values: Sequence[float]) -> list[str]:
+    """Axis tick labels of `values` (`_tick_number`), with digits added until no two different
+    values share a label (review 71 F4: measured 16384 and 16400 were both `16.4k` on one axis,
+    1024 and 1025 both `1.02e+03`)."""
+    vals = [float(v) for v in values]
+    for digits in range(3, 18):
+        labels = [_tick_number(v, digits) for v in vals]
+        seen: dict[str, float] = {}
+        if all(seen.setdefault(t, v) == v for t, v in zip(labels, vals)):
+            return labels
+    return [param_text(v) for v in vals]
 
 
 def format_seconds(s: float) -> str:
@@ -209,17 +268,20 @@ def _chart_start(width: int, height: int, ml: float, title: str, y_label: str) -
 def _axes(sx, sy, width, height, ml, mr, mt, mb, x_label, y_label, y_format) -> str:
     """Grid, ticks, axes and labels; `sx` None for charts whose x axis is categories (bars)."""
     parts = ['<g class="axes">']
-    for t in sx.ticks() if sx is not None else ():
+    x_ticks = sx.ticks() if sx is not None else []
+    for t, label in zip(x_ticks, tick_labels(x_ticks)):
         px = sx(t)
         parts.append(
             f'<line class="grid" x1="{px:.1f}" x2="{px:.1f}" y1="{mt}" y2="{height - mb}"/>'
-            f'<text x="{px:.1f}" y="{height - mb + 14}" text-anchor="middle">{_esc(short_number(t))}</text>'
+            f'<text x="{px:.1f}" y="{height - mb + 14}" text-anchor="middle">{_esc(label)}</text>'
         )
-    for t in sy.ticks():
+    y_ticks = sy.ticks()
+    y_labels = tick_labels(y_ticks) if y_format is short_number else [y_format(t) for t in y_ticks]
+    for t, label in zip(y_ticks, y_labels):
         py = sy(t)
         parts.append(
             f'<line class="grid" x1="{ml}" x2="{width - mr}" y1="{py:.1f}" y2="{py:.1f}"/>'
-            f'<text x="{ml - 4}" y="{py + 4:.1f}" text-anchor="end">{_esc(y_format(t))}</text>'
+            f'<text x="{ml - 4}" y="{py + 4:.1f}" text-anchor="end">{_esc(label)}</text>'
         )
     parts.append(f'<line class="axis" x1="{ml}" x2="{width - mr}" y1="{height - mb}" y2="{height - mb}"/>')
     if sx is not None:
@@ -248,7 +310,7 @@ def _draw_series(s: PlotSeries, sx, sy, y_format) -> str:
             lo, hi = float(s.lo[i]), float(s.hi[i])
             if hi > lo:
                 parts.append(f'<line class="errbar" x1="{px:.1f}" x2="{px:.1f}" y1="{sy(lo):.1f}" y2="{sy(hi):.1f}"/>')
-        tip = s.tips[i] if s.tips is not None else f"{s.name}: x={short_number(x)}, y={y_format(y)}"
+        tip = s.tips[i] if s.tips is not None else f"{s.name}: x={param_text(x)}, y={y_format(y)}"
         parts.append(f'<circle class="marker" cx="{px:.1f}" cy="{py:.1f}" r="3.5"><title>{_esc(tip)}</title></circle>')
     parts.append("</g>")
     return "".join(parts)
@@ -357,8 +419,8 @@ def heat_map(
                 f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 4:.1f}" text-anchor="middle" class="{ink}">'
                 f"{_esc(c.text)}</text><title>{_esc(c.tip or c.text)}</title></g>"
             )
-    # column labels must not overlap: label every k-th column when the cells are narrow
-    every = max(1, -(-28 // cell_w))
+    # column labels must not overlap: label every k-th column when the cells are narrow for them
+    every = max(1, -(-max(28, int(6.6 * max((len(c) for c in cols), default=0)) + 6) // cell_w))
     for ci, col in enumerate(cols):
         if ci % every:
             continue
@@ -377,6 +439,9 @@ class BarStack:
     label: str
     segments: list[tuple[str, float]] = field(default_factory=list)
     marker: float | None = None  # e.g. GPU time, which overlaps the other segments
+    #: the number that `label` prints (a parameter value), for a shorter axis label where `label`
+    #: is too wide for its bar's slot; the bar's tooltips keep `label`
+    value: float | None = None
 
 
 def stacked_bars(
@@ -401,6 +466,9 @@ def stacked_bars(
     bw = min(40.0, slot * 0.7)
     out = _chart_start(width, height, ml, title, y_label)
     out.append(_axes(None, sy, width, height, ml, mr, mt, mb, x_label, y_label, y_format))
+    labels = [b.label for b in bars]
+    if any(6.6 * len(t) > slot for t in labels) and bars and all(b.value is not None for b in bars):
+        labels = tick_labels([float(b.value) for b in bars])  # type: ignore[arg-type]
     for i, b in enumerate(bars):
         x = ml + slot * i + (slot - bw) / 2
         base = 0.0
@@ -420,7 +488,7 @@ def stacked_bars(
                 f'<title>{_esc(f"{b.label}: {marker_name} {y_format(b.marker)}")}</title></line>'
             )
         out.append(
-            f'<text x="{x + bw / 2:.1f}" y="{height - mb + 14}" text-anchor="middle">{_esc(b.label)}</text>'
+            f'<text x="{x + bw / 2:.1f}" y="{height - mb + 14}" text-anchor="middle">{_esc(labels[i])}</text>'
         )
     y = mt + 4
     for name, color in colors.items():

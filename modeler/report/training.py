@@ -81,7 +81,7 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
                                    [min(data[k]) for k in keys], [max(data[k]) for k in keys]),
                     svg.PlotSeries("", xs, meds, "line", color),
                 ]
-                held_text = ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
+                held_text = ", ".join(f"{q}={svg.param_text(v)}" for q, v in held.items())
                 report.training_charts.append(
                     svg.xy_chart(
                         series, x_label=p, y_label=f"time per {label}", x_log=_logish(xs), x_ticks=xs,
@@ -123,14 +123,15 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
                 continue
             bars = [
                 svg.BarStack(
-                    svg.short_number(k[axis]),  # the bar's height: the mean step
+                    svg.param_text(k[axis]),  # the bar's height: the mean step
                     [("compute", rows_by[k]["compute"]), ("communication", rows_by[k]["comm"]),
                      ("data wait", rows_by[k]["data_wait"])],
                     rows_by[k]["gpu"] if has_gpu else None,
+                    value=k[axis],
                 )
                 for k in keys
             ]
-            held_text = ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
+            held_text = ", ".join(f"{q}={svg.param_text(v)}" for q, v in held.items())
             report.split_charts.append(
                 svg.stacked_bars(
                     bars, x_label=p, y_label="mean time per step", colors=STEP_COLORS,
@@ -165,7 +166,7 @@ def scaling_view(report: Report, groups: Sequence[RunGroup], params: Sequence[st
     report.scaling_table = rows
     report.scaling_held = held
     xs = [r["ranks"] for r in rows]
-    held_text = ", ".join(f"{q}={svg.short_number(v)}" for q, v in held.items())
+    held_text = ", ".join(f"{q}={svg.param_text(v)}" for q, v in held.items())
     suffix = f" ({held_text})" if held_text else ""
     ideal = [x / p0 for x in xs]
     report.scaling_charts = [
@@ -173,7 +174,7 @@ def scaling_view(report: Report, groups: Sequence[RunGroup], params: Sequence[st
             [svg.PlotSeries("measured", xs, [r["speedup"] for r in rows], "points", svg.PALETTE[0]),
              svg.PlotSeries("", xs, [r["speedup"] for r in rows], "line", svg.PALETTE[0]),
              svg.PlotSeries("ideal strong scaling", xs, ideal, "dashed", "#777")],
-            x_label=axis_name, y_label=f"speedup over {svg.short_number(p0)} rank(s)", x_log=_logish(xs), x_ticks=xs,
+            x_label=axis_name, y_label=f"speedup over {svg.param_text(p0)} rank(s)", x_log=_logish(xs), x_ticks=xs,
             title="speedup" + suffix,
         ),
         svg.xy_chart(

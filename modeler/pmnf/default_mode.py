@@ -16,6 +16,8 @@ What it changes against Extra-P, each for a measured reason (see docs/modeling.m
 - with three or more parameters, the chosen structure's exponents are searched again over all
   hypotheses on all points (`modeler.pmnf.refine`): the few candidates per parameter that the
   combined search can afford often miss the true exponent when the data are noisy;
+- terms below a measurement's accuracy: where the repetitions vary, no hypothesis with a term under
+  2% of the value at every point (`selection.tiny_terms`; Extra-P's 0.05% rule, review 71 F1);
 - noise-aware constant test: when the repetitions show that the deviations from a constant are
   within the measurement noise (chi-square test at 1%), the model stays constant;
 - the forms in play, with their weights and coefficient covariances, are kept with each model
@@ -36,8 +38,8 @@ from .lstsq import wls, wls_columns
 from .points import extrap_lines, line_values, marginal_line
 from .refine import refine_exponents, structure_design
 from .selection import (
-    PENALTY, class_prior, extrapolation_points, log_weights, loo_when_noisy, min_risk, noise_scale, noise_variance,
-    outlier_weights,
+    PENALTY, TERM_SHARE, class_prior, extrapolation_points, log_weights, loo_when_noisy, min_risk, noise_scale,
+    noise_variance, outlier_weights, tiny_terms,
 )
 from .single import ranked_single, relative_weights
 from .structures import default_structures, extrap_structures
@@ -52,6 +54,10 @@ REFINE_FROM = 3
 #: with one parameter, a series whose aggregated values vary more than this (relative standard
 #: deviation from the repetitions) takes its exponent by leave-one-out error (`selection.loo_when_noisy`)
 LOO_FROM_NOISE = 0.02
+#: a measured series (its repetitions vary) keeps no hypothesis with a term whose share of the value
+#: is below this at every point (Extra-P's term-contribution rule, at the accuracy of run-time
+#: measurements instead of 0.05%): see `selection.tiny_terms`
+MIN_TERM_SHARE = TERM_SHARE
 
 
 def default_candidates(n_parameters: int) -> int:
@@ -193,6 +199,9 @@ def fit_group(
 
     n_coef = np.array([1 + len(t) for _, t in hyps])
     noise = noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max") else np.full(S, np.nan)
+    # values whose repetitions vary are measurements, with systematic errors of about a percent
+    # between points that the repetitions do not show: terms below that share are refused there
+    measured = ((reps >= 2) & (spread > 0)).any(axis=1)
     # classes: how many parameters have a term, which ones, in which structure
     keys = [(len(a), a, t) for a, t in ((tuple(p for p, x in enumerate(assign) if x >= 0), t) for assign, t in hyps)]
     ids = {k: i for i, k in enumerate(dict.fromkeys(keys))}
@@ -210,6 +219,9 @@ def fit_group(
         res = wls_columns(C, Yx[rows, None, :], wx[rows, None, :], cov=True)
         # a hypothesis whose fit hinges on a single point (leverage 1) cannot be judged
         usable[rows] = np.isfinite(res.loo[..., :n]).all(-1)
+        if MIN_TERM_SHARE:
+            tiny = tiny_terms(C[..., 1:, :n], res.coef[..., 1:], Y[rows], n_coef - 1, MIN_TERM_SHARE)
+            usable[rows] &= ~(tiny & measured[rows, None])
         rss[rows] = (w[rows, None, :] * (Y[rows, None, :] - res.fitted[..., :n]) ** 2).sum(-1)
         if P == 1:
             with np.errstate(invalid="ignore", over="ignore"):
@@ -232,7 +244,7 @@ def fit_group(
         chosen = np.where(flat, const, chosen)
 
     # final fits of the chosen hypotheses
-    measured = [b[:, :n] for b in bases]
+    at_points = [b[:, :n] for b in bases]
     structs = [hyps[c][1] for c in chosen]
     hyp = np.zeros((S, P), dtype=int)  # hypothesis per series and parameter (0 where unused)
     for p in range(P):
@@ -241,8 +253,8 @@ def fit_group(
             hyp[:, p] = np.where(a >= 0, cands[p][np.arange(S), np.maximum(a, 0)], 0)
     if P >= REFINE_FROM:
         opts = [allowed(points[:, p], allow_log) for p in range(P)]
-        hyp = refine_exponents(measured, Y, w, structs, hyp, opts)
-    X = structure_design(measured, structs, hyp, kmax)
+        hyp = refine_exponents(at_points, Y, w, structs, hyp, opts, MIN_TERM_SHARE * measured)
+    X = structure_design(at_points, structs, hyp, kmax)
     res = wls(X, Y, w, cov=True)
     terms: list[list[TermSpec]] = [
         [tuple((p, int(hyp[s, p])) for p in term) for term in structs[s]] for s in range(S)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .lstsq import wls_columns
+from .selection import tiny_terms
 
 _CHUNK = 2_000_000
 Structure = tuple[tuple[int, ...], ...]
@@ -29,6 +30,7 @@ def refine_exponents(
     structures: list[Structure],
     hyp: np.ndarray,
     options: list[np.ndarray],
+    min_share: np.ndarray | float = 0.0,
     max_sweeps: int = 6,
 ) -> np.ndarray:
     """New hypothesis index per series and parameter (S, P).
@@ -36,12 +38,14 @@ def refine_exponents(
     `bases[p]` (N_HYPOTHESES, n): every term of parameter p at the points; `structures[s]`: series
     s's terms as tuples of parameter positions; `hyp` (S, P): its hypothesis per parameter (any
     value for parameters without a term); `options[p]`: the hypotheses parameter p may take.
-    An exponent changes only when another fits strictly better, so noise-free exact fits stay.
+    An exponent changes only when another fits strictly better, so noise-free exact fits stay; an
+    exponent that leaves a term below `min_share` (per series, `selection.tiny_terms`) is not taken.
     Sweeps repeat, for the series that changed in the last one, until none changes (a product
     term's exponents can need a few rounds to settle) or `max_sweeps` is reached.
     """
     hyp = hyp.copy()
     n = Y.shape[1]
+    min_share = np.broadcast_to(np.asarray(min_share, dtype=float), (Y.shape[0],))
     for st, rows_all in _by_structure(structures).items():
         k = 1 + len(st)
         for _ in range(max_sweeps):
@@ -62,6 +66,9 @@ def refine_exponents(
                     rss = (w[rows, None, :] * (Y[rows, None, :] - res.fitted) ** 2).sum(-1)
                     # a fit that hinges on one point (leverage 1) cannot be judged
                     rss = np.where(np.isfinite(res.loo).all(-1) & np.isfinite(rss), rss, np.inf)
+                    if min_share[rows].any():
+                        tiny = tiny_terms(C[:, :, 1:], res.coef[:, :, 1:], Y[rows], np.full(K, k - 1), min_share[rows])
+                        rss = np.where(tiny, np.inf, rss)
                     r = np.arange(len(rows))
                     cur = np.argmax(opts[None, :] == hyp[rows, p][:, None], axis=1)
                     best = np.argmin(rss, axis=1)

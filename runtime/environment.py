@@ -383,3 +383,46 @@ def job_run_id(env: Mapping[str, str]) -> str | None:
     if env.get("LSB_JOBID"):
         return "lsf-" + env["LSB_JOBID"]
     return None
+
+
+def usable_cpus() -> int | None:
+    """The CPUs this process may run on: its affinity mask (`taskset`, a cgroup's cpuset, srun's or
+    mpirun's binding), else `os.cpu_count()`; None where neither says. A CPU quota (`docker --cpus`)
+    is not counted."""
+    try:
+        return len(os.sched_getaffinity(0)) or None
+    except (AttributeError, OSError):
+        return os.cpu_count()
+
+
+def cpu_affinity() -> str | None:
+    """This process's affinity mask in Linux's cpulist form (`0-3,8`), or None where it cannot be read:
+    ranks on one host bound to disjoint CPUs (srun, mpirun) do not share them, ranks with one mask do."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    spans: list[list[int]] = []
+    for c in cpus:
+        if spans and c == spans[-1][1] + 1:
+            spans[-1][1] = c
+        else:
+            spans.append([c, c])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans) or None
+
+
+def parse_cpu_list(text: object) -> set[int] | None:
+    """The CPUs of a cpulist text (`0-3,8`), or None where it is not one."""
+    if not isinstance(text, str) or not text:
+        return None
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            a, _, b = part.partition("-")
+            lo, hi = int(a), int(b or a)
+            if lo < 0 or hi < lo or hi - lo > 1 << 16:
+                return None
+            cpus.update(range(lo, hi + 1))
+    except ValueError:
+        return None
+    return cpus

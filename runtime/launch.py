@@ -140,6 +140,11 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
     if opts.sweeping:
         check_records(runs)  # every damaged launch record named before anything runs
     in_process = not (spawned or opts.nsys or runs[0].ranks != 1)
+    if not in_process:
+        from runtime.sweep_checks import oversubscription_warnings
+
+        for warning in oversubscription_warnings(opts, runs):  # once, before any run (review 71 F2)
+            print(warning, file=sys.stderr)
     # before a dry run too: its plan would not run (review 39: a misspelled script got a plan and exit 0)
     if opts.module is not None:
         check_module(opts.module)

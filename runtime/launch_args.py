@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog=_prog(), usage=USAGE, allow_abbrev=False, formatter_class=_Help,
         description="Run a Python program with scaleprobe's runtime on one or many ranks, "
                     "once or over a parameter sweep. See docs/launch.md.")
+    from runtime import __version__
+
+    p.add_argument("--version", action="version", version=f"scaleprobe-launch (scaleprobe) {__version__}")
     run = p.add_argument_group("ranks")
     run.add_argument("--nproc", type=int, metavar="N",
                      help="start N local ranks (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, "

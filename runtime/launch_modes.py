@@ -203,7 +203,8 @@ def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str], cfg
     if run_id is None:
         if identity.world_size > 1:
             raise LaunchError(f"the {identity.world_size} ranks of this {identity.launcher} job cannot agree on a "
-                              "run id: no SLURM, PBS, LSF or torchrun job id in the environment; pass --run-id ID")
+                              "run id: no torchrun, PMIx, Flux, SLURM, PBS or LSF id in the environment; "
+                              "pass --run-id ID")
         run_id = os.urandom(6).hex()
     fixed_ranks = opts.design.fixed.get("ranks")
     if fixed_ranks is not None and fixed_ranks != identity.world_size:

@@ -293,6 +293,7 @@ class Recorder:
             "repetition": self.cfg.repetition,
             **ident,
             "launcher": self.cfg.launcher or ident.get("launcher") or "none",
+            **_cpus(),
             # where the rank came from: a rank variable, the multiprocessing parent, or nothing (0)
             "rank_source": self.rank_source,
             "pid": self.pid,
@@ -1431,6 +1432,17 @@ def _identity() -> dict[str, Any]:
         env = os.environ
         return {"rank": int(env.get("RANK", 0)), "local_rank": int(env.get("LOCAL_RANK", 0)),
                 "world_size": int(env.get("WORLD_SIZE", 1)), "host": os.uname().nodename, "launcher": None}
+
+
+def _cpus() -> dict[str, Any]:
+    """The CPUs this process may use (`cpus_usable`) and which (`cpu_affinity`): the modeler says where
+    a run's ranks on one host outnumber them (docs/format.md)."""
+    try:
+        from .environment import cpu_affinity, usable_cpus
+
+        return {"cpus_usable": usable_cpus(), "cpu_affinity": cpu_affinity()}
+    except ImportError:
+        return {"cpus_usable": os.cpu_count(), "cpu_affinity": None}
 
 
 def _job_run_id(world_size: int) -> str | None:

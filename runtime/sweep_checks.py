@@ -80,3 +80,104 @@ def check_records(runs: list[Run]) -> None:
                           f"cannot tell whether {'those runs were' if len(bad) > 1 else 'that run was'} made; "
                           f"nothing was run:\n  {listed}\nDelete each such {RECORD} to make its run again (its "
                           "rank files are then replaced), or move its run directory out of the way to keep it")
+
+
+#: `--spawn` programs that start their ranks on this host unless told of other hosts
+_LOCAL_STARTERS = {"mpiexec", "mpirun", "mpiexec.hydra", "orterun", "prterun", "torchrun"}
+#: options of those that put ranks on other hosts
+_HOST_OPTIONS = ("-H", "-host", "--host", "-hosts", "--hosts", "-hostfile", "--hostfile", "-machinefile",
+                 "--machinefile", "-f", "--default-hostfile", "-machine", "--rdzv-endpoint", "--rdzv_endpoint",
+                 "--master-addr", "--master_addr")
+
+
+def spawn_is_local(spawn: str | None, env: dict[str, str] | None = None) -> bool:
+    """Whether `--spawn`'s command starts the ranks on this host: mpiexec, mpirun or torchrun (also
+    `python -m torch.distributed.run`) given no host list or host file (nor torchrun `--nnodes` above
+    1), outside a batch allocation of several nodes (`SLURM_JOB_NUM_NODES` above 1, `PBS_NODEFILE`,
+    `LSB_MCPU_HOSTS` naming more than one host). Anything else (srun, flux run, a wrapper script) is
+    taken to place its ranks itself."""
+    import os
+    import shlex
+
+    env = os.environ if env is None else env
+    try:
+        words = shlex.split(spawn or "")
+    except ValueError:
+        return False
+    while words and (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]) or words[0] == "env"):
+        words = words[1:]  # `env OMP_NUM_THREADS=2 mpiexec ...`
+    if not words:
+        return False
+    program = os.path.basename(words[0])
+    if re.fullmatch(r"python[0-9.]*", program) and words[1:3] == ["-m", "torch.distributed.run"]:
+        program, words = "torchrun", words[2:]
+    if program not in _LOCAL_STARTERS:
+        return False
+    for i, word in enumerate(words[1:], start=1):
+        name, _, value = word.partition("=")
+        if name in _HOST_OPTIONS:
+            return False
+        if name == "--nnodes" and (value or (words[i + 1] if i + 1 < len(words) else "")) not in (
+                "1", "1:1"):
+            return False
+    for var in ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"):
+        if env.get(var, "1").isdigit() and int(env.get(var, "1")) > 1:
+            return False
+    if env.get("PBS_NODEFILE"):
+        return False
+    if len(env.get("LSB_MCPU_HOSTS", "").split()) > 2:  # `host1 n1 host2 n2`
+        return False
+    return True
+
+
+def threads_per_rank(env: dict[str, str] | None = None) -> int:
+    """The threads each rank computes with, as the launcher counts them: `OMP_NUM_THREADS` where set
+    (its first number: `4,2` is 4); otherwise 1, which the launcher sets itself for more than one local
+    rank. A single rank with it unset uses torch's default (one thread per physical core), taken to fit
+    the host and counted as 1."""
+    import os
+
+    env = os.environ if env is None else env
+    m = re.match(r"\s*(\d+)", env.get("OMP_NUM_THREADS", ""))
+    return max(1, int(m.group(1))) if m else 1
+
+
+def local_ranks(opts: Options) -> bool:
+    """Whether each run's ranks run on this host: `--nproc`, a sweep over `ranks` without `--spawn`,
+    `--ranks-by-program`, or a `--spawn` command that starts them here (`spawn_is_local`)."""
+    return opts.spawn is None or spawn_is_local(opts.spawn)
+
+
+def oversubscription_warnings(opts: Options, runs: list[Run], cpus: int | None = None,
+                              env: dict[str, str] | None = None) -> list[str]:
+    """One warning (or none) for the points whose ranks on this host, times the threads per rank,
+    outnumber the CPUs this process may use: those ranks share cores, and what their times measure is
+    the contention (review 71 F2: the README's ranks=16 on 2 cores was modeled as sqrt(ranks))."""
+    import os
+
+    from runtime.environment import usable_cpus
+
+    if not runs or not local_ranks(opts):
+        return []
+    cpus = usable_cpus() if cpus is None else cpus
+    if not cpus:
+        return []
+    threads = threads_per_rank(env)
+    counts = sorted({run.ranks for run in runs})
+    if "OMP_NUM_THREADS" not in (os.environ if env is None else env):
+        counts = [n for n in counts if n > 1]  # a lone rank with torch's default threads: not counted
+    over = [n for n in counts if n * threads > cpus]
+    if not over:
+        return []
+    ranks_text = ", ".join(str(n) for n in over)
+    products = ", ".join(str(n * threads) for n in over)
+    fit = max(1, cpus // threads)
+    where = ("ranks --spawn starts" if opts.spawn is not None else
+             "the program's ranks" if opts.ranks_by_program else "ranks")
+    return [f"scaleprobe launch: warning: ranks={ranks_text} on this host x {threads} thread"
+            f"{'s' if threads > 1 else ''} = {products} > {cpus} usable CPUs: the {where} share cores and their "
+            f"times measure the contention, not the program's scaling, and models over ranks extrapolate it; on this "
+            f"host give ranks up to {fit}"
+            + (" (or fewer OMP_NUM_THREADS)" if threads > 1 else "")
+            + ", or start the ranks on more hosts (--spawn 'srun -n {ranks}'). The runs are made anyway"]
+

@@ -176,7 +176,12 @@ def execute(opts: Options, runs: list[Run], cfg: Config) -> int:
 
 
 def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) -> int:
-    progress = Progress(total=len(runs)) if opts.sweeping else None
+    progress = None
+    if opts.sweeping:
+        from runtime.sweep_checks import local_ranks
+
+        # the time left weighs each run left by its ranks (review 71 F5)
+        progress = Progress(total=len(runs), ranks=[r.ranks for r in runs], by_ranks=local_ranks(opts))
     interrupted: Outcome | None = None
     stopped: str | None = None  # why the sweep stopped early (the launcher cannot write its records)
     last_code = 0
@@ -219,7 +224,7 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
                                         opts.instrument and not cfg.disable) if opts.sweeping else (False, [])
             if done:
                 assert progress is not None
-                progress.skip()
+                progress.skip(run.ranks)
                 skipped_empty += recorded_nothing(run.directory)
                 continue
             if problems:
@@ -329,7 +334,7 @@ def _run_one(opts: Options, run: Run, cfg: Config,
         write_record(run.directory, record)
     except LaunchError as exc:
         if progress is not None:
-            progress.record(str(run.directory), "failed", str(exc), 0.0)
+            progress.record(str(run.directory), "failed", str(exc), 0.0, run.ranks)
         return 2, None, False, str(exc)
     identity = directory_identity(run.directory)
     outcome = run_members(members, run.directory, timeout=opts.timeout, grace=opts.grace)
@@ -365,5 +370,5 @@ def _run_one(opts: Options, run: Run, cfg: Config,
             status, error = "failed", stopped
         progress.record(str(run.directory), status,
                         (f"rank {outcome.failed_rank}: " if outcome.failed_rank is not None else "")
-                        + (error or ""), outcome.wall_s)
+                        + (error or ""), outcome.wall_s, run.ranks)
     return outcome.exit_code, outcome, recorded, stopped

@@ -576,6 +576,7 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
         unmatched = ()
     parameters, constants = _parameters(runs, warnings)
     warnings.extend(_experiments_warning(runs, parameters))
+    warnings.extend(oversubscribed_warning(runs))
     kept = [r for r in runs if r.status == "ok" and r.kept_incomplete]
     if kept:
         items = [f"run {r.run_id} ({r.kept_incomplete})" for r in kept]
@@ -648,6 +649,45 @@ def select_points(runs: list[RunRecord], points: PointFilter) -> tuple[list[RunR
                     have[k].append(v)
         raise nothing_left(points, have, "completed run")
     return chosen, [r for r, k in zip(runs, keep) if not k]
+
+
+def _host_cpus(files: list[RankFile]) -> int | None:
+    """The CPUs the ranks of one host could use together: the union of their `cpu_affinity` where
+    every one records it (ranks bound to disjoint CPUs by srun or mpirun do not share them), else the
+    most `cpus_usable` of them; None where none records it (files of an older runtime)."""
+    from runtime.environment import parse_cpu_list
+
+    sets = [parse_cpu_list(f.header.get("cpu_affinity")) for f in files]
+    if all(cpus for cpus in sets):
+        return len(set().union(*sets))
+    counts = [c for f in files if isinstance(c := f.header.get("cpus_usable"), int) and not isinstance(c, bool)
+              and c > 0]
+    return max(counts) if counts else None
+
+
+def oversubscribed_warning(runs: list[RunRecord]) -> list[str]:
+    """Runs whose ranks on one host outnumbered the CPUs they could use there (header `cpus_usable`,
+    `cpu_affinity`): their times measure the ranks' contention for the cores, and a model over
+    `ranks` extrapolates it (review 71 F2: 16 ranks on 2 cores were fitted as ranks^(1/2))."""
+    found = []
+    for r in runs:
+        if r.status != "ok":
+            continue
+        by_host: dict[str, dict[int, RankFile]] = {}
+        for f in r.files:
+            if not f.is_child and not f.continues:
+                by_host.setdefault(str(f.header.get("host")), {}).setdefault(f.rank, f)
+        for host, ranks in sorted(by_host.items()):
+            cpus = _host_cpus(list(ranks.values()))
+            if cpus is not None and len(ranks) > cpus:
+                found.append((r, host, len(ranks), cpus))
+                break
+    if not found:
+        return []
+    r, host, n, cpus = max(found, key=lambda x: x[2] / x[3])
+    return [f"{len(found)} run(s) had more ranks on one host than CPUs they could use there (e.g. run {r.run_id}: "
+            f"{n} ranks on {host}, {cpus} usable CPUs): their ranks shared cores, so their times measure the "
+            "contention, and models over 'ranks' extrapolate it"]
 
 
 def _experiments_warning(runs: list[RunRecord], parameters: tuple[str, ...]) -> list[str]:

@@ -265,7 +265,10 @@ def untick(rid: int, _frame=sys._getframe, _ticking=_ticking) -> None:
     """The `while` epoch or step loop `rid` has ended (its `finally:`): its open iteration closes."""
     s = _ticking.pop((rid, id(_frame(1))), None)
     if s is not None and s._t0 is not None:
-        s._close(perf_counter_ns())
+        try:
+            s._close(perf_counter_ns())
+        except Exception:  # it runs in the loop's `finally:`: never in place of the program's exception
+            pass
 
 
 def _dead_generator() -> Any:

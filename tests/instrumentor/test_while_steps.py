@@ -193,3 +193,26 @@ def test_a_step_schedule_switches_probes_at_the_steps_of_a_while_loop(tmp_path):
     inner = next(i for i, r in recorded.regions.items() if r.name == "inner")
     # the region probes were on for the two active steps only
     assert sum(stats.visits for path, stats in recorded.profile.items() if path[-1] == inner) == 2
+
+
+def test_closing_the_last_iteration_never_raises_in_place_of_the_programs_exception():
+    import pytest
+
+    from runtime import series
+
+    class Broken:
+        _t0 = 1
+
+        def _close(self, t):
+            raise RuntimeError("the recorder's")
+
+    def loop():
+        series._ticking[(5, id(sys._getframe()))] = Broken()
+        try:
+            raise ValueError("the program's")
+        finally:
+            series.untick(5)
+
+    with pytest.raises(ValueError, match="the program's"):
+        loop()
+    assert not any(key[0] == 5 for key in series._ticking)

@@ -371,10 +371,9 @@ def job_run_id(env: Mapping[str, str]) -> str | None:
             return f"torchrun-{os.uname().nodename}-{os.getppid()}"
     # A launch's own id before its batch job's: the mpiruns (and `flux run`s) of one job are
     # launches of their own, which may run at once (review 72 F4).
-    if env.get("PMIX_NAMESPACE"):
-        return "pmix-" + env["PMIX_NAMESPACE"]
-    if env.get("FLUX_JOB_ID"):
-        return "flux-" + env["FLUX_JOB_ID"]
+    launch = launch_id(env)
+    if launch is not None and launch[0] != "step":  # (an srun step is named with its job, below)
+        return f"{launch[0]}-{launch[1]}"
     if env.get("SLURM_JOB_ID"):
         step = env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")
         return f"slurm-{env['SLURM_JOB_ID']}" + (f".{step}" if step else "")

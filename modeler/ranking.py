@@ -105,39 +105,101 @@ def blamed_parts(models: Iterable[FittedModel], predictions: Mapping[tuple[str, 
     return out
 
 
-def parts_growths(models: Iterable[FittedModel], sums: Mapping[str, PartsCheck]) -> dict[str, tuple[float, float]]:
-    """Per call path whose `time` model grows faster than every one of its parts (its exclusive time
-    and its children's times, all modeled): the growth of the fastest part. A sum cannot grow faster
-    than its fastest part, so such a model overstates its growth, and ranked by it a parent came
-    above the children that make up 98% of it (review 62 F3: `Trainer.fit` deg 2.92 over a child of
-    deg 2.5, `main` above both, where the innermost region grew most). A child's own figure here is
-    its parts' where it has one; deepest first. Only where the parts hold the exclusive time
-    (`PartsCheck.with_exclusive`): without it, the rest may be the call path's own work."""
+def parts_growths(models: Iterable[FittedModel], sums: Mapping[str, PartsCheck],
+                  predictions: Mapping[tuple[str, str], float] | None = None) -> dict[str, tuple[float, float]]:
+    """Per call path whose `time` model's growth its parts (its exclusive time and its children's
+    times) contradict, the growth its parts give it. A child's own figure here is its parts' where
+    it has one; deepest first. Two ways:
+
+    - faster than every one of its parts, all modeled: the growth of the fastest part. A sum cannot
+      grow faster than its fastest part, so such a model overstates its growth, and ranked by it a
+      parent came above the children that make up 98% of it (review 62 F3: `Trainer.fit` deg 2.92
+      over a child of deg 2.5, `main` above both, where the innermost region grew most). Only where
+      the parts hold the exclusive time (`PartsCheck.with_exclusive`): without it, the rest may be
+      the call path's own work.
+    - slower than parts that carry at least `HEAVY_PARTS` of its time at the target (`predictions`;
+      the whole's figure, `PartsCheck.time_figure`): the slowest growth among those parts, taken
+      fastest first. A sum grows at least as fast as its parts (review 71 F3: `n^2 + n` was fitted
+      n^1.5 in the training step and every caller, over an exact n^2 descendant with 60% of the
+      time, and `main` was ranked by the n^1.5 of its children). Under `--ranks max` or `min` a
+      whole is only known to be at least each of its parts, not their sum: one part alone must carry
+      that much."""
     fitted = {(fm.callpath, fm.metric): fm for fm in models}
     children = _time_children(fitted)
+    values = predictions or {}
     out: dict[str, tuple[float, float]] = {}
     for cp in sorted(sums, key=lambda c: -c.count(SEPARATOR)):
         whole = fitted.get((cp, "time"))
-        own = fitted.get((cp, "exclusive_time"))
-        if whole is None or own is None or not sums[cp].with_exclusive or cp not in children:
+        if whole is None or cp not in children:
             continue
-        parts = [growth(own.model)] + [out.get(kid, growth(fitted[(kid, "time")].model)) for kid in children[cp]]
-        fastest = max(parts)
-        if fastest < growth(whole.model):
-            out[cp] = fastest
+        own = fitted.get((cp, "exclusive_time"))
+        kids = [(out.get(kid, growth(fitted[(kid, "time")].model)), _figure(kid, sums, values))
+                for kid in children[cp]]
+        parts = ([(growth(own.model), values.get((cp, "exclusive_time"), math.nan))] if own is not None else []) + kids
+        mine = growth(whole.model)
+        if own is not None and sums[cp].with_exclusive:
+            fastest = max(g for g, _ in parts)
+            if fastest < mine:
+                out[cp] = fastest
+                continue
+        heavy = _heavy_growth(parts, sums[cp].time_figure(), sums[cp].combine == "mean")
+        if heavy is not None and heavy > mine:
+            out[cp] = heavy
     return out
 
 
+#: the share of a whole's time at the target that parts growing faster than it must carry for
+#: their growth to rank it (`parts_growths`)
+HEAVY_PARTS = 0.5
+
+
+def _figure(cp: str, sums: Mapping[str, PartsCheck], values: Mapping[tuple[str, str], float]) -> float:
+    """A call path's time at the target: its parts' figure where it has parts, else its model's."""
+    return sums[cp].time_figure() if cp in sums else values.get((cp, "time"), math.nan)
+
+
+def _heavy_growth(parts: Sequence[tuple[tuple[float, float], float]], whole: float,
+                  summed: bool) -> tuple[float, float] | None:
+    """The slowest growth among the fastest-growing parts (growth, value at the target) that carry
+    `HEAVY_PARTS` of `whole`, taken fastest first (`summed`), or of one part alone; None if none do."""
+    if not (math.isfinite(whole) and whole > 0):
+        return None
+    need = HEAVY_PARTS * whole
+    if not summed:
+        alone = [g for g, v in parts if math.isfinite(v) and v >= need]
+        return max(alone, default=None)
+    carried = 0.0
+    for g, v in sorted(parts, key=lambda p: p[0], reverse=True):
+        carried += v if math.isfinite(v) and v > 0 else 0.0
+        if carried >= need:
+            return g
+    return None
+
+
 def faster_than_parts_warning(rows: Sequence[RankedModel]) -> str | None:
-    """One warning naming the rows ranked by their parts' growth (`RankedModel.parts_growth`), or None."""
+    """One warning naming the rows ranked by their parts' slower growth (`RankedModel.parts_growth`), or None."""
     named = [f"{r.fitted.callpath} ({growth_text(r.growth)}, parts {growth_text(r.parts_growth)})"
-             for r in rows if r.parts_growth is not None]
+             for r in rows if r.parts_growth is not None and r.parts_growth < r.growth]
     if not named:
         return None
     n = len(named)
     return (f"{n} time model{'s' if n > 1 else ''} grow{'' if n > 1 else 's'} faster than every one of "
             f"{'their' if n > 1 else 'its'} parts (exclusive time and children), which a sum cannot: "
             f"{'they are' if n > 1 else 'it is'} ranked by the fastest part's growth, marked (parts): "
+            f"{listing(named, 5)}")
+
+
+def slower_than_parts_warning(rows: Sequence[RankedModel]) -> str | None:
+    """One warning naming the rows ranked by their heavy parts' faster growth (`parts_growths`), or None."""
+    named = [f"{r.fitted.callpath} ({growth_text(r.growth)}, parts {growth_text(r.parts_growth)})"
+             for r in rows if r.parts_growth is not None and r.parts_growth > r.growth]
+    if not named:
+        return None
+    n = len(named)
+    return (f"{n} time model{'s' if n > 1 else ''} grow{'' if n > 1 else 's'} slower than parts that carry "
+            f"at least {HEAVY_PARTS:.0%} of {'their' if n > 1 else 'its'} time at the target, which a sum "
+            f"cannot: {'they are' if n > 1 else 'it is'} ranked by those parts' growth, marked (parts), and "
+            f"{'their models underestimate' if n > 1 else 'its model underestimates'} larger runs: "
             f"{listing(named, 5)}")
 
 
@@ -182,9 +244,10 @@ class RankedModel:
     #: whether `from_parts` holds the call path's exclusive time (`parts.PartsCheck.with_exclusive`):
     #: without it, a prediction above its parts may be its own work (`doubt`)
     parts_exclusive: bool = True
-    #: for `time`: the growth of its fastest-growing part (its exclusive time, its children's times),
-    #: where that is below `growth` (a sum cannot grow faster than its fastest part); it ranks by it
-    #: (`parts_growths`); else None
+    #: for `time`: the growth its parts (its exclusive time, its children's times) give it where they
+    #: contradict `growth`: its fastest part's, below it (a sum cannot grow faster than its fastest
+    #: part), or that of parts carrying most of its time, above it (nor slower than those); it ranks
+    #: by it (`parts_growths`); else None
     parts_growth: tuple[float, float] | None = None
     #: (passes, the prediction of the model fitted without the runs of those repetition passes) for
     #: each pass or group (`FittedModel.pass_models`); empty where the runs do not name their passes
@@ -286,7 +349,8 @@ class _RowWarnings:
         warnings.extend(w for w in (poor_fit_warning(shown), *miss_warnings(shown),
                                     below_zero_warning(shown, self.nonnegative, self.at_text),
                                     disagreement_warning(shown, self.at_text), step_parts_warning(steps, self.at_text),
-                                    faster_than_parts_warning(shown), pass_spread_warning(shown, self.at_text))
+                                    faster_than_parts_warning(shown),
+                                    slower_than_parts_warning(shown), pass_spread_warning(shown, self.at_text))
                         if w)
         if shown_times and (own := own_time_note(self.measured, self.parameters, among=shown_times)):
             warnings.append(own)
@@ -585,7 +649,7 @@ def rank_models(
     blamed = blamed_parts([*models, *companions], by_key, sums)
     share_of = _shares(measured, models, companions, by_key, range_of, sums, run_shares, blamed)
     own_of = _own_shares(measured, models, ranges, by_key, share_of, run_shares, blamed, sums)
-    slower = parts_growths([*models, *companions], sums)
+    slower = parts_growths([*models, *companions], sums, by_key)
     rows = []
     for fm, pred, rng, ft, refits in zip(models, preds, ranges, derived, left_out):
         low = high = None
@@ -609,7 +673,9 @@ def rank_models(
         sign = -1.0 if r.fitted.metric in HIGHER_IS_BETTER else 1.0
         pred = sign * r.prediction if math.isfinite(r.prediction) else -math.inf
         g = r.rank_growth()
-        return (-sign * g[0], -sign * g[1], -pred, r.fitted.callpath, r.fitted.metric)
+        # a growth of its own before the same growth taken from parts: the region that grows so
+        # ahead of the callers it lifts (review 71 F3: `main`, with the larger time, came first)
+        return (-sign * g[0], -sign * g[1], r.parts_growth is not None, -pred, r.fitted.callpath, r.fitted.metric)
 
     rows.sort(key=key)
     kept = kept_callpaths(share_of, min_share)

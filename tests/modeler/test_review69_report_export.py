@@ -45,7 +45,7 @@ def _extrap(path: Path, grid: dict[str, list[float]], series: dict[str, object])
 
 def _falling(tmp_path: Path) -> Path:
     return _extrap(tmp_path / "neg.jsonl", {"n": [2, 4, 8, 16, 32]},
-                   {"main": lambda n: 1.2 - 0.2 * math.log2(n), "main->grow": lambda n: 0.01 * n})
+                   {"main": lambda n: 1.2 - 0.1 * math.log2(n), "main->grow": lambda n: 0.0001 * n})
 
 
 def _fit_growth(path: Path, callpath: str, capsys) -> str:

@@ -12,6 +12,7 @@ from typing import Callable, Mapping
 
 from markupsafe import Markup
 
+from ..ranking import HIGHER_IS_BETTER
 from ..share import DEFAULT_MIN_SHARE, Share, left_out_note
 from . import svg
 
@@ -74,6 +75,19 @@ class RankingRow:
     doubtful: str | None = None
     #: how its model misses its own measurements (`modeler.misfit`), or None
     miss: str | None = None
+    #: whether its growth is the bad kind, the page's red pill: a time (or any more-is-worse value)
+    #: growing at least linearly, a speedup or efficiency that falls (`scales_badly`)
+    bad: bool = False
+
+
+def scales_badly(metric: str, growth: tuple[float, float]) -> bool:
+    """Whether a model of `metric` with `growth` (`ranking.growth`, the one it is ranked by) scales
+    badly: for speedup and parallel efficiency it falls (review 69: a falling speedup had the plain
+    pill of a good one, and a rising one the red pill), for every other metric it grows at least
+    linearly."""
+    if metric in HIGHER_IS_BETTER:
+        return growth < (0.0, 0.0)
+    return growth[0] >= 1
 
 
 @dataclass
@@ -159,12 +173,19 @@ class Report:
     def target_text(self) -> str:
         return ", ".join(f"{k}={svg.param_text(v)}" for k, v in self.target.items())
 
+    @property
+    def higher_is_better(self) -> bool:
+        """Whether more of the metric is better (speedup, efficiency): the worst models fall."""
+        return self.metric in HIGHER_IS_BETTER
+
     def headline(self) -> RankingRow | None:
         """The region to name first: among those with the worst growth the deepest, since its
         callers inherit its growth and say less about where to look; a doubtful fit only where no
         other grows (review 31: the card said no region grows while every growing row was doubtful).
-        None where no model grows."""
-        growing = [r for r in self.ranking if r.growth_key > (0.0, 0.0)]
+        None where no model grows (for speedup and efficiency: falls)."""
+        # for speedup and efficiency the worst is the fastest to fall, ranked first as well
+        worse = (lambda g: g < (0.0, 0.0)) if self.higher_is_better else (lambda g: g > (0.0, 0.0))
+        growing = [r for r in self.ranking if worse(r.growth_key)]
         rows = [r for r in growing if r.doubtful is None] or growing
         if not rows:
             return None

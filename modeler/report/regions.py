@@ -14,7 +14,7 @@ from ..derived import Baselines
 from ..model import FittedModel
 from ..ranking import growth_text, nonnegative_keys, rank_models
 from . import svg
-from .findings import RankingRow, RegionView
+from .findings import RankingRow, RegionView, scales_badly
 
 
 def rank_regions(
@@ -70,6 +70,7 @@ def _row(rm, s: Series, largest_pt: np.ndarray, anchor: str) -> RankingRow:
         time_figure=rm.time_figure,
         doubtful=rm.doubtful(),
         miss=fm.miss,
+        bad=scales_badly(fm.metric, rm.rank_growth()),
     )
 
 

@@ -5,8 +5,11 @@ instrument the same modules."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import re
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 # build output and installed packages by name; a regular package of that name (`dist/__init__.py`,
@@ -42,3 +45,27 @@ def foreign(root: Path, parts: tuple[str, ...]) -> bool:
         if foreign_name(parts[i - 1] if i else None, name, folder) or environment(folder):
             return True
     return False
+
+
+def installed_outside(src: Path) -> Callable[[str], bool]:
+    """Whether a regular top-level package or module of a name is importable from this Python's
+    `sys.path` outside `src` (found by the path finder alone: no `__init__.py` runs), as the program
+    gets it instead of `src`'s namespace folders of that name (review 68 L2)."""
+    root = src.resolve()
+    path = []
+    for entry in sys.path:
+        where = Path(entry or os.getcwd()).resolve()
+        if where != root and root not in where.parents:
+            path.append(entry or os.getcwd())
+    memo: dict[str, bool] = {}
+
+    def installed(name: str) -> bool:
+        if name not in memo:
+            try:
+                spec = importlib.machinery.PathFinder.find_spec(name, path)
+            except (ImportError, ValueError, OSError):
+                spec = None
+            memo[name] = spec is not None and spec.origin not in (None, "namespace")
+        return memo[name]
+
+    return installed

@@ -332,7 +332,9 @@ class _Finder:
     ('' = SRC itself): the first folder of the path with a package or a module of the name wins,
     in FileFinder's order within a folder (review 68 H3); namespace portions only where none has one."""
 
-    def __init__(self, own: Iterable[str], files: Iterable[str]) -> None:
+    def __init__(self, own: Iterable[str], files: Iterable[str],
+                 installed: Callable[[str], bool] | None = None) -> None:
+        self.installed = installed
         self.names: dict[str, set[str]] = {}  # folder -> names of the files in it
         for rel in files:
             folder, _, name = rel.rpartition("/")
@@ -378,6 +380,12 @@ class _Finder:
                 found = None if above is None or above.path is None else self.find(above.path, last)
             else:
                 found = self.find(path, last)
+                if found is not None and (last in sys.builtin_module_names or (
+                        found.file is None and self.installed is not None and self.installed(last))):
+                    # a built-in module comes before sys.path, and a regular package or module
+                    # anywhere on it before namespace portions (review 68 L2: SRC's `yaml/` folder
+                    # was taken for the installed PyYAML that `from yaml import safe_load` gets)
+                    found = None
             self._memo[key] = found
         return self._memo[key]
 
@@ -409,6 +417,7 @@ def resolve(
     relpaths: list[str],
     scan: Callable[[str], ImportFacts],
     files: Iterable[str] | None = None,
+    installed: Callable[[str], bool] | None = None,
 ) -> ImportGraph:
     """Walk imports from the entry files. `scan(relpath) -> ImportFacts` (cached by the caller);
     `relpaths`: the project's own modules (the ones to instrument); `files`: every file of SRC
@@ -420,9 +429,11 @@ def resolve(
     the folder above its topmost package first, and its packages' `__init__.py` files are reached,
     as with `python -m pkg.app`. A plain script is named by its stem: its relative imports resolve
     as top-level ones. A module's relative imports resolve against the name it was reached under (a
-    file reached under two names, or by two entries, is followed under each)."""
+    file reached under two names, or by two entries, is followed under each). `installed(name)`:
+    whether a regular package or module of the top-level `name` is importable outside SRC, which
+    hides SRC's namespace portions of that name; a built-in module hides SRC's module of its name."""
     own = set(relpaths)
-    finder = _Finder(own, relpaths if files is None else files)
+    finder = _Finder(own, relpaths if files is None else files, installed)
     reached: set[str] = set()
     done: set[tuple[tuple[str, ...], str, str]] = set()
     unresolved: list[str] = []

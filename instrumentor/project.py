@@ -31,7 +31,7 @@ from . import __version__
 from .emit import NvtxBackend
 from .errors import InstrumentError
 from .fileerrors import cannot_read, decode_failure, io_failure
-from .foreign import environment, foreign_name
+from .foreign import environment, foreign_name, installed_outside
 from .graph import ImportFacts, ImportGraph, cache_entry, cached_facts, entry_package, resolve, scan_imports
 from .linemap import MAP_FORMAT
 from .outdir import (OutTree, case_twin, check_out, fold_index, into_src, link_target, open_out, real_folder,
@@ -422,7 +422,7 @@ class Project:
             return facts
 
         # each entry's imports resolved with its own sys.path; all of SRC's files, for what hides a module
-        return resolve(entries, sorted(self.own), scan, self.files)
+        return resolve(entries, sorted(self.own), scan, self.files, installed_outside(self.src))
 
     def _no_entry(self) -> str:
         return f"{self.opts.src}: no entry file (no main.py; name one with --main or use --all)"

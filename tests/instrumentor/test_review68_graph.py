@@ -273,3 +273,39 @@ def test_jobs_two_builds_the_same_tree_as_jobs_one(tmp_path):
         outs.append({p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
     assert outs[0] == outs[1]
     assert manifest_files(tmp_path / "out1") == {"a/config.py", "b/config.py", "pkg/tools.py"}
+
+
+# -- L2: what comes before SRC's modules ----------------------------------------------------------
+
+def test_an_installed_package_hides_a_namespace_folder_of_its_name(tmp_path):
+    # `numpy/` without `__init__.py` is a namespace portion: Python takes the installed regular
+    # package instead, so SRC's numpy/linalg.py never runs (it was reached and instrumented)
+    src = project_tree(tmp_path, {
+        "main.py": "from numpy import linalg\nprint(linalg.norm([3, 4]))\n" + FOOTER,
+        "numpy/linalg.py": LOOP,
+    })
+    assert loaded(src, "main.py") == {"main.py"}
+    found = graph(src, "main.py")
+    assert found.reached == ["main.py"]
+    assert "numpy" in found.third_party
+
+
+def test_a_namespace_folder_of_no_installed_name_is_still_followed(tmp_path):
+    src = project_tree(tmp_path, {
+        "main.py": "from helpers_ns import tool\ntool.work(1)\n" + FOOTER,
+        "helpers_ns/tool.py": LOOP,
+    })
+    assert loaded(src, "main.py") == {"main.py", "helpers_ns/tool.py"}
+    assert graph(src, "main.py").reached == ["helpers_ns/tool.py", "main.py"]
+
+
+def test_a_builtin_module_hides_a_module_of_its_name(tmp_path):
+    assert "time" in sys.builtin_module_names  # CPython on Linux
+    src = project_tree(tmp_path, {
+        "main.py": "import time\nprint(time.monotonic() > 0)\n" + FOOTER,
+        "time.py": LOOP,
+    })
+    assert loaded(src, "main.py") == {"main.py"}
+    found = graph(src, "main.py")
+    assert found.reached == ["main.py"]
+    assert "time" not in found.third_party  # the standard library is not third-party

@@ -50,9 +50,16 @@ say "1/4 instrument testdata/sample_code -> demo/build"
 "$PY" -m instrumentor.cli testdata/sample_code -o demo/build || die "instrumenting testdata/sample_code failed (see above)"
 
 # The CNN's cost grows with batch x width^2; startup (importing torch) dominates each run, so a few
-# steps per epoch suffice. --threads 1: every run uses one core, the same in every run.
+# steps per epoch suffice. --threads 1: every run uses one core, the same in every run. Every run
+# and the program at the target make the same 3 steps per epoch: samples for 3 batches of the
+# largest batch size of the sweep and the target (review 73: with 512, the target at batch=256
+# made 2, and the demo compared its prediction with a run doing a third less work). The sample
+# makes its samples on demand: more cost nothing.
+STEPS=3
+largest=$(tr ',' '\n' <<<"$BATCH" | sort -n | tail -1)
+if [[ ",$AT," =~ ,batch=([0-9]+), ]] && (( BASH_REMATCH[1] > largest )); then largest=${BASH_REMATCH[1]}; fi
 PROGRAM=(demo/build/main.py --model cnn --batch-size '{batch}' --width '{width}' --epochs 2
-         --steps-per-epoch 3 --num-samples 512 --eval-samples 64 --threads 1)
+         --steps-per-epoch "$STEPS" --num-samples "$(( STEPS * largest ))" --eval-samples 64 --threads 1)
 # The launcher itself re-runs a point whose program arguments changed (resume compares them), but
 # runs of points that are no longer in the design would stay under $RUNS and be fitted together
 # with the new ones: runs made with other program arguments are removed instead.

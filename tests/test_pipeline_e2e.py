@@ -183,3 +183,29 @@ def test_demo_script_refuses_bad_input_before_doing_anything(tmp_path, args, env
     assert proc.returncode == 1
     assert message in proc.stderr and proc.stderr.startswith("demo: ")
     assert "1/4" not in proc.stderr  # stopped before the first step
+
+
+@pytest.mark.parametrize(
+    "env, samples",
+    [({}, 3 * 256), ({"DEMO_BATCH": "2,4", "DEMO_AT": "batch=16,width=8"}, 3 * 16),
+     ({"DEMO_BATCH": "2,40", "DEMO_AT": "width=8,batch=16"}, 3 * 40)],
+)
+def test_demo_gives_every_run_and_the_target_the_same_steps(tmp_path, env, samples):
+    """Review 73: the demo's 512 samples made 2 steps per epoch at its target (batch=256) and 3 at
+    every measured point, so its prediction was compared with a run doing a third less work. The
+    script is run from a copy of the repository's layout with an interpreter that only logs what it
+    is asked, so nothing is instrumented or run."""
+    root = tmp_path / "repo"
+    (root / "scripts").mkdir(parents=True)
+    (root / "scripts" / "demo.sh").write_text(DEMO.read_text())
+    log = tmp_path / "calls.txt"
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$*\" >> {log}\n")
+    fake.chmod(0o755)
+    proc = subprocess.run(["bash", str(root / "scripts" / "demo.sh"), str(fake)], cwd=tmp_path,
+                          env=clean_env(**env), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    launch = next(line for line in log.read_text().splitlines() if line.startswith("-m runtime.launch"))
+    program = launch.split(" -- ", 1)[1].split()
+    assert program[program.index("--steps-per-epoch") + 1] == "3"
+    assert int(program[program.index("--num-samples") + 1]) == samples

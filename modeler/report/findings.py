@@ -192,6 +192,26 @@ class Report:
         top = rows[0].growth_key
         return max((r for r in rows if r.growth_key == top), key=lambda r: r.callpath.count("->"))
 
+    def passed_over(self) -> list[RankingRow]:
+        """The doubtful rows that scale worse than the headline's (`headline`), which the card must
+        not pass over in silence (review 73: the card named a deg 2.25 region of the evaluation
+        while the 7 rows above it, deg 3, were doubtful, and said nothing of them)."""
+        worst = self.headline()
+        if worst is None or worst.doubtful is not None:
+            return []
+        return [r for r in self.ranking[:self.ranking.index(worst)]
+                if r.doubtful is not None and r.growth_key != worst.growth_key]
+
+    def short_name(self, callpath: str) -> str:
+        """The call path's last region, or as many of its last regions as tell it from the others of
+        the ranking (review 73: `BasicBlock.forward` under the training and under the evaluation)."""
+        parts = callpath.split("->")
+        others = [r.callpath.split("->") for r in self.ranking if r.callpath != callpath]
+        for n in range(1, len(parts) + 1):
+            if not any(o[-n:] == parts[-n:] for o in others):
+                return "->".join(parts[-n:])
+        return callpath
+
     def tree_rows(self) -> list[dict]:
         """The call tree in display order, each row with its depth and the ids of its ancestors
         (the page's script folds a subtree by hiding the rows that list its id)."""

@@ -81,6 +81,17 @@ def test_rank_outside_world_is_refused(app, monkeypatch: pytest.MonkeyPatch) -> 
         dist.init_distributed("cpu")
 
 
+def test_a_rank_other_than_0_alone_is_refused(app, monkeypatch: pytest.MonkeyPatch) -> None:
+    # review 73: `RANK=3` alone ran silently as rank 0 of 1
+    dist = app("utils.distributed")
+    monkeypatch.setenv("RANK", "3")
+    with pytest.raises(app("config").ConfigError, match=r"RANK=3 is outside WORLD_SIZE=1 \(WORLD_SIZE not set\)"):
+        dist.init_distributed("cpu")
+    monkeypatch.setenv("RANK", "0")
+    ctx = dist.init_distributed("cpu")
+    assert (ctx.rank, ctx.world_size, ctx.has_group) == (0, 1, False)
+
+
 def test_no_launcher_means_one_process_without_group(app) -> None:
     ctx = app("utils.distributed").init_distributed("cpu")
     assert (ctx.rank, ctx.world_size, ctx.has_group) == (0, 1, False)

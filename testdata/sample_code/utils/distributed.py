@@ -55,6 +55,11 @@ def init_distributed(device_kind: str, timeout_s: float = 300.0) -> DistContext:
     if not launched or (
         _env_int("WORLD_SIZE", 1) == 1 and "MASTER_ADDR" not in os.environ and "MASTER_PORT" not in os.environ
     ):
+        # one process: rank 0 of 1; any other RANK says a launch that lost its other variables
+        rank = _env_int("RANK", 0)
+        if rank != 0:
+            raise ConfigError(f"distributed launch: RANK={rank} is outside WORLD_SIZE={_env_int('WORLD_SIZE', 1)}"
+                              + ("" if "WORLD_SIZE" in os.environ else " (WORLD_SIZE not set)"))
         return DistContext(0, 1, 0, _device(device_kind, 0), has_group=False)
     missing = [name for name in _REQUIRED if name not in os.environ]
     if missing:

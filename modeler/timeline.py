@@ -8,6 +8,11 @@ with every region visit as a slice. Ranks are aligned on wall-clock time from ea
 (`start_unix` taken at `start_ns`), so on one host the ranks line up to the clock's precision.
 A run thinned by SCALEPROBE_STEP_RECORDS has its written steps drawn as they are (gaps between
 them), each with its `weight` among its args.
+
+What the trace cannot show is said on stderr (also with `-o -`, whose stdout carries only the JSON)
+and in `otherData`: ranks that ended without an end record or with a failure (also in the process's
+name), lines of the run files that were cut off or malformed, region events dropped, unmatched
+(SCALEPROBE_SCHEDULE) or throttled (review 74).
 """
 
 from __future__ import annotations
@@ -78,22 +83,39 @@ def _parse_ranks(text: str | None) -> set[int] | None:
     return out
 
 
-def _read(paths: Sequence[str]) -> list[Any]:
+def _read(paths: Sequence[str], warnings: list[str] | None = None) -> list[Any]:
+    """The run files under `paths`. An Extra-P export (`modeler export --extrap`) named on the
+    command line is an error that says what it is; one found inside a directory is left out, with
+    a warning in `warnings`."""
     from runtime.runfile import RunFileError, read_run
 
     from .readers import expand
 
     runs = []
-    for path, _explicit in expand(paths):
+    for path, explicit in expand(paths):
         if path.suffix != ".jsonl":
             continue
         try:
             runs.append(read_run(path))
         except RunFileError as e:
+            if _is_extrap_export(path):
+                what = (f"{path} is an Extra-P export (modeler export --extrap: params, callpath, metric, value "
+                        "per line), not a run file")
+                if explicit or warnings is None:
+                    raise InputError(f"{what}: a timeline is drawn from a run's rank files (runs/.../rank*.jsonl); "
+                                     f"fit the export with `modeler fit {path}`") from e
+                warnings.append(f"{what}: left out")
+                continue
             raise InputError(str(e)) from e
     if not runs:
         raise InputError(f"no run files (*.jsonl) in {', '.join(paths)}")
     return runs
+
+
+def _is_extrap_export(path: Path) -> bool:
+    from .readers.extrap import sniff_extrap
+
+    return sniff_extrap(path) == "extrap-jsonl"
 
 
 def select_run(runs: Sequence[Any], run_id: str | None) -> list[Any]:
@@ -169,18 +191,31 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None) -> tuple[lis
 
     # A unix time in float seconds resolves only ~0.2 us: align the files once, then stay in
     # integer ns so that a slice ending where the next one starts never overlaps it.
+    # how each process ended (review 74 F2), in the words of `report` and `fit` (readers.runjudge);
+    # the last image of a process (os.exec*) says how it ended
+    endings = {id(f.run): _ending(f) for f in files}
+    ending_of: dict[int, str | None] = {}
+    for f in files:
+        if endings[id(f.run)] is not None or f.process not in ending_of:
+            ending_of[f.process] = endings[id(f.run)]
+    problems, incomplete = _file_problems(files, endings)
+
     walls = [w for w in (f.wall() for f in files) if w is not None]
     ref = min(walls) if walls else 0.0
     for f in files:
         w = f.wall()
         f.offset_ns = 0 if w is None else int(round((w - ref) * 1e9))
     starts = []
+    first: dict[tuple[int, int], int] = {}  # (process, recorded thread) -> its first visit's start
     for f in files:
         for rec in list(f.run.steps) + list(f.run.epochs):
             if isinstance(rec.get("start_ns"), (int, float)):
                 starts.append(int(rec["start_ns"]) + f.offset_ns)
-        for _rid, _tid, start, _end in _events_of(f.run):
-            starts.append(start + f.offset_ns)
+        for _rid, thread, start, _end in _events_of(f.run):
+            start += f.offset_ns
+            starts.append(start)
+            if start < first.get((f.process, thread), start + 1):
+                first[f.process, thread] = start
     origin = min(starts) if starts else 0
 
     def us(f: _File, t_ns: float) -> float:
@@ -205,6 +240,9 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None) -> tuple[lis
     pids: dict[int, int] = {}  # process number -> its pid in the trace
     named: set[tuple[int, int]] = set()  # (pid, tid) of the tracks named
     threads_of: dict[int, dict[int, int]] = {}  # per pid: recorded thread -> its track
+    process_of: dict[int, int] = {}  # pid in the trace -> process number
+    main_of: dict[int, Any] = {}  # per pid: the main thread's id (the process's own pid)
+    thread_names: dict[int, dict[int, str]] = {}  # per pid: recorded thread -> its Python name
     for f in files:
         h = f.run.header
         new_process = f.process not in pids
@@ -213,8 +251,10 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None) -> tuple[lis
         pid = pids.setdefault(f.process, len(pids) + 1)
         if new_process:
             label = "the ranks' starter" if f.starter else f"rank {f.rank}" + (" worker" if f.worker else "")
+            ending = ending_of.get(f.process)
             add({"ph": "M", "pid": pid, "tid": 0, "name": "process_name",
-                           "args": {"name": f"{label} ({h.get('host', '?')}, pid {h.get('pid', '?')})"}})
+                           "args": {"name": f"{label} ({h.get('host', '?')}, pid {h.get('pid', '?')})"
+                                            + (f" \u2014 {ending}" if ending else "")}})
             add({"ph": "M", "pid": pid, "tid": 0, "name": "process_sort_index", "args": {"sort_index": pid}})
         names = {rid: reg.name for rid, reg in f.run.regions.items()}
         kinds = {rid: reg.kind for rid, reg in f.run.regions.items()}
@@ -225,6 +265,7 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None) -> tuple[lis
             if (pid, tid) not in named:
                 named.add((pid, tid))
                 add({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": kind + "s"}})
+                add({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}})
             for r in timed:
                 dur = float(r.get("duration_ns") or 0)
                 args = {k: r[k] for k in ("index", "data_wait_ns", "comm_ns", "gpu_ns", "weight") if r.get(k) is not None}
@@ -240,31 +281,122 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None) -> tuple[lis
                     add({"ph": "X", "pid": pid, "tid": tid, "cat": "data_wait", "name": "data wait",
                                    **span(f, r["start_ns"], wait)})
         threads = threads_of.setdefault(pid, {})
+        process_of[pid] = f.process
+        main_thread = main_of.setdefault(pid, h.get("pid"))
+        names_here = getattr(f.run, "threads", None)
+        if isinstance(names_here, dict):
+            thread_names.setdefault(pid, {}).update(names_here)
         for rid, thread, start, end in _events_of(f.run):
             traced = True
-            tid = threads.setdefault(thread, TID_REGIONS + len(threads))
+            tid = threads.get(thread)
+            if tid is None:  # the main thread's track first, the others' after it
+                tid = threads[thread] = (TID_REGIONS if thread == main_thread
+                                         else TID_REGIONS + 1 + sum(t != main_thread for t in threads))
             add({
                 "ph": "X", "pid": pid, "tid": tid, "cat": kinds.get(rid, "region"),
                 "name": names.get(rid, f"region {rid}"), **span(f, start, end - start),
             })
     for pid, threads in threads_of.items():
-        for thread, tid in threads.items():
-            name = "main thread" if len(threads) == 1 else f"thread {thread}"
+        # named once per thread (review 74 F6): the main thread (its id is the process's pid) by that,
+        # the others by their Python names where the run file has them; the main thread's track
+        # first, the others in the order they began
+        main_thread, pynames = main_of.get(pid), thread_names.get(pid, {})
+        n = process_of[pid]
+        order = sorted(threads, key=lambda th: (th != main_thread, first.get((n, th), 0), th))
+        for k, thread in enumerate(order):
+            tid = threads[thread]
+            if thread == main_thread:
+                name = f"main thread (tid {thread})"
+            elif main_thread is None and len(threads) == 1:
+                name = "main thread"
+            elif pynames.get(thread):
+                name = f"{pynames[thread]} (tid {thread})"
+            else:
+                name = f"thread {thread}"
             add({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": name}})
+            add({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": TID_REGIONS + k}})
+    head = files[0].run.header
     if not slices:
+        paths = [str(f.run.path) for f in files if getattr(f.run, "path", None) is not None]
+        where = f" ({listing(paths, 3, 'more files')})" if paths else ""
         raise InputError(
-            "the run has no timed steps, epochs or region events to draw: record it with SCALEPROBE_TRACE=1 "
-            "for region events, or instrument a program with a training loop"
+            f"run {head.get('run_id')}{where} has no timed steps, epochs or region events to draw: record it "
+            "with SCALEPROBE_TRACE=1 for region events, or instrument a program with a training loop",
+            warnings=_warnings({"problems": problems, "incomplete_ranks": incomplete}),
         )
     items.sort(key=lambda it: it[0])
-    dropped = sum(int((f.run.end or {}).get("trace_dropped") or 0) for f in files)
+    dropped = sum(_count(f.run, "trace_dropped") for f in files)
+    unmatched = sum(_count(f.run, "trace_unmatched") for f in files)
     thinned = sum(_thinned(f.run) for f in files)
-    head = files[0].run.header
+    throttled = sorted({f.run.regions[rid].name if rid in f.run.regions else f"region {rid}"
+                        for f in files for rid in (getattr(f.run, "throttled", None) or {})}) if traced else []
     meta = {"run_id": head.get("run_id"), "experiment": head.get("experiment"), "params": head.get("params"),
             "world_size": head.get("world_size"), "region_events": traced, "events_dropped": dropped,
-            "steps_thinned": thinned,
+            "events_unmatched": unmatched, "throttled_regions": throttled,
+            "steps_thinned": thinned, "incomplete_ranks": incomplete, "problems": problems,
             "origin_unix": ref + origin * 1e-9 if walls else None}
     return [text for _, text in items], meta, slices
+
+
+def _count(run: Any, key: str) -> int:
+    n = (run.end or {}).get(key)
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+
+
+def _ending(f: _File) -> str | None:
+    """How the file's process ended, when not as it should (`readers.runjudge` words it: no end
+    record, a failure's status, exit code, exception, signal, or flushes lost); None when ok or
+    when it replaced itself (os.exec*: its next image goes on)."""
+    from .readers.runjudge import _by_launcher, _detail
+
+    end = f.run.end
+    if isinstance(end, dict) and not end.get("lost_flushes"):
+        code = end.get("exit_code")
+        if end.get("status") == "exec" or (end.get("status", "ok") == "ok"
+                                            and not (isinstance(code, int) and code != 0)):
+            return None
+    return _detail(f) + (" (the launcher's SIGTERM?)" if _by_launcher(f) else "")
+
+
+def _file_problems(files: Sequence[_File], endings: dict[int, str | None]) -> tuple[list[str], list[dict]]:
+    """The run files' cut-off and malformed lines (`Run.problems`, as `read_run` words them), and
+    the processes that did not end as they should."""
+    problems: list[str] = []
+    incomplete: list[dict] = []
+    for f in files:
+        ending = endings[id(f.run)]
+        for msg in getattr(f.run, "problems", None) or ():
+            # said by the ending instead (runjudge's words)
+            if "no end record" in msg or (ending is not None and "flush(es) could not be written" in msg):
+                continue
+            problems.append(msg)
+        if ending is None:
+            continue
+        end = f.run.end if isinstance(f.run.end, dict) else None
+        incomplete.append({
+            "rank": f.rank, "worker": f.worker, "starter": f.starter,
+            "file": str(f.run.path) if getattr(f.run, "path", None) is not None else None,
+            "pid": f.run.header.get("pid"), "status": end.get("status") if end else None,
+            "end_record": end is not None, "why": ending,
+        })
+    return problems, incomplete
+
+
+def _warnings(meta: dict) -> list[str]:
+    """What stderr says before the trace is written: the run files' problems, then the ranks (and
+    the ranks' starter) that did not end as they should. A worker's ending is in its process name
+    only: its rank often ends it (runjudge)."""
+    out = list(meta.get("problems") or ())
+    for d in meta.get("incomplete_ranks") or ():
+        if d["worker"]:
+            continue
+        who = "the ranks' starter" if d["starter"] else f"rank {d['rank']}"
+        where = f"{d['file']}: " if d["file"] else ""
+        text = f"{where}{who} {d['why']}"
+        if not d["end_record"]:
+            text += ": its timeline ends at its last flush, without the regions open then"
+        out.append(text)
+    return out
 
 
 def _thinned(run: Any) -> int:
@@ -276,27 +408,51 @@ def _thinned(run: Any) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    runs = select_run(_read(args.inputs), args.run)
-    events, meta, n = trace_parts(runs, _parse_ranks(args.ranks))
+    read_warnings: list[str] = []
+    try:
+        runs = select_run(_read(args.inputs, read_warnings), args.run)
+        events, meta, n = trace_parts(runs, _parse_ranks(args.ranks))
+    except InputError as e:
+        e.warnings[:0] = read_warnings
+        raise
+    # on stderr with `-o -` too (review 74 F5): stdout carries only the JSON
+    for w in read_warnings + _warnings(meta):
+        print(f"modeler: warning: {w}", file=sys.stderr)
     if args.output == "-":
         _write_trace(sys.stdout, events, meta)
-        return 0
-    out = Path(args.output)
-    try:
-        with replacing(out) as stream:  # whole or not at all: a failed write keeps the old trace
-            _write_trace(stream, events, meta)
-    except OSError as e:
-        raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e
+        sys.stdout.flush()
+        where = "stdout"
+    else:
+        out = Path(args.output)
+        try:
+            with replacing(out) as stream:  # whole or not at all: a failed write keeps the old trace
+                _write_trace(stream, events, meta)
+        except OSError as e:
+            raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e
+        where = str(out.resolve())
+    print(f"timeline of run {meta['run_id']}: {n} slices written to {where}{_notes(meta)}; "
+          f"open it in https://ui.perfetto.dev or chrome://tracing", file=sys.stderr)
+    return 0
+
+
+def _notes(meta: dict) -> str:
+    """What the trace leaves out by design, said after the summary line."""
     note = "" if meta["region_events"] else " (steps and epochs only: record with SCALEPROBE_TRACE=1 for every region visit)"
     if meta["events_dropped"]:
         note += (f" ({meta['events_dropped']} region events were dropped while recording: raise "
-                 f"SCALEPROBE_TRACE_MAX or trace a shorter run)")
+                 f"SCALEPROBE_TRACE_MAX or trace a shorter run; the events kept are the first of each flush "
+                 f"interval with the regions open around them)")
+    if meta.get("events_unmatched"):
+        note += (f" ({meta['events_unmatched']} region visits open while the probes were switched off "
+                 f"(SCALEPROBE_SCHEDULE, set_enabled) are not drawn: their exits could not be told from later calls)")
+    if meta.get("throttled_regions"):
+        names = meta["throttled_regions"]
+        note += (f" ({len(names)} region(s) throttled while recording ({listing(names, 3)}): their visits after "
+                 f"that are not drawn; SCALEPROBE_THROTTLE_CALLS=0 keeps timing them)")
     if meta["steps_thinned"]:
         note += (f" ({meta['steps_thinned']} steps were measured but not written (SCALEPROBE_STEP_RECORDS): "
                  f"the steps drawn thin out along the run, each standing for its block of steps, its weight)")
-    print(f"timeline of run {meta['run_id']}: {n} slices written to {out.resolve()}{note}; "
-          f"open it in https://ui.perfetto.dev or chrome://tracing", file=sys.stderr)
-    return 0
+    return note
 
 
 def _event_text() -> Any:

@@ -482,6 +482,8 @@ class Recorder:
             finally:
                 gc_pause.resume()
             impl.note_on()  # and those open now span a window with probes off: see note_on
+            if self.tracer is not None:
+                self.tracer.note_on()  # (as their events: runtime.trace)
         self.on = on
         for g in self.modules:
             g["__sp_on__"] = on
@@ -828,6 +830,7 @@ class Recorder:
                 "exception": self.exc_type,
                 "throttled": len(self.throttled), "dropped": impl.dropped(),  # (and the visits left open at the end: flush)
                 "trace_dropped": self.tracer.dropped if self.tracer is not None else 0,
+                "trace_unmatched": self.tracer.unmatched if self.tracer is not None else 0,
                 "flushes": self.flushes + 1,
                 "duration_ns": self._end_now() - self.start_ns,
                 "torch": _torch_version(), "cuda": _cuda_version(),

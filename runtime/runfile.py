@@ -251,6 +251,7 @@ class Run:
     throttled: dict[int, dict[str, Any]] = field(default_factory=dict)
     gpu_regions: dict[int, dict[str, int]] = field(default_factory=dict)  # rid -> {samples, gpu_ns}
     events: list[tuple[int, int, int, int]] = field(default_factory=list)  # SCALEPROBE_TRACE: (rid, start_ns, end_ns, tid)
+    threads: dict[int, str] = field(default_factory=dict)  # SCALEPROBE_TRACE: native thread id -> Python thread name
     end: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
     # lines whose record was malformed or out of place and left out (reported in `problems`): what
@@ -728,6 +729,11 @@ def _apply(run: Run, rec: dict[str, Any]) -> None:
         if any(len(e) != 4 for e in events):
             raise _NotANumber("an event is not [region, thread, start, duration]")
         run.events.extend(events)
+        names = rec.get("threads")
+        if isinstance(names, dict):  # (newer files: the Python names of the threads)
+            for tid, name in names.items():
+                if isinstance(name, str) and isinstance(tid, str) and tid.isdigit():
+                    run.threads[int(tid)] = name
     elif t == "gpu":
         rid, samples, gpu_ns = _whole(rec, "region"), _whole(rec, "samples"), _whole(rec, "gpu_ns")
         g = run.gpu_regions.setdefault(rid, {"samples": 0, "gpu_ns": 0})

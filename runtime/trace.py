@@ -2,8 +2,27 @@
 `modeler timeline`, besides the profile.
 
 Wraps each instrumented module's `__sp_enter__`/`__sp_exit__` (runs without tracing keep the bare
-probes). Events wait in memory as tuples and are written at flushes, 10000 to a line; more than
-SCALEPROBE_TRACE_MAX events (default 1000000) between two flushes are dropped and counted.
+probes). Events wait in memory as tuples and are written at flushes, 10000 to a line.
+
+Each thread keeps a stack of its open visits, `(region, start_ns)`; an exit pairs with the entry on
+top of it. Entries that give no event keep their place on the stack all the same, so that the exits
+around them still pair (review 74 F1: the exit of a throttled region used to pop its callers):
+- start -1: a region throttled (no longer timed): no event, nothing counted (the run's `throttled`
+  record says so);
+- start -2: refused because SCALEPROBE_TRACE_MAX was reached (counted in `dropped` at its exit);
+  every visit entered inside it is refused too (-2, or -3 for a throttled one, not counted), so
+  the events kept always have the visits around them (review 74 F4). The limit is decided at
+  entry, with room kept for the thread's open visits: the events of a flush interval are its first
+  visits and the visits open around them (at most SCALEPROBE_TRACE_MAX in one thread; other
+  threads' open visits may add their depth).
+When the probes are switched on again (a SCALEPROBE_SCHEDULE window, `set_enabled`), every
+visit open then was open while they were off: its exit, if it comes, cannot be told from the exit
+of a later call made while they were off (review 74 F3), so the stacks are emptied (`note_on`) and
+those visits counted in `unmatched`; as the profile drops them. An exit with no entry of its own on
+the stack (a visit begun while the probes were off) gives no event and pops nothing.
+
+Thread names: the Python name of each thread (`threading.Thread.name`), taken once per thread, is
+written with the next events record (`threads`).
 """
 
 from __future__ import annotations
@@ -14,45 +33,76 @@ from typing import Any
 
 CHUNK = 10_000
 
+_THROTTLED, _REFUSED, _THROTTLED_INSIDE_REFUSED = -1, -2, -3
+
+
+def _thread_name() -> str | None:
+    # threading._active: current_thread() would make a _DummyThread, never freed, for a thread
+    # that threading did not start (one a C library runs Python in)
+    t = getattr(threading, "_active", {}).get(threading.get_ident())
+    name = getattr(t, "name", None)
+    return name if isinstance(name, str) else None
+
 
 class Tracer:
     def __init__(self, rec: Any, limit: int) -> None:
         self.rec = rec
         self.limit = limit
         self.events: list[tuple[int, int, int, int]] = []
-        self.dropped = 0
+        self.dropped = 0  # visits not kept for SCALEPROBE_TRACE_MAX
+        self.unmatched = 0  # entries seen whose exit could not be paired (probes off meanwhile)
+        self.threads: dict[int, str] = {}  # native thread id -> Python thread name
+        self._names_due: dict[int, str] = {}  # not written yet
+        self._stacks: dict[int, list] = {}  # native thread id -> its stack (note_on, fork)
         self._tl = threading.local()
+
+    def _new_thread(self) -> list:
+        tl = self._tl
+        st: list = []
+        tid = threading.get_native_id()
+        tl.stack, tl.tid = st, tid
+        self._stacks[tid] = st
+        name = _thread_name()
+        if name is not None:
+            self.threads[tid] = self._names_due[tid] = name
+        return st
 
     def install(self, g: dict) -> None:
         enter, exit = g.get("__sp_enter__"), g.get("__sp_exit__")
         if enter is None or exit is None or getattr(enter, "__sp_trace__", False):
             return
-        tl, events, throttled, tracer = self._tl, self.events, self.rec.throttled, self
-
-        def stack() -> list:
-            st = getattr(tl, "stack", None)
-            if st is None:
-                st = tl.stack = []
-                tl.tid = threading.get_native_id()
-            return st
+        tl, events, throttled, tracer, new_thread = self._tl, self.events, self.rec.throttled, self, self._new_thread
 
         def trace_enter(rid: int) -> None:
             enter(rid)
-            if rid not in throttled:
-                stack().append((rid, perf_counter_ns()))
+            try:
+                st = tl.stack
+            except AttributeError:
+                st = new_thread()
+            if rid in throttled:
+                st.append((rid, -3 if st and st[-1][1] <= -2 else -1))
+            elif (st and st[-1][1] <= -2) or len(events) + len(st) >= tracer.limit:
+                st.append((rid, -2))  # and what it calls: see the module's docstring
+            else:
+                st.append((rid, perf_counter_ns()))
 
         def trace_exit(rid: int) -> None:
             t = perf_counter_ns()
-            exit(rid)
-            st = stack()
-            while st:
-                r, t0 = st.pop()
-                if r == rid:
-                    if len(events) < tracer.limit:
+            try:
+                exit(rid)
+            finally:  # (also when the GPU target's hook raised: the visit ended all the same)
+                try:
+                    st = tl.stack
+                except AttributeError:
+                    st = new_thread()
+                if st and st[-1][0] == rid:
+                    t0 = st.pop()[1]
+                    if t0 >= 0:
                         events.append((rid, t0, t, tl.tid))
-                    else:
+                    elif t0 == -2:
                         tracer.dropped += 1
-                    break
+                else:
+                    tracer._mismatch(st, rid, t)
 
         trace_enter.__sp_trace__ = True  # type: ignore[attr-defined]
         from .dynamo import hide
@@ -60,16 +110,64 @@ class Tracer:
         hide(trace_enter, trace_exit)
         g["__sp_enter__"], g["__sp_exit__"] = trace_enter, trace_exit
 
+    def _mismatch(self, st: list, rid: int, t: int) -> None:
+        """An exit whose entry is not on top of the thread's stack: pair it with the nearest entry of
+        its region below, the entries above that counted as unmatched (their exits were not seen);
+        with none, it began while the probes were off: nothing to draw, nothing popped."""
+        for i in range(len(st) - 1, -1, -1):
+            if st[i][0] == rid:
+                break
+        else:
+            return
+        self._discard(st[i + 1:])
+        del st[i + 1:]
+        t0 = st.pop()[1]
+        if t0 >= 0:
+            self.events.append((rid, t0, t, self._tl.tid))
+        elif t0 == -2:
+            self.dropped += 1
+
+    def _discard(self, entries: list) -> None:
+        for _rid, t0 in entries:
+            if t0 >= 0:
+                self.unmatched += 1
+            elif t0 == -2:
+                self.dropped += 1
+
+    def note_on(self) -> None:
+        """The probes are switched on again: the visits open now were open while they were off (see
+        the module's docstring)."""
+        for st in list(self._stacks.values()):
+            entries = st[:]
+            del st[: len(entries)]
+            self._discard(entries)
+
     def take(self, flush: int) -> list[dict]:
         ev = self.events[:]  # one C-level copy, then drop exactly what was copied
         del self.events[: len(ev)]
-        return [{"type": "events", "flush": flush, "events": [list(e) for e in ev[i : i + CHUNK]]}
+        recs = [{"type": "events", "flush": flush, "events": [list(e) for e in ev[i : i + CHUNK]]}
                 for i in range(0, len(ev), CHUNK)]
+        if self._names_due:
+            names = {str(tid): name for tid, name in list(self._names_due.items())}
+            for tid in names:
+                self._names_due.pop(int(tid), None)
+            if not recs:
+                recs.append({"type": "events", "flush": flush, "events": []})
+            recs[0]["threads"] = names
+        return recs
 
     def reset_after_fork(self) -> None:
         # The wrappers hold these objects: empty them in place.
         self.events.clear()
         self.dropped = 0
+        self.unmatched = 0
+        self.threads.clear()
+        self._names_due.clear()
+        self._stacks.clear()
         if hasattr(self._tl, "stack"):
             self._tl.stack.clear()
-            self._tl.tid = threading.get_native_id()
+            tid = self._tl.tid = threading.get_native_id()
+            self._stacks[tid] = self._tl.stack
+            name = _thread_name()
+            if name is not None:
+                self.threads[tid] = self._names_due[tid] = name

@@ -25,6 +25,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # (benchmarks/_args.py)
+
+from _args import positive_int  # noqa: E402
 
 MODULE_FUNCTION = '''
 def f{i}(n, scale=1.0):
@@ -69,9 +72,9 @@ def clear(out: Path, pattern: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--modules", type=int, default=40)
-    parser.add_argument("--functions", type=int, default=30)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--modules", type=positive_int, default=40)
+    parser.add_argument("--functions", type=positive_int, default=30)
+    parser.add_argument("--rounds", type=positive_int, default=7)
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="sp-built-import-"))
     try:

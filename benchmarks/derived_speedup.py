@@ -28,6 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from _args import float_list, positive_int  # noqa: E402
 from _synthetic import draw_function  # noqa: E402
 
 from modeler.commands.fit import fit_dataset  # noqa: E402
@@ -110,14 +111,14 @@ def _errors(dataset: Dataset, truth) -> dict[str, tuple[np.ndarray, np.ndarray, 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--paths", type=int, default=200)
+    ap.add_argument("--paths", type=positive_int, default=200)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--noise", default="0.02,0.05")
+    ap.add_argument("--noise", type=float_list(0.0), default=[0.02, 0.05], help="comma-separated noise levels")
     args = ap.parse_args(argv)
     print(f"relative error (%) at ranks={TARGET['ranks']:g}, n={TARGET['n']:g}; {args.paths} call paths per row")
     cases = {}
     for family, draw in (("pmnf", _pmnf_times), ("strong", _strong_times)):
-        for noise in (float(x) for x in args.noise.split(",")):
+        for noise in args.noise:
             rng = np.random.default_rng(args.seed)
             cases[family, noise] = _case(draw(rng, args.paths), noise, rng)
     print(f"{'family':7} {'noise':>5} {'metric':20} | {'plain PMNF med':>14} {'p90':>8} | {'split med':>9} {'p90':>8} | split")

@@ -32,7 +32,10 @@ in place of NCCL: what needs no GPU is checked (records present, counts, bytes, 
 same output), every comparison with GPU time is printed as [skip] with its (meaningless) numbers.
 
 Exit status 0: every check passed or was skipped; 1: a check failed; 2: a usage or set-up error
-(no CUDA without --fake, torch missing, the instrumentor failed).
+(no CUDA without --fake, torch missing, the instrumentor failed). A check that raises is a failed
+check with its traceback's tail; the other checks still run, and the summary and --json (with the
+options, the scenarios' parameters and the source revision; on exit 2 the reason) are always
+written. When a check failed, the temporary directory (logs, run files, build) is kept and named.
 """
 from __future__ import annotations
 
@@ -742,10 +745,46 @@ def summary(ctx: Ctx) -> None:
         print(f"  {name:<10} {st.count('ok'):3d} ok {st.count('FAILED'):3d} failed {st.count('skip'):3d} skipped")
 
 
+def source_revision() -> str | None:
+    """The git commit of the checkout the checks ran from (+ "-dirty" with local changes), or None."""
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10)
+        if rev.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, timeout=10)
+        return rev.stdout.strip() + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def run_check(ctx: Ctx, name: str) -> bool:
+    """Run one check; an exception in it is recorded as [FAILED] with its traceback's tail, so the
+    other checks, the summary and the JSON still come. False when it crashed."""
+    import traceback
+
+    try:
+        CHECK_FUNCS[name](ctx)
+        return True
+    except Exception as exc:  # noqa: BLE001 - any bug of one check must not lose the others' results
+        tail = traceback.format_exc().strip().splitlines()[-6:]
+        ctx.line("FAILED", name, f"crashed: {type(exc).__name__}: {exc}")
+        ctx.checks[-1]["traceback"] = "\n".join(tail)
+        for ln in tail:
+            ctx.info(ln)
+        return False
+
+
+def write_json(path: str | None, doc: dict) -> None:
+    if path:
+        Path(path).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fake", action="store_true", help="no GPU needed: CPU tensors, fake CUDA events, gloo")
-    ap.add_argument("--json", metavar="PATH", help="write the environment, every check and every measured number here")
+    ap.add_argument("--json", metavar="PATH", help="write the environment, the parameters, every check and every "
+                    "measured number here (also when the checks cannot run: exit status 2 and the reason)")
     ap.add_argument("--checks", default=",".join(CHECKS), help=f"comma-separated subset of: {','.join(CHECKS)}")
     ap.add_argument("--epochs", type=int, default=2, help="epochs of the GPU-bound timing loop (default 2)")
     ap.add_argument("--steps", type=int, default=20, help="steps per epoch of the GPU-bound timing loop (default 20)")
@@ -754,7 +793,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="matrix size of the GPU-bound overhead loop (default 4096: GPU-bound even with TF32)")
     ap.add_argument("--reps", type=int, default=7, help="interleaved alternations of the overhead loops (>= 5, default 7)")
     ap.add_argument("--nccl-mb", type=int, default=1024, help="MiB of the all_reduce tensor (default 1024)")
-    ap.add_argument("--keep", metavar="DIR", help="keep the instrumented build, run files and logs in DIR")
+    ap.add_argument("--keep", metavar="DIR", help="keep the instrumented build, run files and logs in DIR "
+                    "(without it they are kept in a temporary directory only when a check failed)")
     a = ap.parse_args(argv)
     chosen = [c.strip() for c in a.checks.split(",") if c.strip()]
     bad = [c for c in chosen if c not in CHECKS]
@@ -764,27 +804,38 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--reps: at least 5 alternations")
     if a.epochs < 1 or a.steps < 2:
         ap.error("--epochs >= 1 and --steps >= 2")
+    doc: dict[str, Any] = {"environment": None, "parameters": {"options": vars(a), "checks": chosen},
+                           "source_revision": source_revision(), "checks": [], "numbers": {}, "exit_status": 2}
     env = environment(a.fake)
     if isinstance(env, str):
         print(env)
+        write_json(a.json, dict(doc, reason=env))
         return 2
     info, ngpu = env
+    doc["environment"] = info
     print(("fake mode: CPU, fake CUDA events, gloo; " if a.fake else f"GPU: {', '.join(info['gpus'])}; CUDA {info['cuda']},"
            f" NCCL {info['nccl']}; ") + f"torch {info['torch']}, Python {info['python']}")
     tmp = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="sp-gpu-check-"))
     tmp.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
+    keep = bool(a.keep)
+    ctx = None
     try:
         build = instrument(tmp)
         if isinstance(build, str):
             print(build)
+            write_json(a.json, dict(doc, reason=build))
             return 2
         ctx = Ctx(a, a.fake, tmp, build, ngpu, info)
         for name in CHECKS:
             if name in chosen:
-                CHECK_FUNCS[name](ctx)
+                run_check(ctx, name)
     finally:
-        if not a.keep:
+        failed_any = ctx is None or any(c["status"] == "FAILED" for c in ctx.checks)
+        if not keep and failed_any and ctx is not None:
+            keep = True
+            print(f"\nlogs, run files and the build kept in {tmp} (a check failed)")
+        if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
     seconds = time.monotonic() - t0
     ctx.num("total_time", seconds, "s")
@@ -792,9 +843,9 @@ def main(argv: list[str] | None = None) -> int:
     failed = [c for c in ctx.checks if c["status"] == "FAILED"]
     skipped = sum(c["status"] == "skip" for c in ctx.checks)
     status = 1 if failed else 0
-    if a.json:
-        Path(a.json).write_text(json.dumps({"environment": info, "checks": ctx.checks, "numbers": ctx.numbers,
-                                            "exit_status": status}, indent=1) + "\n")
+    doc["parameters"]["scenarios"] = ctx.params
+    write_json(a.json, dict(doc, checks=ctx.checks, numbers=ctx.numbers, exit_status=status,
+                            **({"kept": str(tmp)} if keep else {})))
     print(f"\n{len(failed)} check(s) FAILED" if failed else
           f"\nall GPU checks passed ({skipped} skipped) in {seconds:.0f} s")
     return status

@@ -93,15 +93,34 @@ def model_from_json(params: tuple[str, ...], d: dict) -> Model:
     return Model(params, d["constant"], terms)
 
 
+def extrap_version() -> str:
+    """Extra-P's version in its venv (from the installed distribution's metadata folder), or "unknown"."""
+    venv = EXTRAP_PYTHON.parent.parent
+    found = sorted(venv.glob("lib/python*/site-packages/extrap-*.dist-info"))
+    return found[-1].name[len("extrap-"):-len(".dist-info")] if found else "unknown"
+
+
+def cache_key(name: str, path: Path) -> str:
+    """The --extrap-cache file name of Extra-P's result on `path`: the setting's name, a hash of the
+    data written for Extra-P (generated data that changed is not compared with stale models) and
+    Extra-P's version."""
+    import hashlib
+
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return f"{name}_data-{digest}_extrap-{extrap_version()}"
+
+
 def run_extrap(
     path: Path, params: tuple[str, ...], timeout: float, cache: Path | None = None, key: str = ""
-) -> tuple[dict[str, Model], float] | None:
-    """Extra-P's models of the file and its wall time; with `cache`, both are reused from (or saved
-    to) `cache/key.json`, so that exploring our side does not pay Extra-P's minutes every time."""
-    cached = cache / f"{key}.json" if cache is not None else None
+) -> tuple[dict[str, Model], float, bool] | None:
+    """Extra-P's models of the file, its wall time, and whether both came from the cache: with
+    `cache`, they are reused from (or saved to) `cache/<cache_key(key, path)>.json`, so that
+    exploring our side does not pay Extra-P's minutes every time. A cached wall time is from
+    another run: no same-run ratio may be taken from it."""
+    cached = cache / f"{cache_key(key, path)}.json" if cache is not None else None
     if cached is not None and cached.exists():
         d = json.loads(cached.read_text())
-        return {m["callpath"]: model_from_json(params, m) for m in d["out"]["models"]}, d["wall"]
+        return {m["callpath"]: model_from_json(params, m) for m in d["out"]["models"]}, d["wall"], True
     if not EXTRAP_PYTHON.exists():
         return None
     t0 = time.perf_counter()
@@ -114,8 +133,8 @@ def run_extrap(
     out = json.loads(proc.stdout)
     if cached is not None:
         cache.mkdir(parents=True, exist_ok=True)
-        cached.write_text(json.dumps({"out": out, "wall": wall}))
-    return {m["callpath"]: model_from_json(params, m) for m in out["models"]}, wall
+        cached.write_text(json.dumps({"out": out, "wall": wall, "extrap_version": extrap_version()}))
+    return {m["callpath"]: model_from_json(params, m) for m in out["models"]}, wall, False
 
 
 def run_ours(
@@ -156,7 +175,7 @@ def setting(
     with_bayes = noise > 0 and (n_params <= _bayes.MAX_PARAMS or bayes_exponents > 0)
     pruned = bayes_exponents if n_params > _bayes.MAX_PARAMS else None
     row["bayes"] = [] if with_bayes else None  # (posterior, true values at the target) per seed
-    extrap_rec, extrap_s = 0, 0.0
+    extrap_rec, extrap_s, extrap_cached = 0, 0.0, False
     for seed in seeds:
         funcs, pts, values = make_case(seed + n_params, n_params, n_paths, noise)
         path = tmp / f"synthetic_{n_params}p_{int(noise * 100)}pct_s{seed}.jsonl"
@@ -195,10 +214,12 @@ def setting(
         extrap_rec += sum(m.shape() == t.shape() for m, t in zip(ex_models, truth))
         errs["extrap_err"].append(rel_errors(ex_models, truth, at))
         extrap_s += ex[1]
+        extrap_cached |= ex[2]
     row.update({k: np.concatenate(v) if v else None for k, v in errs.items()})
     row.setdefault("bayes_err", None)
     row["extrap_rec"] = extrap_rec
     row["extrap_s"] = extrap_s if extrap_rec is not None else None
+    row["extrap_cached"] = extrap_cached and extrap_rec is not None
     if extrap_rec is None:
         row["extrap_err"] = None
     return row
@@ -212,7 +233,8 @@ def print_table(rows: list[dict]) -> None:
     print("  floor: knows the exact form, fits only the coefficients (the noise alone leaves this error);")
     print("  Bayes: knows how the functions are drawn and the noise level, predicts with the least expected")
     print("    relative error (benchmarks/_bayes.py; noisy settings, 1 and 2 parameters; 3 with --bayes-exponents);")
-    print("time: seconds of wall time, each tool in a fresh process (start, imports, read, model, print JSON)")
+    print("time: seconds of wall time, each tool in a fresh process (start, imports, read, model, print JSON);")
+    print("  ratio: Extra-P's time over ours, both measured in this run")
     head = (
         f"{'P':>2} {'noise':>5} {'paths':>5} | {'rec ours':>8} {'Extra-P':>7} {'oracle':>6} | "
         f"{'med ours':>8} {'Extra-P':>7} {'oracle':>6} {'Bayes':>6} {'floor':>6} | "
@@ -232,9 +254,24 @@ def print_table(rows: list[dict]) -> None:
             f"{r['params']:>2} {100 * r['noise']:>4.0f}% {r['paths']:>5} | {r['ours_rec']:>8} "
             f"{'n/a' if r['extrap_rec'] is None else r['extrap_rec']:>7} {r['oracle_rec']:>6} | "
             f"{_errors(med)} | {_errors(p90)} | "
-            f"{r['ours_s']:>6.2f} {'n/a' if r['extrap_s'] is None else format(r['extrap_s'], '.2f'):>7} "
-            f"{'n/a' if r['extrap_s'] is None else format(r['extrap_s'] / r['ours_s'], '.0f') + 'x':>6}"
+            f"{r['ours_s']:>6.2f} {_extrap_time(r):>7} {_time_ratio(r):>6}"
         )
+    if any(r.get("extrap_cached") for r in rows):
+        print("* Extra-P's time read from --extrap-cache (measured in another run): no ratio is taken from it;"
+              " run without --extrap-cache for same-run times")
+
+
+def _extrap_time(r: dict) -> str:
+    if r["extrap_s"] is None:
+        return "n/a"
+    return format(r["extrap_s"], ".2f") + ("*" if r.get("extrap_cached") else "")
+
+
+def _time_ratio(r: dict) -> str:
+    """Extra-P's time over ours, only where both were measured in this run."""
+    if r["extrap_s"] is None or r.get("extrap_cached"):
+        return "-" if r["extrap_s"] is not None else "n/a"
+    return format(r["extrap_s"] / r["ours_s"], ".0f") + "x"
 
 
 def _errors(v: list[float | None]) -> str:
@@ -303,7 +340,7 @@ def timing(n_paths: int, seed: int, tmp: Path, timeout: float, cache: Path | Non
     write_jsonl(path, 2, pts, values)
     params = funcs[0].model.parameters
     key = f"timing_{n_paths}_{seed}"
-    cached = cache is not None and (cache / f"{key}.json").exists()
+    cached = cache is not None and (cache / f"{cache_key(key, path)}.json").exists()
     ours, extrap = [], []
     for i in range(repeats):
         ours.append(run_ours(path, params, timeout)[1])  # as a user runs it: no range asked
@@ -321,11 +358,14 @@ def timing(n_paths: int, seed: int, tmp: Path, timeout: float, cache: Path | Non
         return
     e = float(np.median(extrap))
     if cache is not None and not cached and len(extrap) > 1:  # the cache keeps the median
-        d = json.loads((cache / f"{key}.json").read_text())
+        entry = cache / f"{cache_key(key, path)}.json"
+        d = json.loads(entry.read_text())
         d["wall"] = e
-        (cache / f"{key}.json").write_text(json.dumps(d))
-    how = "cached" if cached else f"runs: {', '.join(f'{w:.2f}' for w in extrap)}"
-    print(f"  Extra-P: {e:7.2f} s   ({how})   ratio {e / o:.1f}x")
+        entry.write_text(json.dumps(d))
+    if cached:  # from another run: a ratio to this run's time would not be a same-run ratio
+        print(f"  Extra-P: {e:7.2f} s   (cached by --extrap-cache: another run's time, no ratio taken)")
+        return
+    print(f"  Extra-P: {e:7.2f} s   (runs: {', '.join(f'{w:.2f}' for w in extrap)})   ratio {e / o:.1f}x")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -346,8 +386,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="write the generated files here instead of a temporary directory")
     ap.add_argument(
         "--extrap-cache", type=Path, metavar="DIR",
-        help="reuse Extra-P's models and wall times saved in DIR for the same setting, size and seed "
-        "(saved there on the first run); for exploring, the final table should run Extra-P afresh",
+        help="reuse Extra-P's models and wall times saved in DIR for the same setting, data (a hash of the "
+        "generated file) and Extra-P version (saved there on the first run); for exploring: a cached time is "
+        "marked * and gives no ratio, the final table should run Extra-P afresh",
     )
     ap.add_argument(
         "--bayes-exponents", type=int, default=0, metavar="L",

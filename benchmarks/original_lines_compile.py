@@ -10,7 +10,7 @@ process, and prints, per 1000 lines of the original module, the median over --ro
 - `plain compile`: Python's own `compile` of the same instrumented text (the baseline: what the
   module costs Python's loader without original lines);
 - `_compile`: the whole compile with original lines, and its ratio to the baseline;
-- `remap_tree`: its share of that, on a fresh parse.
+- `remap_tree`: its part of that, on a fresh parse, also as a multiple of the plain compile.
 A cost per line that grows with the module's size is superlinear. --gc-off measures with the cyclic
 garbage collector off (its passes over the parser's hundreds of thousands of new nodes are most of
 what grows). Absolute times are noisy on a shared machine; compare the ratios and the trend.
@@ -28,6 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # (benchmarks/_args.py)
+
+from _args import int_list, positive_int  # noqa: E402
 from instrumentor.regions import IdAllocator  # noqa: E402
 from instrumentor.transform import instrument_source  # noqa: E402
 from runtime import original_lines  # noqa: E402
@@ -72,18 +75,18 @@ def measure(lines: int, rounds: int, gc_off: bool) -> None:
     base, total, part = (statistics.median(v) for v in (plain, whole, remap))
     print(f"{src_lines:7d} lines ({len(linemap):7d} instrumented) | ms per 1000 lines: plain compile "
           f"{base * per:6.1f}, _compile {total * per:6.1f} (ratio {total / base:5.2f}), "
-          f"of which remap_tree {part * per:6.1f}")
+          f"of which remap_tree {part * per:6.1f} ({part / base:4.2f} x the plain compile)")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lines", default="1000,5000,25000", help="sizes of the original modules")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--lines", type=int_list(1), default=[1000, 5000, 25000], help="sizes of the original modules")
+    parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--gc-off", action="store_true", help="measure with the cyclic garbage collector off")
     args = parser.parse_args(argv)
     print(f"Python {sys.version.split()[0]}, median of {args.rounds} rounds"
           + (", garbage collector off" if args.gc_off else ""))
-    for lines in (int(x) for x in args.lines.split(",")):
+    for lines in args.lines:
         measure(lines, args.rounds, args.gc_off)
     return 0
 

@@ -124,14 +124,20 @@ def run_suite(python: Path, root: Path, path: str, module: str, junit: Path, tim
     return outcomes, f"{where.stdout.strip()} | {tail[0]}"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "scaleprobe-peers")
     parser.add_argument("--only", default="", help="comma-separated package names")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per test-suite run")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    only = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = [name for name in only if name not in {p.name for p in PEERS}]
+    if unknown:  # a misspelt name would select nothing and pass with an empty report
+        parser.error(f"--only: unknown {', '.join(unknown)} (choose from {', '.join(p.name for p in PEERS)})")
+    if args.timeout < 1:
+        parser.error("--timeout: at least 1 second")
     args.work.mkdir(parents=True, exist_ok=True)
-    peers = [p for p in PEERS if not args.only or p.name in args.only.split(",")]
+    peers = [p for p in PEERS if not only or p.name in only]
     python = venv(args.work, sorted({d for p in peers for d in p.test_deps}))
     report, ok = [], True
     for peer in peers:

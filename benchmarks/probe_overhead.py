@@ -4,10 +4,14 @@ then the training-step overhead on the instrumented sample application.
 
     .venv/bin/python benchmarks/probe_overhead.py [--calls N] [--repeat R] [--no-app] [--gpu-app]
 
-Micro numbers are the best per-call time over interleaved repeats minus the baseline's; on a
-noisy machine look at the ratios, not the absolute nanoseconds. Samples are short (2000 calls,
-a fraction of a scheduler time slice) and many (200 rounds): on a shared, loaded machine a long
-sample is nearly always preempted, so its minimum measures the load, not the probe.
+Micro numbers: per round, every variant and the uninstrumented baseline are timed in turn (the
+order reversed every other round); printed are the median over rounds of the time added to the
+baseline of the same round, the best-case difference (best variant time minus best baseline time:
+other load only ever adds time), and the median ratio to the baseline. On a noisy machine look at
+the ratios, not the absolute nanoseconds. Samples are short (2000 calls, a fraction of a scheduler
+time slice) and many (200 rounds): on a shared, loaded machine a long sample is nearly always
+preempted and measures the load, not the probe. `torch record_function` (slow) runs in rounds of
+its own with fewer calls, against the baseline timed in those same rounds.
 A function region is measured nested in an open region (the common case) and as the outermost
 region of the thread (where the probes also check for a SystemExit leaving the program).
 Targets (issue 4): <= +120 ns per function region, <= +40 ns per loop iteration, <= +10 ns with
@@ -15,8 +19,10 @@ probes off, < 3% per training step.
 
 GPU rotation (a program that uses CUDA; review 33, M2): the same function region with the rotation
 of runtime/gpu.py installed on a fake GPU (what SCALEPROBE_GPU=fake runs), with another region as
-the target, is measured in the same interleaved rounds and printed as a ratio to the plain probe's
-added cost (target: 1.0x: only the target region may cost more). `--gpu-app` also runs an
+the target, against the plain probe with no rotation installed (the backend's GPU hooks cleared):
+the rotation's hooks are a backend's global state, so they are installed or cleared before each
+sample, outside its timed window, in the same interleaved rounds (review 75 F1). Printed as the
+ratio of the two (target: 1.0x: only the target region may cost more). `--gpu-app` also runs an
 instrumented program with SCALEPROBE_GPU=0 and =fake against the original, alternating.
 """
 from __future__ import annotations
@@ -29,9 +35,13 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # (benchmarks/_args.py)
+
+from _args import positive_int  # noqa: E402
 
 FUNC_BASE = """
 def f():
@@ -109,14 +119,37 @@ def compile_fn(src: str, env: dict, name: str, nested: bool = False):
     return run
 
 
-def measure(runners: dict, calls: int, repeat: int) -> dict[str, float]:
-    """Best ns per call of each runner over `repeat` interleaved rounds: on a shared machine other
-    processes only ever add time, so the minimum is the estimate least disturbed by them."""
+def measure(runners: dict, calls: int, repeat: int) -> dict[str, list[float]]:
+    """ns per call of each runner in each of `repeat` interleaved rounds (the order reversed every
+    other round, so that no runner always follows the same one)."""
     samples: dict[str, list[float]] = {k: [] for k in runners}
-    for _ in range(repeat):
-        for k, run in runners.items():
+    order = list(runners.items())
+    for i in range(repeat):
+        for k, run in order if i % 2 == 0 else order[::-1]:
             samples[k].append(run(calls) / calls)
-    return {k: min(v) for k, v in samples.items()}
+    return samples
+
+
+class Added(NamedTuple):
+    """A variant against the baseline of the same rounds."""
+
+    median: float  # median over rounds of (variant - baseline of that round), ns per call
+    best: float  # best variant time - best baseline time, ns per call
+    ratio: float  # median over rounds of variant / baseline of that round
+
+
+def added(samples: list[float], base: list[float]) -> Added:
+    return Added(statistics.median(v - b for v, b in zip(samples, base)), min(samples) - min(base),
+                 statistics.median(v / b for v, b in zip(samples, base)))
+
+
+def with_state(setup, run):
+    """`run`, with `setup()` called before each sample, outside its timed window."""
+    def wrapped(n):
+        setup()
+        return run(n)
+
+    return wrapped
 
 
 def backend_env(mod, on: bool) -> dict:
@@ -153,17 +186,38 @@ class _Rotations:
         self.rots.append(rot)
         return g, rot
 
+    @staticmethod
+    def clear(mod) -> None:
+        """No rotation: the backend calls no GPU hooks (what a program without CUDA runs)."""
+        if hasattr(mod, "set_gpu_hooks"):
+            mod.set_gpu_hooks(None, None)
+
+    @staticmethod
+    def activate(mod, rot, target: int) -> None:
+        """`rot`'s hooks installed on the backend, `target` its target region (before review 33 M2
+        the rotation wraps the environment's probes instead: nothing global to set)."""
+        rot.target[0] = target
+        if getattr(rot, "_hooked", False):
+            mod.set_gpu_hooks(rot.on_enter, rot.on_exit)
+            mod.set_gpu_target(target)
+
+    def runner(self, mod, nested: bool):
+        """f, not the target, with the rotation installed."""
+        g, rot = self.env(mod)
+        return with_state(lambda: self.activate(mod, rot, self.TARGET), compile_fn(FUNC_PROBED, g, "f", nested=nested))
+
     def target_runner(self, mod, nested: bool):
         """f is the target itself, its budget spent: what each further visit of the target costs."""
         g, rot = self.env(mod)
         inner = compile_fn(FUNC_PROBED, g, "f", nested=nested)
 
         def run(n):
-            rot.target[0], rot.left[0] = 1, 0
+            self.activate(mod, rot, 1)
+            rot.left[0] = 0
             try:
                 return inner(n)
             finally:
-                rot.target[0] = self.TARGET
+                self.activate(mod, rot, self.TARGET)
 
         return run
 
@@ -175,7 +229,7 @@ class _Rotations:
                 mod.set_gpu_hooks(None, None)
 
 
-def micro(calls: int, repeat: int) -> list[tuple[str, float, float | None]]:
+def micro(calls: int, repeat: int) -> list[tuple[str, Added, float | None]]:
     from runtime import _pyprobe
 
     backends = {"python": _pyprobe}
@@ -185,14 +239,19 @@ def micro(calls: int, repeat: int) -> list[tuple[str, float, float | None]]:
         backends = {"C": _cprobe, **backends}
     except ImportError:
         print("note: C backend not built (python setup.py build_ext --inplace); pure Python only")
+    rotations = _Rotations()
+
+    def plain(mod, src, on, nested=False):
+        """Measured with no rotation installed (the rotations below are the backend's global state)."""
+        return with_state(lambda: rotations.clear(mod), compile_fn(src, backend_env(mod, on), "f", nested=nested))
+
     runners = {"base": compile_fn(FUNC_BASE, {}, "f")}
     for name, mod in backends.items():
-        runners[f"probe {name}"] = compile_fn(FUNC_PROBED, backend_env(mod, True), "f", nested=True)
-        runners[f"probe {name}, outermost"] = compile_fn(FUNC_PROBED, backend_env(mod, True), "f")
-        runners[f"probe {name} off"] = compile_fn(FUNC_PROBED, backend_env(mod, False), "f")
-    rotations = _Rotations()
+        runners[f"probe {name}"] = plain(mod, FUNC_PROBED, True, nested=True)
+        runners[f"probe {name}, outermost"] = plain(mod, FUNC_PROBED, True)
+        runners[f"probe {name} off"] = plain(mod, FUNC_PROBED, False)
     for name, mod in backends.items():
-        runners[f"probe {name}, GPU rotation"] = compile_fn(FUNC_PROBED, rotations.env(mod)[0], "f", nested=True)
+        runners[f"probe {name}, GPU rotation"] = rotations.runner(mod, nested=True)
         runners[f"probe {name}, GPU rotation, target"] = rotations.target_runner(mod, nested=True)
     try:
         import nvtx
@@ -210,35 +269,47 @@ def micro(calls: int, repeat: int) -> list[tuple[str, float, float | None]]:
         print("note: torch not installed")
     loops = {"loop base": compile_fn(LOOP_BASE, {}, "loop")}
     for name, mod in backends.items():
-        loops[f"loop {name}"] = compile_fn(LOOP_PROBED, backend_env(mod, True), "loop")
-        loops[f"loop {name} off"] = compile_fn(LOOP_PROBED, backend_env(mod, False), "loop")
+        loops[f"loop {name}"] = with_state(lambda mod=mod: rotations.clear(mod),
+                                           compile_fn(LOOP_PROBED, backend_env(mod, True), "loop"))
+        loops[f"loop {name} off"] = with_state(lambda mod=mod: rotations.clear(mod),
+                                               compile_fn(LOOP_PROBED, backend_env(mod, False), "loop"))
     slow = {k for k in runners if "record_function" in k}
     fast = {k: v for k, v in runners.items() if k not in slow}
-    res = measure(fast, calls, repeat)
-    if slow:
-        res.update(measure({"base": runners["base"], **{k: runners[k] for k in slow}}, max(calls // 20, 1000), repeat))
-        res["base"] = measure({"base": runners["base"]}, calls, repeat)["base"]
-    lres = measure(loops, calls, repeat)
-    rotations.close(backends)
-    for mod in backends.values():  # the measured visits are not a profile anyone wants
-        mod.reset_after_fork()
+    try:
+        res = measure(fast, calls, repeat)
+        # the slow runner's own rounds, with fewer calls, and the baseline of those same rounds
+        slow_res = measure({"base": runners["base"], **{k: runners[k] for k in slow}}, max(calls // 20, 1000), repeat) \
+            if slow else {}
+        lres = measure(loops, calls, repeat)
+    finally:
+        rotations.close(backends)
+        for mod in backends.values():  # the measured visits are not a profile anyone wants
+            mod.reset_after_fork()
     rows = []
     targets = {"probe C": 120, "probe python": 120, "probe C, outermost": 120, "probe python, outermost": 120,
                "probe C off": 10, "probe python off": 10, "probe C, GPU rotation": 120}
     for k, v in res.items():
         if k != "base":
-            rows.append((f"function region: {k}", v - res["base"], targets.get(k)))
+            rows.append((f"function region: {k}", added(v, res["base"]), targets.get(k)))
+    for k, v in slow_res.items():
+        if k != "base":
+            rows.append((f"function region: {k}", added(v, slow_res["base"]), targets.get(k)))
     ltargets = {"loop C": 40, "loop python": 40, "loop C off": 10, "loop python off": 10}
     for k, v in lres.items():
         if k != "loop base":
-            rows.append((f"loop iteration: {k}", v - lres["loop base"], ltargets.get(k)))
-    print(f"baseline: empty call {res['base']:.1f} ns, empty loop iteration {lres['loop base']:.1f} ns")
-    print("GPU rotation on (SCALEPROBE_GPU=fake), a region that is not the target, added cost over the plain probe's"
-          " (same interleaved rounds; 1.00x: the rotation costs it nothing):")
+            rows.append((f"loop iteration: {k}", added(v, lres["loop base"]), ltargets.get(k)))
+    med = statistics.median
+    print(f"baseline: empty call {med(res['base']):.1f} ns, empty loop iteration {med(lres['loop base']):.1f} ns"
+          f" (medians of {repeat} rounds)" + (f"; in the record_function rounds {med(slow_res['base']):.1f} ns" if slow else ""))
+    print("GPU rotation on (SCALEPROBE_GPU=fake), a region that is not the target, against the same probe with no"
+          " rotation installed\n(same interleaved rounds, medians; 1.00x: the rotation costs it nothing):")
     for name in backends:
-        plain = res[f"probe {name}"] - res["base"]
-        rot = res[f"probe {name}, GPU rotation"] - res["base"]
-        print(f"  {name:<7} +{rot:.1f} ns vs +{plain:.1f} ns: {rot / plain if plain > 0 else float('nan'):.2f}x")
+        plain, rot = res[f"probe {name}"], res[f"probe {name}, GPU rotation"]
+        a_plain, a_rot = added(plain, res["base"]), added(rot, res["base"])
+        per_round = med(r / p for r, p in zip(rot, plain))
+        print(f"  {name:<7} added +{a_rot.median:.1f} ns vs +{a_plain.median:.1f} ns:"
+              f" {a_rot.median / a_plain.median if a_plain.median > 0 else float('nan'):.2f}x;"
+              f" time per call {per_round:.2f}x the probe's without the rotation")
     return rows
 
 
@@ -396,22 +467,22 @@ print(json.dumps({"median_step_ns": statistics.median(wall), "median_step_cpu_ns
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--calls", type=int, default=2000, help="calls per sample (default 2000)")
-    ap.add_argument("--repeat", type=int, default=200, help="interleaved samples per variant (default 200)")
+    ap.add_argument("--calls", type=positive_int, default=2000, help="calls per sample (default 2000)")
+    ap.add_argument("--repeat", type=positive_int, default=200, help="interleaved samples per variant (default 200)")
     ap.add_argument("--no-app", action="store_true", help="skip the sample-application step overhead")
-    ap.add_argument("--app-steps", type=int, default=30)
-    ap.add_argument("--app-reps", type=int, default=5)
+    ap.add_argument("--app-steps", type=positive_int, default=30)
+    ap.add_argument("--app-reps", type=positive_int, default=5)
     ap.add_argument("--gpu-app", action="store_true",
                     help="also time an instrumented program with SCALEPROBE_GPU=0 and =fake against the original")
-    ap.add_argument("--gpu-app-reps", type=int, default=5)
+    ap.add_argument("--gpu-app-reps", type=positive_int, default=5)
     ap.add_argument("--no-micro", action="store_true", help="skip the per-visit figures")
     a = ap.parse_args(argv)
     if not a.no_micro:
         rows = micro(a.calls, a.repeat)
-        print(f"{'added ns per visit':<48}{'ns':>9}  target")
-        for name, ns, target in rows:
-            verdict = "" if target is None else (f"<= {target}  " + ("ok" if ns <= target else "MISSED"))
-            print(f"{name:<48}{ns:>9.1f}  {verdict}")
+        print(f"{'added per visit':<52}{'ns median':>10}{'ns best':>9}{'x base':>8}  target (on the median)")
+        for name, add, target in rows:
+            verdict = "" if target is None else (f"<= {target}  " + ("ok" if add.median <= target else "MISSED"))
+            print(f"{name:<52}{add.median:>10.1f}{add.best:>9.1f}{add.ratio:>7.2f}x  {verdict}")
     if a.gpu_app:
         gpu_app(a.gpu_app_reps)
     if not a.no_app:

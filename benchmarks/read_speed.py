@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from _args import positive_int  # noqa: E402
 from modeler_memory import write_sweep  # noqa: E402  (benchmarks/ is the script's folder)
 
 from modeler.readers.runs import load_runs  # noqa: E402
@@ -46,12 +47,12 @@ def cpu(fn) -> float:
     return time.process_time() - start
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--paths", type=int, default=1000, help="call paths per file (default 1000)")
-    ap.add_argument("--ranks", type=int, default=4, help="rank files per run (default 4)")
-    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5; medians are shown)")
-    args = ap.parse_args()
+    ap.add_argument("--paths", type=positive_int, default=1000, help="call paths per file (default 1000)")
+    ap.add_argument("--ranks", type=positive_int, default=4, help="rank files per run (default 4)")
+    ap.add_argument("--rounds", type=positive_int, default=5, help="interleaved rounds (default 5; medians are shown)")
+    args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="sp-read-"))
     try:
         size = write_sweep(work / "runs", args.paths, args.ranks)

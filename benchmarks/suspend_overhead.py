@@ -35,6 +35,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # (benchmarks/_args.py)
+
+from _args import positive_int  # noqa: E402
 
 UNROLLED = 50
 
@@ -215,21 +218,33 @@ def measure(calls: int, repeat: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--calls", type=int, default=2000, help="suspensions per sample (default 2000)")
-    ap.add_argument("--repeat", type=int, default=100, help="interleaved samples per case (default 100)")
+    ap.add_argument("--calls", type=positive_int, default=2000, help="suspensions per sample (default 2000)")
+    ap.add_argument("--repeat", type=positive_int, default=100, help="interleaved samples per case (default 100)")
     ap.add_argument("--backend", choices=("c", "python", "both"), default="both")
     a = ap.parse_args(argv)
-    if a.backend != "both":
+    if a.backend != "both" and os.environ.get(_CHILD) == a.backend:
+        from runtime import _backend
+
+        if _backend.NAME != a.backend:  # SCALEPROBE_PURE=0 and the C extension not built
+            print(f"--backend {a.backend}: the {_backend.NAME} backend is what this process has"
+                  " (python setup.py build_ext --inplace builds the C one)", file=sys.stderr)
+            return 1
         measure(a.calls, a.repeat)
         return 0
-    for backend in ("c", "python"):
+    # The backend is chosen once per process, from SCALEPROBE_PURE: each is measured in a process
+    # started with it set (review 75 F7: `--backend python` by hand measured the C one).
+    for backend in ("c", "python") if a.backend == "both" else (a.backend,):
         env = {k: v for k, v in os.environ.items() if not k.startswith("SCALEPROBE_")}
         env.update(PYTHONPATH=str(REPO), SCALEPROBE_PURE="1" if backend == "python" else "0", SCALEPROBE_QUIET="1")
+        env[_CHILD] = backend
         args = [sys.executable, __file__, "--calls", str(a.calls), "--repeat", str(a.repeat), "--backend", backend]
         done = subprocess.run(args, env=env)
         if done.returncode:
             return done.returncode
     return 0
+
+
+_CHILD = "SUSPEND_OVERHEAD_BACKEND"  # set in the process that measures one backend
 
 
 if __name__ == "__main__":

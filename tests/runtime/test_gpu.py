@@ -103,6 +103,9 @@ def test_gpu_check_script_fake_mode_passes(tmp_path):
                 "overhead.matmul.ratio", "overhead.many_regions.added_per_visit", "nccl.ws1_sync_allreduce.event_pair"):
         assert key in data["numbers"], key
     assert data["numbers"]["sync.runtime_syncs_in_loop"]["value"] == 0
+    # the parameters used (review 75 F4): the options and each scenario's own
+    assert data["parameters"]["options"]["reps"] == 5 and data["parameters"]["options"]["fake"] is True
+    assert data["parameters"]["scenarios"]["timing"]["steps"] == 5 and "nccl" in data["parameters"]["scenarios"]
 
 
 @NEEDS_TORCH

@@ -337,6 +337,23 @@ static inline PyObject *enter_timed(Py_ssize_t rid) {
     Py_RETURN_NONE;
 }
 
+/* The visit of rid that enter_state just began on this thread (on top) ends as one left open (as
+ * drop(rid) has it: no visit counted, counted in `dropped`); a folded recursive one is no
+ * recursive visit either. No Python code runs here. */
+static void undo_enter(Py_ssize_t rid) {
+    ThreadState *s = tls;
+    if (!s || s->depth < 2) return;
+    Frame *top = &s->stack[s->depth - 1];
+    if (top->rid != (int32_t)rid) return;
+    if (top->folded) { /* a folded direct-recursive visit */
+        top->folded--;
+        s->nodes[top->node].rec--;
+        return;
+    }
+    if (top->owner) s->nodes[top->node].rec--; /* a fold frame (indirect recursion) */
+    drop_top(s);
+}
+
 /* hook(arg) with a reference held meanwhile (the hook may replace the hooks); 0 or -1 (raised). */
 static int call_hook(PyObject *hook, PyObject *arg) {
     if (!hook) return 0;
@@ -351,11 +368,30 @@ static int call_hook(PyObject *hook, PyObject *arg) {
 /* enter() of the GPU target: the visit as for any region (unless throttled), then the hook, so
  * that its start event falls inside the visit, as the enclosing regions' do. */
 static PyObject *enter_target(PyObject *arg, Py_ssize_t rid) {
-    if (!(off[rid] & REGION_OFF)) {
+    int timed = !(off[rid] & REGION_OFF);
+    if (timed) {
         PyObject *none = enter_timed(rid);
         Py_DECREF(none);
     }
-    if (call_hook(gpu_hook_enter, arg) < 0) return NULL;
+    if (call_hook(gpu_hook_enter, arg) < 0) {
+        /* The hook raised (a signal handler's KeyboardInterrupt, a CUDA error): the visit just
+         * entered is undone before the exception goes on to the program (review 76 MED-3). The
+         * program's `finally` does not run for an enter that raised, and a visit left open on
+         * top would make every later visit of the region a folded recursive one. */
+        if (timed) {
+#if PY_VERSION_HEX >= 0x030C0000
+            PyObject *exc = PyErr_GetRaisedException();
+            undo_enter(rid); /* (note_outermost may clear an error of its own) */
+            PyErr_SetRaisedException(exc);
+#else
+            PyObject *et, *ev, *etb;
+            PyErr_Fetch(&et, &ev, &etb);
+            undo_enter(rid);
+            PyErr_Restore(et, ev, etb);
+#endif
+        }
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -522,9 +558,9 @@ static void drop_left_open(ThreadState *s) {
  * whole program) are counted as ending now; this thread's, unless `own`, were left open and end as
  * dropped visits do (counted in `dropped`); all of them do where `left` (probes are off at the end:
  * a schedule's window, set_enabled(False); visits then open were left so, and their time since the
- * probes went off is no time of theirs: review 52 F4, F5). Their frames stay on their stacks
- * (count_frame may change their counters: a fold's lending, its node's innermost frame): nothing
- * is flushed after the final flush. Returns how many visits were counted as ending now. */
+ * probes went off is no time of theirs: review 52 F4, F5). The frames counted or dropped here
+ * come off their stacks, as in the pure backend; this thread's, unless `own`, stay (nothing is
+ * flushed after the final flush). Returns how many visits were counted as ending now. */
 static long close_open(int own, int left) {
     int64_t t = now_ns();
     long count = 0;
@@ -532,6 +568,7 @@ static long close_open(int own, int left) {
         if (s->dead) continue; /* take_deltas drops its visits left open */
         if (left || (s == tls && !own)) {
             drop_left_open(s);
+            if (s != tls || own) s->depth = 1; /* (see below) */
             continue;
         }
         int64_t inner = 0;
@@ -547,8 +584,13 @@ static long close_open(int own, int left) {
             s->depth = i + 1;
             dropped += i;
             end_left_open(s, 0);
-            s->depth = depth; /* the frames stay (see above) */
+            s->depth = depth;
         }
+        /* Its frames come off its stack once all are counted (count_frame changes the counters
+         * of the frames under one: a fold's lending, its node's innermost frame): a later exit of
+         * one of them finds it not open (returns False) and counts nothing, as in the pure backend
+         * (review 76, informational); nothing is flushed after the final flush anyway. */
+        s->depth = 1;
     }
     return count;
 }

@@ -13,7 +13,7 @@ The hot path is bytecode-bound, so every choice below saves bytecodes or allocat
   multi-digit path on every operation. Deltas are converted to integer nanoseconds at flush
   time; the float keeps sub-nanosecond resolution for ~50 days of uptime, a few ns after that.
 - A call-tree node is a list (index access is the cheapest field access in CPython):
-  [visits, incl, excl, min, max, sumsq, recursive, kids, rid, parent, snapshot, t0, x].
+  [visits, incl, excl, min, max, sumsq, recursive, kids, rid, parent, snapshot, t0, x, lent].
 - The node is its own stack frame: a node is one call path of one thread, so at most one of its
   visits is open at a time, and `t0`/`x` of that visit live in the node. Entering a region
   allocates nothing. `x` starts at t0 and every closed child adds its inclusive time to it, so
@@ -25,7 +25,7 @@ The hot path is bytecode-bound, so every choice below saves bytecodes or allocat
   open further up (found once, when the path's node would be made) records a back edge to that
   node in `kids`. A node that is open already (its `t0` is not 0; exit sets it back to 0) is not
   entered again: a fold frame is pushed instead,
-  [0, 0.0, 0.0, inf, 0.0, 0.0, 0, the node's kids, _FOLD, the node, None, t0, x]. Its children are
+  [0, 0.0, 0.0, inf, 0.0, 0.0, 0, the node's kids, _FOLD, the node, None, t0, x, 0.0]. Its children are
   the node's (`a -> b -> a -> c` is recorded as `a -> c`), so a tree holds only call paths without
   a repeated region, however the program recurses (review 44: five functions calling each other
   in a data-dependent order made 849,489 call paths); it counts as a recursive visit. Its rid
@@ -34,6 +34,10 @@ The hot path is bytecode-bound, so every choice below saves bytecodes or allocat
   and visits are the outer visit's), and has the frames in between lend it its time: their `t0`
   moves later by it (so their inclusive time leaves out what a region further up did inside them,
   which counts there), and their parents' `x` earlier by it (their exclusive time stays whole).
+  A frame begun before note_on() keeps its `t0`, which the note_on checks compare, and keeps what
+  it lent in a slot of its own, `lent` (as C's Frame.lent; review 76 MED-1): such a visit always
+  ends dropped, where `lent` is taken off; moving the `t0` of a frame begun after the last
+  note_on() changes no note_on check (it stays at or after it, and before any later note_on()).
   So every call path's inclusive time is its exclusive time plus its children's, and every
   nanosecond is some call path's own, once, as in C (the modeler's parts checks rely on it). Only
   the pure backend pays for folding on the hot path: one test in enter, one store in exit.
@@ -48,7 +52,7 @@ import threading
 import weakref
 from time import perf_counter
 
-_V, _INCL, _EXCL, _MIN, _MAX, _SQ, _REC, _KIDS, _RID, _PARENT, _SNAP, _T0, _X = range(13)
+_V, _INCL, _EXCL, _MIN, _MAX, _SQ, _REC, _KIDS, _RID, _PARENT, _SNAP, _T0, _X, _LENT = range(14)
 _NSTATS = 7
 _INF = float("inf")
 _NS = 1e9
@@ -71,8 +75,10 @@ _OFF, _TARGET = 1, 2
 _off_only: list[int] = [0] * 1024
 # The GPU rotation (runtime/gpu.py Rotation): [on_enter, on_exit, target rid or -1], as in C.
 _gpu: list = [None, None, -1]
-_iters: list[int] = [0] * 1024
-_iters_snap: list[int] = [0] * 1024
+# Per region id, then as many slots again, where mark(negative id) lands (`_iters[-k]`): those
+# count as dropped, as in C (review 76 LOW-1), at no cost to mark().
+_iters: list[int] = [0] * 2048
+_iters_snap: list[int] = [0] * 1024  # (its length is the number of region slots in `_iters`)
 _dropped = [0]
 # When probes were last switched on (note_on; 0: never): a visit begun before it is open across a
 # window in which they were off, and ends as one left open does (as in C: `last_on`).
@@ -85,7 +91,7 @@ _handled = getattr(sys, "exception", None) or (lambda: sys.exc_info()[1])  # sys
 
 
 def _new_node(rid: int, parent: list | None) -> list:
-    return [0, 0.0, 0.0, _INF, 0.0, 0.0, 0, {}, rid, parent, None, 0.0, 0.0]
+    return [0, 0.0, 0.0, _INF, 0.0, 0.0, 0, {}, rid, parent, None, 0.0, 0.0, 0.0]
 
 
 def _new_thread() -> list:
@@ -115,9 +121,15 @@ def _new_child(stack: list, parent: list, rid: int) -> list | None:
     if parent[_RID] == _FOLD:
         owner = parent[_PARENT]
         if owner[_RID] == rid:
-            stack.append(parent)
-            owner[_REC] += 1
-            return None
+            if parent[_T0] >= _last_on[0] or stack[-2] is parent:
+                owner[_REC] += 1
+                stack.append(parent)
+                return None
+            # open across a window with probes off and entered again: as enter() has it (and C)
+            _drop_top(stack)
+            parent = stack[-1]
+            node = parent[_KIDS].get(rid)
+            return node if node is not None else _new_child(stack, parent, rid)
         parent = owner  # the fold frame's children are its node's
     up = parent
     while up[_RID] != _ROOT_RID:  # `rid` further up (indirect recursion): its node is open, and folds
@@ -132,8 +144,8 @@ def _new_child(stack: list, parent: list, rid: int) -> list | None:
 def _fold(stack: list, node: list) -> None:
     """enter() of a node that is open already (indirect recursion): a fold frame (see the module)."""
     t = perf_counter()
-    stack.append([0, 0.0, 0.0, _INF, 0.0, 0.0, 0, node[_KIDS], _FOLD, node, None, t, t])
     node[_REC] += 1
+    stack.append([0, 0.0, 0.0, _INF, 0.0, 0.0, 0, node[_KIDS], _FOLD, node, None, t, t, 0.0])
 
 
 def _rid_of(frame: list) -> int:
@@ -163,12 +175,12 @@ def enter(rid: int, _perf=perf_counter, _local=_local, _off=_off, _on=_last_on) 
     top = stack[-1]
     if top[8] == rid:
         if top[11] >= _on[0] or stack[-2] is top:
-            stack.append(top)
             top[6] += 1
+            stack.append(top)
             return
         # open across a window with probes off and entered again: the visit of a call that
         # returned while they were off, not recursion (as in C: enter_timed)
-        _drop_popped(stack, stack.pop())
+        _drop_top(stack)
         top = stack[-1]
     try:
         node = top[7][rid]
@@ -177,19 +189,47 @@ def enter(rid: int, _perf=perf_counter, _local=_local, _off=_off, _on=_last_on) 
         if node is None:
             return
     if node[11]:  # open already: indirect recursion
-        return _fold(stack, node)
-    node[11] = node[12] = _perf()
+        if node[9] is not top:
+            return _fold(stack, node)
+        _lost(node)  # (its parent's frame is on top: no frame of it is on the stack)
+    node[11] = node[12] = _perf()  # no call between marking it open and pushing it (review 76 MED-2)
     stack.append(node)
 
 
 def _enter_target(rid: int) -> None:
     """enter() of the GPU target: the visit as for any region (unless throttled), then the hook,
-    so that its start event falls inside the visit."""
-    if not _off[rid] & _OFF:
+    so that its start event falls inside the visit. When the hook raises (a signal handler's
+    KeyboardInterrupt, a CUDA error), the visit just entered is undone before the exception goes on
+    to the program (review 76 MED-3): the program's `finally` does not run for an enter that raised,
+    and a visit left open would make every later visit of the region a recursive one."""
+    timed = not _off[rid] & _OFF
+    if timed:
         enter(rid, perf_counter, _local, _off_only)
     hook = _gpu[0]
     if hook is not None:
-        hook(rid)
+        try:
+            hook(rid)
+        except BaseException:
+            if timed:
+                _undo_enter(rid)
+            raise
+
+
+def _undo_enter(rid: int) -> None:
+    """The visit of `rid` that enter() just began on this thread (on top) ends as one left open (as
+    drop(rid) has it: no visit counted, counted in `dropped`); a folded recursive one is no
+    recursive visit either."""
+    stack = getattr(_local, "stack", None)
+    if not stack or len(stack) < 2 or _rid_of(stack[-1]) != rid:
+        return
+    n = stack[-1]
+    if n is stack[-2]:  # a folded direct-recursive visit
+        (n[_PARENT] if n[_RID] == _FOLD else n)[_REC] -= 1
+        del stack[-1]
+        return
+    if n[_RID] == _FOLD:
+        n[_PARENT][_REC] -= 1
+    _drop_above(stack, len(stack) - 2)
 
 
 def exit(rid: int, _perf=perf_counter, _local=_local, _root=_ROOT_RID, _exc=_handled, _seen=_exit_seen, _off=_off,
@@ -204,25 +244,28 @@ def exit(rid: int, _perf=perf_counter, _local=_local, _root=_ROOT_RID, _exc=_han
         if _off[rid] & _TARGET:
             return _exit_target(rid)
         return False if not _off[rid] & _OFF else None  # not open on this thread (the manual API says so)
-    n = stack.pop()
+    # From here on no call until the visit is closed and off the stack (review 76 MED-2): an
+    # exception raised between the steps (a signal handler's, run by the eval breaker after a
+    # CALL) would leave a frame taken off the stack and still open, or closed and still on it.
+    n = stack[-1]
     if n[8] != rid:
-        stack.append(n)
         return _exit_other(stack, rid, t, _off)
     if _off[rid]:  # the GPU target, or a visit begun before its region was throttled
         if _off[rid] & 2:  # _TARGET
-            stack.append(n)
             return _exit_target(rid)
-    p = stack[-1]
+    p = stack[-2]
     if p is n:  # a folded direct-recursive visit
+        del stack[-1]
         return
     if n[11] < _on[0]:  # open across a window with probes off (note_on)
-        return _drop_popped(stack, n)
+        return _drop_top(stack)
     dt = t - n[11]
     p[12] += dt
     n[0] += 1
     n[1] += dt
     n[2] += t - n[12]
     n[11] = 0.0  # closed (see enter)
+    del stack[-1]  # (a statement, not a call: no eval-breaker check between closing and popping)
     if dt < n[3]:
         n[3] = dt
     if dt > n[4]:
@@ -246,30 +289,55 @@ def _exit_target(rid: int) -> bool | None:
 
 
 def _close_top(stack: list, t: float) -> None:
-    """exit() of the frame on top, for the rare paths."""
-    n = stack.pop()
+    """exit() of the frame on top, for the rare paths. As in exit(), a node is closed before it
+    comes off the stack, with no call in between (review 76 MED-2)."""
+    n = stack[-1]
     if n[_RID] is _ROOT_RID:  # the final flush took this thread's visits meanwhile (_close_open)
-        stack.append(n)
         return
-    p = stack[-1]
+    p = stack[-2]
     if p is n:
+        del stack[-1]
         return
     if n[_T0] < _last_on[0]:
-        _drop_popped(stack, n)
+        _drop_top(stack)
         return
-    p[_X] += t - n[_T0]
-    _count_frame(stack, n, t, 0.0)
+    if n[_RID] == _FOLD:
+        p[_X] += t - n[_T0]
+        if stack[-1] is n:  # (else the final flush took it meanwhile: _close_open)
+            del stack[-1]
+        _lend(stack, n, t)
+    else:
+        _count_visit(n, t, 0.0)
+        if stack[-1] is not n:  # the final flush took it meanwhile (_close_open)
+            return
+        p[_X] += t - n[_T0]
+        n[_T0] = 0.0  # closed (see enter)
+        del stack[-1]
     if p[_RID] is _ROOT_RID:
         _note_outermost()
 
 
-def _drop_popped(stack: list, n: list) -> None:
-    """The frame `n`, just taken off the top of `stack`, was open across a window with probes off
-    (`_last_on`): it ends as a visit left open does (`_end_frame_left_open`, counted in `dropped`)."""
-    _end_frame_left_open(stack, len(stack), n)
+def _drop_top(stack: list) -> None:
+    """The frame on top of `stack` was open across a window with probes off (`_last_on`): it ends
+    as a visit left open does (`_end_frame_left_open`, counted in `dropped`), and then comes off
+    the stack (closed first: review 76 MED-2)."""
+    n = stack[-1]
+    _end_frame_left_open(stack, len(stack) - 1, n)
+    if stack[-1] is n:  # (else the final flush took it meanwhile: _close_open)
+        del stack[-1]
     _dropped[0] += 1
     if stack[-1][_RID] is _ROOT_RID and (_handled() is not None or _exit_seen[0] is not None):
         _note_outermost()
+
+
+def _lost(node: list) -> None:
+    """enter() found `node` open while its parent's frame is on top, so no frame of it is on the
+    stack: its visit was lost (taken off the stack and never closed, by an exception raised between
+    the steps of a rare path: review 76 MED-2). It counts as dropped and is closed now, rather than
+    turning every later visit of its call path into a recursive one."""
+    node[_T0] = 0.0
+    node[_LENT] = 0.0
+    _dropped[0] += 1
 
 
 def _lend(below: list, fold: list, t: float | None, inner: float = 0.0) -> None:
@@ -286,15 +354,19 @@ def _lend(below: list, fold: list, t: float | None, inner: float = 0.0) -> None:
         if j == 0:  # (not found: another thread's stack taken as it changed, _close_open)
             return
         if t is None:
-            lent = fold[_X] - fold[_T0]
+            lent = fold[_X] - fold[_T0] - fold[_LENT]
         else:
-            lent = t - fold[_T0]
+            lent = t - fold[_T0] - fold[_LENT]
             below[j][_X] -= t - fold[_X] - inner
+        last_on = _last_on[0]
         for m in range(j + 1, len(below)):
             y = below[m]
             if y is below[m - 1]:  # a folded direct-recursive visit: the same frame again
                 continue
-            y[_T0] += lent
+            if y[_T0] < last_on:  # begun before note_on: its start stays, for the note_on checks
+                y[_LENT] += lent  # (review 76 MED-1; such a visit ends dropped: _end_frame_left_open)
+            else:
+                y[_T0] += lent
             below[m - 1][_X] += lent
     except IndexError:  # the final flush took this thread's visits meanwhile (_close_open)
         return
@@ -335,27 +407,43 @@ def _exit_other(stack: list, rid: int, t: float, off=_off) -> bool | None:
         return _exit_target(rid)
     top = stack[-1]
     if top[_RID] == _FOLD and top[_PARENT][_RID] == rid:  # a fold frame (also of a region throttled since)
-        n = stack.pop()  # closed here, not by _close_top: a frame fewer at a program's recursion limit
-        if n is not top:  # the final flush took this thread's visits meanwhile (_close_open)
-            stack.append(n)
+        # closed here, not by _close_top: a frame fewer at a program's recursion limit
+        p = stack[-2]
+        if p is top:  # a folded direct-recursive visit of it
+            del stack[-1]
             return None
-        p = stack[-1]
-        if p is not top:  # else a folded direct-recursive visit of it
-            if top[_T0] < _last_on[0]:
-                _drop_popped(stack, top)
-                return None
-            p[_X] += t - top[_T0]
-            _lend(stack, top, t)
+        if top[_T0] < _last_on[0]:
+            _drop_top(stack)
+            return None
+        p[_X] += t - top[_T0]
+        del stack[-1]
+        _lend(stack, top, t)
         return None
     if off[rid] & _OFF:
         return None
     i = _innermost(stack, rid)
     if not i:
         return False
-    _dropped[0] += _end_left_open(stack, i)
-    del stack[i + 1 :]
+    _drop_above(stack, i)
     _close_top(stack, t)
     return None
+
+
+def _drop_above(stack: list, i: int) -> None:
+    """The visits above `stack[i]` were left open: each ends as in `_end_left_open`, innermost
+    first, counted in `dropped`, and comes off the stack right after it is closed, with no call in
+    between (review 76 MED-2: an exception raised in the middle leaves no closed frame on the stack
+    and no open one off it)."""
+    while len(stack) > i + 1:
+        n = stack[-1]
+        if n is stack[-2]:  # a folded direct-recursive visit: the same frame again
+            del stack[-1]
+            continue
+        _end_frame_left_open(stack, len(stack) - 1, n)
+        if stack[-1] is not n:  # the final flush took it meanwhile (_close_open)
+            return
+        del stack[-1]
+        _dropped[0] += 1
 
 
 def _innermost(stack: list, rid: int) -> int:
@@ -387,12 +475,13 @@ def _end_frame_left_open(frames: list, j: int, n: list) -> None:
     closed children took (recorded under it) is its node's inclusive time and no own time of the
     frame under it; a fold frame's goes to its node, and the frames in between lend it, as when a
     fold ends."""
-    took = n[_X] - n[_T0]
+    took = n[_X] - n[_T0] - n[_LENT]  # (_LENT: what it lent while its start stayed, see _lend)
     if n[_RID] == _FOLD:
         _lend(frames[:j], n, None)
     else:
         n[_INCL] += took
         n[_T0] = 0.0  # closed (see enter)
+        n[_LENT] = 0.0
     frames[j - 1][_X] += took
 
 
@@ -517,8 +606,7 @@ def drop(rid: int) -> bool:
     i = _innermost(stack, rid)
     if not i:
         return False
-    _dropped[0] += _end_left_open(stack, i - 1)
-    del stack[i:]
+    _drop_above(stack, i - 1)
     return True
 
 
@@ -547,10 +635,10 @@ def push_stale(ident: int, rids: tuple[int, ...]) -> int:
         top = stack[-1]
         if top[_RID] == rid:
             if top[_T0] >= _last_on[0] or stack[-2] is top:  # direct recursion: folded
-                stack.append(top)
                 top[_REC] += 1
+                stack.append(top)
                 continue
-            _drop_popped(stack, stack.pop())  # (as enter does)
+            _drop_top(stack)  # (as enter does)
             top = stack[-1]
         node = top[_KIDS].get(rid)
         if node is None:
@@ -612,8 +700,9 @@ def drop_stale(ident: int, pos: int, t0: float, _tries: int = 100000) -> int:
 
 
 def mark(rid: int, _iters=_iters) -> None:
-    # A negative id would count for another region: not checked, because no caller makes one
-    # (the instrumentor and reserve() hand out ids from 0 up) and a check costs every iteration.
+    # A negative id lands in the slots after the regions' (from -len(_iters_snap) on; below that it
+    # raises IndexError): counted as dropped by dropped() and ensure_capacity(), as in C. Not
+    # checked here: a check costs every iteration.
     try:
         _iters[rid] += 1
     except (IndexError, TypeError):
@@ -683,7 +772,12 @@ def ensure_capacity(n: int) -> None:
         grow = max(n, have * 2) - have
         _off_only.extend([0] * grow)  # first: a valid id (below len(_off)) is valid in both
         _off.extend([0] * grow)
-        _iters.extend([0] * grow)
+        # region slots for the new ids, then a tail of negative ids' slots as long as the regions';
+        # what the old tail counted is dropped (one slice read and one slice store, with no call
+        # in between: no thread runs a mark() between them)
+        tail = _iters[have:]
+        _iters[have:] = [0] * (grow + have + grow)
+        _dropped[0] += sum(tail)
         _iters_snap.extend([0] * grow)
 
 
@@ -824,6 +918,7 @@ def reset_after_fork() -> None:
     _roots.clear()
     for i in range(len(_iters)):
         _iters[i] = 0
+    for i in range(len(_iters_snap)):
         _iters_snap[i] = 0
     _dropped[0] = 0
     _last_on[0] = 0.0  # (no visit is open in the child)
@@ -835,7 +930,7 @@ def reset_after_fork() -> None:
 
 
 def dropped() -> int:
-    return _dropped[0]
+    return _dropped[0] + sum(_iters[len(_iters_snap):])  # (mark of a negative id: see mark)
 
 
 def threads() -> int:

@@ -149,18 +149,31 @@ static PyObject *w_signal(PyObject *self, PyObject *args) {
         handler = PyTuple_GET_ITEM(args, 1);
     }
     PyObject *result;
+    /* `handler` is held (a strong reference) until it has been checked below: the call may drop
+     * the last other reference to ours[sig] (an old handler's __del__ calling disguise(), a
+     * Python original_signal): review 76 LOW-2. */
     if (handler != NULL && is_shown(sig, handler)) {
         /* the program puts back what it was shown for ours (what getsignal gave it): ours again */
         handler = ours[sig];
+        Py_INCREF(handler);
         PyObject *again = PyTuple_Pack(2, PyTuple_GET_ITEM(args, 0), handler);
-        if (again == NULL) return NULL;
+        if (again == NULL) {
+            Py_DECREF(handler);
+            return NULL;
+        }
         result = PyObject_Call(original_signal, again, NULL);
         Py_DECREF(again);
     } else {
+        Py_XINCREF(handler);
         result = PyObject_Call(original_signal, args, NULL);
     }
-    if (result == NULL || sig <= 0 || sig >= NSIG) return result;
-    if (keep[sig] && PyCallable_Check(handler)) {
+    if (result == NULL || sig <= 0 || sig >= NSIG) {
+        Py_XDECREF(handler);
+        return result;
+    }
+    int callable = handler != NULL && PyCallable_Check(handler);
+    Py_XDECREF(handler);
+    if (keep[sig] && callable) {
         if (do_remember((int)sig)) (void)do_watch((int)sig);
     }
     return as_shown(sig, result);

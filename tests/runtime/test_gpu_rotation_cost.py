@@ -532,7 +532,7 @@ def test_a_forked_child_never_touches_the_parents_gpu_events(built, tmp_path, pu
 
 
 @pytest.mark.parametrize("error", [AttributeError, TypeError, IndexError, KeyboardInterrupt])
-def test_what_the_enter_hook_raises_reaches_the_program_after_the_visit_began(mod, error):
+def test_what_the_enter_hook_raises_reaches_the_program_with_the_visit_undone(mod, error):
     def boom(rid):
         raise error("from the hook")
 
@@ -540,10 +540,14 @@ def test_what_the_enter_hook_raises_reaches_the_program_after_the_visit_began(mo
     mod.set_gpu_target(5)
     with pytest.raises(error, match="from the hook"):
         mod.enter(5)
-    assert mod.current_path() == (5,)  # as when a wrapper raised after enter()
-    mod.exit(5)
+    # review 76 MED-3: the visit is undone, counted as dropped (the program's `finally:` may never
+    # run: left open, every later visit of the region was taken for recursion)
+    assert mod.current_path() == ()
+    mod.exit(5)  # an exit with no visit of its own open changes nothing
     mod.enter(6), mod.exit(6)  # this thread's state and the other regions are unharmed
-    assert profile(mod) == {(5,): (1, 0), (6,): (1, 0)} and mod.dropped() == 0
+    mod.set_gpu_hooks(lambda rid: None, lambda rid: None)
+    mod.enter(5), mod.exit(5)
+    assert profile(mod) == {(5,): (1, 0), (6,): (1, 0)} and mod.dropped() == 1
 
 
 @pytest.mark.slow

@@ -128,6 +128,11 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
                               f"({identity.launcher}), but a sweep, --nproc, --spawn or --timeout starts its own "
                               "ranks: run the launcher once, outside srun/mpiexec, e.g. with "
                               "--spawn 'srun -n {ranks}' (see docs/launch.md)")
+    if opts.run_id is not None:
+        # review 77 L3: it was accepted and did nothing; the runs the launcher makes get ids of their own
+        raise LaunchError(f"--run-id {opts.run_id}: applies only to a launcher started as a rank by srun, mpiexec or "
+                          "torchrun (without a sweep, --nproc, --spawn, --timeout or --ranks-by-program), where it is "
+                          "the id the job's ranks share; every run this launcher makes itself gets an id of its own")
     runs = _runs(opts, opts.nproc or 1)  # a bad `{name}` is an error before any warning about it
     from runtime.sweep_checks import check_records, non_numeric_warnings
 

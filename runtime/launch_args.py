@@ -87,6 +87,40 @@ def path_arg(text: str) -> Path:
     return Path(os.path.expanduser(text))
 
 
+class _TypedInt(int):
+    typed: str
+
+
+class _TypedFloat(float):
+    typed: str
+
+
+def _as_typed(kind: type) -> object:
+    """An argparse type: the number, which keeps the text typed, for the messages about it (review 77
+    L8: `--timeout 0` was said as `--timeout 0.0`). Named as the plain type in argparse's own error."""
+    made = _TypedInt if kind is int else _TypedFloat
+
+    def convert(text: str):
+        value = made(text)
+        value.typed = text
+        return value
+
+    convert.__name__ = kind.__name__
+    return convert
+
+
+def _typed(value: object) -> str:
+    """A number option's value as typed."""
+    return getattr(value, "typed", str(value))
+
+
+def _plain(value):
+    """The number itself, without the text it was typed as."""
+    if value is None:
+        return None
+    return int(value) if isinstance(value, int) else float(value)
+
+
 #: options of the other commands that are given to the launcher by mistake, and what it has instead
 _OTHERS = {"--repetitions": "--repeat N (modeler's --repetitions says how the runs are combined)",
            "--reps": "--repeat N", "--repeats": "--repeat N"}
@@ -121,20 +155,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p.add_argument("--version", action="version", version=f"scaleprobe-launch (scaleprobe) {__version__}")
     run = p.add_argument_group("ranks")
-    run.add_argument("--nproc", type=int, metavar="N",
+    run.add_argument("--nproc", type=_as_typed(int), metavar="N",
                      help="start N local ranks (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, "
                           "MASTER_PORT set, and OMP_NUM_THREADS=1 above one rank where it is not set)")
     run.add_argument("--spawn", metavar="CMD",
                      help="start each run's ranks with this command instead, e.g. 'srun -n {ranks}'")
-    run.add_argument("--timeout", type=float, metavar="S", help="stop a run after S seconds (status timeout)")
+    run.add_argument("--timeout", type=_as_typed(float), metavar="S", help="stop a run after S seconds (status timeout)")
     run.add_argument("--ranks-by-program", action="store_true",
                      help="the program starts its own ranks (torch.multiprocessing.spawn): each run is one "
                           "process, given its number of ranks as {ranks} in its arguments")
-    run.add_argument("--max-failures", type=int, metavar="N",
-                     help="stop a sweep after N runs in a row failed or timed out (a resumed sweep runs them "
+    run.add_argument("--max-failures", type=_as_typed(int), metavar="N",
+                     help="stop a sweep (only) after N runs in a row failed or timed out (a resumed sweep runs them "
                           f"again); default: stop when its first runs all failed, at {FIRST_FAILURES} different points "
                           "(or every point of a smaller sweep); 0: never stop")
-    run.add_argument("--grace", type=float, default=10.0, metavar="S",
+    run.add_argument("--grace", type=_as_typed(float), default=10.0, metavar="S",
                      help="seconds between SIGTERM and SIGKILL when ranks are stopped (default 10)")
     exp = p.add_argument_group("parameters and sweeps")
     exp.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
@@ -143,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="sweep a parameter over values; several --sweep give the cross product; "
                           "{NAME} in the program's arguments is replaced")
     exp.add_argument("--sweep-file", type=path_arg, metavar="TOML", help="read the sweep design from a TOML file")
-    exp.add_argument("--repeat", type=int, metavar="N", help="run every point N times")
+    exp.add_argument("--repeat", type=_as_typed(int), metavar="N", help="run every point N times")
     exp.add_argument("--out", type=path_arg, default=Path("runs"), metavar="DIR",
                      help="root of the run directories (default runs)")
     exp.add_argument("--experiment", metavar="NAME", help="experiment name (default: the script's name)")
@@ -151,8 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="list each run and the command that would start it; run nothing")
     sched = p.add_argument_group("under srun, mpiexec or torchrun")
     sched.add_argument("--run-id", metavar="ID",
-                       help="run id shared by all ranks when the job id cannot be read from the environment")
-    sched.add_argument("--repetition", type=int, metavar="K",
+                       help="run id shared by all ranks when the job id cannot be read from the environment "
+                            "(an error where the launcher makes the runs itself)")
+    sched.add_argument("--repetition", type=_as_typed(int), metavar="K",
                        help="repetition index of this run, not with a sweep (default: the next free index for a "
                             "plain local run, 0 under srun, mpiexec or torchrun)")
     tools = p.add_argument_group("instrumentation and profiling")
@@ -269,6 +304,11 @@ def parse(argv: list[str]) -> Options:
     parser = build_parser()
     ours, program = split_argv(parser, argv)
     ns = parser.parse_args(ours)
+    shown = {name: _typed(getattr(ns, name)) for name in ("nproc", "timeout", "max_failures", "grace", "repeat",
+                                                          "repetition")}
+    for name in shown:
+        setattr(ns, name, _plain(getattr(ns, name)))
+    ns.shown = shown
     if ns.module is not None:
         if not ns.module or ns.module.startswith("-"):
             raise LaunchError(f"-m {ns.module!r}: give the module to run, as in -m pkg.train")
@@ -306,21 +346,21 @@ def parse(argv: list[str]) -> Options:
                 design.set_fixed(name, spelled)
     if ns.repeat is not None:
         if ns.repeat < 1:
-            raise LaunchError(f"--repeat {ns.repeat}: must be at least 1")
+            raise LaunchError(f"--repeat {shown['repeat']}: must be at least 1")
         design.repeat = ns.repeat
     _check_size(design, ns)
     if ns.nproc is not None and ns.nproc < 1:
-        raise LaunchError(f"--nproc {ns.nproc}: must be at least 1")
+        raise LaunchError(f"--nproc {shown['nproc']}: must be at least 1")
     if ns.nproc is not None:
-        check_int(ns.nproc, f"--nproc {ns.nproc}")  # it is the parameter `ranks` of every run header
+        check_int(ns.nproc, f"--nproc {shown['nproc']}")  # it is the parameter `ranks` of every run header
     if ns.nproc is not None and ("ranks" in design.sweep or "ranks" in design.fixed):
-        raise LaunchError(f"--nproc {ns.nproc} and the parameter ranks both set the number of ranks: give one")
+        raise LaunchError(f"--nproc {shown['nproc']} and the parameter ranks both set the number of ranks: give one")
     if ns.timeout is not None and not (0 < ns.timeout < math.inf):
-        raise LaunchError(f"--timeout {ns.timeout}: must be a positive finite number of seconds")
+        raise LaunchError(f"--timeout {shown['timeout']}: must be a positive finite number of seconds")
     if not (0 <= ns.grace < math.inf):
-        raise LaunchError(f"--grace {ns.grace}: must be a finite number of seconds, not negative")
+        raise LaunchError(f"--grace {shown['grace']}: must be a finite number of seconds, not negative")
     if ns.max_failures is not None and ns.max_failures < 0:
-        raise LaunchError(f"--max-failures {ns.max_failures}: must be at least 1 (or 0: never stop)")
+        raise LaunchError(f"--max-failures {shown['max_failures']}: must be at least 1 (or 0: never stop)")
     if ns.nsys_ranks is not None:
         parse_rank_filter(ns.nsys_ranks)
         if not ns.nsys:
@@ -348,13 +388,18 @@ def parse(argv: list[str]) -> Options:
     sweeping = bool(ns.sweep or ns.sweep_file or ns.repeat is not None)
     if ns.repetition is not None:
         if ns.repetition < 0:
-            raise LaunchError(f"--repetition {ns.repetition}: must not be negative")
-        check_int(ns.repetition, f"--repetition {ns.repetition}")
+            raise LaunchError(f"--repetition {shown['repetition']}: must not be negative")
+        check_int(ns.repetition, f"--repetition {shown['repetition']}")
         if sweeping:
             design_option = (f"--sweep {ns.sweep[0]}" if ns.sweep else f"--sweep-file {ns.sweep_file}"
-                             if ns.sweep_file else f"--repeat {ns.repeat}")
-            raise LaunchError(f"--repetition {ns.repetition} and {design_option} exclude each other: a sweep "
+                             if ns.sweep_file else f"--repeat {shown['repeat']}")
+            raise LaunchError(f"--repetition {shown['repetition']} and {design_option} exclude each other: a sweep "
                               "numbers its repetitions 0 to N-1 itself (--repeat N); --repetition is for one run")
+    if ns.max_failures is not None and not sweeping:
+        # review 77 L3: it was accepted and did nothing
+        raise LaunchError(f"--max-failures {shown['max_failures']} applies to a sweep (--sweep, --sweep-file or "
+                          "--repeat), which it stops after that many failed runs in a row; a single run has no runs "
+                          "after it to stop")
     if ns.ranks_by_program and (ns.spawn is not None or ns.nproc is not None):
         raise LaunchError(f"--ranks-by-program and {'--spawn' if ns.spawn is not None else '--nproc'} exclude each "
                           "other: the program starts the ranks (sweep or --param ranks=N, and pass {ranks} to it)")
@@ -409,7 +454,7 @@ def _check_size(design: Design, ns: argparse.Namespace) -> None:
     if total <= MAX_RUNS:
         return
     if ns.repeat is not None:
-        repeat = f"--repeat {ns.repeat}"
+        repeat = f"--repeat {getattr(ns, 'shown', {}).get('repeat', ns.repeat)}"
     elif design.repeat > 1:
         repeat = f"sweep file {ns.sweep_file}: repeat = {design.repeat}"
     else:

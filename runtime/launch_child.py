@@ -4,8 +4,11 @@ Used by every rank the launcher spawns (`--child`) and by a launcher started as 
 srun/mpiexec/torchrun. When the script fails, its traceback goes to `<SCALEPROBE_OUT>/rank<R>.error.txt`
 (first line: the error itself) so that the parent launcher can say which rank failed and why.
 A rank that ends because it was sent SIGTERM (the launcher or srun stopping it because another rank
-failed, `--timeout`, Ctrl-C) says so in that first line, `STOPPED_BY_SIGTERM ...`, so that it is not
-taken for the rank that failed.
+failed, `--timeout`) says so in that first line, `STOPPED_BY_SIGTERM ...`, so that it is not taken for
+the rank that failed; one that ends in the KeyboardInterrupt of a SIGINT (Ctrl-C, which the launcher
+passes on) says `STOPPED_BY_SIGINT ...`. Who sent it is said only where the launcher left its mark
+(`STOP_MARK`) before it signalled the ranks (review 77 L2: a SIGTERM the program sent itself was put
+on the launcher).
 """
 
 from __future__ import annotations
@@ -60,6 +63,42 @@ def instrumenting_compiler(script: Path, project_root: Path | None,
 
 
 STOPPED_BY_SIGTERM = "stopped by SIGTERM"
+STOPPED_BY_SIGINT = "stopped by SIGINT"
+#: in the run directory: why the launcher is stopping the run's ranks, written before it signals them
+STOP_MARK = ".launch.stopping"
+#: who sent the signal, where the launcher left no mark
+_NOT_THE_LAUNCHER = {
+    "SIGTERM": "not sent by the launcher: by a scheduler, which stops every rank when one fails and at its time "
+               "limit, or by another process, the program's own included",
+    "SIGINT": "not sent by the launcher: Ctrl-C in a terminal, or another process, the program's own included",
+}
+
+
+def mark_stopping(directory: Path, why: str) -> None:
+    """Say, for the ranks about to be signalled, why the launcher stops them (see STOP_MARK)."""
+    try:
+        (directory / STOP_MARK).write_text(why, encoding="utf-8")
+    except OSError:
+        pass  # the ranks then say that the launcher did not send it: only the wording is lost
+
+
+def clear_stop_mark(directory: Path) -> None:
+    try:
+        (directory / STOP_MARK).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _who_stopped(signame: str) -> str:
+    out = os.environ.get("SCALEPROBE_OUT")
+    if out:
+        try:
+            why = (Path(out) / STOP_MARK).read_text(encoding="utf-8").strip()
+        except (OSError, ValueError):
+            why = ""
+        if why:
+            return why
+    return _NOT_THE_LAUNCHER[signame]
 # Set by run_rank when the program ran but its run file could not be written to the end.
 run_file_problem: str | None = None
 
@@ -85,10 +124,12 @@ def run_rank(script: Path | None, args: list[str], rank: int, *, instrument: boo
     def record(exc: BaseException, formatted: str) -> None:
         if launch_script.received_sigterm:
             # Not this rank's own failure: someone stopped it (see the module's docstring).
-            summary = (f"{STOPPED_BY_SIGTERM} (the launcher or scheduler stops every rank when one fails, "
-                       "at --timeout and at Ctrl-C)")
+            summary = f"{STOPPED_BY_SIGTERM} ({_who_stopped('SIGTERM')})"
             if not (isinstance(exc, SystemExit) and exc.code == launch_script.SIGTERM_EXIT):
                 summary += f"; then {error_summary(exc)}"
+        elif isinstance(exc, KeyboardInterrupt):
+            # SIGINT's own exception (review 77 L1: at Ctrl-C each rank's file read as a failure)
+            summary = f"{STOPPED_BY_SIGINT} ({_who_stopped('SIGINT')}); then {error_summary(exc)}"
         else:
             summary = error_summary(exc)
         # a traceback after the summary line; a SystemExit has none, only that line again
@@ -138,7 +179,8 @@ def write_error(target: Path | None, text: str) -> None:
 
 
 def stopped_by_sigterm(first_line: str | None) -> bool:
-    return bool(first_line) and first_line.startswith(STOPPED_BY_SIGTERM)
+    """Whether a rank's error file says it was stopped (SIGTERM, or SIGINT's KeyboardInterrupt)."""
+    return bool(first_line) and first_line.startswith((STOPPED_BY_SIGTERM, STOPPED_BY_SIGINT))
 
 
 def recorder_started() -> bool:

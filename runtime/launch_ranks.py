@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from runtime.launch_child import read_error, stopped_by_sigterm
+from runtime.launch_child import clear_stop_mark, mark_stopping, read_error, stopped_by_sigterm
 
 POLL_S = 0.05
 
@@ -158,6 +158,7 @@ def run_members(members: Sequence[Member], run_dir: Path, *, timeout: float | No
                 grace: float = 10.0) -> Outcome:
     start = time.monotonic()
     procs: list[subprocess.Popen] = []
+    clear_stop_mark(run_dir)
     with SignalInbox() as inbox:
         try:
             for m in members:
@@ -181,11 +182,13 @@ def run_members(members: Sequence[Member], run_dir: Path, *, timeout: float | No
                 for i, c in enumerate(codes):
                     if c is not None and c != 0:
                         first_failure, status, stop_at = i, "failed", now + grace
+                        mark_stopping(run_dir, "the launcher stops every rank when one fails")
                         for p in procs:
                             _signal(p, signal.SIGTERM)
                         break
             if timeout is not None and stop_at is None and now - start > timeout:
                 status, stop_at = "timeout", now + grace
+                mark_stopping(run_dir, f"the launcher stops every rank at --timeout {timeout:g} s")
                 for p in procs:
                     _signal(p, signal.SIGTERM)
             while forwarded < len(inbox.received):
@@ -195,6 +198,9 @@ def run_members(members: Sequence[Member], run_dir: Path, *, timeout: float | No
                     stop_at = now  # a second Ctrl-C: no more waiting
                 if status != "interrupted":
                     status, stop_signal, stop_at = "interrupted", sig, now + grace
+                    mark_stopping(run_dir, f"the launcher was sent {signal.Signals(sig).name}"
+                                           + (", Ctrl-C," if sig == signal.SIGINT else "")
+                                           + " and passes it on to every rank")
                 for p in procs:
                     _signal(p, sig)
             if stop_at is not None and now >= stop_at:

@@ -87,11 +87,14 @@ def say(line: str) -> None:
 
 def report_single_run(opts: Options, cfg: Config, directory: Path, recorded: bool, ok: bool) -> None:
     """After one run (not a sweep): where the data went (unless SCALEPROBE_QUIET), or, when it
-    ended ok with nothing recorded, the warning."""
+    ended ok with nothing recorded, the warning; a run that did not end ok and wrote no run file
+    still names its directory, which holds its launch.json and its error files (review 77 L6)."""
     if recorded:
         if not cfg.quiet:
             say(f"scaleprobe launch: run data in {directory}")
         return
+    if not ok and not cfg.quiet:
+        say(f"scaleprobe launch: run record in {directory} (no run file was written)")
     warning = nothing_recorded(cfg, opts) if ok else None
     if warning is not None:
         say(warning)

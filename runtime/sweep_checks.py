@@ -130,15 +130,46 @@ def spawn_is_local(spawn: str | None, env: dict[str, str] | None = None) -> bool
     return True
 
 
-def threads_per_rank(env: dict[str, str] | None = None) -> int:
+def spawn_threads(spawn: str | None) -> str | None:
+    """The OMP_NUM_THREADS that `--spawn`'s command gives its ranks itself, or None: a leading
+    `OMP_NUM_THREADS=N` (also after `env`), Open MPI's `-x OMP_NUM_THREADS=N`, MPICH's `-genv` or
+    `-env OMP_NUM_THREADS N`. It replaces what the launcher's environment holds."""
+    import shlex
+
+    try:
+        words = shlex.split(spawn or "")
+    except ValueError:
+        return None
+    found = None
+    i = 0
+    while i < len(words) and (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[i]) or words[i] == "env"):
+        name, _, value = words[i].partition("=")
+        if name == "OMP_NUM_THREADS":
+            found = value
+        i += 1
+    for j, word in enumerate(words[i:], start=i):
+        following = words[j + 1] if j + 1 < len(words) else ""
+        if word == "-x" and following.startswith("OMP_NUM_THREADS="):
+            found = following.partition("=")[2]
+        elif word in ("-genv", "-env", "--env") and following == "OMP_NUM_THREADS" and j + 2 < len(words):
+            found = words[j + 2]
+        elif word in ("-genv", "-env", "--env") and following.startswith("OMP_NUM_THREADS="):
+            found = following.partition("=")[2]
+    return found
+
+
+def threads_per_rank(env: dict[str, str] | None = None, spawn: str | None = None) -> int:
     """The threads each rank computes with, as the launcher counts them: `OMP_NUM_THREADS` where set
-    (its first number: `4,2` is 4); otherwise 1, which the launcher sets itself for more than one local
-    rank. A single rank with it unset uses torch's default (one thread per physical core), taken to fit
-    the host and counted as 1."""
+    (its first number: `4,2` is 4), by `--spawn`'s command itself (`spawn_threads`) or else in the
+    environment; otherwise 1, which the launcher sets itself for every rank it starts, the program
+    starts (`--ranks-by-program`) or `--spawn` starts, where a run has more than one rank. A single
+    rank with it unset uses torch's default (one thread per physical core), taken to fit the host and
+    counted as 1."""
     import os
 
     env = os.environ if env is None else env
-    m = re.match(r"\s*(\d+)", env.get("OMP_NUM_THREADS", ""))
+    given = spawn_threads(spawn)
+    m = re.match(r"\s*(\d+)", given if given is not None else env.get("OMP_NUM_THREADS", ""))
     return max(1, int(m.group(1))) if m else 1
 
 
@@ -162,9 +193,9 @@ def oversubscription_warnings(opts: Options, runs: list[Run], cpus: int | None =
     cpus = usable_cpus() if cpus is None else cpus
     if not cpus:
         return []
-    threads = threads_per_rank(env)
+    threads = threads_per_rank(env, opts.spawn)
     counts = sorted({run.ranks for run in runs})
-    if "OMP_NUM_THREADS" not in (os.environ if env is None else env):
+    if "OMP_NUM_THREADS" not in (os.environ if env is None else env) and spawn_threads(opts.spawn) is None:
         counts = [n for n in counts if n > 1]  # a lone rank with torch's default threads: not counted
     over = [n for n in counts if n * threads > cpus]
     if not over:
@@ -173,7 +204,7 @@ def oversubscription_warnings(opts: Options, runs: list[Run], cpus: int | None =
     products = ", ".join(str(n * threads) for n in over)
     fit = max(1, cpus // threads)
     where = ("ranks --spawn starts" if opts.spawn is not None else
-             "the program's ranks" if opts.ranks_by_program else "ranks")
+             "program's ranks" if opts.ranks_by_program else "ranks")
     return [f"scaleprobe launch: warning: ranks={ranks_text} on this host x {threads} thread"
             f"{'s' if threads > 1 else ''} = {products} > {cpus} usable CPUs: the {where} share cores and their "
             f"times measure the contention, not the program's scaling, and models over ranks extrapolate it; on this "

@@ -86,9 +86,10 @@ def rank_command(opts: Options, run: Run) -> list[str]:
 
 
 def members_for(opts: Options, run: Run, run_id: str) -> list[Member]:
-    base = run_environment(opts, run, run_id)
+    base = _with_threads(opts, run, run_environment(opts, run, run_id))
     command = rank_command(opts, run)
     if opts.spawn is not None:
+        # the command (srun, mpiexec) inherits this environment and gives it to the ranks it starts
         return [Member(command, base, None)]
     if opts.ranks_by_program:
         # one process, which starts the ranks itself: it gets a free port for them, and no rank
@@ -97,13 +98,6 @@ def members_for(opts: Options, run: Run, run_id: str) -> list[Member]:
         return [Member(command, env, None)]
     n = run.ranks
     port = str(free_port())
-    counts = {int(p["ranks"]) for p in opts.design.points(opts.nproc or 1)} | {n}
-    if max(counts) > 1 and "OMP_NUM_THREADS" not in base:
-        # as torchrun does for more than one process per node: the ranks share the node's cores; in a
-        # sweep over ranks the ranks=1 runs too, so that a rank has the same threads at every point
-        # (review 39: ranks=1 with every core measured another regime than the ranks above it)
-        base = dict(base, OMP_NUM_THREADS="1")
-        _say_omp_once(n, counts)
     members = []
     for rank in range(n):
         env = dict(base)
@@ -113,6 +107,25 @@ def members_for(opts: Options, run: Run, run_id: str) -> list[Member]:
                     "SCALEPROBE_PARENT_PID": str(os.getpid())})
         members.append(Member(command, env, rank))
     return members
+
+
+def _with_threads(opts: Options, run: Run, base: dict[str, str]) -> dict[str, str]:
+    """`OMP_NUM_THREADS=1` where it is not set and a run of this launch has more than one rank, as
+    torchrun does for more than one process per node: the ranks share the node's cores. In a sweep
+    over ranks the ranks=1 runs too, so that a rank has the same threads at every point (review 39:
+    ranks=1 with every core measured another regime than the ranks above it). For every way the
+    launcher starts ranks: its own (`--nproc`, a sweep), the program's (`--ranks-by-program`, whose
+    ranks inherit the process's environment) and `--spawn`'s, whose command inherits it (review 77
+    M1: those two ran torch's thread per core while the oversubscription check counted 1). Not where
+    `--spawn`'s command sets OMP_NUM_THREADS itself (`env OMP_NUM_THREADS=4 mpiexec ...`)."""
+    from runtime.sweep_checks import spawn_threads
+
+    n = run.ranks
+    counts = {int(p["ranks"]) for p in opts.design.points(opts.nproc or 1)} | {n}
+    if max(counts) > 1 and "OMP_NUM_THREADS" not in base and spawn_threads(opts.spawn) is None:
+        base = dict(base, OMP_NUM_THREADS="1")
+        _say_omp_once(n, counts)
+    return base
 
 
 _omp_said = [False]
@@ -290,16 +303,17 @@ def _too_many_failures(opts: Options, in_a_row: int, progress: Progress | None, 
                        failed_points: int = 0, points: int = 1) -> str | None:
     """Why the sweep stops after `in_a_row` runs failed or timed out, or None: at `--max-failures N`
     in a row; without it, when the sweep's first runs all failed (none completed, none was done
-    before), `FIRST_FAILURES` of them at as many points (or at every point there is): a mistyped
-    option fails every point alike; never at `--max-failures 0`."""
+    before), at `FIRST_FAILURES` different points (or at every point of a smaller sweep, as soon as
+    each has failed once): a mistyped option fails every point alike; never at `--max-failures 0`."""
     if opts.max_failures:
         if in_a_row >= opts.max_failures:
             return (f"{in_a_row} runs in a row failed (--max-failures {opts.max_failures}), the last with: "
                     f"{last.error}. Fix the cause first: a resume tries the failed runs again before the others "
                     "(or give a larger --max-failures)")
-    elif opts.max_failures is None and in_a_row >= FIRST_FAILURES and progress is not None \
+    elif opts.max_failures is None and in_a_row >= min(FIRST_FAILURES, points) and progress is not None \
             and progress.finished == in_a_row and failed_points >= min(FIRST_FAILURES, points):
-        # at 3 points (or all there are): one point that fails under --repeat 3 is data (review 22)
+        # at 3 points (or all there are, review 77 L4: a sweep of 2 points made a third run after both
+        # had failed): one point of several that fails under --repeat 3 is data (review 22)
         return (f"the first {in_a_row} runs all failed, the last with: {last.error}. Fix the cause first (a resume "
                 f"tries the failed runs again before the others), or give --max-failures 0 to run every point "
                 f"whatever fails")

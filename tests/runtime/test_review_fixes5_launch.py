@@ -205,7 +205,7 @@ def test_a_timed_out_ranks_error_file_says_it_was_stopped(tmp_path):
     assert done.returncode == 124, done.stderr
     (run_dir,) = (tmp_path / "runs" / "hold").iterdir()
     first = (run_dir / "rank0.error.txt").read_text().splitlines()[0]
-    assert first.startswith("stopped by SIGTERM (the launcher or scheduler stops every rank"), first
+    assert first.startswith("stopped by SIGTERM (the launcher stops every rank at --timeout"), first  # review 77 L2
     assert "SystemExit" not in first
     assert json.loads((run_dir / RECORD).read_text())["status"] == "timeout"
 

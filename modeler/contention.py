@@ -54,9 +54,10 @@ def run_spread(series: Sequence[Series], metric: str = "time") -> tuple[float, f
     return up / total, down / total
 
 
-def wide_runs_warning(series: Sequence[Series], aggregate: str | None) -> str | None:
+def wide_runs_warning(series: Sequence[Series], aggregate: str | None, compat: str | None = None) -> str | None:
     """A warning where the `time` series' runs lie more than `WIDE` apart (`run_spread`) and the
-    aggregate is not `min`, or None."""
+    aggregate is not `min`, or None. `aggregate` None: the engine's default, the mean under
+    `compat="extrap"` (review 78 LOW-3: the warning called it robust there too)."""
     if aggregate == "min":
         return None
     spread = run_spread(series)
@@ -65,7 +66,8 @@ def wide_runs_warning(series: Sequence[Series], aggregate: str | None) -> str | 
     slow, fast = spread
     side = (", slow on one side, as when other work shares the machine (it adds time to some runs, never "
             "takes it away)" if slow > ONE_SIDED * fast else "")
-    how = f"--repetitions {aggregate}" if aggregate else "the default aggregate (robust: a mean of the runs that are not outliers)"
+    how = (f"--repetitions {aggregate}" if aggregate else "the mean of the runs (--compat extrap, as Extra-P)"
+           if compat == "extrap" else "the default aggregate (robust: a mean of the runs that are not outliers)")
     return (f"the repetitions of the times disagree widely: a point's slowest run lies {100 * slow:.0f}% above its "
             f"median, its fastest {100 * fast:.0f}% below it (weighted by time){side}; {how} follows slow runs, "
             f"and the models' exponents and ranges take them for noise around the truth, so predictions beyond "

@@ -457,12 +457,16 @@ def parse_assignments(text: str | None, option: str, parameters: Sequence[str] |
     among them; `held`: the parameters a point filter left with one value (`Dataset.held`), which
     the error then names as such."""
     out: dict[str, float] = {}
-    if not text:
+    if text is None:
         return out
+    if not text.strip():  # (review 78 LOW-5: `--at "$TARGET"`, TARGET unset, was the largest measured point)
+        raise InputError(f"{option} {text!r}: empty (an unset shell variable?); leave {option} out for the largest "
+                         f"measured values")
     for item in text.split(","):
         item = item.strip()
-        if not item:
-            continue
+        if not item:  # `p=4,` or `,`: a value lost, not nothing asked for
+            raise InputError(f"{option} {text!r}: an empty item (a comma too many, or an unset shell variable?); "
+                             f"give NAME=VALUE,... (example: {option} ranks=1024,batch=256)")
         name, sep, value = item.partition("=")
         name, value = name.strip(), value.strip()
         if not sep or not name or not value:

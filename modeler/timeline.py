@@ -26,7 +26,7 @@ from typing import Any, Iterable, Sequence
 
 from runtime.runfile import is_helper_process
 
-from .commands.inputs import output_arg
+from .commands.inputs import output_arg, refuse_output_among_inputs
 from .errors import InputError
 from .listing import listing
 from .replace_file import replacing
@@ -410,7 +410,9 @@ def _thinned(run: Any) -> int:
 def run(args: argparse.Namespace) -> int:
     read_warnings: list[str] = []
     try:
-        runs = select_run(_read(args.inputs, read_warnings), args.run)
+        found = _read(args.inputs, read_warnings)
+        refuse_output_among_inputs("-o", args.output, [r.path for r in found])
+        runs = select_run(found, args.run)
         events, meta, n = trace_parts(runs, _parse_ranks(args.ranks))
     except InputError as e:
         e.warnings[:0] = read_warnings

@@ -21,9 +21,10 @@ from ..listing import listing
 from ..outputs import FORMATS, render
 from ..parts import combination, parts_series
 from ..reach import far_target_warning
-from ..ranking import LARGEST_VALUE, Ranking, measured_maximum, nonnegative_keys, parse_at, rank_models
+from ..ranking import LARGEST_VALUE, Ranking, measured_maximum, nonnegative_keys, parse_assignments, parse_at, rank_models
 from ..share import DEFAULT_MIN_SHARE, parse_min_share, percent, share_series
-from .inputs import add_input_options, describe_files, load_from_args, name_skipped, output_arg, select, warn, write_output
+from .inputs import (add_input_options, describe_files, load_from_args, name_skipped, output_arg,
+                     refuse_output_among_inputs, select, warn, write_output)
 
 DEFAULT_MIN_POINTS = 3
 
@@ -168,7 +169,7 @@ def prediction_checks(data: Dataset, models: Sequence, target: Mapping[str, floa
     `data`'s series, in order."""
     points = [s.points for s in data.series]
     said = (far_target_warning(data.parameters, points, target),
-            wide_runs_warning(measured.series if measured is not None else data.series, repetitions),
+            wide_runs_warning(measured.series if measured is not None else data.series, repetitions, compat),
             backtest_warning(data.parameters, data.series, compat=compat, aggregate=repetitions),
             unchecked_products_warning(data.parameters, models, points))
     return [w for w in said if w]
@@ -223,7 +224,9 @@ def run(args: argparse.Namespace) -> int:
     if args.top is not None and args.top < 1:
         raise InputError(f"--top: must be at least 1, got {args.top}")
     min_share = min_share_of(args)  # checked before the inputs are read
+    parse_assignments(args.at, "--at")  # its form too (an empty --at); the names once the parameters are known
     loaded = load_from_args(args)
+    refuse_output_among_inputs("-o", args.output, loaded)  # before the fit, the slow part
     data = select(loaded.dataset, args)
     ranking = fit_dataset(data, at=args.at, compat=args.compat, repetitions=args.repetitions, min_points=args.min_points,
                           measured=loaded.dataset, per_rank_time=per_rank_time(args, loaded), min_share=min_share,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from fnmatch import fnmatchcase
@@ -33,7 +34,7 @@ def add_input_options(
                             help=f"comma-separated metrics to use, or 'all' (default: {metric_default})")
     parser.add_argument("--callpath", metavar="PATTERN", action="append",
                         help="only call paths matching this fnmatch pattern (repeatable), e.g. '*->train*'")
-    parser.add_argument("--ranks", choices=RANK_AGGREGATES, default="mean",
+    parser.add_argument("--ranks", choices=RANK_AGGREGATES, default=None,
                         help="how the ranks of a run are combined (default: mean); imbalance = max/mean is its own metric")
     parser.add_argument("--experiment", metavar="NAME", action="append",
                         help="only runs of this experiment (the launcher's --experiment; repeatable)")
@@ -60,7 +61,21 @@ def read_options(args: argparse.Namespace) -> ReadOptions:
 
 
 def load_from_args(args: argparse.Namespace) -> Loaded:
-    return read_inputs(args.paths, read_options(args), format=args.input_format)
+    """What `args.paths` hold; `--ranks` and `--include-incomplete` given where no run file was
+    read are said to do nothing (review 78 LOW-6: accepted without a word, where `--experiment`
+    is an error)."""
+    given_ranks = getattr(args, "ranks", None)
+    if given_ranks is None:
+        args.ranks = "mean"  # (the default: None only tells whether the option was given)
+    loaded = read_inputs(args.paths, read_options(args), format=args.input_format)
+    if not any(f.format == "runs" for f in loaded.files if f.status != "ignored"):
+        given = [o for o, on in (("--ranks " + str(given_ranks), given_ranks is not None),
+                                 ("--include-incomplete", getattr(args, "include_incomplete", False))) if on]
+        if given:
+            loaded.dataset.warnings.append(
+                f"{' and '.join(given)}: the inputs hold no run files, only Extra-P inputs, whose values are "
+                f"already combined over the ranks and runs: {'they do' if len(given) > 1 else 'it does'} nothing here")
+    return loaded
 
 
 def describe_files(loaded: Loaded) -> str:
@@ -163,12 +178,55 @@ def name_skipped(loaded: Loaded, args: argparse.Namespace, prog: str = "modeler"
             print(f"{prog}: {skipped_warning(f)}", file=sys.stderr)
 
 
-def output_arg(text: str) -> str:
-    """An argparse type for -o: never the empty string (review 40: `-o "$OUT"` with OUT unset wrote
-    to stdout or failed with "No such file or directory", by command)."""
-    if not text:
-        raise argparse.ArgumentTypeError("an empty path (an unset shell variable?)")
-    return text
+def path_arg(option: str):
+    """An argparse type for an output path, `option` (`-o/--output`, `--extrap`): never the empty
+    string (review 40: `-o "$OUT"` with OUT unset wrote to stdout or failed with "No such file or
+    directory", by command). An `InputError`, not argparse's error: it exits 1, as an empty INPUT
+    does (review 78 LOW-6: it exited 2)."""
+
+    def output(text: str) -> str:
+        if not text:
+            raise InputError(f"argument {option}: an empty path (an unset shell variable?)")
+        return text
+
+    return output
+
+
+output_arg = path_arg("-o/--output")
+
+
+#: input files whose content a command never used: a file found in a directory that is not
+#: measurements, or an Extra-P export beside run files (`export --extrap runs/x.jsonl runs/` again)
+_UNUSED = ("ignored",)
+
+
+def refuse_output_among_inputs(option: str, output: str | os.PathLike[str] | None,
+                               inputs: Loaded | Sequence[str | os.PathLike[str]]) -> None:
+    """An `InputError` naming `option` and the file when the output path is one of the input files
+    (the same path, resolved, or the same file under another name: a hard link, a symbolic link),
+    checked before anything is written (review 78 MED-1: `fit s.jsonl -o s.jsonl` replaced the
+    measurements with the ranking, `export --extrap s.jsonl s.jsonl --metric time` dropped the other
+    metrics, and both exited 0). `inputs`: what a command read (every file it looked at but those it
+    ignored), or the paths of the files. `-` (stdout) and a path that does not exist never clash."""
+    if output in (None, "-"):
+        return
+    out = os.fspath(output)
+    try:
+        st = os.stat(out)
+    except OSError:
+        return  # a new file: no input can be it
+    paths = ([f.path for f in inputs.files if f.status not in _UNUSED] if isinstance(inputs, Loaded)
+             else [os.fspath(p) for p in inputs])
+    real = os.path.realpath(out)
+    for path in paths:
+        try:
+            other = os.stat(path)
+        except OSError:
+            continue
+        if os.path.realpath(path) == real or (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            same = "" if os.path.realpath(path) == real else f" ({path}, under another name)"
+            raise InputError(f"{option} {out}: this file is one of the inputs{same}; writing the output there "
+                             f"would replace the measurements: name another file")
 
 
 def write_output(text: str, output: str | None) -> None:

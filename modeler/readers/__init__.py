@@ -386,7 +386,11 @@ def read_inputs(
         raise nothing_left(options.points, values, "point")
     if not datasets:
         raise InputError(no_usable_message(files, options.include_incomplete), warnings=noticed)
-    dataset = drop_single_valued(merge(datasets), narrowed)
+    # a parameter with one value at every point read is a constant, as the runs' constants are
+    # (review 78 MED-4: an Extra-P file's own `ranks: 1` stayed a parameter, `--at ranks=1024` was
+    # taken and the file would not merge with runs whose constant it is); what --where/--exclude
+    # left one value of (`narrowed`) is among them
+    dataset = drop_single_valued(merge(_aligned(datasets)), _all_parameters(datasets) | narrowed)
     if filtered_points and runsets:  # said over both kinds of input at once, not by the runs alone
         said_by_runs = {excluded_nothing_warning(c, OF_RUNS) for r in runsets for c in r.unmatched}
         dataset.warnings[:] = [w for w in dataset.warnings if w not in said_by_runs]
@@ -404,6 +408,33 @@ def read_inputs(
     dataset.warnings.extend(skipped_warning(f) for f in files if f.status == "skipped")
     dataset.warnings.extend(f"{f.path}: {f.reason}" for f in files if f.status == "ignored" and f.reason == BESIDE_RUNS)
     return Loaded(dataset, files, batches)
+
+
+def _all_parameters(datasets: Sequence[Dataset]) -> set[str]:
+    return {p for d in datasets for p in d.parameters}
+
+
+def _aligned(datasets: Sequence[Dataset]) -> list[Dataset]:
+    """`datasets`, each given a column for the parameters the others have and it holds as a
+    constant (`Dataset.held`: the runs' constants): runs whose `ranks` is 1 throughout merge with an
+    Extra-P file that has a `ranks` of 1 (or of other values: it is then a parameter of the
+    merged inputs, as it is of runs of several values). A dataset that lacks a parameter it does
+    not hold is left as it is, for `merge` to refuse."""
+    if len(datasets) < 2:
+        return list(datasets)
+    columns = list(dict.fromkeys(p for d in datasets for p in d.parameters))
+    out = []
+    for d in datasets:
+        missing = [p for p in columns if p not in d.parameters]
+        if not missing or not all(p in d.held for p in missing):
+            out.append(d)
+            continue
+        fill = np.array([d.held[p] for p in missing], dtype=float)
+        series = [Series(s.callpath, s.metric, np.hstack([s.points, np.tile(fill, (s.n_points, 1))]),
+                         s.repetitions, s.unit, s.passes) for s in d.series]
+        out.append(Dataset((*d.parameters, *missing), series, d.warnings, d.sources, d.run_shares,
+                           {k: v for k, v in d.held.items() if k not in missing}))
+    return out
 
 
 def _excluded_nothing(points: PointFilter, extrap_points: set[tuple[tuple[str, float], ...]],

@@ -68,6 +68,12 @@ def _point_text(coord: tuple[float, ...]) -> str:
     return "(" + ", ".join(f"{v:g}" for v in coord) + ")"
 
 
+def _named(parameters: list[str], coord: tuple[float, ...]) -> str:
+    """A point as the options write it, `x=1` or `(p=4, n=8)` (review 78 LOW-6: `(1.0,)`)."""
+    text = ", ".join(f"{p}={v:g}" for p, v in zip(parameters, coord))
+    return f"({text})" if len(coord) > 1 else text
+
+
 def _to_dataset(
     path: Path,
     parameters: list[str],
@@ -111,6 +117,7 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
     path = Path(path)
     warnings: list[str] = []
     groups: dict[frozenset, _ParamGroup] = {}
+    refused: dict[frozenset, tuple[str, list[int]]] = {}  # parameter sets with a name refused: why, lines
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -134,9 +141,12 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
         key = frozenset(params)
         group = groups.get(key)
         if group is None:  # names checked once a parameter set (review 60: per line, the reader took 1.4x)
+            if key in refused:
+                refused[key][1].append(ln)
+                continue
             why = next((w for w in map(parameter_name_problem, params) if w), None)
-            if why:
-                warnings.append(f"{path}:{ln}: {why}; line skipped")
+            if why:  # said once the file is read: five lines, then a count (review 78 LOW-2)
+                refused[key] = (why, [ln])
                 continue
             group = groups[key] = _ParamGroup(list(params))
         group.lines.append(ln)
@@ -164,6 +174,18 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
             continue
         key = (callpath, metric)
         group.data.setdefault(key, {}).setdefault(tuple(map(float, coord)), []).extend(map(float, values))
+    for why, lines in refused.values():
+        warnings.extend(f"{path}:{ln}: {why}; line skipped" for ln in lines[:_SHOWN])
+        if len(lines) > _SHOWN:
+            warnings.append(f"{path}: {len(lines) - _SHOWN} more line(s) skipped for the same parameter name, up to "
+                            f"line {lines[-1]}")
+    if not groups and refused:  # (review 78 LOW-2: "no line has \"params\" with a name", where every line had)
+        why, lines = max(refused.values(), key=lambda r: len(r[1]))
+        n = sum(len(r[1]) for r in refused.values())
+        said = (f"{why} (in all {n} lines that have parameters)" if n == len(lines) > 1 else
+                f"{why} (in {len(lines)} line(s); the other {n - len(lines)} with parameters have other names refused)"
+                if n > len(lines) else why)
+        raise InputError(f"{path}: {said}", warnings=warnings)
     if not groups:
         raise InputError(f"{path}: no parameters found (no line has \"params\" with a name)", warnings=warnings)
     chosen = max(groups.values(), key=lambda g: len(g.lines))  # (the first of equals: max keeps it)
@@ -290,18 +312,20 @@ def read_extrap_text(path: str | Path) -> Dataset:
             try:
                 values = [float(v) for v in rest.split()]
             except ValueError:
-                warnings.append(f"{where}: DATA values are not all numbers; point {point} left out for {callpath}")
+                warnings.append(f"{where}: DATA values are not all numbers; point {_named(parameters, point)} "
+                                f"left out for {callpath}")
                 continue
             finite = [v for v in values if abs(v) <= LARGEST_MEASURED]  # (nan is not)
             if not finite:
-                warnings.append(f"{where}: DATA line without finite values; point {point} left out for {callpath}")
+                warnings.append(f"{where}: DATA line without finite values; point {_named(parameters, point)} "
+                                f"left out for {callpath}")
                 continue
             if len(finite) < len(values):
                 bad = listing(sorted({repr(v) for v in values if not abs(v) <= LARGEST_MEASURED}), 3)
                 big = "" if all(not math.isfinite(v) for v in values if not abs(v) <= LARGEST_MEASURED) else \
                     f" or above {LARGEST_MEASURED:g}"
                 warnings.append(f"{where}: {len(values) - len(finite)} of {len(values)} values are not finite{big} ({bad}); "
-                                f"the other {len(finite)} kept at point {point} for {callpath}")
+                                f"the other {len(finite)} kept at point {_named(parameters, point)} for {callpath}")
                 values = finite
             data.setdefault((callpath or _DEFAULT_CALLPATH, metric or _DEFAULT_METRIC), {}).setdefault(
                 point, []

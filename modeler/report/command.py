@@ -11,7 +11,8 @@ from ..errors import InputError
 from ..replace_file import write_text
 from ..commands.fit import (add_min_share_option, add_pass_option, companion_series, min_share_of, new_series, per_rank_time,
                             prediction_checks)
-from ..commands.inputs import add_input_options, load_from_args, name_skipped, output_arg, select_callpaths
+from ..commands.inputs import (add_input_options, load_from_args, name_skipped, output_arg, refuse_output_among_inputs,
+                               select_callpaths)
 from .assemble import ReportOptions, build_report, check_options, headline_series, parse_assignments
 
 
@@ -62,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
 
     min_share = min_share_of(args)  # checked before the inputs are read
     loaded = load_from_args(args)
+    if not (args.format == "markdown" and args.output in (None, "-")):
+        refuse_output_among_inputs("-o", args.output or "report.html", loaded)
     dataset = loaded.dataset
     metric = _choose_metric(args.metric, dataset.metrics())
     selected = select_callpaths(dataset.select(metrics=[metric]), args.callpath)

@@ -222,5 +222,5 @@ def test_text_data_line_keeps_its_finite_values(tmp_path):
     ds = read_extrap_text(f)
     (s,) = ds.series
     assert [r.tolist() for r in s.repetitions] == [[1.0, 1.1], [2.0]]
-    assert f"{f}:6: 1 of 2 values are not finite (nan); the other 1 kept at point (2.0,) for r" in ds.warnings
+    assert f"{f}:6: 1 of 2 values are not finite (nan); the other 1 kept at point x=2 for r" in ds.warnings
     assert any(w.startswith(f"{f}:7: DATA line without finite values") for w in ds.warnings)

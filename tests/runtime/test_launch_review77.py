@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from runtime import launch
-from tests.envclean import LAUNCH_PREFIXES, LAUNCH_VARS, clean_env
+from tests.envclean import clean_env
+from tests.runtime.test_review71_launch import here  # noqa: F401 (the fixture: a clean launcher environment)
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = (REPO / "docs" / "launch.md").read_text()
@@ -56,21 +57,6 @@ def run(tmp_path, *args, env=None, timeout=120):
 def omp_values(tmp_path, run_name):
     (directory,) = [d for d in (tmp_path / "runs").glob(f"*/{run_name}")]
     return sorted(p.read_text() for p in directory.glob("omp.*"))
-
-
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    """A clean launcher environment in tmp_path, with a main.py, and 2 usable CPUs."""
-    for k in list(os.environ):
-        if k in LAUNCH_VARS or k.startswith(LAUNCH_PREFIXES) or k == "OMP_NUM_THREADS":
-            monkeypatch.delenv(k)
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "main.py").write_text("")
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    from runtime import sweep_run
-
-    monkeypatch.setattr(sweep_run, "_omp_said", [False])
-    return tmp_path
 
 
 def _cpu_warnings(err):

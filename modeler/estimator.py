@@ -34,6 +34,7 @@ from .pmnf.quality import quality
 from .pmnf.selection import noise_variance
 from .repstats import by_shape, odd_points, point_stats, table
 from .strong_scaling import choose, falls_along, mix, split, split_alternative, time_view
+from .pointtext import param_text, point_text
 
 COMPAT_MODES = (None, "extrap")
 #: a series needs this many points, and a parameter this many distinct values, to get a term
@@ -414,14 +415,14 @@ def _check_finite(s: Series, params: tuple[str, ...]) -> None:
     bad_points = ~np.isfinite(s.points)
     if bad_points.any():
         i, j = np.argwhere(bad_points)[0]
-        raise InputError(f"{s.callpath}/{s.metric}: point {int(i)} has {params[j]}={s.points[i, j]}: "
+        raise InputError(f"{s.callpath}/{s.metric}: point {int(i)} has {params[j]}={param_text(s.points[i, j])}: "
                          "parameter values must be finite numbers")
     if (np.abs(np.concatenate(s.repetitions)) <= LARGEST_MEASURED).all():
         return
     for pt, reps in zip(s.points, s.repetitions):
         bad = ~(np.abs(reps) <= LARGEST_MEASURED)
         if bad.any():
-            where = ", ".join(f"{p}={v:g}" for p, v in zip(params, pt))
+            where = point_text(params, pt)
             why = "values must be finite numbers" if not np.isfinite(reps[bad][0]) else \
                 f"values above {LARGEST_MEASURED:g} are too large to model (their sums overflow)"
             raise InputError(f"{s.callpath}/{s.metric}: a value at ({where}) is {reps[bad][0]}: {why}")
@@ -525,7 +526,7 @@ def _miss(fitted: np.ndarray, s: Series, params: tuple[str, ...]) -> str | None:
             return None  # (a parameter held constant, said so, leaves its variation unfollowed by design)
         return lack_text(*lack)
     factor, i = worst
-    point = ", ".join(f"{p}={v:.12g}" for p, v in zip(params, s.points[i]))
+    point = point_text(params, s.points[i])
     return miss_text(factor, float(fitted[i]), point, s.repetitions[i])
 
 
@@ -534,7 +535,7 @@ def _odd_note(params: tuple[str, ...], s: Series, odd: np.ndarray) -> str:
     The same text for every series with the same points, so that one straggler run, which makes
     every call path odd at its point, is said once with a count of models (review 61 F3: the model
     was good again, but nothing said that a point had been set aside)."""
-    where = listing([f"({', '.join(f'{p}={v:.12g}' for p, v in zip(params, s.points[i]))})" for i in odd], 3)
+    where = listing([f"({point_text(params, s.points[i])})" for i in odd], 3)
     return (f"the repetitions at {where} disagree far more than at the other points (a straggler run?): "
             f"{'that point counts' if len(odd) == 1 else 'those points count'} little in the model; "
             f"measure {'it' if len(odd) == 1 else 'them'} again")

@@ -18,6 +18,7 @@ from .dataset import RANKS_PARAMETER, Dataset
 from .errors import InputError
 from .listing import listing
 from .replace_file import write_text
+from .pointtext import param_text
 
 
 @dataclass
@@ -45,9 +46,9 @@ class ExportSummary:
         for (p, v), items in self.missing_where.items():
             why = " (a single rank does not communicate)" if p == RANKS_PARAMETER and v == 1 else ""
             notes.append(
-                f"{len(items)} series left out of the export: not measured where {p}={v:g}{why}, and Extra-P "
+                f"{len(items)} series left out of the export: not measured where {p}={param_text(v)}{why}, and Extra-P "
                 f"refuses gaps. To hand them to Extra-P, export the other points on their own (--exclude "
-                f"{p}={v:g}), with --callpath to pick these series: {listing(items, 10)}")
+                f"{p}={param_text(v)}), with --callpath to pick these series: {listing(items, 10)}")
         if self.left_out:
             shown = listing(self.left_out, 10)
             notes.append(f"{len(self.left_out)} series left out of the export: not measured at every point, "

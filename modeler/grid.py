@@ -11,6 +11,7 @@ import numpy as np
 
 from .listing import listing
 from .pmnf.points import distinct_values, extrap_lines
+from .pointtext import point_text
 
 #: the points are taken for a sweep with holes when they cover at least this share of the grid
 GRID_SHARE = 0.5
@@ -29,7 +30,7 @@ def grid_gaps_warning(parameters: Sequence[str], points: Sequence[np.ndarray]) -
     # Extra-P's lines through one point (a 3 x 3 cross measures 5 of 9)
     if len(measured) >= size or len(measured) < GRID_SHARE * size or _lines_through_one_point(measured):
         return None
-    missing = [", ".join(f"{p}={v:g}" for p, v in zip(parameters, combo))
+    missing = [point_text(parameters, combo)
                for combo in itertools.product(*values) if combo not in measured]
     shape = " x ".join(f"{p} ({len(v)} values)" for p, v in zip(parameters, values))
     return (f"the measurements are not a full grid: {len(measured)} of the {size} combinations of {shape}; "

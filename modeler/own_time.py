@@ -14,6 +14,7 @@ import numpy as np
 
 from .dataset import Series
 from .listing import listing
+from .pointtext import point_text
 
 SEPARATOR = "->"
 #: a top-level call path whose exclusive time is at least this share of its time is named
@@ -42,7 +43,7 @@ def own_time_note(measured: Sequence[Series], parameters: Sequence[str],
             continue
         share = float(e.values()[match[0]]) / float(values[i])
         if share >= OWN_SHARE:
-            at = ", ".join(f"{p}={v:g}" for p, v in zip(parameters, point))
+            at = point_text(parameters, point)
             named.append(f"{cp} {share * 100:.0f}% at {at}")
     if not named:
         return None

@@ -28,6 +28,7 @@ from .passes import hull, pass_spread_warning
 from .parts import SEPARATOR, PartsCheck, check_parts, disagrees, parts_sums, times
 from .share import Share, kept_callpaths, measured_shares, own_shares, shares
 from .uncertainty import mixture_ranges, with_prediction
+from .pointtext import point_text
 
 
 # metrics where more is better; for every other metric (times, bytes, imbalance) more is worse
@@ -642,7 +643,7 @@ def rank_models(
     for fm in companions:
         with np.errstate(all="ignore"):
             by_key.setdefault((fm.callpath, fm.metric), float(fm.predict(point)[0]))
-    at_text = ", ".join(f"{p}={float(at[p]):.12g}" for p in parameters)
+    at_text = point_text(parameters, [float(at[p]) for p in parameters])
     target = {p: float(at[p]) for p in parameters}
     left_out = [_pass_predictions(fm, target) for fm in models]
     ranges = _ranges(models, target, preds, left_out)

@@ -13,6 +13,7 @@ import numpy as np
 
 from .dataset import Series
 from .listing import listing
+from .pointtext import param_text
 
 RANKS = "ranks"
 #: the other ranks values a series needs for the warning: with fewer, the zeros are most of it
@@ -45,9 +46,9 @@ def zero_at_fewest_ranks_warning(parameters: Sequence[str], series: Sequence[Ser
     if not named:
         return None
     n = len(named)
-    return (f"{n} series {'are' if n > 1 else 'is'} 0 at the fewest ranks ({RANKS}={fewest:g}) and above 0 at every "
+    return (f"{n} series {'are' if n > 1 else 'is'} 0 at the fewest ranks ({RANKS}={param_text(fewest)}) and above 0 at every "
             f"other point (communication, which one rank does not do): {listing(named, 5)}; a model of all the points bends "
-            f"to fit the zeros, and so does each caller's: --exclude {RANKS}={fewest:g} models the others"
+            f"to fit the zeros, and so does each caller's: --exclude {RANKS}={param_text(fewest)} models the others"
             + (f"; the speedup and parallel_efficiency of {'these call paths' if len(timed) > 1 else timed[0]} "
                f"are relative to the fewest ranks where {'their' if len(timed) > 1 else 'its'} time is above 0"
                if timed else ""))

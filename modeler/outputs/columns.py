@@ -7,6 +7,7 @@ import math
 from ..misfit import LACK_RATIO, MISS_FACTOR
 from ..ranking import PARTS_DISAGREE, RankedModel, Ranking, growth_text
 from ..share import left_out_note
+from ..pointtext import point_text
 
 # the model formula goes last: it is the only unbounded cell, so it may run past a terminal's width
 HEADERS = ("#", "callpath", "metric", "growth", "at target", "run spread", "80% range", "SMAPE%", "adj.R2", "CV SMAPE%", "RSS",
@@ -23,7 +24,7 @@ def number(v: float | None, digits: int = 4) -> str:
 
 
 def target_text(ranking: Ranking) -> str:
-    return ", ".join(f"{p}={number(v, 12)}" for p, v in ranking.at.items())
+    return point_text(ranking.at)
 
 
 def cells(i: int, row: RankedModel) -> tuple[str, ...]:

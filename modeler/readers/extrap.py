@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover - orjson is optional
 from ..dataset import LARGEST_MEASURED, LARGEST_VALUE, Dataset, Series, parameter_name_problem
 from ..errors import InputError
 from ..listing import listing
+from ..pointtext import param_text, point_text
 
 _TEXT_FIELDS = ("PARAMETER", "POINTS", "REGION", "METRIC", "DATA", "EXPERIMENT")
 _DEFAULT_CALLPATH = "<root>"
@@ -65,12 +66,12 @@ _SHOWN = 5
 
 
 def _point_text(coord: tuple[float, ...]) -> str:
-    return "(" + ", ".join(f"{v:g}" for v in coord) + ")"
+    return "(" + ", ".join(param_text(v) for v in coord) + ")"
 
 
 def _named(parameters: list[str], coord: tuple[float, ...]) -> str:
     """A point as the options write it, `x=1` or `(p=4, n=8)` (review 78 LOW-6: `(1.0,)`)."""
-    text = ", ".join(f"{p}={v:g}" for p, v in zip(parameters, coord))
+    text = point_text(parameters, coord)
     return f"({text})" if len(coord) > 1 else text
 
 

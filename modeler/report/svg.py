@@ -14,6 +14,8 @@ from typing import Sequence
 
 from markupsafe import Markup
 
+from ..pointtext import param_text  # noqa: F401  (the report's modules take it from here)
+
 # Colour-blind-safe palette (Okabe-Ito), cycled for series.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 
@@ -22,28 +24,6 @@ _VIRIDIS = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231
 
 def _esc(text: object) -> str:
     return escape(str(text), quote=True)
-
-
-def param_text(v: object) -> str:
-    """A parameter value (a measured coordinate, a held value, an `--at` target) exactly as
-    measured: an integer as the integer (1024, 16384), any other number as the shortest text that
-    reads back as the same float (0.1, 2.5e-05). Never rounded, so two values never read alike
-    (review 71 F4: 1024 and 1025 both read `1.02e+03`, 16384 and 16400 both `16.4k`)."""
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return str(int(v))
-    if isinstance(v, numbers.Integral):
-        return str(int(v))
-    try:
-        f = float(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return str(v)
-    if not math.isfinite(f):
-        return repr(f)
-    if f.is_integer() and abs(f) < 1e16:
-        return str(int(f))
-    return repr(f)
 
 
 def _fixed(v: float, digits: int) -> str:

@@ -29,6 +29,7 @@ from .callpath_text import step
 from .dataset import RANKS_PARAMETER, Dataset, MetricNote, RunShares, Series
 from .errors import InputError
 from .listing import listing
+from .pointtext import param_text
 from .readers.runs import RankFile, RunRecord, RunSet
 
 RANK_AGGREGATES = ("mean", "max", "min", "sum")
@@ -696,7 +697,7 @@ def _derived_notes(ranks: str, late: dict[str, set[float]]) -> list[str]:
             f"--ranks {ranks}: speedup, parallel_efficiency and cost are derived from the mean time over "
             f"ranks ({why})", ("speedup", "parallel_efficiency", "cost")))
     if late:
-        items = [f"{cp} (from {' or '.join(f'{r:g}' for r in sorted(rs))} ranks)" for cp, rs in sorted(late.items())]
+        items = [f"{cp} (from {' or '.join(param_text(r) for r in sorted(rs))} ranks)" for cp, rs in sorted(late.items())]
         notes.append(MetricNote(
             f"{len(items)} call path(s) were not measured at the fewest ranks, or took no time there: their "
             f"speedup and parallel_efficiency are relative to the fewest ranks where their time was above 0: "

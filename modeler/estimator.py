@@ -376,7 +376,7 @@ class PMNFModeler:
         bad = ~np.isfinite(pts) | (pts < 0)
         if bad.any():
             i, j = np.argwhere(bad)[0]
-            raise InputError(f"predict: {params[j]}={pts[i, j]:g} at point {i}: values must be finite and not negative "
+            raise InputError(f"predict: {params[j]}={param_text(pts[i, j])} at point {i}: values must be finite and not negative "
                              f"(PMNF models use x^i and log2(x))")
         for j, name in enumerate(params):
             at_zero = np.flatnonzero(pts[:, j] == 0)
@@ -454,7 +454,7 @@ def _defined_points(s: Series, params: tuple[str, ...]) -> tuple[Series | None, 
     if not bad.any():
         return s, ()
     rows = bad.any(axis=1)
-    named = [f"{p} = {listing([f'{v:g}' for v in np.unique(s.points[bad[:, j], j])], 5)}"
+    named = [f"{p} = {listing([param_text(v) for v in np.unique(s.points[bad[:, j], j])], 5)}"
              for j, p in enumerate(params) if bad[:, j].any()]
     why = f"PMNF terms such as x^(1/2) and log2(x) are not defined at negative values ({'; '.join(named)})"
     if rows.all():

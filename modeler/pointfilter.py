@@ -24,6 +24,7 @@ import numpy as np
 
 from .dataset import Dataset, Series
 from .errors import InputError
+from .pointtext import param_text
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "<=": operator.le, ">=": operator.ge, "!=": operator.ne, "==": operator.eq, "=": operator.eq,
@@ -159,7 +160,7 @@ def _sorted(vals: Iterable[Any]) -> list[Any]:
 
 def _text(v: Any) -> str:
     num = _number(v)
-    return f"{num:g}" if num is not None else str(v)
+    return param_text(num) if num is not None else str(v)
 
 
 def filter_dataset(dataset: Dataset, points: PointFilter, source: str) -> tuple[Dataset, set[str]]:

@@ -28,7 +28,7 @@ from .passes import hull, pass_spread_warning
 from .parts import SEPARATOR, PartsCheck, check_parts, disagrees, parts_sums, times
 from .share import Share, kept_callpaths, measured_shares, own_shares, shares
 from .uncertainty import mixture_ranges, with_prediction
-from .pointtext import point_text
+from .pointtext import param_text, point_text
 
 
 # metrics where more is better; for every other metric (times, bytes, imbalance) more is worse
@@ -475,7 +475,7 @@ def parse_assignments(text: str | None, option: str, parameters: Sequence[str] |
         if parameters is not None and name not in parameters:
             known = ", ".join(parameters) if parameters else "none"
             if held and name in held:  # (review 40 L4)
-                raise InputError(f"{option}: {name} has one value ({held[name]:g}) in the points used (the runs' "
+                raise InputError(f"{option}: {name} has one value ({param_text(held[name])}) in the points used (the runs' "
                                  f"constant, or what --where/--exclude left of it), so it is no parameter of the "
                                  f"models, which have: {known}; leave {name} out of {option}, or measure (or keep) "
                                  f"more of its values")
@@ -489,7 +489,7 @@ def parse_assignments(text: str | None, option: str, parameters: Sequence[str] |
             raise InputError(f"{option}: {name}={value}: values above {LARGEST_VALUE:g} are too large to predict at "
                              "(their powers overflow); give the parameter in larger units")
         if name in out and out[name] != v:
-            raise InputError(f"{option}: {name} is given twice ({name}={out[name]:g} and {name}={v:g})")
+            raise InputError(f"{option}: {name} is given twice ({name}={param_text(out[name])} and {name}={param_text(v)})")
         out[name] = v
     return out
 

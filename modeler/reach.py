@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .listing import listing
+from .pointtext import param_text
 
 #: a target that lies further beyond the measured values, on a log scale, than this many times
 #: their own span is named in a warning
@@ -48,7 +49,7 @@ def far_target_warning(parameters: Sequence[str], points: Sequence[np.ndarray], 
         low, high, at = float(union[:, j].min()), float(union[:, j].max()), float(target[name])
         if low == high or (far := reach(low, high, at)) <= FAR_REACH:
             continue
-        named.append(f"{name}={at:g} lies {far:.1f} times the span of its measured values ({low:g} to {high:g}) "
+        named.append(f"{name}={param_text(at)} lies {far:.1f} times the span of its measured values ({param_text(low)} to {param_text(high)}) "
                      f"beyond them")
     if not named:
         return None

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .errors import InputError
+from .pointtext import param_text
 
 #: runs named in the error; the others are counted
 SHOWN = 10
@@ -68,5 +69,5 @@ def describe(e: RunEntry) -> str:
 
 def _value(v: Any) -> str:
     if isinstance(v, float) and math.isfinite(v):
-        return f"{v:g}"
+        return param_text(v)
     return str(v)

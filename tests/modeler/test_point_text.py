@@ -42,3 +42,27 @@ def test_zero_at_fewest_ranks_advice_excludes_the_exact_value():
     series = [Series("main->allreduce", "time", ranks, (np.zeros(3), np.ones(3), np.ones(3) * 2, np.ones(3) * 3))]
     text = zero_at_fewest_ranks_warning(("ranks",), series)
     assert text is not None and "--exclude ranks=1234567" in text, text
+
+
+def test_a_filter_that_leaves_nothing_lists_the_exact_values():
+    from modeler.pointfilter import nothing_left, parse_point_filter
+
+    err = nothing_left(parse_point_filter(where=["batch=5"]), {"batch": [1048576.0, 2097152.0]}, "the runs")
+    assert "batch = 1048576, 2097152" in str(err), str(err)
+
+
+def test_at_given_twice_names_both_values_exactly():
+    import pytest
+
+    from modeler.errors import InputError
+    from modeler.ranking import parse_assignments
+
+    with pytest.raises(InputError, match=r"batch=1048576 and batch=1048577"):
+        parse_assignments("batch=1048576,batch=1048577", "--at", ["batch"])
+
+
+def test_far_target_names_the_exact_values():
+    from modeler.reach import far_target_warning
+
+    text = far_target_warning(("batch",), [np.array([[1048576.0], [2097152.0]])], {"batch": 1e12})
+    assert text is not None and "batch=1000000000000" in text and "(1048576 to 2097152)" in text, text

@@ -21,6 +21,11 @@ of every caller on the way down (review 25: the run, the training function and i
 were all fitted without the batch x width term of the training step below them; each agreed with
 its children's models, and the run was predicted at 1.21 s where it took 8.6 s; its parts, each
 fitted on its own, added up to 6.3 s).
+
+A whole's time at the target (`PartsCheck.time_figure`) is its parts' sum where its model is more
+than `BELOW` below it and clearly so (the low ends of the parts' 80% ranges above the high end of
+the whole's), or where its heavy parts also outgrow it (`PartsCheck.outgrown`: the ranking finds
+those from a first pass of `ranking.parts_growths`, then makes the sums again with them; review 80).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Collection, Mapping
 
 from .dataset import Dataset, Series
 
@@ -65,6 +70,11 @@ class PartsCheck:
     #: the low end of the range of its figure: `parts_low` where its parts replace its model, else
     #: the low end of the whole's own range (None where not known)
     whole_low: float | None = None
+    #: its model grows slower than parts that carry at least half its time at the target, even at
+    #: the low ends of their 80% ranges (`ranking.outgrown_wholes`): a second sign, besides its
+    #: parts' sum above it, that the model misses a part's growth; with that sum more than `BELOW`
+    #: above the model, the sum replaces the model whatever the ranges (`below_parts`; review 80)
+    outgrown: bool = False
 
     @property
     def figure_low(self) -> float | None:
@@ -89,9 +99,15 @@ class PartsCheck:
         cannot be (whatever parts were not modeled: they would only add to them), and clearly so:
         the low ends of the parts' 80% ranges add up to more than the high end of the whole's, so
         that one far-extrapolated part with a wide range does not decide it (review 27: `main`'s
-        own 2% of the run, with a range of 0.25 to 560 s, made a 79 s run 4.9 min)."""
+        own 2% of the run, with a range of 0.25 to 560 s, made a 79 s run 4.9 min); or its model
+        grows slower than parts that carry most of its time even at their ranges' low ends
+        (`outgrown`): two signs that it misses a part's growth, which noisy runs, widening every
+        range, leave standing (review 80: a run's model of 3.13 s, range 2.48 to 7.82 s, under
+        parts of 7.75 s whose low ends added up to 2.8 s; 8.83 s was measured)."""
         if not (self.contradicts() and self.ratio < 1.0 / BELOW):
             return False
+        if self.outgrown:
+            return True
         return self.parts_low is None or self.whole_high is None or self.parts_low > self.whole_high
 
     def time_figure(self) -> float:
@@ -125,13 +141,15 @@ class PartsCheck:
 
 def parts_sums(predictions: Mapping[tuple[str, str], float],
                ranges: Mapping[tuple[str, str], tuple[float, float] | None] | None = None,
-               combine: str = "mean") -> dict[str, PartsCheck]:
+               combine: str = "mean", outgrown: Collection[str] = ()) -> dict[str, PartsCheck]:
     """Per call path that has children with a `time` prediction: its whole and its parts, summed
     from the bottom (see the module): its exclusive time plus each child's parts where they agree
     with the child's model or clearly replace it (`PartsCheck.below_parts`), else the child's `time`.
 
     `predictions` maps (call path, metric) to the prediction at the target point, `ranges` to the
-    80% range there (`PartsCheck.parts_low`, `whole_high`, `floor`); `combine`: `combination`."""
+    80% range there (`PartsCheck.parts_low`, `whole_high`, `floor`); `combine`: `combination`;
+    `outgrown`: the call paths whose model grows slower than its heavy parts (`PartsCheck.outgrown`,
+    from a first pass: `ranking.outgrown_wholes`)."""
     ranges = ranges or {}
 
     def low(key: tuple[str, str]) -> float | None:
@@ -177,7 +195,8 @@ def parts_sums(predictions: Mapping[tuple[str, str], float],
                 floor = max(floor, figure)
         parts_low = None if any(v is None for v in lows) else float(sum(v for v in lows if v is not None))
         out[cp] = PartsCheck(cp, whole, parts, len(children[cp]), excl is not None, deep, parts_low=parts_low,
-                             whole_high=whole_high, combine=combine, floor=floor, whole_low=low((cp, "time")))
+                             whole_high=whole_high, combine=combine, floor=floor, whole_low=low((cp, "time")),
+                             outgrown=cp in outgrown)
     return out
 
 

@@ -24,7 +24,7 @@ from . import svg
 from ..ranking import parse_assignments
 from ..share import parse_min_share
 from .findings import Report, ReportOptions, value_formatter
-from .ranks import call_tree_view, choose_run, imbalance_view
+from .ranks import call_tree_view, choose_run, imbalance_view, run_point
 from .regions import rank_regions, region_view
 from .runs import PER_RUN_KEYS, RunGroup
 from .training import scaling_view, training_view
@@ -144,6 +144,7 @@ def build_report(
                                             combine=combination(opt.ranks, opt.repetitions), exclusive=exclusive)
     chosen = choose_run(ok_groups or list(groups), opt.run_id)
     if chosen is not None:
+        report.run_point = run_point(chosen, params, groups)
         imbalance_view(report, chosen)
         call_tree_view(report, chosen, opt.rank)
     return report

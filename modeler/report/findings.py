@@ -52,6 +52,7 @@ class RankingRow:
     cv_smape: float | None
     ar2: float
     points: int
+    #: the largest median over the measured points (of each point's repetitions), as the charts show
     measured_max: float
     predicted: float
     low: float | None
@@ -154,6 +155,9 @@ class Report:
     #: a model that disagrees with its parts (`modeler.report.assemble._caveats`)
     predicted_caveats: list[str] = field(default_factory=list)
     imbalance_run: str | None = None
+    #: the point and repetition of the run that the rank and call-tree views show (`ranks.run_point`):
+    #: its shares are that run's (review 80 LOW-3: the page named it by its id only)
+    run_point: str = ""
     imbalance: list[dict] = field(default_factory=list)
     imbalance_chart: Markup | None = None
     slowest_ranks: list[tuple[int, int]] = field(default_factory=list)

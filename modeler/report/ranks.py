@@ -24,6 +24,15 @@ def choose_run(groups: Sequence[RunGroup], run_id: str | None) -> RunGroup | Non
     return max(groups, key=lambda g: (g.world_size, sorted(g.params.values()), -g.repetition))
 
 
+def run_point(g: RunGroup, parameters: Sequence[str] = (), groups: Sequence[RunGroup] = ()) -> str:
+    """Which point and repetition run `g` is, `batch=64, width=16, repetition 0`: the model's
+    `parameters` first, then its other parameters where the runs' values of them differ (`groups`;
+    those every run shares are said in the Experiment table)."""
+    varying = {k for k in g.params if len({x.params.get(k) for x in groups}) > 1}
+    names = [k for k in parameters if k in g.params] + [k for k in g.params if k not in parameters and k in varying]
+    return ", ".join([f"{k}={svg.param_text(g.params[k])}" for k in names] + [f"repetition {g.repetition}"])
+
+
 def imbalance_view(report: Report, g: RunGroup) -> None:
     report.imbalance_run = g.run_id
     # a rank left out by rank selection (SCALEPROBE_RANKS) has an empty profile: it was not

@@ -141,7 +141,7 @@ def test_markdown_carries_the_same_ranking(report):
     ranked = [line.split("|")[2].strip() for line in section.splitlines() if re.match(r"\| \d+ \| ", line)]
     expected = [mdtext.code(r.callpath) for r in report.ranking]
     assert ranked == expected
-    assert "Run `p6-n128-r0`. Slowest ranks: rank 5" in md
+    assert "Run `p6-n128-r0` (ranks=6, batch=128, repetition 0). Slowest ranks: rank 5" in md  # review 80 LOW-3: and its point
     assert "p2-n8-broken" in md
     assert "| 4 | 32 |" in md  # the training table has one row per configuration
 

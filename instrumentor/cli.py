@@ -97,7 +97,7 @@ def _epoch_hint(summary: Summary) -> list[str]:
         return []
     steps = sorted(f"{r.file}:{r.line} ({r.name})" for result in summary.results.values()
                    for r in result.regions if r.kind == "step")
-    if not steps:  # --diff fills no results
+    if not steps:
         return []
     shown = ", ".join(steps[:3]) + (f" and {len(steps) - 3} more" if len(steps) > 3 else "")
     return [f"no epoch loop found around the step loop(s) {shown}: a loop is an epoch loop when it encloses "
@@ -108,7 +108,7 @@ def _epoch_hint(summary: Summary) -> list[str]:
 def _nvtx_missing(args: argparse.Namespace) -> list[str]:
     """A `--backend nvtx` build imports nvtx in its first line, even with SCALEPROBE_DISABLE=1: said
     when this Python cannot import it (review 70 F10: a bare ModuleNotFoundError at run time)."""
-    if args.backend != "nvtx" or args.graph or args.diff:
+    if args.backend != "nvtx" or args.graph:  # --diff's patch gives the same modules (review 82 F6)
         return []
     import importlib.util
 

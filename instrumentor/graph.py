@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from importlib.machinery import BYTECODE_SUFFIXES, EXTENSION_SUFFIXES, SOURCE_SUFFIXES
 from pathlib import PurePosixPath
@@ -418,6 +418,7 @@ def resolve(
     scan: Callable[[str], ImportFacts],
     files: Iterable[str] | None = None,
     installed: Callable[[str], bool] | None = None,
+    scripts: Collection[str] = (),
 ) -> ImportGraph:
     """Walk imports from the entry files. `scan(relpath) -> ImportFacts` (cached by the caller);
     `relpaths`: the project's own modules (the ones to instrument); `files`: every file of SRC
@@ -431,7 +432,9 @@ def resolve(
     as top-level ones. A module's relative imports resolve against the name it was reached under (a
     file reached under two names, or by two entries, is followed under each). `installed(name)`:
     whether a regular package or module of the top-level `name` is importable outside SRC, which
-    hides SRC's namespace portions of that name; a built-in module hides SRC's module of its name."""
+    hides SRC's namespace portions of that name; a built-in module hides SRC's module of its name.
+    `scripts`: entries run as plain scripts also inside a package (the targets of symlinked entries,
+    which `python LINK` runs with their own folder first on sys.path)."""
     own = set(relpaths)
     finder = _Finder(own, relpaths if files is None else files, installed)
     reached: set[str] = set()
@@ -520,7 +523,7 @@ def resolve(
     for entry in entries:
         folder = PurePosixPath(entry).parent.as_posix()
         folder = "" if folder == "." else folder
-        in_package = entry_package(entry, relpaths)
+        in_package = None if entry in scripts else entry_package(entry, relpaths)
         if in_package is None:
             path = _sys_path(folder)
             roots.update(path)

@@ -43,6 +43,9 @@ def check_out(out: Path, given: Path, files: list[str]) -> None:
         entries = sorted(os.listdir(out))
     except FileNotFoundError:
         return
+    except NotADirectoryError:  # a file on the way to it (review 82 F7: said "cannot read")
+        above = next((p for p in out.parents if os.path.lexists(p)), out)
+        raise InstrumentError(f"-o {given}: cannot be made: {above} is a file, not a directory") from None
     except OSError as exc:
         raise InstrumentError(f"-o {given}: cannot read {out}: {exc.strerror or exc}") from None
     if not entries or (out / STATE_DIR).is_dir():
@@ -91,6 +94,7 @@ class OutTree:
         self._folders: set[PurePosixPath] = {PurePosixPath(".")}
         self._by_fold: dict[str, list[str]] | None = None  # the record by `_fold`, made when first asked
         self._blind: bool | None = None  # whether OUT's file system ignores case, found when first asked
+        self._folders_made: set[str] | None = None  # the folders builds made (`_made`), found when first asked
 
     def _on_record(self, rel: str) -> bool:
         """Written by an earlier build: on the record, or the same file as a name there that differs
@@ -113,15 +117,33 @@ class OutTree:
         return self._blind
 
     def _ours(self, path: Path) -> bool:
-        """Written by an earlier build: the file itself, or every file under the folder."""
+        """Written by an earlier build: the file itself, or the folder with everything under it:
+        each file and link on the record, and each folder one a build made (on the record as
+        `rel/`, or holding something on it). An empty folder is no build's for being empty
+        (review 82 F4: a user's empty folder where SRC now has a file was removed silently)."""
         rel = path.relative_to(self.out).as_posix()
         if not path.is_dir() or path.is_symlink():
             return self._on_record(rel)
-        for folder, _, names in os.walk(path):
-            for name in names:
-                if not self._on_record((Path(folder) / name).relative_to(self.out).as_posix()):
+        for folder, dirs, names in os.walk(path):
+            here = Path(folder).relative_to(self.out).as_posix()
+            if not self._made(here):
+                return False
+            for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(folder, d)))]:
+                if not self._on_record(f"{here}/{name}"):
                     return False
         return True
+
+    def _made(self, rel: str) -> bool:
+        """Whether OUT/rel, a folder, is one a build made: an empty folder of SRC on the record
+        (`rel/`), or one that holds a file, link or folder on it."""
+        if self._folders_made is None:
+            made = {r.rstrip("/") for r in self._written if r.endswith("/")}
+            made |= {p.as_posix() for r in self._written for p in PurePosixPath(r.rstrip("/")).parents}
+            self._folders_made = made
+        if rel in self._folders_made:
+            return True
+        # the same folder under another case, where OUT's file system ignores case (`_case_twin`)
+        return self._case_blind() and case_twin(self.out, rel, fold_index(self._folders_made)) is not None
 
     def _recase(self, path: Path) -> None:
         """Give the folder at `path` the case SRC's has now, where OUT's file system ignores case and

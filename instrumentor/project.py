@@ -39,7 +39,7 @@ from .outdir import (OutTree, case_twin, check_out, fold_index, into_src, link_t
 from .quiet import quiet_warnings
 from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
 from .results import FileResult, Skip
-from .shadowing import shadow_warnings
+from .shadowing import shadow_warnings, top_level_modules
 from .stateshape import state_in_shape, written_in_shape
 from .transform import instrument_source
 
@@ -63,8 +63,10 @@ STATE_VERSION = 1
 #  9: the handlers of a one-line `try:` body that suspends re-enter first; NVTX notes hold frames;
 #  11: suspensions in `for`/`with ... as`/assignment targets are bracketed (review 64 F5); the step
 #      loop is the loop that steps the optimizer (review 67 F4);
-#  12: a `while` epoch or step loop ticks (`__sp_tick__`/`__sp_untick__`) and gets its records)
-REWRITE_REVISION = 12
+#  12: a `while` epoch or step loop ticks (`__sp_tick__`/`__sp_untick__`) and gets its records;
+#  13: numba's decorators imported by name or under another name (`from numba import vectorize`,
+#      `import numba as nb`) and `@stencil` leave their function as it is (review 82 F3))
+REWRITE_REVISION = 13
 # libcst recurses once per nesting level (long `a + b + ...` chains); the import hook uses the same
 RECURSION_LIMIT = 20000
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).
@@ -174,6 +176,16 @@ def _add_failure(summary: Summary, problem: str | None) -> None:
 
 def _hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _same_hash(path: Path, digest: object) -> bool:
+    """Whether the file at `path` has the `_hash` `digest` (None: none known, never the same)."""
+    if digest is None:
+        return False
+    try:
+        return _hash(path.read_bytes()) == digest
+    except OSError:
+        return False
 
 
 def decode(data: bytes) -> tuple[str, str]:
@@ -313,18 +325,21 @@ class Project:
         self.opts = opts
         self.src = opts.src.resolve()
         if not self.src.is_dir():
-            raise InstrumentError(f"{opts.src}: not a directory")
+            raise InstrumentError(f"{opts.src}: {'not a directory' if self.src.exists() else 'does not exist'}")
         self.out = opts.out.resolve() if opts.out is not None else None
         if self.out is not None and (self.out == self.src or self.src in self.out.parents):
             raise InstrumentError(f"-o {opts.out}: the output must not be the source directory or inside it")
         self.unreadable: list[tuple[str, str]] = []  # folders (`rel/`) and files of SRC that could not be looked at
         self.files, self.own = list_files(self.src, self.unreadable)
-        own_runtime = bool({"runtime.py", "runtime/__init__.py"} & set(self.files))
-        if opts.backend == "runtime" and own_runtime:
+        # an entry that is a symlink -> the file in SRC that Python runs for it (`entries`)
+        self.linked: dict[str, str] = {}
+        runtime_module = self._own_runtime()
+        if opts.backend == "runtime" and runtime_module is not None:
             raise InstrumentError(
-                f"{opts.src}: the project has its own top-level module 'runtime', which would shadow "
-                "scaleprobe's runtime package that the instrumented code imports; use --backend nvtx"
+                f"{opts.src}: the project has its own top-level module 'runtime' ({runtime_module}), which would "
+                "shadow scaleprobe's runtime package that the instrumented code imports; use --backend nvtx"
             )
+        own_runtime = runtime_module is not None
         # NVTX modules register their line maps with scaleprobe's runtime.linemap where it can be
         # imported; never with (and never importing) a project's own module `runtime`
         self.backend: str | NvtxBackend = NvtxBackend(map_lines=False) if opts.backend == "nvtx" and own_runtime else opts.backend
@@ -380,12 +395,55 @@ class Project:
                                           f"(`{main.rstrip('/')}/__main__.py`, or the script `python` runs)")
                 hint = "" if os.path.isabs(given) else " (--main is relative to SRC)"
                 raise InstrumentError(f"--main {given}: no such file under {self.opts.src}{hint}")
+        runs = []
+        for given, main in zip([*self.opts.mains] or [None], mains):
+            main = self._runs(main, given)
             if main not in self.own and os.path.isfile(self.src / main) and not os.path.islink(self.src / main):
                 # a script without .py (`python trainer` runs it): named as the entry, it is the
                 # project's, as under the launcher's --instrument (review 40: copied uninstrumented,
                 # 0 regions and exit 0)
                 self.own.add(main)
-        return mains
+            if main not in runs:
+                runs.append(main)
+        return runs
+
+    def _runs(self, main: str, given: str | None) -> str:
+        """The file `python MAIN` runs for the entry `main`: itself, or for a symlink its target,
+        whose folder Python puts first on sys.path (review 82 F2: the graph resolved the imports
+        from the link's folder, and the built entry, written over the link, ran other modules than
+        the original). The link stays a link in OUT, to the built target (`_copy`). An entry in a
+        package is imported through the link (`python -m pkg.app`): itself. A target outside SRC,
+        or one the build does not copy, cannot run from OUT as from SRC: InstrumentError."""
+        path = self.src / main
+        if not path.is_symlink() or entry_package(main, self.own) is not None:
+            return main
+        target = Path(os.path.realpath(path))
+        if not target.is_file():
+            return main  # dangling (or a folder): copied as the link it is, as any link
+        name = f"--main {given}" if given is not None else f"{Path(self.opts.src, main)} (the entry file)"
+        if self.src not in target.parents:
+            raise InstrumentError(
+                f"{name}: is a symlink to {target}, outside SRC: `python {main}` runs that file with its folder "
+                f"{target.parent} first on sys.path, which a build of SRC cannot reproduce; instrument the project "
+                f"that holds it (SRC {target.parent} or a folder above it), or give SRC a copy of the script")
+        rel = target.relative_to(self.src).as_posix()
+        if rel not in self.files:
+            raise InstrumentError(
+                f"{name}: is a symlink to {rel}, which the build does not copy (a folder it leaves out: VCS "
+                "data, a cache, a Python environment); name a script of the project with --main")
+        self.linked[main] = rel
+        return rel
+
+    def _own_runtime(self) -> str | None:
+        """The project's module or package named `runtime` that would come before scaleprobe's on
+        the program's sys.path: at SRC's top, or beside an entry file (its folder is first there;
+        review 82 F1: `scripts/runtime.py` beside `scripts/main.py` was neither refused nor warned
+        of, and the built program could not start)."""
+        for folder in ["", *self._entry_folders()]:
+            found = top_level_modules(self.files, folder).get("runtime")
+            if found is not None:
+                return found
+        return None
 
     def _entry(self, main: str) -> str:
         """`--main` as a posix path relative to SRC: given relative to SRC, or absolute and inside SRC."""
@@ -422,7 +480,10 @@ class Project:
             return facts
 
         # each entry's imports resolved with its own sys.path; all of SRC's files, for what hides a module
-        return resolve(entries, sorted(self.own), scan, self.files, installed_outside(self.src))
+        graph = resolve(entries, sorted(self.own), scan, self.files, installed_outside(self.src),
+                        scripts=set(self.linked.values()))
+        graph.not_reached = [r for r in graph.not_reached if r not in self.linked]  # runs as its target
+        return graph
 
     def _no_entry(self) -> str:
         return f"{self.opts.src}: no entry file (no main.py; name one with --main or use --all)"
@@ -448,11 +509,13 @@ class Project:
 
     def targets(self) -> tuple[list[str], ImportGraph | None]:
         if self.opts.all:
-            return sorted(self.own), None
+            self.entries()  # finds the entries that are links (and refuses one that cannot be built)
+            # a linked entry stays a link to its target, which is instrumented (`_runs`)
+            return sorted(r for r in self.own if r not in self.linked), None
         graph = self.graph()
         if not graph.reached:
             raise InstrumentError(self._no_entry())
-        return [r for r in graph.reached if r in self.own], graph
+        return [r for r in graph.reached if r in self.own and r not in self.linked], graph
 
     # -- build ---------------------------------------------------------------------------------
 
@@ -478,6 +541,7 @@ class Project:
             if (
                 reuse and entry and entry["hash"] == digest and entry["fingerprint"] == fingerprint
                 and out_file is not None and out_file.exists() and out_file.stat().st_size == entry["out_size"]
+                and (entry["status"] != "instrumented" or _same_hash(out_file, entry.get("out_hash")))
             ):
                 summary.reused.append(rel)
                 results[rel] = FileResult(rel, entry["status"], regions=[Region(**r) for r in entry["regions"]],
@@ -585,13 +649,16 @@ class Project:
                     status=result.status, regions=[asdict(r) for r in result.regions],
                     skipped=[asdict(s) for s in result.skipped], warnings=result.warnings,
                     linemap=result.linemap, columns=result.columns, out_size=_size(dest),
+                    # what was written: a module edited in OUT, also to the same size, is written again (review 82 F5)
+                    out_hash=_hash(result.code) if result.status == "instrumented" else None,  # type: ignore[arg-type]
                 )
             if result.status == "instrumented":
                 summary.instrumented.append(rel)
             if result.linemap:
                 linemaps[rel] = result.linemap
                 if result.status == "instrumented" and entry.get("hash"):
-                    sources[rel] = [entry["hash"], _hash(dest.read_bytes())]
+                    # what this build wrote, or what a reused file was found to hold (`transform`)
+                    sources[rel] = [entry["hash"], entry.get("out_hash") or _hash(dest.read_bytes())]
                 elif result.status == "already" and rel in src_sources:  # its map points there too
                     sources[rel] = src_sources[rel]
             if result.columns:
@@ -644,7 +711,10 @@ class Project:
         """Write one file into OUT: its instrumented code, a copy, or nothing (unchanged since the last run)."""
         if result is not None and rel in summary.reused:
             if result.status != "instrumented":
-                summary.copied += 1  # a module with nothing to instrument, counted as the first build did (review 40)
+                # a module with nothing to instrument, counted as the first build did (review 40), and
+                # copied again where its copy differs, as any file copied (review 82 F5)
+                self._copy(rel, tree)
+                summary.copied += 1
             return
         if result is not None and result.status == "instrumented":
             dest = tree.ready(rel)
@@ -672,7 +742,8 @@ class Project:
         except InstrumentError:
             entries = []
         folders = {Path(m).parent.as_posix() for m in entries}
-        folders |= {found[0] for m in entries if (found := entry_package(m, self.own)) is not None}
+        scripts = set(self.linked.values())  # run as scripts, through their links
+        folders |= {found[0] for m in entries if m not in scripts and (found := entry_package(m, self.own)) is not None}
         return sorted("" if f == "." else f for f in folders) or [""]
 
     def _manifest_source(self) -> str:
@@ -703,6 +774,8 @@ class Project:
         source, dest = self.src / rel, tree.ready(rel)
         if source.is_symlink():
             target = link_target(self.src, rel)
+            if rel in self.linked:  # an entry: to the built target, wherever SRC's link points (`_runs`)
+                target = os.path.relpath(self.linked[rel], PurePosixPath(rel).parent.as_posix())
             if dest.is_symlink() and os.readlink(dest) == target:
                 return
             if dest.exists() or dest.is_symlink():
@@ -759,9 +832,13 @@ class Project:
                 current = current.parent
 
     def diff(self) -> tuple[str, Summary]:
+        """The rewrite as a patch, and the summary the build would give, with its warnings (review 82 F6)."""
         summary = self._summary()
         targets, summary.graph = self.targets()
-        results = self.transform(targets, summary, reuse=False)
+        summary.warnings = shadow_warnings(self.own, self._entry_folders(), self.opts.backend)
+        if summary.graph is not None:
+            summary.warnings += summary.graph.unfollowed
+        results = summary.results = self.transform(targets, summary, reuse=False)
         chunks = []
         for rel in targets:
             result = results[rel]
@@ -779,4 +856,6 @@ class Project:
                 chunks.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
             summary.instrumented.append(rel)
             summary.regions.update(r.kind for r in result.regions)
+        # every file the build would copy: the others, less SRC's empty folders (made, not copied)
+        summary.copied = sum(not rel.endswith("/") for rel in self.files) - len(summary.instrumented)
         return "".join(chunks), summary

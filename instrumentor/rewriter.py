@@ -38,6 +38,29 @@ _JIT = {
     "guvectorize", "numba.cfunc", "cfunc", "numba.stencil", "numba.generated_jit", "generated_jit",
     "jax.jit", "jax.pmap", "cupy.fuse", "cupyx.jit.rawkernel", "jit.rawkernel", "rawkernel",
 }
+# numba's compiling decorators, as `numba.<name>`: also skipped under the names the module imports
+# them by (`from numba import vectorize as vec`, `import numba as nb`, `from numba import *`),
+# which `_JIT`'s spellings miss (review 82 F3: `from numba import vectorize` then `@vectorize`)
+_NUMBA = {"jit", "njit", "cuda.jit", "vectorize", "guvectorize", "cfunc", "stencil", "generated_jit"}
+
+
+def numba_names(tree: ast.Module) -> dict[str, str]:
+    """The names the module binds to numba or to something in it (anywhere in the module, as the
+    graph reads imports): local name -> dotted name (`nb` -> `numba`, `vec` -> `numba.vectorize`)."""
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and (alias.name == "numba" or alias.name.startswith("numba.")):
+                    found[alias.asname] = alias.name  # `import numba.cuda` binds `numba`: spelled out already
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module is not None \
+                and (node.module == "numba" or node.module.startswith("numba.")):
+            for alias in node.names:
+                if alias.name == "*":  # numba's `__all__` holds its decorators
+                    found.update({n: f"{node.module}.{n}" for n in _NUMBA if "." not in n and n not in found})
+                else:
+                    found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return found
 
 
 class _Suspends(cst.CSTVisitor):
@@ -75,8 +98,10 @@ def _targets_suspend(small: cst.BaseSmallStatement) -> bool:
 class Rewriter:
     """One module's walk; it collects the regions, the skipped definitions and the probe names used."""
 
-    def __init__(self, source: str, relpath: str, facts: ModuleFacts, ids: IdAllocator, backend: emit.Backend) -> None:
+    def __init__(self, source: str, relpath: str, facts: ModuleFacts, ids: IdAllocator, backend: emit.Backend,
+                 numba: dict[str, str] | None = None) -> None:
         self.lines = split_lines(source)  # as ast counts lines: not at form feeds
+        self.numba = numba or {}  # `numba_names`
         self.any_yield = "yield" in source
         self.relpath = relpath
         self.facts = facts.facts
@@ -109,6 +134,16 @@ class Rewriter:
             raise InstrumentError(f"internal: {self.relpath}:{fact.line}: libcst and ast walks disagree")
         self.index += 1
         return fact
+
+    def numba_decorator(self, name: str) -> bool:
+        """Whether the dotted name `name`, read through the module's imports of numba, is one of
+        numba's compiling decorators (`_NUMBA`)."""
+        head, dot, rest = name.partition(".")
+        full = self.numba.get(head)
+        if full is None:
+            return False
+        full += dot + rest
+        return full.startswith("numba.") and full[len("numba."):] in _NUMBA
 
     def skip_subtree(self, fact: Fact, name: str, reason: str) -> None:
         self.index += fact.size
@@ -314,7 +349,7 @@ class Rewriter:
                 reason = "overload stub"
             elif name in _TORCHSCRIPT:
                 reason = f"TorchScript (@{name})"
-            elif name in _JIT and reason is None:
+            elif (name in _JIT or self.numba_decorator(name)) and reason is None:
                 reason = f"JIT-compiled (@{name})"
         if fact.marker == "off":
             self.skip_subtree(fact, qualname, "# scaleprobe: off")

@@ -48,6 +48,7 @@ def _file_entry(e: object) -> bool:
     return (
         isinstance(e.get("hash"), (str, type(None))) and isinstance(e.get("fingerprint"), str)
         and isinstance(e.get("status"), str) and isinstance(e.get("out_size"), int)
+        and isinstance(e.get("out_hash"), (str, type(None)))
         and (block is None or (isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) for b in block)))
         and isinstance(e.get("regions"), list)
         and all(isinstance(r, dict) and set(r) == _REGION_KEYS and _region_values(r) for r in e["regions"])

@@ -23,7 +23,7 @@ from .positions import column_points
 from .prechecks import MAX_DEPTH, backend_of, check_reserved, max_depth
 from .regions import IdAllocator
 from .results import FileResult
-from .rewriter import Rewriter
+from .rewriter import Rewriter, numba_names
 from .scopes import Scope
 from .quiet import quiet_warnings
 from .syntax import split_docstring
@@ -62,7 +62,7 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
             module = cst.parse_module(source)
         except cst.ParserSyntaxError as exc:
             return FileResult(relpath, "failed", error=f"{relpath}:{exc.raw_line}: libcst cannot parse: {exc.message}")
-        rewriter = Rewriter(source, relpath, facts, ids, be)
+        rewriter = Rewriter(source, relpath, facts, ids, be, numba_names(tree) if "numba" in source else None)
         body = rewriter.block(module.body, Scope(prefix="", owner="<module>"))
         if rewriter.index != len(rewriter.facts):
             raise InstrumentError(f"internal: {relpath}: libcst and ast walks disagree (facts left over)")

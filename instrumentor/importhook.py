@@ -48,11 +48,45 @@ class Instrumenter:
     """Instruments source files of one project and compiles them with their original lines."""
 
     def __init__(self, project_root: Path, cache_dir: Path | None, backend: str) -> None:
-        self.root = Path(project_root).resolve()
+        # as given (made absolute): a module is named by its path as Python found it, relative to
+        # the root as given or resolved, as the build names it relative to SRC (review 79 F4)
+        self.root = Path(os.path.abspath(project_root))
+        self.real_root = self.root.resolve()
         self.cache_dir = cache_dir
         self.backend = backend
         self.memory: dict[str, dict] = {}
         self.prefix = Path(sys.prefix).resolve()
+        self._links: dict[Path, bool] = {}
+
+    def relative(self, path: Path) -> tuple[Path | None, Path] | None:
+        """(root, path relative to it): `path` as it is spelt (made absolute, not resolved) under the
+        root as given or resolved; or (None, relative path) for a path outside both whose folder,
+        resolved, is under the resolved root (found through a `sys.path` entry, or an entry script's
+        folder, that is a link into the project). None outside the root."""
+        path = Path(os.path.abspath(path))
+        for root in (self.root, self.real_root):
+            if root in path.parents:
+                return root, path.relative_to(root)
+        real = path.parent.resolve() / path.name
+        if self.real_root in real.parents:
+            return None, real.relative_to(self.real_root)
+        return None
+
+    def _through_link(self, root: Path | None, rel: Path) -> bool:
+        """Whether a folder between `root` and `root/rel` is a symlink: the build does not look
+        into a symlinked folder of the project (its modules are not the project's,
+        docs/instrument.md). A path whose folder was resolved (`root` None) has none."""
+        if root is None:
+            return False
+        folder = root
+        for part in rel.parts[:-1]:
+            folder = folder / part
+            linked = self._links.get(folder)
+            if linked is None:
+                linked = self._links[folder] = folder.is_symlink()
+            if linked:
+                return True
+        return False
 
     def owns(self, path: Path, fullname: str) -> bool:
         # by name as well: the top-level modules the probes import (`from runtime.probe import ...`,
@@ -63,26 +97,33 @@ class Instrumenter:
         resolved = path.resolve()
         if any(resolved.is_relative_to(ours) for ours in _OURS):
             return False
-        try:
-            rel = resolved.relative_to(self.root)
-        except ValueError:
+        found = self.relative(path)
+        if found is None:
             return False
-        if self.root != self.prefix and self.prefix.is_relative_to(self.root) and resolved.is_relative_to(self.prefix):
+        root, rel = found
+        if self._through_link(root, rel):
+            return False
+        if (self.real_root != self.prefix and self.prefix.is_relative_to(self.real_root)
+                and resolved.is_relative_to(self.prefix)):
             return False  # a virtualenv inside the project
         folders = rel.parts[:-1]
         # build output, installed packages, a conda environment or standard library inside the
         # project: the build's rule (`instrumentor.foreign`)
-        return not any(part in _NOT_OWN or part.startswith(".venv") for part in folders) and not foreign(self.root, folders)
+        return (not any(part in _NOT_OWN or part.startswith(".venv") for part in folders)
+                and not foreign(self.real_root if root is None else root, folders))
 
     def _rewrite(self, path: Path, data: bytes) -> dict:
         """Instrumented text with local ids (cached), or {"code": None} when nothing changes."""
-        # the revision too: a rewrite that changed keeps the version number until the next release
-        salt = f"|{__version__}.{REWRITE_REVISION}|{self.backend}|{MAP_FORMAT}"
+        # the revision too: a rewrite that changed keeps the version number until the next release;
+        # and the interpreter: what parses and compiles (an entry's "invalid") is this Python's, and
+        # the default cache is shared by every Python of the user (review 79 F1: 3.11's "invalid"
+        # made 3.12 run a module with 3.12 syntax uninstrumented, silently)
+        salt = f"|{__version__}.{REWRITE_REVISION}|{self.backend}|{MAP_FORMAT}|{sys.implementation.cache_tag}"
         digest = hashlib.blake2b(data + salt.encode(), digest_size=16).hexdigest()
-        try:
-            relpath = path.resolve().relative_to(self.root).as_posix()
-        except ValueError:  # an entry script outside the project root
-            relpath = path.name
+        found = self.relative(path)
+        # an entry script outside the project root (only where instrument_entry is called
+        # directly: the launcher refuses one, review 79 F6)
+        relpath = path.name if found is None else found[1].as_posix()
         key = f"{digest}-{relpath}"
         entry = self.memory.get(key)
         if entry is not None:
@@ -267,7 +308,16 @@ def owned(path: Path) -> bool:
 
 
 def instrument_entry(path: Path | str) -> CodeType:
-    """The entry script's code object, instrumented, with original file name and lines."""
-    path = Path(path)
-    instrumenter = _installed or Instrumenter(path.resolve().parent, default_cache_dir(), "runtime")
-    return instrumenter.compile(path.resolve(), path.read_bytes())
+    """The entry script's code object, instrumented, with original file name and lines: the name
+    as given, made absolute (review 79 F7: a symlinked entry's traceback showed its target, where
+    `__file__` and Python show the link), whatever its suffix."""
+    path = Path(os.path.abspath(path))
+    instrumenter = _installed or Instrumenter(path.parent, default_cache_dir(), "runtime")
+    data = path.read_bytes()
+    if instrumenter.invalid(path):
+        # Python's own error for a file that does not compile as it is (review 79 F8: an unknown
+        # coding cookie showed a chained traceback through tokenize), as for a module
+        return compile(data, str(path), "exec", dont_inherit=True)
+    if _installed is not None:
+        spawnhook.note_entry(str(path))  # spawned children re-run this file instrumented too (review 79 F3)
+    return instrumenter.compile(path, data)

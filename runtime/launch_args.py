@@ -371,6 +371,13 @@ def parse(argv: list[str]) -> Options:
     for option, value in (("--project-root", ns.project_root), ("--cache-dir", ns.cache_dir)):
         if value is not None and not ns.instrument:
             raise LaunchError(f"{option} needs --instrument (a built tree is run as it is)")
+    if ns.project_root is not None:
+        from runtime.launch_child import entry_outside_root
+
+        # before any run starts (and a dry run: its plan would not run)
+        problem = entry_outside_root(script, ns.module, ns.project_root)
+        if problem is not None:
+            raise LaunchError(problem)
     if ns.experiment is not None:
         experiment, where = ns.experiment, f"--experiment {ns.experiment!r}"
     elif design.experiment:
@@ -482,7 +489,9 @@ def child_flags(opts: Options) -> list[str]:
     if opts.instrument:
         flags.append("--instrument")
         if opts.project_root is not None:
-            flags.append(f"--project-root={opts.project_root.resolve()}")
+            # absolute as given, not resolved: the ranks name the modules as this process would
+            # (relative to the root as given, review 79 F4)
+            flags.append(f"--project-root={os.path.abspath(opts.project_root)}")
         if opts.cache_dir is not None:
             flags.append(f"--cache-dir={opts.cache_dir.resolve()}")
     if opts.nsys:

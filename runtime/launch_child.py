@@ -41,6 +41,59 @@ def module_root(module: str) -> Path:
     return Path(os.getcwd())
 
 
+def module_file(module: str) -> Path | None:
+    """The file `python -m module` would run, found by the path finder alone (none of the program's
+    code runs: a package that changes its `__path__` is not followed); None when it cannot tell."""
+    import importlib.machinery
+
+    parts = module.split(".")
+    path = [os.getcwd(), *sys.path[1:]]
+    spec = None
+    try:
+        for i in range(len(parts)):
+            if spec is not None:
+                if spec.submodule_search_locations is None:
+                    return None
+                path = list(spec.submodule_search_locations)
+            spec = importlib.machinery.PathFinder.find_spec(".".join(parts[:i + 1]), path)
+            if spec is None:
+                return None
+        if spec.submodule_search_locations is not None:  # a package runs its __main__
+            spec = importlib.machinery.PathFinder.find_spec(module + ".__main__", list(spec.submodule_search_locations))
+    except (ImportError, ValueError, OSError):
+        return None
+    if spec is None or not spec.has_location or not spec.origin:
+        return None
+    return Path(spec.origin)
+
+
+def entry_outside_root(script: Path | None, module: str | None, project_root: Path) -> str | None:
+    """Why `--project-root` cannot be the project of the entry (the script, or the file of `-m
+    module`): it does not hold it. None when it does, or when that cannot be told here (a missing
+    script, a root that is no folder: said elsewhere). As the build refuses `--main` outside SRC
+    (review 79 F6: the entry was instrumented under its bare name, two entries of one name got
+    the same regions, and spawned children ran it uninstrumented)."""
+    if not project_root.is_dir():
+        return None
+    if module is None:
+        if script is None or not script.is_file():
+            return None
+        entry, what = Path(os.path.abspath(script)), f"the script {script}"
+    else:
+        found = module_file(module)
+        if found is None:
+            return None
+        entry, what = Path(os.path.abspath(found)), f"the module {module} ({found})"
+    root = Path(os.path.abspath(project_root))
+    # inside the root as given or resolved, or through a symlinked folder on the way to it (the
+    # build's rule for an entry)
+    forms = ((entry, root), (entry, root.resolve()), (entry.parent.resolve() / entry.name, root.resolve()))
+    if any(base in path.parents for path, base in forms):
+        return None
+    return (f"--project-root {project_root}: {what} is not inside it ({root}): --instrument instruments the entry "
+            "as one of the project's files; give a --project-root that holds it")
+
+
 def instrumenting_compiler(script: Path, project_root: Path | None,
                            cache_dir: Path | None, default_root: Path | None = None
                            ) -> Callable[[Path], types.CodeType]:
@@ -55,7 +108,8 @@ def instrumenting_compiler(script: Path, project_root: Path | None,
     if project_root is not None:
         root = project_root
     else:
-        root = default_root if default_root is not None else script.resolve().parent
+        # the script's folder as named (a symlinked script's link, not its target: review 79 F4)
+        root = default_root if default_root is not None else Path(os.path.abspath(script)).parent
     if not root.is_dir():
         raise LaunchError(f"--project-root {root}: not a directory")
     install(root, cache_dir=cache_dir, backend="runtime")
@@ -136,10 +190,11 @@ def run_rank(script: Path | None, args: list[str], rank: int, *, instrument: boo
         details = "" if formatted.strip() == error_summary(exc) else f"\n{formatted}"
         write_error(target, f"{summary}\n{details}{_stderr_section()}")
 
+    # said by one rank: every rank runs the same program from the same folder
     if module is not None:
-        code = run_module(module, args, code_for, record)
+        code = run_module(module, args, code_for, record, warn_shadowed=rank == 0)
     else:
-        code = run_script(script, args, code_for, record)
+        code = run_script(script, args, code_for, record, warn_shadowed=rank == 0)
     code = _wind_down(code)
     global run_file_problem
     run_file_problem = problem = _finish_recorder(code)

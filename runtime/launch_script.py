@@ -76,6 +76,49 @@ def compile_script(path: Path) -> types.CodeType:
     return compile(source, str(path), "exec", dont_inherit=True)
 
 
+# imported by every interpreter before sys.path[0] is set (besides builtin and frozen modules, whose
+# finders come before the program's folder): the program gets these without the launcher too
+_STARTUP = frozenset({"__main__", "__mp_main__", "encodings", "sitecustomize", "usercustomize"})
+
+
+def shadowed_warnings(directory: str) -> list[str]:
+    """A warning for each module of the program's folder (`sys.path[0]`) named like a top-level
+    module that is already imported here (the standard library's, libcst, ... which the launcher
+    and the instrumentor imported before the program started): the program's `import` of that
+    name gets the cached module, not its own file, where `python` gives it its file (review 79 F2:
+    a `platform.py` beside the script silently lost to the standard library's)."""
+    import _imp
+
+    warnings = []
+    for name, module in sorted(sys.modules.items()):
+        if "." in name or name in _STARTUP or name in sys.builtin_module_names or module is None:
+            continue
+        try:
+            if _imp.is_frozen(name):
+                continue
+            spec = importlib.machinery.PathFinder.find_spec(name, [directory])
+        except (ImportError, ValueError, OSError):
+            continue
+        if spec is None or not spec.has_location or not spec.origin:
+            continue  # nothing of that name there, or a namespace folder, which a module wins over
+        ours = getattr(module, "__file__", None)
+        ours = ours if isinstance(ours, str) else None
+        if ours and os.path.realpath(ours) == os.path.realpath(spec.origin):
+            continue  # that very file (the launcher run from its own repository)
+        shown = os.path.relpath(spec.origin)
+        shown = spec.origin if shown.startswith("..") else shown
+        where = f" ({ours})" if ours else ""
+        warnings.append(f"scaleprobe launch: warning: {shown} is named like the module {name!r}{where}, which the "
+                        f"launcher imported before the program started: the program's `import {name}` gets that "
+                        "module, not this file; rename the file")
+    return warnings
+
+
+def _warn_shadowed(directory: str) -> None:
+    for warning in shadowed_warnings(directory):
+        print(warning, file=sys.stderr)
+
+
 def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
     while tb is not None and os.path.realpath(tb.tb_frame.f_code.co_filename) in _OUR_FILES:
         tb = tb.tb_next
@@ -135,10 +178,13 @@ def _compile_entry(code_for: Callable[[Path], types.CodeType], path: Path) -> ty
 
 def run_script(path: Path, args: list[str],
                code_for: Callable[[Path], types.CodeType] = compile_script,
-               on_error: Callable[[BaseException, str], None] | None = None) -> int:
+               on_error: Callable[[BaseException, str], None] | None = None, *,
+               warn_shadowed: bool = True) -> int:
     """Execute `path` as `__main__` with `args`; return the exit status Python would have had.
 
     `on_error(exc, formatted_traceback)` is called for an uncaught exception (not SystemExit 0).
+    With `warn_shadowed`, modules of the script's folder that the program cannot get are named
+    first (`shadowed_warnings`).
     """
     path = Path(path)
     if not path.is_file():
@@ -159,6 +205,8 @@ def run_script(path: Path, args: list[str],
         sys.argv = [str(path), *args]
         # `python -m` puts the working directory first; `python script.py` puts the script's directory.
         sys.path[0] = str(absolute.parent)
+        if warn_shadowed:  # after the entry compiled: --instrument's compiler has imported what it needs
+            _warn_shadowed(sys.path[0])
         # The user's module stays `__main__` after it returns: atexit handlers and pickling by
         # reference (multiprocessing's spawn) may still need it.
         sys.modules["__main__"] = main
@@ -211,16 +259,19 @@ def find_main_module(name: str) -> importlib.machinery.ModuleSpec:
 
 def run_module(name: str, args: list[str],
                code_for: Callable[[Path], types.CodeType] = compile_script,
-               on_error: Callable[[BaseException, str], None] | None = None) -> int:
+               on_error: Callable[[BaseException, str], None] | None = None, *,
+               warn_shadowed: bool = True) -> int:
     """Execute module `name` as `__main__` the way `python -m name args` does (runpy's rules):
     the working directory first on `sys.path`, the parent packages imported first, `__spec__`
     and `__package__` set so that relative imports work, `sys.argv[0]` the module's file. Its
     source file is compiled by `code_for`, as a script's is (a built tree's original lines,
-    --instrument)."""
+    --instrument). With `warn_shadowed`, as `run_script`, for the working directory."""
     sys.path[0] = os.getcwd()
     sys.argv = ["-m", *args]  # what the parent packages see while they are imported, as with python -m
 
     def prepare() -> tuple[types.CodeType, dict]:
+        if warn_shadowed:  # before the parent packages, the program's own code, are imported
+            _warn_shadowed(sys.path[0])
         spec = find_main_module(name)
         origin = spec.origin
         if spec.has_location and origin and origin.endswith(".py") and os.path.isfile(origin):

@@ -84,7 +84,7 @@ def prepare_root(out: Path, experiment: str) -> None:
 
 
 def check_folder(folder: Path, option: str) -> None:
-    """Whether `folder` can be made and written, without creating anything (review 40: for --dry-run,
+    """Whether `folder` can be made and written, leaving nothing behind (review 40: for --dry-run,
     and --cache-dir, which was silently unused): the nearest existing folder on the way must be a
     writable folder. `option` (`--out runs`) names it in the error."""
     for there in (folder, *folder.parents):
@@ -93,7 +93,25 @@ def check_folder(folder: Path, option: str) -> None:
                 raise LaunchError(f"{option}: cannot create the directory {folder}: {there} is a file, not a folder")
             if not os.access(there, os.W_OK | os.X_OK):
                 raise LaunchError(f"{option}: the directory {there} is not writable")
+            _try_folder(there, folder, option)
             return
+
+
+def _try_folder(there: Path, folder: Path, option: str) -> None:
+    """Make a folder in `there` (`folder`, or the nearest folder on the way to it that exists) and
+    remove it again: `os.access` says yes to root everywhere, also where nothing can be made
+    (review 79 F9: `--cache-dir /proc/x` passed, and the hook then silently cached nothing)."""
+    import tempfile
+
+    try:
+        probe = tempfile.mkdtemp(prefix=".scaleprobe-check-", dir=there)
+    except OSError as exc:
+        what = "write in" if there == folder else f"create the directory {folder} in"
+        raise LaunchError(f"{option}: cannot {what} {there}: {exc.strerror or exc}") from None
+    try:
+        os.rmdir(probe)
+    except OSError:
+        pass
 
 
 def write_record(directory: Path, record: RunRecord) -> None:

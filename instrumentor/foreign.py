@@ -1,7 +1,8 @@
 """Folders whose modules are not the project's own: build output, installed packages, Python
 environments and a Python installation's standard library. One rule for the build (`project.py`)
 and the import hook (`importhook.py`), so that `instrument SRC -o OUT` and `launch --instrument`
-instrument the same modules."""
+agree on which modules are the project's (the hook instruments each that is imported, also by a
+computed name, as `instrument --all` does; the build follows the static import graph)."""
 
 from __future__ import annotations
 

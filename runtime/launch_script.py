@@ -203,8 +203,9 @@ def run_script(path: Path, args: list[str],
                               "__loader__": SourceFileLoader("__main__", str(absolute)), "__package__": None,
                               "__cached__": None, "__annotations__": {}})
         sys.argv = [str(path), *args]
-        # `python -m` puts the working directory first; `python script.py` puts the script's directory.
-        sys.path[0] = str(absolute.parent)
+        # `python -m` puts the working directory first; `python script.py` puts the script's directory,
+        # symlinks resolved (a linked script imports its neighbours in the target's folder)
+        sys.path[0] = os.path.dirname(os.path.realpath(absolute))
         if warn_shadowed:  # after the entry compiled: --instrument's compiler has imported what it needs
             _warn_shadowed(sys.path[0])
         # The user's module stays `__main__` after it returns: atexit handlers and pickling by

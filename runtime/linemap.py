@@ -556,18 +556,28 @@ def _lookup(filename: str) -> tuple[_Tree, str] | None:
     relpath = _files.get(filename)
     if relpath is None:
         return None
-    norm = filename.replace(os.sep, "/")
-    if not norm.endswith(relpath) or (len(norm) > len(relpath) and norm[-len(relpath) - 1] != "/"):
-        return None  # compiled under another name (the import hook uses the original file)
+    built = filename
+    if not _named(filename, relpath):
+        # an entry script run through a link (OUT keeps SRC's `main.py -> scripts/train.py`): its
+        # frames are named by the link, its map by the target's path in OUT
+        built = os.path.realpath(filename)
+        if built == filename or not _named(built, relpath):
+            return None  # compiled under another name (the import hook uses the original file)
     from .original_lines import compiled
 
     if filename in compiled:
         return None  # compiled with the original lines already
-    root = filename[: len(filename) - len(relpath)]
+    root = built[: len(built) - len(relpath)]
     tree = _load(root)
-    if tree is None or relpath not in tree.linemaps or not tree.matches(relpath, filename):
+    if tree is None or relpath not in tree.linemaps or not tree.matches(relpath, built):
         return None
     return tree, relpath
+
+
+def _named(filename: str, relpath: str) -> bool:
+    """Whether `filename` is the file `relpath` of some folder."""
+    norm = filename.replace(os.sep, "/")
+    return norm.endswith(relpath) and (len(norm) == len(relpath) or norm[-len(relpath) - 1] == "/")
 
 
 def _load(root: str) -> _Tree | None:

@@ -65,6 +65,10 @@ _open: dict[int, list] = {}
 # Set while a wrapped operation or a DDP comm hook runs on this thread: the operations it issues
 # (send's isend, a hook's all_reduce) are part of it and must not be counted a second time.
 _inside = threading.local()
+if hasattr(os, "register_at_fork"):
+    # a forked child records none of its parent's calls (its recorder starts afresh); at import, as
+    # the manual API's comm regions (`begin_manual`) use `_open` without torch
+    os.register_at_fork(after_in_child=_open.clear)
 
 
 class _TorchImportWatch:
@@ -167,9 +171,6 @@ def patch_if_loaded(rec: "_recorder.Recorder") -> bool:
     _patch_object_bytes(c10d)
     if rec.cfg.ddp_hook:
         _patch_ddp(rec)
-    if hasattr(os, "register_at_fork"):
-        # a forked child records none of its parent's calls (its recorder starts afresh)
-        os.register_at_fork(after_in_child=_open.clear)
     return True
 
 
@@ -549,6 +550,28 @@ def take_open(comm: dict[tuple, list], now: int | None = None) -> None:
             s[7] += 1
         elif waited.failed:
             s[6] += 1
+
+
+def begin_manual(op: str, path: tuple[int, ...]) -> list:
+    """A visit of the manual API's `region(op, kind="comm")` began (probes on), its region's visit
+    already entered (`path`: its call path, as the profile has it): a call in `_open`, as a
+    collective's, so that the final flush counts one still in progress (`take_open`). Its bytes
+    are 0 (not known) and its group size None; no GPU events."""
+    call = [op, 0, None, path, perf_counter_ns(), None]
+    _open[id(call)] = call
+    return call
+
+
+def end_manual(rec: "_recorder.Recorder", call: list, exc: BaseException | None = None) -> None:
+    """The visit that `begin_manual` began ends (before its region's visit), by `exc` where the
+    block raised: a `comm` record of the call and its interval in the steps' communication time,
+    as a collective's; failed for an Exception, cut short for a signal's (SystemExit,
+    KeyboardInterrupt). Nothing where the final flush counted it already."""
+    end = perf_counter_ns()
+    if _open.pop(id(call), None) is not None:
+        op, nbytes, gsize, path, t0, _ = call
+        record(rec, op, nbytes, gsize, end - t0, path, None, t0, failed=isinstance(exc, Exception),
+               cut=isinstance(exc, (SystemExit, KeyboardInterrupt)))
 
 
 #: The length of a summary in Recorder.comm: [calls, bytes, time_ns, gpu_ns, gpu_calls, GPU intervals

@@ -11,7 +11,9 @@
     with epoch(): ...                     # ... or as context managers around one epoch/step
     mark("tokens")                        # count one event
 
-Regions made here appear in the run file like instrumented ones (kind `manual` unless given).
+Regions made here appear in the run file like instrumented ones (kind `manual` unless given). A
+region of kind `comm` is also communication, as a torch.distributed call is: each visit is a call
+in a `comm` record (op: its name) and counts in its step's `comm_ns` (`_CommRegion`).
 """
 
 from __future__ import annotations
@@ -57,11 +59,17 @@ def _rid(name: str, kind: str, what: str = "region") -> int:
 class region:
     """A timed region: `with region(name):` or `@region(name)`."""
 
-    __slots__ = ("name", "kind", "_rid", "_opened", "_skipped")
+    # `_calls`: set only in a `_CommRegion` (same layout: its class can be switched in __init__)
+    __slots__ = ("name", "kind", "_rid", "_opened", "_skipped", "_calls")
 
     def __init__(self, name: str, kind: str = "manual") -> None:
-        if kind not in _KINDS:
-            raise ScaleprobeRuntimeError(f"region({name!r}, kind={kind!r}): kind must be one of {', '.join(_KINDS)}")
+        if kind != "manual":  # (the common case tests one identical string, as `in _KINDS` did)
+            if kind not in _KINDS:
+                raise ScaleprobeRuntimeError(f"region({name!r}, kind={kind!r}): kind must be one of {', '.join(_KINDS)}")
+            if kind == "comm":
+                _load_comm()
+                self.__class__ = _CommRegion
+                self._calls: dict[int, list] = {}  # per thread, its open calls: [(recorder, call)]
         self.name = name
         self.kind = kind
         self._rid = _rid(name, kind)
@@ -199,31 +207,175 @@ def _end(rid: int, rec: Any) -> None:
         _nvtx(rec)[1](rid)
 
 
-def _resumptions(rid: int, it: Any) -> Any:
-    """Run the generator or coroutine `it` for its consumer (what `send`/`throw`/`close` of the
-    generator this is do to it), each resumption of it inside one visit of `rid`."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        rec = _begin(rid)
-        try:
-            item = it.send(value) if error is None else it.throw(error)
-        except StopIteration as stop:
-            return stop.value
-        finally:
-            _end(rid, rec)
-        error = None
-        try:
-            value = yield item
-        except GeneratorExit:
-            rec = _begin(rid)  # its `finally:` blocks run now: part of its time
+_comm: Any = None  # runtime.comm, loaded by the first comm region (importing this module stays cheap)
+_comm_names: dict[int, str] = {}  # rid -> name of the comm regions used as decorators
+
+
+def _load_comm() -> None:
+    global _comm
+    if _comm is None:
+        from . import comm
+
+        _comm = comm
+
+
+def _comm_path(rid: int) -> tuple[int, ...]:
+    """The call path of the visit of `rid` just entered, as the profile has it (where the probes
+    do not time it, excluded or throttled: its caller's, with it)."""
+    path = impl.current_path()
+    return path if path and path[-1] == rid else path + (rid,)
+
+
+class _CommRegion(region):
+    """`region(name, kind="comm")`: each visit is also a communication call, as a torch.distributed
+    collective's: a `comm` record (op: the name; bytes 0, not known; group size null; no GPU time)
+    and its interval in the communication time (`comm_ns`) of the steps it overlaps, through
+    runtime/comm.py (`begin_manual`/`end_manual`). A block that raises is a failed call (a
+    signal's SystemExit/KeyboardInterrupt: cut short), and one still open at the end of the run
+    counts up to then (`unfinished`). Its own class, so that other regions pay nothing for it."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> "region":
+        rec = _recorder.get()
+        me = _get_ident()
+        if rec is not None and rec.on:
+            rid = self._rid
+            if rec.cfg.nvtx:
+                _nvtx(rec)[0](rid)
+            impl.enter(rid)
+            self._opened[me] = self._opened.get(me, 0) + 1
+            self._calls.setdefault(me, []).append((rec, _comm.begin_manual(self.name, _comm_path(rid))))
+        else:
+            self._skipped[me] = self._skipped.get(me, 0) + 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        me = _get_ident()
+        if not (self._skipped and me in self._skipped):  # (else entered with probes off: no call)
+            taken = _take_call(self._calls, me)
+            if taken is not None:  # its call ends before its visit, whose time holds it
+                _comm.end_manual(taken[0], taken[1], exc[1] if len(exc) > 1 else None)  # type: ignore[arg-type]
+        region.__exit__(self, *exc)
+
+    def __call__(self, fn: F) -> F:
+        import inspect
+
+        rid = self._rid
+        _comm_names[rid] = self.name
+        if inspect.isasyncgenfunction(fn):
+            return _async_generator_wrapper(rid, fn, _CommAwaiting)  # type: ignore[return-value]
+        if inspect.iscoroutinefunction(fn):
+            return _coroutine_wrapper(rid, fn, _CommAwaiting)  # type: ignore[return-value]
+        if inspect.isgeneratorfunction(fn):
+            return _generator_wrapper(rid, fn, _comm_resumptions)  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            visit = _comm_begin(rid)
+            if visit is None:
+                return fn(*args, **kwargs)
             try:
-                it.close()
+                return fn(*args, **kwargs)
+            except BaseException as exc:
+                visit[2] = exc
+                raise
             finally:
-                _end(rid, rec)
-            raise
-        except BaseException as exc:  # thrown in by the consumer: into `it`, at its suspension
-            value, error = None, exc
+                _comm_end(rid, visit)
+
+        return wrapper  # type: ignore[return-value]
+
+
+def _take_call(calls: dict[int, list], me: int) -> tuple | None:
+    """The call of a comm region's visit that ends on thread `me`: its own innermost, else one
+    opened on another thread (a region handed over with its work, as `_forget_other`)."""
+    mine = calls.get(me)
+    if mine:
+        try:
+            call = mine.pop()
+        except IndexError:  # a hand-over on another thread took it meanwhile
+            return None
+        if not mine:
+            calls.pop(me, None)  # (only this thread adds to its own list)
+        return call
+    with _handover_lock:
+        for thread in list(calls):
+            theirs = calls.get(thread)
+            if thread != me and theirs:
+                call = theirs.pop()
+                if not theirs:
+                    calls.pop(thread, None)
+                return call
+    return None
+
+
+def _comm_begin(rid: int) -> Any:
+    """`_begin` of a `_CommRegion`'s resumption: with the call it makes, [recorder, call, the
+    exception that ended it] (None: probes are off)."""
+    rec = _begin(rid)
+    if rec is None:
+        return None
+    return [rec, _comm.begin_manual(_comm_names[rid], _comm_path(rid)), None]
+
+
+def _comm_end(rid: int, visit: Any) -> None:
+    """`_end` of a `_CommRegion`'s resumption: its call ends, then its visit."""
+    if visit is None:
+        return
+    rec, call, exc = visit
+    _comm.end_manual(rec, call, exc)
+    _end(rid, rec)
+
+
+def _raised(visit: Any, exc: BaseException) -> None:
+    """The resumption `visit` (what the begin function gave) raised `exc`: a call of a comm region
+    (`_comm_begin`) ends failed or cut short by it."""
+    if type(visit) is list:
+        visit[2] = exc
+
+
+def _resumptions_with(begin: Callable[[int], Any], end: Callable[[int, Any], None]) -> Callable[[int, Any], Any]:
+    """The driver of a region's generator or coroutine whose resumptions' visits `begin` and `end`
+    (`_begin`/`_end`; a comm region's `_comm_begin`/`_comm_end`, whose resumptions are its calls):
+    made once for each, so that the ordinary one pays nothing for the other."""
+
+    def resumptions(rid: int, it: Any) -> Any:
+        """Run the generator or coroutine `it` for its consumer (what `send`/`throw`/`close` of the
+        generator this is do to it), each resumption of it inside one visit of `rid`."""
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            rec = begin(rid)
+            try:
+                item = it.send(value) if error is None else it.throw(error)
+            except StopIteration as stop:
+                return stop.value
+            except BaseException as exc:  # (costs nothing unless it raises)
+                _raised(rec, exc)
+                raise
+            finally:
+                end(rid, rec)
+            error = None
+            try:
+                value = yield item
+            except GeneratorExit:
+                rec = begin(rid)  # its `finally:` blocks run now: part of its time
+                try:
+                    it.close()
+                except BaseException as exc:
+                    _raised(rec, exc)
+                    raise
+                finally:
+                    end(rid, rec)
+                raise
+            except BaseException as exc:  # thrown in by the consumer: into `it`, at its suspension
+                value, error = None, exc
+
+    return resumptions
+
+
+_resumptions = _resumptions_with(_begin, _end)
+_comm_resumptions = _resumptions_with(_comm_begin, _comm_end)
 
 
 class _Awaiting:
@@ -238,25 +390,36 @@ class _Awaiting:
         return _resumptions(self._rid, self._it)
 
 
-def _generator_wrapper(rid: int, fn: Callable[..., Any]) -> Callable[..., Any]:
+class _CommAwaiting(_Awaiting):
+    """`_Awaiting` of a comm region: each resumption is also a call."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Any:
+        return _comm_resumptions(self._rid, self._it)
+
+
+def _generator_wrapper(rid: int, fn: Callable[..., Any], resumptions: Callable[[int, Any], Any] = _resumptions
+                       ) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return (yield from _resumptions(rid, fn(*args, **kwargs)))
+        return (yield from resumptions(rid, fn(*args, **kwargs)))
 
     if getattr(getattr(fn, "__code__", None), "co_flags", 0) & 0x100:  # inspect.CO_ITERABLE_COROUTINE
         return types.coroutine(wrapper)  # a @types.coroutine generator: still awaitable
     return wrapper
 
 
-def _coroutine_wrapper(rid: int, fn: Callable[..., Any]) -> Callable[..., Any]:
+def _coroutine_wrapper(rid: int, fn: Callable[..., Any], awaiting: type[_Awaiting] = _Awaiting) -> Callable[..., Any]:
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return await _Awaiting(rid, fn(*args, **kwargs))
+        return await awaiting(rid, fn(*args, **kwargs))
 
     return wrapper
 
 
-def _async_generator_wrapper(rid: int, fn: Callable[..., Any]) -> Callable[..., Any]:
+def _async_generator_wrapper(rid: int, fn: Callable[..., Any],
+                             awaiting: type[_Awaiting] = _Awaiting) -> Callable[..., Any]:
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         agen = fn(*args, **kwargs)
@@ -266,13 +429,13 @@ def _async_generator_wrapper(rid: int, fn: Callable[..., Any]) -> Callable[..., 
             try:
                 step = agen.asend(value) if error is None else agen.athrow(error)
                 error = None
-                item = await _Awaiting(rid, step)
+                item = await awaiting(rid, step)
             except StopAsyncIteration:
                 return
             try:
                 value = yield item
             except GeneratorExit:
-                await _Awaiting(rid, agen.aclose())  # its `finally:` blocks: part of its time
+                await awaiting(rid, agen.aclose())  # its `finally:` blocks: part of its time
                 raise
             except BaseException as exc:  # thrown in by the consumer (athrow): into `agen`
                 value, error = None, exc
@@ -355,7 +518,7 @@ class _Boundary:
         self._rid = _rid(name, kind, kind)
         self._kind = kind
         self._iterable = iterable
-        self._it: Any = None
+        self._one: Any = None  # the series of `with epoch():`/`with step():`, while its block runs
 
     def __iter__(self) -> Iterator[Any]:
         if self._iterable is None:
@@ -368,15 +531,19 @@ class _Boundary:
         if self._iterable is not None:  # (review 70 F8: the iterable was ignored, one record written)
             raise ScaleprobeRuntimeError(f"{self._kind}(iterable) is an iterator: use `for x in {self._kind}(...)`, "
                                          f"or `with {self._kind}():` without an iterable for one {self._kind}")
-        from .series import iterate
+        from .series import begin_one
 
-        self._it = iterate(self._rid, (None,))
-        next(self._it)
+        # no loader: its data wait is null, not the few hundred ns of our own bookkeeping that
+        # iterating `(None,)` timed as one (review 83 LOW-7)
+        self._one = begin_one(self._rid)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        it, self._it = self._it, None
-        del it  # closes the iteration now, like the end of a `for` loop
+        one, self._one = self._one, None
+        if one is not None:
+            from .series import end_one
+
+            end_one(one)
 
 
 def epoch(iterable: Iterable[Any] | None = None, name: str = "epoch") -> _Boundary:

@@ -633,10 +633,14 @@ class Recorder:
                 # With probes off at the end (a schedule's window, set_enabled(False)) every thread's
                 # open visits were left so: they end as dropped ones (review 52 F4, F5)
                 closed, deltas = impl.take_final_deltas(self.closing_own, not self.on)
+                if self.tracer is not None:  # their events too (review 83 LOW-5: they had none)
+                    self.tracer.close_at_end(self.end_ns or time.perf_counter_ns(), self.closing_own, not self.on)
                 for r in final_records:
                     if r.get("type") == "end":
                         r["closed_at_end"] = closed
                         r["dropped"] = impl.dropped()
+                        if self.tracer is not None:
+                            r["trace_dropped"], r["trace_unmatched"] = self.tracer.dropped, self.tracer.unmatched
             for path, visits, incl, excl, mn, mx, sq, rec in _by_path(deltas):
                 recs.append(
                     {"type": "profile", "flush": n, "path": list(path), "visits": visits, "incl_ns": incl,
@@ -1189,6 +1193,8 @@ def _chain_signal(sig: int) -> None:
         # a C handler that Python does not know of (faulthandler.register(SIGUSR1) before recording
         # started, an extension's): ours would replace it, and it could not be called
         return
+    if sig in signal_watch.DEFAULT_ONLY and prev not in (_signal.SIG_DFL, None) and not stands_in(sig, prev):
+        return  # a profiler's SIGPROF/SIGVTALRM handler: left alone (signal_watch.DEFAULT_ONLY)
 
     def handler(signum, frame):
         r = _rec

@@ -263,11 +263,27 @@ def tick(rid: int, _frame=sys._getframe, _ticking=_ticking, _none=_NEVER) -> Non
 
 def untick(rid: int, _frame=sys._getframe, _ticking=_ticking) -> None:
     """The `while` epoch or step loop `rid` has ended (its `finally:`): its open iteration closes."""
-    s = _ticking.pop((rid, id(_frame(1))), None)
+    end_one(_ticking.pop((rid, id(_frame(1))), None))
+
+
+def begin_one(rid: int) -> _Series | None:
+    """One epoch or step of `rid` as a block (the manual API's `with epoch():`/`with step():`)
+    begins now, when recording is on (else None); `end_one` ends it. Nothing is iterated: its
+    `data_wait_ns` is null, as a `while` loop's."""
+    s = _series_if_on(rid)
+    if s is not None:
+        s.before()
+        s.after(None, None)
+        s._wait = None
+    return s
+
+
+def end_one(s: _Series | None) -> None:
+    """The open iteration of `s` (a `while` loop's, or `begin_one`'s) ends now."""
     if s is not None and s._t0 is not None:
         try:
             s._close(perf_counter_ns())
-        except Exception:  # it runs in the loop's `finally:`: never in place of the program's exception
+        except Exception:  # it runs in a `finally:` or `__exit__`: never in place of the program's exception
             pass
 
 

@@ -68,10 +68,19 @@ POLL_S = 0.2
 #: SIGINT, and those that end a run too (review 65 F3: they lost up to a flush interval, the file a
 #: header alone): a terminal or ssh session that closes (SIGHUP), Slurm's warning before its time
 #: limit to a program that does not take it (`--signal=USR1@T`), a CPU-time limit (SIGXCPU), an
-#: alarm that nobody handles, SIGQUIT (its core dump stays)
+#: alarm that nobody handles, SIGQUIT (its core dump stays), and the profiling timers' SIGVTALRM and
+#: SIGPROF where nothing takes them (`setitimer` with no handler; review 83 LOW-6), whose handler,
+#: where there is one, is never wrapped (`DEFAULT_ONLY`). Not the others whose default action ends
+#: the process (SIGPWR, SIGSYS, SIGPOLL/SIGIO, SIGSTKFLT, the real-time signals): nothing sends
+#: those to a training job
 STAND_IN_SIGNALS = tuple(getattr(signal, name) for name in
-                         ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGXCPU")
+                         ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGXCPU",
+                          "SIGVTALRM", "SIGPROF")
                          if hasattr(signal, name))
+#: of those, the ones stood in for only at their default action: a handler the program installed
+#: before recording started is left alone, not chained (a sampling profiler's, which its timer calls
+#: hundreds of times a second: the chained handler would flush the run file at every tick)
+DEFAULT_ONLY = tuple(getattr(signal, name) for name in ("SIGVTALRM", "SIGPROF") if hasattr(signal, name))
 _noting: list[Callable[..., object]] = []  # handlers that call Watch.note_seen first (the recorder's)
 
 

@@ -21,12 +21,19 @@ of a later call made while they were off (review 74 F3), so the stacks are empti
 those visits counted in `unmatched`; as the profile drops them. An exit with no entry of its own on
 the stack (a visit begun while the probes were off) gives no event and pops nothing.
 
+At the end of the run (`close_at_end`, in the final flush) the visits still open on other threads
+(a daemon thread that runs for the whole program), which the profile records as ending then
+(`closed_at_end`), get their events, ending then too (review 83 LOW-5: they had none, and a timeline
+lacked the daemon thread); with the probes off at the end they end as the profile's dropped ones,
+counted in `unmatched`.
+
 Thread names: the Python name of each thread (`threading.Thread.name`), taken once per thread, is
 written with the next events record (`threads`).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from time import perf_counter_ns
 from typing import Any
@@ -53,7 +60,9 @@ class Tracer:
         self.unmatched = 0  # entries seen whose exit could not be paired (probes off meanwhile)
         self.threads: dict[int, str] = {}  # native thread id -> Python thread name
         self._names_due: dict[int, str] = {}  # not written yet
-        self._stacks: dict[int, list] = {}  # native thread id -> its stack (note_on, fork)
+        self._stacks: dict[int, list] = {}  # native thread id -> its stack (note_on, fork, close_at_end)
+        self._idents: dict[int, int] = {}  # native thread id -> its thread's ident (close_at_end)
+        self._native: dict[int, int] = {}  # thread ident -> the native id of the thread that has it now
         self._tl = threading.local()
 
     def _new_thread(self) -> list:
@@ -61,6 +70,13 @@ class Tracer:
         st: list = []
         tid = threading.get_native_id()
         tl.stack, tl.tid = st, tid
+        ident = threading.get_ident()
+        old = self._native.get(ident)
+        if old is not None and old != tid:  # an ended thread whose ident this one got: forget it
+            self._stacks.pop(old, None)
+            self._idents.pop(old, None)
+        self._native[ident] = tid
+        self._idents[tid] = ident
         self._stacks[tid] = st
         name = _thread_name()
         if name is not None:
@@ -142,6 +158,30 @@ class Tracer:
             del st[: len(entries)]
             self._discard(entries)
 
+    def close_at_end(self, now: int, own: bool, left: bool) -> None:
+        """The final flush: the visits still open on the other running threads (with `own`, this
+        thread's too) end now, as the profile counts them (`closed_at_end`): each gets its event,
+        innermost first (a refused one counts in `dropped`); with `left` (probes off at the end)
+        they end as visits left open: no event, counted in `unmatched`. This thread's, without
+        `own`, the profile drops: they stay as they are. Each entry is taken off its stack by one
+        atomic `list.pop`, so a thread that goes on and leaves one of them later pairs nothing."""
+        me = threading.get_native_id()
+        alive = set(sys._current_frames())  # the idents of the threads running now
+        for tid, st in list(self._stacks.items()):
+            if (tid == me and not own) or self._idents.get(tid) not in alive:
+                continue  # (a thread that ended: its stack holds what the probes left open)
+            while True:
+                try:
+                    rid, t0 = st.pop()
+                except IndexError:
+                    break
+                if left:
+                    self._discard([(rid, t0)])
+                elif t0 >= 0:
+                    self.events.append((rid, t0, now, tid))
+                elif t0 == _REFUSED:
+                    self.dropped += 1
+
     def take(self, flush: int) -> list[dict]:
         ev = self.events[:]  # one C-level copy, then drop exactly what was copied
         del self.events[: len(ev)]
@@ -164,10 +204,14 @@ class Tracer:
         self.threads.clear()
         self._names_due.clear()
         self._stacks.clear()
+        self._idents.clear()
+        self._native.clear()
         if hasattr(self._tl, "stack"):
             self._tl.stack.clear()
             tid = self._tl.tid = threading.get_native_id()
             self._stacks[tid] = self._tl.stack
+            ident = threading.get_ident()
+            self._idents[tid], self._native[ident] = ident, tid
             name = _thread_name()
             if name is not None:
                 self.threads[tid] = self._names_due[tid] = name

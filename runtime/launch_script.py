@@ -89,7 +89,7 @@ def shadowed_warnings(directory: str) -> list[str]:
     a `platform.py` beside the script silently lost to the standard library's)."""
     import _imp
 
-    warnings = []
+    found = []
     for name, module in sorted(sys.modules.items()):
         if "." in name or name in _STARTUP or name in sys.builtin_module_names or module is None:
             continue
@@ -105,13 +105,37 @@ def shadowed_warnings(directory: str) -> list[str]:
         ours = ours if isinstance(ours, str) else None
         if ours and os.path.realpath(ours) == os.path.realpath(spec.origin):
             continue  # that very file (the launcher run from its own repository)
-        shown = os.path.relpath(spec.origin)
-        shown = spec.origin if shown.startswith("..") else shown
+        found.append((name, spec.origin, ours))
+    # a module that `python` itself imports at start-up (site's .pth files: an editable install's
+    # finder imports re, types, pathlib...) is the program's without the launcher too (review 84 L1)
+    startup = _startup_modules(directory) if found else frozenset()
+    warnings = []
+    for name, origin, ours in found:
+        if name in startup:
+            continue
+        shown = os.path.relpath(origin)
+        shown = origin if shown.startswith("..") else shown
         where = f" ({ours})" if ours else ""
         warnings.append(f"scaleprobe launch: warning: {shown} is named like the module {name!r}{where}, which the "
                         f"launcher imported before the program started: the program's `import {name}` gets that "
                         "module, not this file; rename the file")
     return warnings
+
+
+def _startup_modules(directory: str) -> frozenset[str]:
+    """The top-level modules a plain `python` (this interpreter, its options and environment) has
+    imported when a program in `directory` starts: asked of one, only where some file of the
+    program's folder is named like an imported module (nothing is started otherwise)."""
+    import subprocess
+
+    probe = "import sys; print(' '.join(n for n in sys.modules if '.' not in n))"
+    try:
+        done = subprocess.run([sys.executable, *subprocess._args_from_interpreter_flags(), "-c", probe],
+                              cwd=directory, capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(done.stdout.split()) if done.returncode == 0 else frozenset()
 
 
 def _warn_shadowed(directory: str) -> None:

@@ -66,7 +66,7 @@ STATE_VERSION = 1
 #  12: a `while` epoch or step loop ticks (`__sp_tick__`/`__sp_untick__`) and gets its records;
 #  13: numba's decorators imported by name or under another name (`from numba import vectorize`,
 #      `import numba as nb`) and `@stencil` leave their function as it is (review 82 F3))
-REWRITE_REVISION = 13
+REWRITE_REVISION = 14
 # libcst recurses once per nesting level (long `a + b + ...` chains); the import hook uses the same
 RECURSION_LIMIT = 20000
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).

@@ -42,6 +42,9 @@ _JIT = {
 # them by (`from numba import vectorize as vec`, `import numba as nb`, `from numba import *`),
 # which `_JIT`'s spellings miss (review 82 F3: `from numba import vectorize` then `@vectorize`)
 _NUMBA = {"jit", "njit", "cuda.jit", "vectorize", "guvectorize", "cfunc", "stencil", "generated_jit"}
+# numba's class compiler: every method is compiled in nopython mode, where probes fail (review 84 L2)
+_JIT_CLASS = {"numba.experimental.jitclass", "experimental.jitclass", "numba.jitclass", "jitclass"}
+_NUMBA_CLASS = {"experimental.jitclass", "jitclass"}
 
 
 def numba_names(tree: ast.Module) -> dict[str, str]:
@@ -135,15 +138,15 @@ class Rewriter:
         self.index += 1
         return fact
 
-    def numba_decorator(self, name: str) -> bool:
+    def numba_decorator(self, name: str, which: frozenset[str] | set[str] = _NUMBA) -> bool:
         """Whether the dotted name `name`, read through the module's imports of numba, is one of
-        numba's compiling decorators (`_NUMBA`)."""
+        numba's compiling decorators (`_NUMBA`; `_NUMBA_CLASS` for a class's)."""
         head, dot, rest = name.partition(".")
         full = self.numba.get(head)
         if full is None:
             return False
         full += dot + rest
-        return full.startswith("numba.") and full[len("numba."):] in _NUMBA
+        return full.startswith("numba.") and full[len("numba."):] in which
 
     def skip_subtree(self, fact: Fact, name: str, reason: str) -> None:
         self.index += fact.size
@@ -403,6 +406,10 @@ class Rewriter:
         names = [dotted(d.decorator) for d in node.decorators]
         if fact.marker == "off" or any(n in _TORCHSCRIPT for n in names):
             self.skip_subtree(fact, qualname, "# scaleprobe: off" if fact.marker == "off" else "TorchScript class")
+            return node
+        jit = next((n for n in names if n in _JIT_CLASS or self.numba_decorator(n, _NUMBA_CLASS)), None)
+        if jit is not None:
+            self.skip_subtree(fact, qualname, f"JIT-compiled class (@{jit})")
             return node
         inner = Scope(prefix=qualname + ".", owner=qualname, in_class=True)
         return node.with_changes(body=self.suite(node.body, inner), **self.definition_header(node, scope))

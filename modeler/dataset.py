@@ -23,9 +23,20 @@ def robust_values(repetitions: Sequence[np.ndarray]) -> np.ndarray:
     per-point scale is too unstable. Without outliers this is the mean, which varies less than
     the median (1.6 times less in variance for normal noise, 3 times for uniform); with one it is
     as robust as the median."""
+    return _robust_points(repetitions)[0]
+
+
+def robust_kept(repetitions: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Per point, which of its repetitions `robust_values` keeps (all of them where it keeps none and
+    takes the median: the median of every one of them stands then)."""
+    return _robust_points(repetitions)[1]
+
+
+def _robust_points(repetitions: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
     reps = [np.asarray(r, dtype=float).reshape(-1) for r in repetitions]
     if len({r.size for r in reps}) == 1:  # the common case, in one pass
-        return robust_table(np.stack(reps)[None])[0]
+        values, keep = robust_table_kept(np.stack(reps)[None])
+        return values[0], list(keep[0])
     meds = np.array([np.median(r) for r in reps])
     rel = [np.abs(r - m) / abs(m) if m != 0 else np.zeros_like(r) for r, m in zip(reps, meds)]
     # the scale from the points whose median is not 0, less each odd point's median's own 0
@@ -33,16 +44,24 @@ def robust_values(repetitions: Sequence[np.ndarray]) -> np.ndarray:
     pooled = np.sort(np.concatenate(scaled))[sum(d.size % 2 for d in scaled):] if scaled else np.zeros(0)
     scale = 1.4826 * float(np.median(pooled)) if pooled.size else 0.0
     out = np.empty(len(reps))
+    kept = []
     for i, (r, d) in enumerate(zip(reps, rel)):
         keep = d <= 4.0 * scale if r.size >= 3 else np.ones(d.shape, dtype=bool)
         out[i] = float(np.mean(r[keep])) if keep.any() else meds[i]
-    return out
+        kept.append(keep if keep.any() else np.ones(d.shape, dtype=bool))
+    return out, kept
 
 
 def robust_table(R: np.ndarray) -> np.ndarray:
     """`robust_values` of many series at once, each with as many repetitions at each of as many
     points: R of shape (series, points, repetitions) gives (series, points); the outlier scale is
     pooled per series."""
+    return robust_table_kept(R)[0]
+
+
+def robust_table_kept(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`robust_table`, and which repetitions each value keeps (R's shape; every one of a point's
+    where none is kept and the value is their median)."""
     med = np.median(R, axis=2, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(med != 0, np.abs(R - med) / np.abs(med), 0.0)
@@ -55,7 +74,7 @@ def robust_table(R: np.ndarray) -> np.ndarray:
         keep[:] = True
     n_kept = keep.sum(axis=2)
     kept_mean = (R * keep).sum(axis=2) / np.maximum(n_kept, 1)
-    return np.where(n_kept > 0, kept_mean, med[..., 0])
+    return np.where(n_kept > 0, kept_mean, med[..., 0]), keep | (n_kept == 0)[..., None]
 
 
 def _pooled_median(rel: np.ndarray, skip: np.ndarray) -> np.ndarray:
@@ -72,17 +91,29 @@ def _pooled_median(rel: np.ndarray, skip: np.ndarray) -> np.ndarray:
     return np.where(n > 0, (lo + hi) / 2, 0.0)
 
 
-def relative_spread(R: np.ndarray) -> np.ndarray:
+def relative_spread(R: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
     """Over the last axis of R (the repetitions), their standard deviation over their mean; 0 with
-    one repetition or a mean of 0. Each point is first scaled by the power of two nearest its
-    largest magnitude: exact, and no overflow for huge values."""
+    one repetition, a mean of 0, or repetitions that agree exactly (review 85 F1: the mean of three
+    equal values such as 1000.3 + 0.07 * 32 * 5 is not always that value in floating point, and a
+    spread of 1e-16 took an exact series for a measured one). `keep` (R's shape): only those
+    repetitions count (the ones the robust aggregate kept). Each point is first scaled by the power
+    of two nearest its largest magnitude: exact, and no overflow for huge values."""
     if R.shape[-1] < 2:
         return np.zeros(R.shape[:-1])
     R = R / power_of_two_scale(R)[..., None]
     m = R.mean(axis=-1)
     sd = R.std(axis=-1, ddof=1)
+    equal = R.max(axis=-1) == R.min(axis=-1)
+    if keep is not None and not keep.all():
+        # where some are left out, the same over the others (where all are kept, the bits above)
+        some = ~keep.all(axis=-1)
+        k = keep.sum(axis=-1)
+        km = np.where(keep, R, 0.0).sum(axis=-1) / np.maximum(k, 1)
+        ksd = np.sqrt(np.where(keep, (R - km[..., None]) ** 2, 0.0).sum(axis=-1) / np.maximum(k - 1, 1))
+        kequal = (k < 2) | (np.where(keep, R, -np.inf).max(axis=-1) == np.where(keep, R, np.inf).min(axis=-1))
+        m, sd, equal = np.where(some, km, m), np.where(some, ksd, sd), np.where(some, kequal, equal)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(m != 0, sd / np.abs(np.where(m != 0, m, 1.0)), 0.0)
+        return np.where((m != 0) & ~equal, sd / np.abs(np.where(m != 0, m, 1.0)), 0.0)
 
 
 def power_of_two_scale(Y: np.ndarray) -> np.ndarray:
@@ -198,8 +229,13 @@ class Series:
             return AXIS_REDUCERS[how](np.stack(reps), axis=1).astype(float)
         return np.array([reduce(r) for r in reps])
 
-    def spread(self) -> np.ndarray:
-        """Relative spread per point: the repetitions' standard deviation over their mean (0 for one)."""
+    def spread(self, how: str | None = None) -> np.ndarray:
+        """Relative spread per point: the repetitions' standard deviation over their mean (0 for one,
+        or where they agree exactly); with `how="robust"`, of the repetitions the robust aggregate
+        keeps (`robust_kept`), those the value is the mean of."""
+        if how == "robust":
+            return np.array([float(relative_spread(r[None, :], k[None, :])[0])
+                             for r, k in zip(self.repetitions, robust_kept(self.repetitions))])
         return np.array([float(relative_spread(r[None, :])[0]) for r in self.repetitions])
 
 

@@ -29,6 +29,7 @@ from .pmnf import default_mode, extrap_mode
 from .pmnf.fit import GroupFit
 from .pmnf.hypotheses import exponent_of
 from .grid import followers
+from .heavypoint import heavy_note, heavy_points
 from .pmnf.points import distinct_values, group_by_points
 from .pmnf.quality import quality
 from .pmnf.selection import noise_variance
@@ -111,9 +112,10 @@ class PMNFModeler:
             raise InputError(f"candidates must be a positive integer, got {self.candidates!r}")
         if self.on_too_few not in ("warn", "raise"):
             raise InputError(f"on_too_few must be 'warn' or 'raise', got {self.on_too_few!r}")
-        if not all(isinstance(v, (bool, np.bool_))
-                   for v in (self.allow_log, self.noise_test, self.strong_scaling, self.pass_range)):
-            raise InputError("allow_log, noise_test, strong_scaling and pass_range must be True or False")
+        for name in ("allow_log", "noise_test", "strong_scaling", "pass_range"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, np.bool_)):
+                raise InputError(f"{name} must be True or False, got {value!r}")
         return aggregate
 
     def fit(self, dataset: Dataset) -> "PMNFModeler":
@@ -135,9 +137,12 @@ class PMNFModeler:
         if self.compat is None:
             for i, odd in odd_points(series, sorted(fits), stats, aggregate).items():
                 notes[i] = notes[i] + (_odd_note(dataset.parameters, series[i], odd),)
+            for i, (point, share, there) in _heavy(fits).items():
+                notes[i] = notes[i] + (heavy_note(dataset.parameters, series[i].points[point],
+                                                  float(stats[i].values[point]), share, there),)
         rows, tested = [], []
         for i, s in enumerate(dataset.series):
-            values, spread = stats[i]
+            values, spread, counts = stats[i]
             if i in fits:
                 g, row, q, divided, other = fits[i]
                 model = _to_model(dataset.parameters, g, row)
@@ -159,7 +164,7 @@ class PMNFModeler:
                 ar2, cv_smape, alternatives = 0.0, None, ()
             if not np.isfinite(rss) and np.all(np.isfinite(values)):
                 notes[i] = notes[i] + (OVERFLOW_NOTE,)
-            interval = _interval(spread, [r.size for r in s.repetitions])
+            interval = _interval(spread, counts)
             rows.append((s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points, interval, notes[i],
                          alternatives))
         misses = dict(zip(tested, _misses([rows[i][2] for i in tested], [series[i] for i in tested], dataset.parameters)))
@@ -229,7 +234,7 @@ class PMNFModeler:
         for members in group_by_points([dataset.series[i].points for i in fittable]).values():
             index = [fittable[m] for m in members]
             pts = _one_of_each_moving_pair(dataset.series[index[0]].points, params, self.compat)
-            Y = np.array([stats[i][0] for i in index])
+            Y = np.array([stats[i].values for i in index])
             g, q = self._fit_scaled(pts, Y, index, stats, dataset, aggregate)
             for row, i in enumerate(index):
                 fits[i] = (g, row, q, None, None)
@@ -249,8 +254,8 @@ class PMNFModeler:
                 g2, q2 = self._fit_scaled(pts, Y2[ok], sub, stats, dataset, aggregate, x)
                 rows = np.flatnonzero(ok)
                 g1 = _rows(g, rows)
-                spread = np.array([stats[i][1] for i in sub])
-                reps = np.array([[r.size for r in dataset.series[i].repetitions] for i in sub])
+                spread = np.array([stats[i].spread for i in sub])
+                reps = np.array([stats[i].counts for i in sub])
                 noise = (noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max")
                          else np.full(len(sub), np.nan))
                 keep, other = choose(g1, g2, q.cv_smape[rows], q2.cv_smape, noise)
@@ -283,8 +288,8 @@ class PMNFModeler:
         if self.compat == "extrap":
             g = extrap_mode.fit_group(pts, Y, index, self.allow_log)
         else:
-            spread = np.array([stats[i][1] for i in index])
-            reps = np.array([[r.size for r in dataset.series[i].repetitions] for i in index])
+            spread = np.array([stats[i].spread for i in index])
+            reps = np.array([stats[i].counts for i in index])
             g = default_mode.fit_group(
                 pts, Y, index, spread, reps, aggregate=aggregate, candidates=None if self.candidates is None else int(self.candidates),
                 allow_log=self.allow_log, noise_test=self.noise_test,
@@ -530,6 +535,20 @@ def _miss(fitted: np.ndarray, s: Series, params: tuple[str, ...]) -> str | None:
     return miss_text(factor, float(fitted[i]), point, s.repetitions[i])
 
 
+def _heavy(fits: dict) -> dict[int, tuple[int, float, float]]:
+    """Series index -> (point, share of the weight, the value the other points put there) where the
+    chosen fit hinges on one value near zero (`modeler.heavypoint`); one pass per group fit."""
+    out = {}
+    done: dict[int, list] = {}
+    for i, (g, row, *_) in fits.items():
+        if id(g) not in done:
+            done[id(g)] = heavy_points(g)
+        found = done[id(g)][row]
+        if found is not None:
+            out[i] = found
+    return out
+
+
 def _odd_note(params: tuple[str, ...], s: Series, odd: np.ndarray) -> str:
     """The note of a model whose series has points the engine all but left out (`repstats.odd_points`).
     The same text for every series with the same points, so that one straggler run, which makes
@@ -552,8 +571,9 @@ def _mean_model(params: tuple[str, ...], y: np.ndarray) -> tuple[Model, float, f
     return Model(params, mean, ()), smape, rss
 
 
-def _interval(spread: np.ndarray, reps: list[int]) -> tuple[float, float] | None:
-    """±2 relative standard deviations of the repetitions (median over points), as multipliers."""
+def _interval(spread: np.ndarray, reps: Sequence[int]) -> tuple[float, float] | None:
+    """±2 relative standard deviations of the repetitions (median over points), as multipliers;
+    `reps`: how many repetitions each point's spread is of."""
     if max(reps) < 2:
         return None
     v = np.sort(spread[np.array(reps) > 1])  # their median, as np.median gives it at a tenth of the cost

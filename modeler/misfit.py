@@ -212,6 +212,10 @@ def _sigma(R: np.ndarray, missing: np.ndarray, n: np.ndarray, pool=np.median) ->
     logs = np.log(np.where(missing, 1.0, R))  # padding: log 1 = 0, left out below
     mean = logs.sum(axis=1) / n
     sds = np.sqrt((((logs - mean[:, None]) * ~missing) ** 2).sum(axis=1) / (n - 1))
+    # runs that agree exactly spread by 0, not by the rounding of their mean (review 85 F1: `sigma <= 0`
+    # below must see an exact series)
+    equal = np.where(missing, -np.inf, R).max(axis=1) == np.where(missing, np.inf, R).min(axis=1)
+    sds = np.where(equal, 0.0, sds)
     return float(pool(sds / _median_sd_ratio(n)))
 
 

@@ -14,7 +14,7 @@ from .fit import GroupFit, TermSpec, term_columns
 from .hypotheses import basis
 from .lstsq import pinv_solve
 from .points import extrap_lines
-from .single import TERM_CONTRIBUTION, extrap_single, smape_terms
+from .single import TERM_CONTRIBUTION, clearly_below, extrap_single, first_lowest, smape_terms
 from .structures import extrap_structures
 
 
@@ -84,21 +84,22 @@ def fit_group(points: np.ndarray, Y: np.ndarray, index: list[int], allow_log: bo
         bad = (((c[..., 1:] == 0) | (contrib < TERM_CONTRIBUTION)) & real[None]).any(-1)
         if len(pat) == 1:
             # Extra-P also tries the single-parameter coefficients and keeps them unless the refit
-            # has a strictly smaller SMAPE.
+            # has a strictly smaller SMAPE (beyond rounding: `single.TIE`).
             p = pat[0]
             c_sp = np.stack([sp_coef[rows_a, p, 0], sp_coef[rows_a, p, 1]], axis=1)
             pred_sp = np.einsum("rnk,rk->rn", A[:, 0], c_sp)
             smape_sp = smape_terms(pred_sp, y).sum(-1) / n
-            use_refit = smape[:, 0] < smape_sp
+            use_refit = clearly_below(smape[:, 0], smape_sp)
             chosen = np.zeros(len(rows), dtype=int)
             cc = np.where(use_refit[:, None], c[:, 0], c_sp)
         else:
             # hypothesis 0 starts as the best without the contribution check; later ones must be
-            # valid and strictly better (Extra-P's loop), i.e. the first minimum among valid ones
+            # valid and strictly better (Extra-P's loop), i.e. the first minimum among valid ones,
+            # scores equal within rounding being equal (`single.TIE`)
             score = np.where(bad | np.isnan(smape), np.inf, smape)
-            cand = np.argmin(score, axis=1)
+            cand = first_lowest(score)
             r = np.arange(len(rows))
-            chosen = np.where(score[r, cand] < smape[:, 0], cand, 0)
+            chosen = np.where(clearly_below(score[r, cand], smape[:, 0]), cand, 0)
             cc = c[r, chosen]
         for i, s in enumerate(rows):
             st = structures[chosen[i]]

@@ -16,6 +16,25 @@ from .lstsq import pinv
 #: Extra-P's minimum term contribution and its constant-cleaning threshold (both 0.05%)
 TERM_CONTRIBUTION = 0.0005
 CLEAN_CONSTANT = 0.0005
+#: scores this close (relatively) are equal: Extra-P keeps the first of equal scores in its order, and
+#: equal scores computed in another order differ in the last digits either way (review 85 F3: with
+#: x = 1, 2, 4, x^(1/3) * log2(x)^2 and x^(4/3) * log2(x) fit alike, and the vectorized sums put the
+#: later one 1e-14 lower, where Extra-P's loop kept the earlier; they differ 5x at x = 64)
+TIE = 1e-12
+
+
+def first_lowest(score: np.ndarray) -> np.ndarray:
+    """Per row of `score` (S, H; inf: not a candidate), the index of the first score within `TIE` of
+    the row's lowest: Extra-P's loop, which replaces its best only by a strictly lower score."""
+    low = score.min(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        return np.argmax(score <= low + TIE * np.abs(low), axis=1)
+
+
+def clearly_below(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`a < b` where the two are not equal within `TIE`: a later hypothesis must beat an earlier one."""
+    with np.errstate(invalid="ignore"):
+        return a < b - TIE * np.abs(b)
 
 
 @dataclass(frozen=True)
@@ -77,9 +96,9 @@ def extrap_single(x: np.ndarray, Y: np.ndarray, allow_log: bool = True) -> Singl
     too_small = (coef[..., 1] == 0) | (contribution < TERM_CONTRIBUTION)
     ok = np.isfinite(cv_rss) & ~too_small
     score = np.where(ok & ~np.isnan(cv_smape), cv_smape, np.inf)
-    best = np.argmin(score, axis=1)
+    best = first_lowest(score)
     rows = np.arange(S)
-    take = (score[rows, best] < const_smape) & (const_rss != 0)
+    take = clearly_below(score[rows, best], const_smape) & (const_rss != 0)
 
     hyp = np.where(take, hyps[best], -1)
     out_coef = np.where(take[:, None], coef[rows, best], np.stack([mean, np.zeros(S)], axis=1))

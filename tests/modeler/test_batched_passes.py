@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from modeler.dataset import REPETITION_AGGREGATES, Series, robust_values
+from modeler.dataset import REPETITION_AGGREGATES, Series, robust_kept, robust_values
 from modeler.misfit import lack_of_fit, may_miss, worst_miss
 from modeler.pmnf.selection import _pairwise_loss
 from modeler.readers.extrap import read_extrap_jsonl
@@ -40,16 +40,19 @@ def _mixed() -> list[Series]:
 @pytest.mark.parametrize("how", REPETITION_AGGREGATES)
 def test_point_stats_of_many_series_are_each_series_own(how):
     series = _mixed()
-    for s, (values, spread) in zip(series, point_stats(series, how)):
+    for s, (values, spread, counts) in zip(series, point_stats(series, how)):
         np.testing.assert_array_equal(values, s.values(how))
-        np.testing.assert_array_equal(spread, s.spread())  # one definition: the same bits
+        # one definition: the same bits (with the robust aggregate, of the repetitions it keeps: review 85 F2)
+        np.testing.assert_array_equal(spread, s.spread(how))
+        kept = robust_kept(s.repetitions) if how == "robust" else [np.ones(r.size, bool) for r in s.repetitions]
+        np.testing.assert_array_equal(counts, [k.sum() for k in kept])
 
 
 def test_robust_values_pool_the_outlier_scale_per_series_in_a_batch():
     """A series of quiet runs next to a noisy one: each keeps its own scale, so its outlier goes."""
     quiet = _series(5, 5, outlier=True)
     noisy = Series("b", "time", quiet.points, tuple(1 + 0.5 * rng.standard_normal(5) ** 2 for _ in range(5)))
-    (q, _), (n, _) = point_stats([quiet, noisy], "robust")
+    (q, _, _), (n, _, _) = point_stats([quiet, noisy], "robust")
     np.testing.assert_array_equal(q, robust_values(quiet.repetitions))
     np.testing.assert_array_equal(n, robust_values(noisy.repetitions))
     kept = np.delete(quiet.repetitions[1], 0).mean()

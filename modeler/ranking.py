@@ -306,6 +306,11 @@ class RankedModel:
     #: or agree
     passes: tuple[tuple[tuple[int, ...], float], ...] = ()
 
+    #: where its dominant term falls (`growth` negative) but its value still rises up to the target
+    #: (`rises_to_target`): that falling growth, and `growth` is its fastest rising term's (review 86
+    #: MED-3: `a*n^2 - b*n^2*log2(ranks)` was "falling" and ranked below constants); else None
+    falls_beyond: tuple[float, float] | None = None
+
     def rank_growth(self) -> tuple[float, float]:
         """The growth the row is ranked by: its parts' where they grow slower (`parts_growth`)."""
         return self.growth if self.parts_growth is None else self.parts_growth
@@ -321,6 +326,8 @@ class RankedModel:
             unit=self.unit,
             share=None if self.share is None else self.share.to_json(),
             growth={"exponent": self.growth[0], "log_exponent": self.growth[1]},
+            growth_falls_beyond=None if self.falls_beyond is None else
+            {"exponent": self.falls_beyond[0], "log_exponent": self.falls_beyond[1]},
             growth_from_parts=None if self.parts_growth is None else
             {"exponent": self.parts_growth[0], "log_exponent": self.parts_growth[1]},
             prediction=_finite_or_none(self.prediction),
@@ -488,6 +495,62 @@ def growth(model: Model) -> tuple[float, float]:
     if level or not decaying:
         return (0.0, 0.0)
     return max(decaying)
+
+
+def rising_growth(model: Model) -> tuple[float, float] | None:
+    """The growth of the fastest term with a positive coefficient and a positive growth, or None."""
+    best = None
+    for t in model.terms:
+        if t.coefficient <= 0:
+            continue
+        g = (float(sum(f.exponent for f in t.factors)), float(sum(f.log_exponent for f in t.factors)))
+        if g > (0.0, 0.0) and (best is None or g > best):
+            best = g
+    return best
+
+
+#: the step of `rises_to_target` where the target is not beyond the largest measured point
+RISE_STEP = 1.01
+
+
+def rises_to_target(model: Model, parameters: Sequence[str], at: Mapping[str, float],
+                    largest: Mapping[str, float] | None = None) -> bool:
+    """Whether the model's value rises up to the target `at`: where `at` lies beyond the largest
+    measured point `largest` (at least as large in every parameter), its prediction there is above
+    the one at `largest`; else (the default target is that point) it rises as every parameter grows
+    alike by 1% at the target, as `growth` takes the parameters to grow."""
+    if not parameters:
+        return False
+    t = np.array([[float(at[p]) for p in parameters]])
+    if largest is not None and all(p in largest for p in parameters):
+        m = np.array([[float(largest[p]) for p in parameters]])
+        if bool(np.all(t >= m)) and bool(np.any(t > m)):
+            with np.errstate(all="ignore"):
+                a, b = float(model.evaluate(m)[0]), float(model.evaluate(t)[0])
+            return math.isfinite(a) and math.isfinite(b) and b > a
+    with np.errstate(all="ignore"):
+        a, b = float(model.evaluate(t)[0]), float(model.evaluate(t * RISE_STEP)[0])
+    return math.isfinite(a) and math.isfinite(b) and b > a
+
+
+def target_growth(model: Model, parameters: Sequence[str], at: Mapping[str, float],
+                  largest: Mapping[str, float] | None = None) -> tuple[tuple[float, float], tuple[float, float] | None]:
+    """(the growth to rank by, the falling dominant growth it replaces or None): `growth`, but for a
+    model whose dominant term falls while its value rises up to the target (`rises_to_target`), whose
+    fastest rising term's growth it takes (review 86 MED-3)."""
+    g = growth(model)
+    if g < (0.0, 0.0):
+        up = rising_growth(model)
+        if up is not None and rises_to_target(model, parameters, at, largest):
+            return up, g
+    return g, None
+
+
+def falls_text(row: "RankedModel") -> str:
+    """What the growth text adds for a row ranked by its rising terms (`RankedModel.falls_beyond`)."""
+    if row.falls_beyond is None:
+        return ""
+    return f" (up to the target; in the limit {growth_text(row.falls_beyond)})"
 
 
 def measured_maximum(dataset: Dataset) -> dict[str, float]:
@@ -667,6 +730,7 @@ def rank_models(
     run_shares: RunShares | None = None,
     model_notes: bool = False,
     combine: str = "mean",
+    largest: Mapping[str, float] | None = None,
 ) -> Ranking:
     """The models worst-scaling first; `units` maps (call path, metric) to the unit of its values.
 
@@ -683,8 +747,18 @@ def rank_models(
     call paths under that share at every measured point and at the target (from the `time` models
     among `models` and `companions`) go to `Ranking.left_out` instead of the rows, and the warnings
     about models speak of the rows only. `model_notes`: also say once each warning the rows' models
-    carry (`fewer than 5 values of parameter p (18 models)`)."""
+    carry (`fewer than 5 values of parameter p (18 models)`). `largest`: the largest measured point,
+    which a model whose dominant term falls must rise from up to `at` to be ranked by its rising
+    terms (`target_growth`; without it, whether it rises at `at`)."""
     point = np.array([[float(at[p]) for p in parameters]]) if parameters else np.zeros((1, 0))
+    if largest is None:
+        # `modeler fit`: the largest measured point of the series read, as the report's
+        tops = [np.max(s.points, axis=0) for s in measured
+                if getattr(s, "points", None) is not None and s.points.ndim == 2
+                and s.points.shape[0] and s.points.shape[1] == len(parameters)]
+        if tops and parameters:
+            top = np.max(np.vstack(tops), axis=0)
+            largest = {p: float(v) for p, v in zip(parameters, top)}
     models = list(models)
     preds = []
     for fm in models:
@@ -727,10 +801,11 @@ def rank_models(
         figure = check.time_figure() if check is not None else None
         if figure is not None and (not math.isfinite(pred) or figure == pred):
             figure = None
-        rows.append(RankedModel(fm, growth(fm.model), pred, low, high, unit, parts, rng, ft, share,
+        g, falls = target_growth(fm.model, parameters, at, largest)
+        rows.append(RankedModel(fm, g, pred, low, high, unit, parts, rng, ft, share,
                                 blamed.get((fm.callpath, fm.metric)), figure, combine,
                                 check is None or check.with_exclusive,
-                                slower.get(fm.callpath) if fm.metric == "time" else None, refits))
+                                slower.get(fm.callpath) if fm.metric == "time" else None, refits, falls))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time

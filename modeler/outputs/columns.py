@@ -42,7 +42,8 @@ def cells(i: int, row: RankedModel) -> tuple[str, ...]:
         f"{i}!" if row.doubtful() else str(i),
         fm.callpath,
         fm.metric,
-        growth_text(row.rank_growth()) + (" (parts)" if row.parts_growth is not None else ""),
+        growth_text(row.rank_growth()) + (" (parts)" if row.parts_growth is not None else "")
+        + (" (up to the target)" if row.falls_beyond is not None and row.parts_growth is None else ""),
         at,
         interval,
         forms,

@@ -53,6 +53,18 @@ def _choose_metric(asked: str | None, metrics: list[str]) -> str:
     raise InputError(f"--metric: the inputs have no 'time'; choose one of {', '.join(metrics)}")
 
 
+def _read_files(loaded) -> list[str]:
+    """Every file the report reads: the inputs and, beside each, the launcher's `launch.json`
+    (`readers.runjudge`: why a run failed; review 86 LOW-1: `-o runs/<run>/launch.json` replaced it)."""
+    import os
+
+    from ..commands.inputs import _UNUSED
+
+    paths = [f.path for f in loaded.files if f.status not in _UNUSED]
+    beside = {os.path.join(os.path.dirname(os.fspath(p)), "launch.json") for p in paths}
+    return [*paths, *sorted(beside)]
+
+
 def run(args: argparse.Namespace) -> int:
     from ..cli import EXIT_OK, EXIT_PARTIAL, write_stdout
     from ..estimator import PMNFModeler
@@ -64,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     min_share = min_share_of(args)  # checked before the inputs are read
     loaded = load_from_args(args)
     if not (args.format == "markdown" and args.output in (None, "-")):
-        refuse_output_among_inputs("-o", args.output or "report.html", loaded)
+        refuse_output_among_inputs("-o", args.output or "report.html", _read_files(loaded))
     dataset = loaded.dataset
     metric = _choose_metric(args.metric, dataset.metrics())
     selected = select_callpaths(dataset.select(metrics=[metric]), args.callpath)

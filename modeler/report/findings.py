@@ -149,6 +149,10 @@ class Report:
     predicted_model: float | None = None
     #: what `predicted_root` is and how its time was had
     predicted_basis: str = ""
+    #: which rank's time the run time is (review 86 MED-1): "mean over ranks" (`--ranks mean`, and
+    #: `sum`/`min` through the cost models) or "slowest rank" (`max`); empty where the runs say
+    #: nothing of ranks (Extra-P inputs). The scaling table gives the slowest rank's
+    predicted_over: str = ""
     #: why there is no run time, where there is none for a reason worth saying
     predicted_note: str = ""
     #: what makes the run time doubtful: parameters its model holds constant that the target moves,

@@ -12,7 +12,7 @@ from markupsafe import Markup
 from ..dataset import RunShares, Series
 from ..derived import Baselines
 from ..model import FittedModel
-from ..ranking import growth_text, nonnegative_keys, rank_models
+from ..ranking import falls_text, growth_text, nonnegative_keys, rank_models
 from . import svg
 from .findings import RankingRow, RegionView, scales_badly
 
@@ -34,7 +34,7 @@ def rank_regions(
     ranked = rank_models([by_key[(s.callpath, s.metric)] for s in series if (s.callpath, s.metric) in by_key],
                          parameters, target, companions=companions, nonnegative=nonnegative_keys(series),
                          baselines=baselines, measured=measured, min_share=min_share,
-                         run_shares=run_shares, combine=combine)
+                         run_shares=run_shares, combine=combine, largest=largest)
     largest_pt = np.array([[largest.get(p, 0.0) for p in parameters]])
     region_series = {s.callpath: s for s in series}
     ranking = [_row(rm, region_series[rm.fitted.callpath], largest_pt, _anchor(i)) for i, rm in enumerate(ranked.rows)]
@@ -50,7 +50,8 @@ def _row(rm, s: Series, largest_pt: np.ndarray, anchor: str) -> RankingRow:
         formula=fm.model.formula(4),
         # worded as `modeler fit` words it, falling models included (review 69 F1: `10 - 2 * log2(n)`
         # was `log2(n)^(1)` here, the label of a model growing as log n)
-        growth=growth_text(rm.growth) + ("" if rm.parts_growth is None else f" (parts: {growth_text(rm.parts_growth)})"),
+        growth=growth_text(rm.growth) + falls_text(rm)
+        + ("" if rm.parts_growth is None else f" (parts: {growth_text(rm.parts_growth)})"),
         growth_key=rm.rank_growth(),
         smape=float(fm.smape),
         cv_smape=None if fm.cv_smape is None else float(fm.cv_smape),

@@ -29,7 +29,8 @@ def _environment() -> jinja2.Environment:
         parent=lambda p: str(p).rpartition("->")[0] + "->" if "->" in str(p) else "",
         finite=lambda v: v if v is not None and math.isfinite(v) else -1e300,
         md=mdtext.text,
-        code=mdtext.code,
+        # a line break in a name shows as the call tree shows it, `\\n` (review 86 LOW-7: it read as a space)
+        code=lambda v, **kw: mdtext.code(str(v).replace("\r", "\\r").replace("\n", "\\n"), **kw),
     )
     return env
 

@@ -154,7 +154,7 @@ def test_report_of_restarted_ranks_keeps_their_runs_steps_and_whole_time(tmp_pat
     assert "| runs completed | 5 of 5 |" in md and "Runs left out" not in md and ": exec" not in md
     assert "No step or epoch records" not in md and "| 32 | `train_epoch` |" in md
     assert "exec_of" not in md  # no environment setting
-    assert "Predicted run time at p=32: **1.08 s**" in md  # 3 images of 360 ms
+    assert "Predicted run time (mean over ranks) at p=32: **1.08 s**" in md  # 3 images of 360 ms
     tree = md.split("## Call tree")[1]
     assert "main  1.08 s / 3 ms  x3  (100.0%)" in tree, tree
 

@@ -261,7 +261,7 @@ def test_prose_without_parameters_leaves_the_target_out(tmp_path):
         assert empty not in page, empty
     assert "predicted run time" in page  # the card is there, without a point
     assert "prediction at )" not in text and "Predicted run time at :" not in text
-    assert "Predicted run time: **" in text and "then the prediction)" in text
+    assert "Predicted run time (mean over ranks): **" in text and "then the prediction)" in text
 
 
 def test_one_parameter_says_nothing_of_parameters_held(tmp_path):

@@ -63,8 +63,8 @@ def test_run_time_is_the_longest_root_of_the_main_process_not_a_sum_with_workers
     assert _bold(line) == [format_seconds(33.0)], line
     assert "`main`" in line and "longest top-level region of the main process" in line
     html = _report([str(tmp_path / "runs"), "--at", "n=32"], tmp_path, "html")
-    card = html[html.index("predicted run time at"):][:400]
-    assert format_seconds(33.0) in html[html.index("predicted run time at") - 200:html.index("predicted run time at")]
+    card = html[html.index("predicted run time (mean over ranks) at"):][:400]
+    assert format_seconds(33.0) in html[html.index("predicted run time (mean over ranks) at") - 200:html.index("predicted run time (mean over ranks) at")]
     assert "main: the longest top-level region of the main process" in card
 
 

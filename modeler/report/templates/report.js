@@ -26,8 +26,12 @@
     var target = document.getElementById(a.getAttribute("href").slice(1));
     if (target) { target.scrollIntoView(); }
   });
+  // a link to an element inside a view (report.html#region-3) opens that view and scrolls to it
   var start = (location.hash || "").slice(1);
-  show(start);
+  var startEl = start ? document.getElementById(start) : null;
+  var startView = startEl && startEl.closest ? startEl.closest("section.view") : null;
+  show(startView ? startView.id : start);
+  if (startView && startEl !== startView) { startEl.scrollIntoView(); }
 
   function cellValue(td) {
     var v = td.getAttribute("data-sort");
@@ -48,7 +52,7 @@
         rows.sort(function (a, b) {
           var x = cellValue(a.cells[col]), y = cellValue(b.cells[col]);
           if (typeof x === "number" && typeof y === "number") { return (x - y) * dir; }
-          return String(x).localeCompare(String(y)) * dir;
+          return String(x).localeCompare(String(y), undefined, {numeric: true}) * dir;
         });
         rows.forEach(function (r) { body.appendChild(r); });
       });

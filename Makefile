@@ -57,7 +57,7 @@ bench-probes: $(STAMP)
 bench-suspend: $(STAMP)
 	$(PY) benchmarks/suspend_overhead.py --backend both
 
-# click, more-itertools, attrs, asyncstdlib and boltons: their own test suites, original vs instrumented (downloads sdists).
+# Twelve packages' own test suites (benchmarks/peer_suites.py's PEERS), original vs instrumented (downloads sdists).
 peer-suites: $(STAMP)
 	$(PY) benchmarks/peer_suites.py
 

@@ -89,7 +89,7 @@ case "$status" in
     *) die "some runs of the sweep did not complete (see the summary above); run the same command again to retry only those" ;;
 esac
 
-say "3/4 fit performance models: the 20 regions that scale worst"
+say "3/4 fit performance models: up to 20 regions that scale worst (under 1% of the run: left out, counted)"
 "$PY" -m modeler fit "$RUNS" --top 20 --at "$AT" || die "modeler fit failed on $RUNS (see above)"
 
 say "4/4 write the HTML report"

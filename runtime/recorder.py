@@ -819,8 +819,13 @@ class Recorder:
             if self.finished or self.finishing:
                 return
             # Set before the final flush: a signal arriving during it must not write a second end.
-            self.finishing = True
+            # The thread first: the stand-in handler (`_chain_signal`) that finds `finishing` set
+            # must find whose it is, or it takes this very thread's finish for the watch's, waits
+            # for nothing (the lock is re-entrant) and ends the process with the end record unwritten
+            # (a Pool worker that terminate() signalled as it left its loop: a header alone, about
+            # one run in 10 of test_sigterm_blocked's pool test)
             self.finishing_thread = threading.get_ident()
+            self.finishing = True
             self.closing_own = close_own
             status, exit_code = self._outcome(status, exit_code)
             if status in ("ok", "exit") and signal is None:
@@ -1228,10 +1233,11 @@ def _chain_signal(sig: int) -> None:
             except Exception as e:
                 print(f"scaleprobe: flush on signal {signum} failed: {e!r}", file=sys.stderr)
         elif r is not None and r.finishing and os.getpid() == r.pid:
-            if r.finishing_thread == threading.get_ident():
+            if r.finishing_thread == threading.get_ident() and not r.finished:
                 # This very thread is writing the end record (an exit, interrupted by the signal):
                 # it is sent again once the record is whole (review 38: a Pool worker stopped as
-                # it exited lost its end record mid-write)
+                # it exited lost its end record mid-write). Once it is written (`finished`), the
+                # signal's action is taken now: `finish` may have looked for a deferred one already
                 r.deferred_signal = signum
                 return
             # Late: the signal watch took this signal and is writing the end record in the flush

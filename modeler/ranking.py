@@ -555,14 +555,17 @@ def falls_text(row: "RankedModel") -> str:
 
 def measured_maximum(dataset: Dataset) -> dict[str, float]:
     """The largest measured value of every parameter: the default target point."""
-    out: dict[str, float] = {}
-    for i, p in enumerate(dataset.parameters):
-        vals = [float(np.max(s.points[:, i])) for s in dataset.series if s.n_points]
-        if vals:
-            out[p] = max(vals)
-    return out
+    return largest_point(dataset.series, dataset.parameters)
 
 
+def largest_point(series: Iterable, parameters: Sequence[str]) -> dict[str, float]:
+    """The largest value of every parameter among the points of `series`."""
+    points = [s.points for s in series if getattr(s, "points", None) is not None and s.points.ndim == 2
+              and s.points.shape[0] and s.points.shape[1] == len(parameters)]
+    if not points:
+        return {}
+    top = np.max(np.vstack(points), axis=0)
+    return {p: float(v) for p, v in zip(parameters, top)}
 
 
 def parse_assignments(text: str | None, option: str, parameters: Sequence[str] | None = None,
@@ -751,14 +754,8 @@ def rank_models(
     which a model whose dominant term falls must rise from up to `at` to be ranked by its rising
     terms (`target_growth`; without it, whether it rises at `at`)."""
     point = np.array([[float(at[p]) for p in parameters]]) if parameters else np.zeros((1, 0))
-    if largest is None:
-        # `modeler fit`: the largest measured point of the series read, as the report's
-        tops = [np.max(s.points, axis=0) for s in measured
-                if getattr(s, "points", None) is not None and s.points.ndim == 2
-                and s.points.shape[0] and s.points.shape[1] == len(parameters)]
-        if tops and parameters:
-            top = np.max(np.vstack(tops), axis=0)
-            largest = {p: float(v) for p, v in zip(parameters, top)}
+    if largest is None and parameters:
+        largest = largest_point(measured, parameters)  # `modeler fit`: of the series read, as the report's
     models = list(models)
     preds = []
     for fm in models:

@@ -12,6 +12,7 @@ from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
+from ..pointtext import point_text
 from ..dataset import RANKS_PARAMETER, Dataset, RunShares, Series
 from ..derived import Baselines
 from ..errors import InputError
@@ -332,7 +333,7 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
         elif here and (outside := _outside_runs(own, s.repetitions[here[0]], value)):
             out.append(outside)
         elif out and beyond and own < measured[top]:
-            point = ", ".join(f"{p}={svg.param_text(v)}" for p, v in zip(report.parameters, s.points[top]))
+            point = point_text(report.parameters, s.points[top])
             out.append(f"below the {value(measured[top])} already measured at {point}")
     row = next((r for r in ranking if r.callpath == report.predicted_root), None)
     if row is not None and row.miss:  # review 25: nothing said a model far from its own runs

@@ -12,6 +12,7 @@ from typing import Callable, Mapping
 
 from markupsafe import Markup
 
+from ..pointtext import point_text
 from ..ranking import HIGHER_IS_BETTER
 from ..share import DEFAULT_MIN_SHARE, Share, left_out_note
 from . import svg
@@ -179,7 +180,7 @@ class Report:
         return left_out_note(len(left - shown), self.min_share, len(left & shown)) if left else ""
 
     def target_text(self) -> str:
-        return ", ".join(f"{k}={svg.param_text(v)}" for k, v in self.target.items())
+        return point_text(self.target)
 
     @property
     def higher_is_better(self) -> bool:
@@ -261,7 +262,7 @@ class Report:
         return "`" * max(3, longest + 1)
 
     def hold_text(self) -> str:
-        return ", ".join(f"{k}={svg.param_text(v)}" for k, v in self.hold.items())
+        return point_text(self.hold)
 
 
 def value_formatter(metric: str, unit: str) -> Callable[[float], str]:

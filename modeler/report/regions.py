@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from markupsafe import Markup
 
+from ..pointtext import point_text
 from ..dataset import RunShares, Series
 from ..derived import Baselines
 from ..model import FittedModel
@@ -120,7 +121,7 @@ def _line(series: Series, axis: int, hold: Mapping[str, float], parameters: Sequ
 
 
 def _held_text(held: Mapping[str, float]) -> str:
-    return ", ".join(f"{q}={svg.param_text(v)}" for q, v in held.items())
+    return point_text(held)
 
 
 def _curve_x(lo: float, hi: float, log: bool, n: int = 40) -> np.ndarray:

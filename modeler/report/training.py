@@ -7,6 +7,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..pointtext import point_text
 from . import svg
 from .findings import NS, Report
 from .runs import RunGroup, coordinate, rank_axis
@@ -81,7 +82,7 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
                                    [min(data[k]) for k in keys], [max(data[k]) for k in keys]),
                     svg.PlotSeries("", xs, meds, "line", color),
                 ]
-                held_text = ", ".join(f"{q}={svg.param_text(v)}" for q, v in held.items())
+                held_text = point_text(held)
                 report.training_charts.append(
                     svg.xy_chart(
                         series, x_label=p, y_label=f"time per {label}", x_log=_logish(xs), x_ticks=xs,
@@ -131,7 +132,7 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
                 )
                 for k in keys
             ]
-            held_text = ", ".join(f"{q}={svg.param_text(v)}" for q, v in held.items())
+            held_text = point_text(held)
             report.split_charts.append(
                 svg.stacked_bars(
                     bars, x_label=p, y_label="mean time per step", colors=STEP_COLORS,
@@ -166,7 +167,7 @@ def scaling_view(report: Report, groups: Sequence[RunGroup], params: Sequence[st
     report.scaling_table = rows
     report.scaling_held = held
     xs = [r["ranks"] for r in rows]
-    held_text = ", ".join(f"{q}={svg.param_text(v)}" for q, v in held.items())
+    held_text = point_text(held)
     suffix = f" ({held_text})" if held_text else ""
     ideal = [x / p0 for x in xs]
     report.scaling_charts = [

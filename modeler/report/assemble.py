@@ -12,7 +12,7 @@ from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
-from ..pointtext import point_text
+from ..pointtext import param_text, point_text
 from ..dataset import RANKS_PARAMETER, Dataset, RunShares, Series
 from ..derived import Baselines
 from ..errors import InputError
@@ -25,7 +25,7 @@ from . import svg
 from ..ranking import parse_assignments
 from ..share import parse_min_share
 from .findings import Report, ReportOptions, value_formatter
-from .ranks import call_tree_view, choose_run, imbalance_view, run_point
+from .ranks import call_tree_view, check_rank, choose_run, imbalance_view, run_point
 from .regions import rank_regions, region_view
 from .runs import PER_RUN_KEYS, RunGroup
 from .training import scaling_view, training_view
@@ -50,6 +50,30 @@ def _check_names(names: Mapping[str, float], parameters: Sequence[str], option: 
         )
 
 
+def _env_text(v: object) -> str:
+    """A header value for the Environment row: a mapping as `calls=100000, ns=10000` (review 86
+    LOW-9: the throttle's settings showed as a Python dict), a list as its items."""
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_env_text(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_env_text(x) for x in v) + "]"
+    return str(v)
+
+
+def _unmeasured_hold(name: str, value: float, measured: Sequence[float]) -> str:
+    """The warning for `--hold NAME=VALUE` at a value that no run measured (review 86 LOW-9: the
+    charts fell back to another value, said in their titles only)."""
+    shown = listing([param_text(v) for v in measured], 8)
+    return (f"--hold {name}={param_text(value)}: {name} was not measured there (measured: {shown}); each chart "
+            f"holds {name} where it has the most points, as its title says")
+
+
+def _about_failed_run(warning: str, failed: set[str]) -> bool:
+    """Whether `warning` is the readers' "run X left out (...)" of a run the report lists as left out."""
+    head, sep, _ = warning.partition(" left out (")
+    return bool(sep) and head.startswith("run ") and head[4:] in failed
+
+
 def check_options(groups: Sequence[RunGroup], parameters: Sequence[str], opt: ReportOptions) -> None:
     """Raise `InputError` naming the option for every choice that the runs cannot satisfy."""
     if opt.top < 1:
@@ -58,10 +82,8 @@ def check_options(groups: Sequence[RunGroup], parameters: Sequence[str], opt: Re
     _check_names(opt.hold or {}, parameters, "--hold")
     ok = [g for g in groups if g.ok] or list(groups)
     chosen = choose_run(ok, opt.run_id)
-    if opt.rank is not None and chosen is not None and all(r.rank != opt.rank for r in chosen.ranks):
-        raise InputError(
-            f"--rank: run {chosen.run_id} has no rank {opt.rank}; it has {', '.join(str(r.rank) for r in chosen.ranks)}"
-        )
+    if opt.rank is not None and chosen is not None:
+        check_rank(chosen, opt.rank)
 
 
 def build_report(
@@ -99,6 +121,8 @@ def build_report(
 
     all_points = np.vstack([s.points for s in series]) if series else np.zeros((0, len(params)))
     measured = {p: sorted({float(v) for v in all_points[:, i]}) for i, p in enumerate(params)}
+    unmeasured_hold = [_unmeasured_hold(p, v, measured[p]) for p, v in hold.items() if p in measured and measured[p]
+                       and v not in measured[p]]
     for p in params:
         if p not in target and measured[p]:
             target[p] = measured[p][-1]
@@ -128,11 +152,15 @@ def build_report(
         regions=regions,
         left_out=left_out,
         min_share=min_share,
-        warnings=[w for w in dataset.warnings if not _about_other_metric(w, metric, metrics)]
+        warnings=unmeasured_hold
+        + [w for w in dataset.warnings if not _about_other_metric(w, metric, metrics)]
         + folded
         + parts_notes,
     )
     _design(report, groups, params, measured, len(series))
+    # a run the "Runs left out" list names is not named again among the warnings (review 86 LOW-9)
+    failed = {run_id for run_id, _ in report.failed}
+    report.warnings = [w for w in report.warnings if not _about_failed_run(w, failed)]
     ok_groups = [g for g in groups if g.ok]
     training_view(report, ok_groups, params, hold)
     scaling_view(report, ok_groups, params, hold)
@@ -451,7 +479,7 @@ def _design(report: Report, groups: Sequence[RunGroup], params: Sequence[str],
             for k, v in r.header.items():
                 if k in PER_RUN_KEYS or v is None or isinstance(v, (dict, list)) and len(str(v)) > 200:
                     continue
-                text = str(v)
+                text = _env_text(v)
                 seen = env.setdefault(str(k), [])
                 if text not in seen:
                     seen.append(text)

@@ -20,7 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     # read as `modeler fit` reads (run files, Extra-P files, globs, --ranks, --include-incomplete, ...)
     add_input_options(parser, metric_default=None)
     parser.add_argument("-o", "--output", metavar="FILE", type=output_arg,
-                        help="where to write the report (default: report.html, or stdout for --format markdown)")
+                        help="where to write the report; - for stdout (default: report.html, or stdout for --format markdown)")
     parser.add_argument("--format", choices=("html", "markdown"), default="html", help="html (default) or markdown")
     parser.add_argument("--metric", help="metric to model and rank (default: time, or the inputs' only metric)")
     parser.add_argument("--at", metavar="NAME=VALUE,...",
@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="values of the other parameters in the per-parameter plots (default: the largest measured)")
     parser.add_argument("--run", metavar="RUN_ID", help="run shown in the rank and call-tree views: its id, directory or "
                         "directory name (default: the largest)")
-    parser.add_argument("--rank", type=int, metavar="R", help="rank shown in the call tree (default: the lowest)")
+    parser.add_argument("--rank", type=int, metavar="R", help="rank shown in the call tree (default: the lowest with a profile)")
     add_min_share_option(parser)
     parser.add_argument("--top", type=int, default=12, metavar="N",
                         help="regions drawn in detail (all are in the ranking table; default 12)")
@@ -75,7 +75,9 @@ def run(args: argparse.Namespace) -> int:
 
     min_share = min_share_of(args)  # checked before the inputs are read
     loaded = load_from_args(args)
-    if not (args.format == "markdown" and args.output in (None, "-")):
+    # `-o -` is stdout for either format; without -o, markdown goes to stdout and HTML to report.html
+    to_stdout = args.output == "-" or (args.format == "markdown" and args.output is None)
+    if not to_stdout:
         refuse_output_among_inputs("-o", args.output or "report.html", _read_files(loaded))
     dataset = loaded.dataset
     metric = _choose_metric(args.metric, dataset.metrics())
@@ -108,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     report.warnings.extend(prediction_checks(selected, models[:n], target, dataset, args.repetitions, None))
     text = render_markdown(report, top=max(args.top, 20)) if args.format == "markdown" else render_html(report)
     out = None
-    if args.format == "markdown" and args.output in (None, "-"):
+    if to_stdout:
         # a reader that went away (`| head`) ends the output, not the command: the files skipped
         # and the exit code 3 still follow (review 45: this branch returned 0 before naming them)
         write_stdout(text)

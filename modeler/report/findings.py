@@ -166,12 +166,21 @@ class Report:
     imbalance: list[dict] = field(default_factory=list)
     imbalance_chart: Markup | None = None
     slowest_ranks: list[tuple[int, int]] = field(default_factory=list)
+    #: which ranks of that run recorded no profile and are not shown (`ranks.unprofiled_text`;
+    #: review 86 LOW-2: the rank view showed 3 of 4 ranks without a word)
+    unprofiled: str = ""
+    #: how many ranks of that run recorded a profile
+    profiled_ranks: int = 0
     tree_run: str | None = None
     tree_rank: int | None = None
     tree: list[TreeNode] = field(default_factory=list)
 
     #: the left-out table lists this many (review 21: 19,975 rows made 10.9 MB of a 16.9 MB page)
     LEFT_OUT_ROWS = 500
+
+    def unprofiled_sentence(self) -> str:
+        """`unprofiled` as a sentence of its own (empty when every rank recorded a profile)."""
+        return self.unprofiled[:1].upper() + self.unprofiled[1:] + "." if self.unprofiled else ""
 
     def left_out_text(self) -> str:
         """What `--min-share` left out, in words (empty when nothing)."""
@@ -270,11 +279,11 @@ def value_formatter(metric: str, unit: str) -> Callable[[float], str]:
     metric without a unit (Extra-P's inputs carry none) is a plain number, even one named time."""
     u = unit.lower()
     if u in ("ns", "nanoseconds"):
-        return lambda v: svg.format_seconds(v * NS)
+        return svg.SecondsFormat(NS)
     if u in ("us", "µs", "microseconds"):
-        return lambda v: svg.format_seconds(v * 1e-6)
+        return svg.SecondsFormat(1e-6)
     if u in ("ms", "milliseconds"):
-        return lambda v: svg.format_seconds(v * 1e-3)
+        return svg.SecondsFormat(1e-3)
     if u in ("s", "sec", "seconds"):
-        return svg.format_seconds
+        return svg.SecondsFormat()
     return lambda v: svg.short_number(v) + (f" {unit}" if unit else "")

@@ -35,9 +35,12 @@ def run_point(g: RunGroup, parameters: Sequence[str] = (), groups: Sequence[RunG
 
 def imbalance_view(report: Report, g: RunGroup) -> None:
     report.imbalance_run = g.run_id
-    # a rank left out by rank selection (SCALEPROBE_RANKS) has an empty profile: it was not
-    # measured, and counting it as 0 would make every region look imbalanced
+    # a rank whose profile is empty timed no region (probes off, everything excluded; a rank that
+    # SCALEPROBE_RANKS leaves out writes no file at all): counting it as 0 would make every region
+    # look imbalanced
     profiled = [r for r in g.ranks if r.profile]
+    report.profiled_ranks = len(profiled)
+    report.unprofiled = unprofiled_text(g)
     if len(profiled) < 2:
         return
     per_rank = {r.rank: r.incl_by_callpath() for r in profiled}
@@ -95,15 +98,44 @@ def _short(callpath: str, n: int = 14) -> str:
     return leaf if len(leaf) <= n else leaf[: n - 1] + "…"
 
 
-def call_tree_view(report: Report, g: RunGroup, rank: int | None) -> None:
-    chosen: RankData | None = None
-    if rank is not None:
-        chosen = next((r for r in g.ranks if r.rank == rank), None)
-        if chosen is None:
-            raise InputError(f"--rank: run {g.run_id} has no rank {rank}; it has {', '.join(str(r.rank) for r in g.ranks)}")
-    else:
-        chosen = next((r for r in g.ranks if r.profile), g.ranks[0] if g.ranks else None)
+def check_rank(g: RunGroup, rank: int) -> RankData:
+    """The rank `--rank` names in run `g`, or an `InputError` that lists the ranks with a profile
+    (review 86 LOW-2: a rank with an empty profile was taken, and its empty call tree read "No
+    completed run to show")."""
+    chosen = next((r for r in g.ranks if r.rank == rank), None)
+    profiled = [r.rank for r in g.ranks if r.profile]
+    with_one = f"ranks with a profile: {_rank_list(profiled)}" if profiled else "no rank of it recorded a profile"
     if chosen is None:
+        raise InputError(f"--rank: run {g.run_id} has no rank {rank}; it has {_rank_list([r.rank for r in g.ranks])} "
+                         f"({with_one})")
+    if not chosen.profile:
+        raise InputError(f"--rank: rank {rank} of run {g.run_id} recorded no profile (it timed no region); {with_one}")
+    return chosen
+
+
+def _rank_list(ranks: Sequence[int]) -> str:
+    return ", ".join(str(r) for r in ranks)
+
+
+def unprofiled_text(g: RunGroup) -> str:
+    """Which ranks of run `g` recorded no profile, in words (empty when every rank did): the rank
+    and call-tree views leave them out, and say so."""
+    missing = [r.rank for r in g.ranks if not r.profile]
+    if not missing:
+        return ""
+    one = len(missing) == 1
+    which = f"rank {missing[0]}" if one else f"ranks {_rank_list(missing)}"
+    return (f"{which} of {len(g.ranks)} recorded no profile (timed no region) and {'is' if one else 'are'} not shown")
+
+
+def call_tree_view(report: Report, g: RunGroup, rank: int | None) -> None:
+    chosen: RankData | None
+    if rank is not None:
+        chosen = check_rank(g, rank)
+    else:
+        chosen = next((r for r in g.ranks if r.profile), None)
+    if chosen is None:
+        report.tree_run = g.run_id
         return
     report.tree_run, report.tree_rank = g.run_id, chosen.rank
     total = chosen.total_ns() * NS or 1.0

@@ -25,14 +25,20 @@ def _environment() -> jinja2.Environment:
         secs=svg.format_seconds,
         num=svg.short_number,
         param=svg.param_text,  # a parameter value, exactly (review 71 F4)
-        leaf=lambda p: str(p).rsplit("->", 1)[-1],
-        parent=lambda p: str(p).rpartition("->")[0] + "->" if "->" in str(p) else "",
+        leaf=lambda p: visible(str(p).rsplit("->", 1)[-1]),
+        parent=lambda p: visible(str(p).rpartition("->")[0]) + "->" if "->" in str(p) else "",
         finite=lambda v: v if v is not None and math.isfinite(v) else -1e300,
         md=mdtext.text,
-        # a line break in a name shows as the call tree shows it, `\\n` (review 86 LOW-7: it read as a space)
-        code=lambda v, **kw: mdtext.code(str(v).replace("\r", "\\r").replace("\n", "\\n"), **kw),
+        code=lambda v, **kw: mdtext.code(visible(v), **kw),
+        visible=visible,
     )
     return env
+
+
+def visible(name: object) -> str:
+    """A region name with its line breaks shown as the call tree shows them, `\\n` and `\\r` (review 86
+    LOW-7: `line\\nbreak` read as a region named "line break", in the markdown and in the page)."""
+    return str(name).replace("\r", "\\r").replace("\n", "\\n")
 
 
 def _render(name: str, report: Report, **extra) -> str:

@@ -75,21 +75,47 @@ def tick_labels(values: Sequence[float]) -> list[str]:
 
 
 def format_seconds(s: float) -> str:
-    """A duration for people: 850 ns, 12.3 µs, 4.56 ms, 1.23 s, 2.5 min, 3.1 h."""
+    """A duration for people: 850 ns, 12.3 µs, 4.56 ms, 1.23 s, 2.5 min, 3.1 h, 1389 h."""
     if s is None or not math.isfinite(s):
         return "n/a"
     if s == 0:
         return "0"
-    a = abs(s)
+    unit, per = time_unit(abs(s))
+    v = s / per
+    # 3 significant digits, but never an exponent in the integer part (review 86 LOW-5: 1.39e+03 h)
+    return f"{_fixed(v, 3) if abs(v) >= 1000 else f'{v:.3g}'} {unit}"
+
+
+def time_unit(a: float) -> tuple[str, float]:
+    """The unit `format_seconds` writes a duration of `a` seconds in, and its length in seconds."""
     if a >= 7200:
-        return f"{s / 3600:.3g} h"
+        return "h", 3600.0
     if a >= 120:
-        return f"{s / 60:.3g} min"
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+        return "min", 60.0
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
         # compare after rounding to 3 digits, so 0.9999 ms prints as 1 ms and not as 1e+03 µs
-        if float(f"{a / scale:.3g}") >= 1 or unit == "ns":
-            return f"{s / scale:.3g} {unit}"
-    raise AssertionError("unreachable")
+        if float(f"{a / scale:.3g}") >= 1:
+            return unit, scale
+    return "ns", 1e-9
+
+
+@dataclass(frozen=True)
+class SecondsFormat:
+    """Values in a unit of time, `scale` seconds each, written as `format_seconds` writes them; an
+    axis of them gets round ticks in one unit (review 86 LOW-5: round numbers of seconds read `694 h,
+    1.39e+03 h` on an axis in hours)."""
+
+    scale: float = 1.0
+
+    def __call__(self, v: float) -> str:
+        return format_seconds(v * self.scale)
+
+    def axis(self, lo: float, hi: float) -> tuple[list[float], list[str]]:
+        """Ticks between `lo` and `hi` (in this format's unit) and their labels, `0 h, 500 h, 1000 h`."""
+        unit, per = time_unit(max(abs(lo), abs(hi)) * self.scale)
+        k = self.scale / per
+        ticks = _linear_ticks(lo * k, hi * k)
+        return [t / k for t in ticks], [f"{label} {unit}" if t else "0" for t, label in zip(ticks, tick_labels(ticks))]
 
 
 @dataclass
@@ -249,14 +275,18 @@ def _axes(sx, sy, width, height, ml, mr, mt, mb, x_label, y_label, y_format) -> 
     """Grid, ticks, axes and labels; `sx` None for charts whose x axis is categories (bars)."""
     parts = ['<g class="axes">']
     x_ticks = sx.ticks() if sx is not None else []
-    for t, label in zip(x_ticks, tick_labels(x_ticks)):
+    x_labels = tick_labels(x_ticks)
+    shown = _apart([sx(t) for t in x_ticks], x_labels) if sx is not None else []
+    for t, label, show in zip(x_ticks, x_labels, shown):
         px = sx(t)
-        parts.append(
-            f'<line class="grid" x1="{px:.1f}" x2="{px:.1f}" y1="{mt}" y2="{height - mb}"/>'
-            f'<text x="{px:.1f}" y="{height - mb + 14}" text-anchor="middle">{_esc(label)}</text>'
-        )
-    y_ticks = sy.ticks()
-    y_labels = tick_labels(y_ticks) if y_format is short_number else [y_format(t) for t in y_ticks]
+        parts.append(f'<line class="grid" x1="{px:.1f}" x2="{px:.1f}" y1="{mt}" y2="{height - mb}"/>')
+        if show:
+            parts.append(f'<text x="{px:.1f}" y="{height - mb + 14}" text-anchor="middle">{_esc(label)}</text>')
+    if isinstance(y_format, SecondsFormat) and not sy.log:
+        y_ticks, y_labels = y_format.axis(sy.lo, sy.hi)
+    else:
+        y_ticks = sy.ticks()
+        y_labels = tick_labels(y_ticks) if y_format is short_number else [y_format(t) for t in y_ticks]
     for t, label in zip(y_ticks, y_labels):
         py = sy(t)
         parts.append(
@@ -273,6 +303,27 @@ def _axes(sx, sy, width, height, ml, mr, mt, mb, x_label, y_label, y_format) -> 
         f'text-anchor="middle">{_esc(y_label)}</text></g>'
     )
     return "".join(parts)
+
+
+#: width of a character of an axis label (11 px digits) and the least gap between two labels, in px
+_CHAR_PX, _GAP_PX = 6.5, 4.0
+
+
+def _apart(pxs: Sequence[float], labels: Sequence[str]) -> list[bool]:
+    """Which x labels to draw so that none overlaps its neighbour (review 86 LOW-5: 1024 and 1025, 0.1
+    px apart, were drawn on top of each other): the last is always drawn, and from the left a label is
+    drawn where it touches neither the last one drawn nor the last label. Their grid lines stay, and
+    the exact values are in the markers' tooltips."""
+    def touch(i: int, j: int) -> bool:
+        return abs(pxs[j] - pxs[i]) < (len(labels[i]) + len(labels[j])) * _CHAR_PX / 2 + _GAP_PX
+
+    end = len(pxs) - 1
+    shown = [False] * len(pxs)
+    last = None
+    for i in range(len(pxs)):
+        if i == end or ((last is None or not touch(last, i)) and not touch(i, end)):
+            shown[i], last = True, i
+    return shown
 
 
 def _draw_series(s: PlotSeries, sx, sy, y_format) -> str:

@@ -87,7 +87,7 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
                     svg.xy_chart(
                         series, x_label=p, y_label=f"time per {label}", x_log=_logish(xs), x_ticks=xs,
                         title=f"time per {label} of {names[cp]} against {p}" + (f" ({held_text})" if held_text else ""),
-                        y_format=svg.format_seconds,
+                        y_format=svg.SecondsFormat(),
                     )
                 )
     # The split of a step, per loop, one bar per configuration along each parameter.
@@ -138,7 +138,7 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
                     bars, x_label=p, y_label="mean time per step", colors=STEP_COLORS,
                     marker_name="GPU time" if has_gpu else "",
                     title=f"split of a mean step of {names[cp]} against {p}" + (f" ({held_text})" if held_text else ""),
-                    y_format=svg.format_seconds,
+                    y_format=svg.SecondsFormat(),
                 )
             )
 
@@ -190,6 +190,6 @@ def scaling_view(report: Report, groups: Sequence[RunGroup], params: Sequence[st
             [svg.PlotSeries("rank-seconds", xs, [r["cost"] for r in rows], "points", svg.PALETTE[3]),
              svg.PlotSeries("", xs, [r["cost"] for r in rows], "line", svg.PALETTE[3])],
             x_label=axis_name, y_label="cost (ranks x time)", x_log=_logish(xs), x_ticks=xs,
-            title="cost" + suffix, y_format=svg.format_seconds,
+            title="cost" + suffix, y_format=svg.SecondsFormat(),
         ),
     ]

@@ -33,6 +33,9 @@ from .replace_file import replacing
 from .runchoice import RunEntry, find_run, listed
 
 TID_EPOCHS, TID_STEPS, TID_REGIONS = 1, 2, 10
+#: tracks of more lanes of epochs and steps (threads of their own, loops that overlap), and where the
+#: recorded threads' tracks are placed: after every epoch and step track
+TID_MORE_LOOPS, SORT_REGIONS = 1_000_000, 100_000
 
 
 @dataclass
@@ -62,6 +65,51 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", metavar="RUN_ID",
                         help="the run to draw when the inputs hold several: its id, directory or directory name")
     parser.add_argument("--ranks", metavar="LIST", help="only these ranks: 0,1,4-7")
+    parser.add_argument("--window", metavar="FROM:TO",
+                        help="only the slices that overlap this span, in seconds from the trace's start: 10:12, 30: "
+                             "or :5 (with the slices around them)")
+    parser.add_argument("--min-dur", metavar="SECONDS", default="0",
+                        help="only region visits at least this long, 1e-4 or 100us (steps and epochs are kept)")
+
+
+#: an output past this many bytes gets a warning: chrome://tracing loads JSON of up to about 256 MB
+#: (catapult trace-viewer #627), the Perfetto UI a trace of about 2 GB of its memory
+LARGE_TRACE_BYTES = 250_000_000
+
+
+def _parse_window(text: str | None) -> tuple[float, float] | None:
+    """`--window FROM:TO` in seconds (either end may be left out), as (from, to)."""
+    if text is None:
+        return None
+    a, sep, b = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        lo = float(a) if a.strip() else 0.0
+        hi = float(b) if b.strip() else float("inf")
+    except ValueError:
+        raise InputError(f"--window: expected FROM:TO in seconds from the trace's start (10:12, 30:, :5), "
+                         f"got {text!r}") from None
+    if not (lo >= 0 and hi > lo):
+        raise InputError(f"--window: {text!r}: FROM must be at least 0 and TO above FROM")
+    return lo, hi
+
+
+_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def _parse_duration(text: str, option: str) -> float:
+    """`1e-4`, `100us`, `2ms`, `0.5s` as seconds."""
+    t = text.strip()
+    unit = next((u for u in sorted(_UNITS, key=len, reverse=True) if t.endswith(u)), "s")
+    number = t[: len(t) - len(unit)] if t.endswith(unit) else t
+    try:
+        v = float(number) * _UNITS[unit]
+    except ValueError:
+        raise InputError(f"{option}: expected a duration like 1e-4, 100us or 2ms, got {text!r}") from None
+    if not v >= 0 or v == float("inf"):
+        raise InputError(f"{option}: {text!r}: must be a finite duration of at least 0")
+    return v
 
 
 def _parse_ranks(text: str | None) -> set[int] | None:
@@ -155,16 +203,74 @@ def _events_of(run: Any) -> Iterable[tuple[int, int, int, int]]:
         yield int(rid), int(tid or 0), int(start), int(end)
 
 
-def build_trace(runs: Sequence[Any], ranks: set[int] | None = None) -> dict:
-    """The Chrome trace-event JSON object for the files of one run."""
-    events, meta, _ = trace_parts(runs, ranks)
+def build_trace(runs: Sequence[Any], ranks: set[int] | None = None, **cuts: Any) -> dict:
+    """The Chrome trace-event JSON object for the files of one run (`cuts`: as `trace_parts`)."""
+    events, meta, _ = trace_parts(runs, ranks, **cuts)
     return {"traceEvents": [json.loads(e) for e in events], "displayTimeUnit": "ms", "otherData": meta}
 
 
-def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None) -> tuple[list[str], dict, int]:
+def _loop_lanes(recs: Sequence[dict]) -> list[tuple[tuple, list[dict]]]:
+    """Epoch or step records split into lanes whose slices nest, each keyed by (its thread, its
+    number among that thread's lanes): a record's thread is its `tid` (None in files written
+    before records carried one). Within a thread a record goes to the first lane where it starts
+    after the lane's open records end or lies inside the innermost one still open (review 90 F2:
+    step loops of two threads at once crossed on one track, and Perfetto drops crossing slices)."""
+    by_thread: dict[Any, list[dict]] = {}
+    for r in recs:
+        tid = r.get("tid")
+        by_thread.setdefault(tid if isinstance(tid, int) and not isinstance(tid, bool) else None, []).append(r)
+    out: list[tuple[tuple, list[dict]]] = []
+    for thread, rs in by_thread.items():
+        lanes: list[tuple[list[dict], list[int]]] = []  # its records, the ends of those still open
+        for r in sorted(rs, key=lambda r: (int(r["start_ns"]), -int(r.get("duration_ns") or 0))):
+            start = int(r["start_ns"])
+            end = start + int(r.get("duration_ns") or 0)
+            for members, open_ends in lanes:
+                while open_ends and open_ends[-1] <= start:
+                    open_ends.pop()
+                if not open_ends or end <= open_ends[-1]:
+                    open_ends.append(end)
+                    members.append(r)
+                    break
+            else:
+                lanes.append(([r], [end]))
+        out.extend(((thread, k), members) for k, (members, _) in enumerate(lanes))
+    return out
+
+
+def _name_loop_tracks(add: Any, tracks: dict[tuple[int, str, tuple], int], main_of: dict[int, Any],
+                      thread_names: dict[int, dict[int, str]]) -> None:
+    """Names and places the epoch and step tracks: `epochs` and `steps` where a process has one of
+    each kind; else `steps (wk0)` per thread (`steps (main thread)`), and `steps 2` for a second
+    lane of one thread. Epochs first, then steps, each kind in the order its lanes began."""
+    per_kind: dict[tuple[int, str], list[tuple]] = {}
+    for pid, kind, lane in tracks:
+        per_kind.setdefault((pid, kind), []).append(lane)
+    place: dict[int, int] = {}
+    for (pid, kind), lanes in sorted(per_kind.items(), key=lambda kv: (kv[0][0], kv[0][1] != "epoch")):
+        threads = {thread for thread, _ in lanes}
+        for thread, k in lanes:
+            name = kind + "s"
+            if len(threads) > 1 and thread is not None:
+                who = ("main thread" if thread == main_of.get(pid)
+                       else thread_names.get(pid, {}).get(thread) or f"thread {thread}")
+                name += f" ({who})"
+            if k:
+                name += f" {k + 1}"
+            tid = tracks[(pid, kind, (thread, k))]
+            place[pid] = place.get(pid, 0) + 1
+            add({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": name}})
+            add({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": place[pid]}})
+
+
+def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None, *, window: tuple[float, float] | None = None,
+                min_dur: float = 0.0) -> tuple[list[str], dict, int]:
     """The trace of `build_trace` as it is written: (its events, each as JSON text, in order; the
     `otherData` object; how many slices). Each event is held as its text, not as a dict, and the
-    trace is written event by event (review 54 F5: 4.1M slices held 3.3 GB as dicts and one text)."""
+    trace is written event by event (review 54 F5: 4.1M slices held 3.3 GB as dicts and one text).
+    `window` (seconds from the trace's start): only the slices that overlap it; `min_dur`
+    (seconds): only region slices at least that long (review 90 F5: a trace of millions of slices
+    is past what the viewers load)."""
     from .readers.runs import images_share_their_role, process_images, spawned_by_rank, starters
 
     # as the readers take them (`readers.runs._group`): a process's images are one rank (or helper);
@@ -227,6 +333,32 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None) -> tuple[lis
 
     items: list[tuple[tuple, str]] = []  # (order, the event's JSON text)
     slices = 0
+    below_min = outside = 0
+    window_ns = None if window is None else (int(round(window[0] * 1e9)), int(round(window[1] * 1e9)))
+    min_dur_ns = int(round(min_dur * 1e9))
+
+    def keep(f: _File, start_ns: float, dur_ns: float) -> bool:
+        """Whether a slice overlaps `--window` (a slice around a kept one overlaps it too, so the
+        nesting stays whole); the others are counted."""
+        nonlocal outside
+        if window_ns is None:
+            return True
+        a = int(start_ns) + f.offset_ns - origin
+        if a + int(dur_ns) < window_ns[0] or a > window_ns[1]:
+            outside += 1
+            return False
+        return True
+
+    loop_tracks: dict[tuple[int, str, tuple], int] = {}  # (pid, kind, lane) -> its track
+
+    def loop_tid(pid: int, kind: str, lane: tuple) -> int:
+        """The track of a lane of epochs or steps: the first of each kind in a process on
+        TID_EPOCHS or TID_STEPS, named `epochs`/`steps` while it is the only one."""
+        key = (pid, kind, lane)
+        if key not in loop_tracks:
+            first = not any(k[:2] == (pid, kind) for k in loop_tracks)
+            loop_tracks[key] = (TID_EPOCHS if kind == "epoch" else TID_STEPS) if first else TID_MORE_LOOPS + len(loop_tracks)
+        return loop_tracks[key]
 
     def add(e: dict) -> None:
         """An event, kept as its place in the order and its text."""
@@ -258,36 +390,41 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None) -> tuple[lis
             add({"ph": "M", "pid": pid, "tid": 0, "name": "process_sort_index", "args": {"sort_index": pid}})
         names = {rid: reg.name for rid, reg in f.run.regions.items()}
         kinds = {rid: reg.kind for rid, reg in f.run.regions.items()}
-        for tid, kind, recs in ((TID_EPOCHS, "epoch", f.run.epochs), (TID_STEPS, "step", f.run.steps)):
-            timed = [r for r in recs if isinstance(r.get("start_ns"), (int, float))]
-            if not timed:
-                continue
-            if (pid, tid) not in named:
-                named.add((pid, tid))
-                add({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": kind + "s"}})
-                add({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}})
-            for r in timed:
-                dur = float(r.get("duration_ns") or 0)
-                args = {k: r[k] for k in ("index", "data_wait_ns", "comm_ns", "gpu_ns", "weight") if r.get(k) is not None}
-                if isinstance(r.get("memory"), dict):
-                    args.update({f"memory.{k}": v for k, v in r["memory"].items()})
-                add({
-                    "ph": "X", "pid": pid, "tid": tid, "cat": kind,
-                    "name": f"{kind} {r.get('index', '')} ({names.get(r.get('region'), r.get('region'))})",
-                    **span(f, r["start_ns"], dur), "args": args,
-                })
-                wait = r.get("data_wait_ns")
-                if kind == "step" and isinstance(wait, (int, float)) and 0 < wait <= dur:
-                    add({"ph": "X", "pid": pid, "tid": tid, "cat": "data_wait", "name": "data wait",
-                                   **span(f, r["start_ns"], wait)})
         threads = threads_of.setdefault(pid, {})
         process_of[pid] = f.process
         main_thread = main_of.setdefault(pid, h.get("pid"))
         names_here = getattr(f.run, "threads", None)
         if isinstance(names_here, dict):
             thread_names.setdefault(pid, {}).update(names_here)
+        for kind, recs in (("epoch", f.run.epochs), ("step", f.run.steps)):
+            timed = [r for r in recs if isinstance(r.get("start_ns"), (int, float))]
+            for lane_key, lane in _loop_lanes(timed):
+                tid = loop_tid(pid, kind, lane_key)
+                for r in lane:
+                    dur = float(r.get("duration_ns") or 0)
+                    if not keep(f, r["start_ns"], dur):
+                        continue
+                    args = {k: r[k] for k in ("index", "step", "active", "data_wait_ns", "comm_ns", "gpu_ns", "weight")
+                            if r.get(k) is not None}
+                    if isinstance(r.get("memory"), dict):
+                        args.update({f"memory.{k}": v for k, v in r["memory"].items()})
+                    add({
+                        # a step outside a schedule's active window (review 90 F3): a category of its own
+                        "ph": "X", "pid": pid, "tid": tid, "cat": kind + (",inactive" if r.get("active") is False else ""),
+                        "name": f"{kind} {r.get('index', '')} ({names.get(r.get('region'), r.get('region'))})",
+                        **span(f, r["start_ns"], dur), "args": args,
+                    })
+                    wait = r.get("data_wait_ns")
+                    if kind == "step" and isinstance(wait, (int, float)) and 0 < wait <= dur:
+                        add({"ph": "X", "pid": pid, "tid": tid, "cat": "data_wait", "name": "data wait",
+                             **span(f, r["start_ns"], wait)})
         for rid, thread, start, end in _events_of(f.run):
             traced = True
+            if end - start < min_dur_ns:
+                below_min += 1
+                continue
+            if not keep(f, start, end - start):
+                continue
             tid = threads.get(thread)
             if tid is None:  # the main thread's track first, the others' after it
                 tid = threads[thread] = (TID_REGIONS if thread == main_thread
@@ -296,6 +433,7 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None) -> tuple[lis
                 "ph": "X", "pid": pid, "tid": tid, "cat": kinds.get(rid, "region"),
                 "name": names.get(rid, f"region {rid}"), **span(f, start, end - start),
             })
+    _name_loop_tracks(add, loop_tracks, main_of, thread_names)
     for pid, threads in threads_of.items():
         # named once per thread (review 74 F6): the main thread (its id is the process's pid) by that,
         # the others by their Python names where the run file has them; the main thread's track
@@ -314,14 +452,23 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None) -> tuple[lis
             else:
                 name = f"thread {thread}"
             add({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": name}})
-            add({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": TID_REGIONS + k}})
+            add({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": SORT_REGIONS + k}})
     head = files[0].run.header
+    traced_on = any(isinstance(f.run.header.get("trace"), dict) for f in files)
     if not slices:
         paths = [str(f.run.path) for f in files if getattr(f.run, "path", None) is not None]
         where = f" ({listing(paths, 3, 'more files')})" if paths else ""
+        if below_min or outside:
+            why = (f"every slice is outside --window or shorter than --min-dur ({outside + below_min} left out); "
+                   "widen them")
+        elif traced_on:
+            # review 90 F4: the advice to record with SCALEPROBE_TRACE=1 went to a run recorded so
+            why = ("it was recorded with SCALEPROBE_TRACE=1, but its events were lost: the process ended before "
+                   "its first flush (SCALEPROBE_FLUSH_INTERVAL), or the line that held them was cut")
+        else:
+            why = "record it with SCALEPROBE_TRACE=1 for region events, or instrument a program with a training loop"
         raise InputError(
-            f"run {head.get('run_id')}{where} has no timed steps, epochs or region events to draw: record it "
-            "with SCALEPROBE_TRACE=1 for region events, or instrument a program with a training loop",
+            f"run {head.get('run_id')}{where} has no timed steps, epochs or region events to draw: {why}",
             warnings=_warnings({"problems": problems, "incomplete_ranks": incomplete}),
         )
     items.sort(key=lambda it: it[0])
@@ -334,7 +481,8 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None) -> tuple[lis
             "world_size": head.get("world_size"), "region_events": traced, "events_dropped": dropped,
             "events_unmatched": unmatched, "throttled_regions": throttled,
             "steps_thinned": thinned, "incomplete_ranks": incomplete, "problems": problems,
-            "origin_unix": ref + origin * 1e-9 if walls else None}
+            "traced": traced_on, "origin_unix": ref + origin * 1e-9 if walls else None,
+            "left_out": {"outside_window": outside, "below_min_dur": below_min}}
     return [text for _, text in items], meta, slices
 
 
@@ -413,7 +561,9 @@ def run(args: argparse.Namespace) -> int:
         found = _read(args.inputs, read_warnings)
         refuse_output_among_inputs("-o", args.output, [r.path for r in found])
         runs = select_run(found, args.run)
-        events, meta, n = trace_parts(runs, _parse_ranks(args.ranks))
+        cuts = {"window": _parse_window(getattr(args, "window", None)),
+                "min_dur": _parse_duration(getattr(args, "min_dur", "0"), "--min-dur")}
+        events, meta, n = trace_parts(runs, _parse_ranks(args.ranks), **cuts)
     except InputError as e:
         e.warnings[:0] = read_warnings
         raise
@@ -421,19 +571,23 @@ def run(args: argparse.Namespace) -> int:
     for w in read_warnings + _warnings(meta):
         print(f"modeler: warning: {w}", file=sys.stderr)
     if args.output == "-":
-        _write_trace(sys.stdout, events, meta)
+        size = _write_trace(sys.stdout, events, meta)
         sys.stdout.flush()
         where = "stdout"
     else:
         out = Path(args.output)
         try:
             with replacing(out) as stream:  # whole or not at all: a failed write keeps the old trace
-                _write_trace(stream, events, meta)
+                size = _write_trace(stream, events, meta)
         except OSError as e:
             raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e
         where = str(out.resolve())
     print(f"timeline of run {meta['run_id']}: {n} slices written to {where}{_notes(meta)}; "
           f"open it in https://ui.perfetto.dev or chrome://tracing", file=sys.stderr)
+    if size > LARGE_TRACE_BYTES:
+        print(f"modeler: warning: the trace is {size / 1e6:.0f} MB: chrome://tracing loads up to about 256 MB and "
+              "the Perfetto UI slows past a few hundred; keep less with --window, --min-dur or --ranks, or open it "
+              "with Perfetto's trace_processor --httpd (docs/report.md)", file=sys.stderr)
     return 0
 
 
@@ -451,6 +605,10 @@ def _notes(meta: dict) -> str:
         names = meta["throttled_regions"]
         note += (f" ({len(names)} region(s) throttled while recording ({listing(names, 3)}): their visits after "
                  f"that are not drawn; SCALEPROBE_THROTTLE_CALLS=0 keeps timing them)")
+    left = meta.get("left_out") or {}
+    if left.get("outside_window") or left.get("below_min_dur"):
+        note += (f" ({left.get('outside_window', 0)} slices outside --window and {left.get('below_min_dur', 0)} "
+                 f"region visits shorter than --min-dur left out)")
     if meta["steps_thinned"]:
         note += (f" ({meta['steps_thinned']} steps were measured but not written (SCALEPROBE_STEP_RECORDS): "
                  f"the steps drawn thin out along the run, each standing for its block of steps, its weight)")
@@ -471,9 +629,14 @@ def _event_text() -> Any:
 _dumps = _event_text()
 
 
-def _write_trace(stream: Any, events: Sequence[str], meta: dict) -> None:
-    """`build_trace`'s object as JSON text, as `json.dumps` writes it, an event at a time."""
+def _write_trace(stream: Any, events: Sequence[str], meta: dict) -> int:
+    """`build_trace`'s object as JSON text, as `json.dumps` writes it, an event at a time; returns
+    its length in characters (bytes but for names beyond ASCII)."""
+    size = len('{"traceEvents":[')
     stream.write('{"traceEvents":[')
     for i, text in enumerate(events):
         stream.write("," + text if i else text)
-    stream.write('],"displayTimeUnit":"ms","otherData":' + json.dumps(meta, separators=(",", ":")) + "}\n")
+        size += len(text) + bool(i)
+    tail = '],"displayTimeUnit":"ms","otherData":' + json.dumps(meta, separators=(",", ":")) + "}\n"
+    stream.write(tail)
+    return size + len(tail)

@@ -52,7 +52,7 @@ class Schedule:
 
 
 #: SCALEPROBE_STEP_RECORDS by default: a step loop writes its first 10000 steps, then fewer and
-#: fewer (runtime.recorder.StepThinning): 1e7 steps of a loop write 17 MB per process, where they
+#: fewer (runtime.step_thinning.StepThinning): 1e7 steps of a loop write 17 MB per process, where they
 #: wrote 1.6 GB
 DEFAULT_STEP_RECORDS = 10_000
 

@@ -9,7 +9,7 @@ The runtime's own work between two iterations (writing the record, an epoch's me
 neither.
 
 Past SCALEPROBE_STEP_RECORDS steps of a step loop only some steps are kept, with a `weight`
-(`runtime.recorder.StepThinning`); the others are measured alike and then dropped.
+(`runtime.step_thinning.StepThinning`); the others are measured alike and then dropped.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class _Series:
         self._spans = getattr(rec, "comm_spans", None)  # runtime.comm.CommSpans
         self._gpu0 = None
         self._rec = rec
-        self._thinning = getattr(rec, "thinning", None)  # runtime.recorder.StepThinning, or None: no bound
+        self._thinning = getattr(rec, "thinning", None)  # runtime.step_thinning.StepThinning, or None: no bound
         self._thin: tuple | None = None  # (its counts, this loop's in them) without a schedule
 
     def before(self) -> None:

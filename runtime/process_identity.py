@@ -1,14 +1,32 @@
 """Who this process is, for the run file's header: its rank, world size, host and launcher
 (`_identity`), the CPUs it may use (`_cpus`), the run id its job's scheduler gives (`_job_run_id`),
 what its multiprocessing parent passed on (`_from_mp_parent`, `_mp_parent_pid`,
-`SCALEPROBE_MP_PARENT`), and the torch and CUDA versions it runs with. Read by the recorder
+`SCALEPROBE_MP_PARENT`), the torch and CUDA versions it runs with, and its clocks read together
+(`clock_pair`). Read by the recorder
 (runtime.recorder) at start-up and at the end record; nothing here keeps state."""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any
+
+
+def clock_pair(tries: int = 5) -> tuple[int, float]:
+    """(`perf_counter_ns()`, `time.time()`) as read at one moment: the header's `start_ns` and
+    `start_unix`, by which `modeler timeline` aligns the processes of a run. Of a few tries, the one
+    whose two monotonic readings around the wall clock's lie closest, with their midpoint (review 90
+    F1: the wall clock was read up to a few ms after the monotonic one, with other work between, and
+    a DataLoader worker was drawn 1.9 ms off its own rank)."""
+    best = None
+    for _ in range(tries):
+        a = time.perf_counter_ns()
+        w = time.time_ns()
+        b = time.perf_counter_ns()
+        if best is None or b - a < best[0]:
+            best = (b - a, (a + b) // 2, w)
+    return best[1], best[2] / 1e9
 
 
 def _identity() -> dict[str, Any]:

@@ -19,7 +19,7 @@ from . import _backend, exec_hook, gc_pause, run_signals, signal_disguise, signa
 from .config import Config, ConfigError, RankSet, from_env
 from .errors import ScaleprobeRuntimeError
 from .fork_signals import stand_in, stands_in
-from .process_identity import (_MP_PARENT, _cpus, _cuda_version, _from_mp_parent, _identity, _job_run_id,
+from .process_identity import (_MP_PARENT, clock_pair, _cpus, _cuda_version, _from_mp_parent, _identity, _job_run_id,
                                _mp_parent_pid, _torch_version)
 from .profile_deltas import _by_path
 from .signal_disguise import real_getsignal, real_signal
@@ -110,7 +110,7 @@ class Recorder:
         self.flush_requested = False  # an epoch ended since the last flush (see request_flush)
         self.last_flush = time.monotonic()  # when the last flush began (the start counts as one)
         self.pid = os.getpid()
-        self.start_ns = time.perf_counter_ns()
+        self.start_ns, self.start_unix = clock_pair()
         self.end_ns: int | None = None  # when the end record's duration was taken (_end_now)
         self.default_dir = False
         self.gpu = None  # runtime.gpu.GpuTimer once the program uses CUDA
@@ -183,11 +183,13 @@ class Recorder:
             "backend": _backend.NAME,
             "clock": "perf_counter_ns",
             "start_ns": self.start_ns,
-            "start_unix": time.time(),
+            "start_unix": self.start_unix,  # read with start_ns (clock_pair)
             "argv": list(sys.argv),
             "schedule": None if self.cfg.schedule is None else vars(self.cfg.schedule),
             "throttle": {"calls": self.cfg.throttle_calls, "ns": self.cfg.throttle_ns},
             "step_records": self.cfg.step_records,
+            # recorded with SCALEPROBE_TRACE=1: a timeline without events says they were lost (review 90 F4)
+            "trace": {"max": self.cfg.trace_max} if self.cfg.trace else None,
         }
         if self.cfg.ranks:  # rank selection: the ranks that record, so that readers can tell one that died
             selected = RankSet.parse(self.cfg.ranks)
@@ -846,7 +848,7 @@ class Recorder:
         self.failed_writes = 0
         self.lost_flushes = 0
         self.last_error = None
-        self.start_ns = time.perf_counter_ns()
+        self.start_ns, self.start_unix = clock_pair()
         self.end_ns: int | None = None  # when the end record's duration was taken (_end_now)
         self.gpu = None  # CUDA does not survive fork
         if self.gpu_rotation is not None:
@@ -864,7 +866,7 @@ class Recorder:
         self.writer.close()
         self.written_regions = set()  # a file of its own
         self.header = dict(self.header, pid=self.pid, ppid=parent, forked_from=parent, child_of=parent,
-                           start_ns=self.start_ns, start_unix=time.time())
+                           start_ns=self.start_ns, start_unix=self.start_unix)
         self._open_file(os.path.dirname(self.path or "."))
         self.fork_file_open = True
         self._tell_mp_children()

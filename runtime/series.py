@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import sys
 from itertools import repeat
+from threading import get_native_id
 from time import perf_counter_ns
 from types import WrapperDescriptorType
 from typing import Any, Iterable, Iterator
@@ -35,7 +36,7 @@ class _Series:
     would have uninstrumented. The bookkeeping keeps no reference to the items."""
 
     __slots__ = ("_rid", "_kind", "_index", "_t0", "_next0", "_wait", "_spans", "_gpu0", "_rec", "_thinning", "_thin",
-                 "__weakref__")
+                 "_tid", "__weakref__")
 
     def __init__(self, rid: int, kind: str, rec: "_recorder.Recorder") -> None:
         self._rid = rid
@@ -49,6 +50,10 @@ class _Series:
         self._rec = rec
         self._thinning = getattr(rec, "thinning", None)  # runtime.step_thinning.StepThinning, or None: no bound
         self._thin: tuple | None = None  # (its counts, this loop's in them) without a schedule
+        # the thread that runs the loop, as trace events name it (review 90 F2: `modeler timeline`
+        # draws the loops of each thread on a track of their own); taken here, since the last
+        # iteration may close in a finalizer on another thread
+        self._tid = get_native_id()
 
     def before(self) -> None:
         t0 = perf_counter_ns()
@@ -112,7 +117,7 @@ class _Series:
         r: dict[str, Any] = {
             "type": self._kind, "region": self._rid, "index": self._index, "start_ns": t0,
             "duration_ns": t - t0, "data_wait_ns": self._wait, "comm_ns": comm,
-            "gpu_ns": None, "memory": None,
+            "gpu_ns": None, "memory": None, "tid": self._tid,
         }
         if self._kind == "step":
             r["step"] = n

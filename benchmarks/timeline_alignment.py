@@ -82,6 +82,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=positive_int, default=3, help="runs per checkout (default 3)")
     ap.add_argument("--src", type=Path, help="another checkout to measure beside this one (its runtime)")
     args = ap.parse_args()
+    if args.src is not None and not (args.src / "runtime" / "launch.py").is_file():
+        ap.error(f"--src: {args.src} is not a scaleprobe checkout (no runtime/launch.py in it)")
     sources = [("this checkout", REPO)] + ([("--src", args.src.resolve())] if args.src else [])
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)

@@ -36,6 +36,8 @@ def load(name: str, monkeypatch):
     ("probe_overhead.py", ["--repeat", "0", "--no-app"], "--repeat"),
     ("probe_overhead.py", ["--calls", "0", "--no-app"], "--calls"),
     ("suspend_overhead.py", ["--calls", "0"], "--calls"),
+    ("timeline_alignment.py", ["--repeat", "0"], "--repeat"),
+    ("timeline_alignment.py", ["--src", "no-such-checkout"], "--src"),
 ])
 def test_bad_option_is_a_usage_error_not_a_traceback(tmp_path, script, args, option):
     p = subprocess.run([sys.executable, str(BENCH / script), *args], env=clean_env(), cwd=tmp_path,

@@ -13,6 +13,12 @@ another run of the same experiment at that point did. Per-step values (the media
 data wait, communication and GPU time per step: `STEP_PARTS`) exist only where steps ran; a step
 record with a `weight` (a run thinned by SCALEPROBE_STEP_RECORDS) counts as that many steps in them.
 A rank whose profile is empty was not profiled (rank selection) and does not count at all.
+
+A call path that only some of a run's ranks ran (a rank-0 checkpoint: `RunMetrics.partial`) keeps
+that mean with 0 for the others as its `time`, so that parts add up to their whole; its per-rank
+time, which speedup, efficiency and cost derive from, is the mean over the ranks that ran it, and
+under `--ranks mean` a warning names it (`some_ranks_note`) and the ranking takes the growth of that
+time (`RunShares.some_ranks`, `derived.some_ranks_series`; review 88 MED-1).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import numpy as np
 from runtime.runfile import profile_rows
 
 from .callpath_text import step
-from .dataset import RANKS_PARAMETER, Dataset, MetricNote, RunShares, Series
+from .dataset import RANKS_PARAMETER, Dataset, MetricNote, RunShares, Series, ranks_text
 from .errors import InputError
 from .listing import listing
 from .pointtext import param_text
@@ -438,6 +444,10 @@ class RunMetrics:
     own_shares: dict[str, float] = field(default_factory=dict)
     #: metrics of `NOT_SUMMED` that `--ranks sum` reduced otherwise here (from 2 or more ranks)
     not_summed: frozenset[str] = frozenset()
+    #: call path -> (ranks that visited it, ranks profiled) where fewer of the run's profiled ranks
+    #: than all of them visited it, in a run with two or more (a rank-0 checkpoint): its `time` is
+    #: the mean over all of them, 0 for the others, and its `rank_time` the mean over those that ran it
+    partial: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunMetrics:
@@ -467,6 +477,7 @@ def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunM
                     into[cp] = max(into.get(cp, 0.0), v / rm.run_time)
     keys = (set().union(*per_rank) if per_rank else set()) - unknown
     out: dict[Key, float] = {}
+    partial: dict[str, tuple[int, int]] = {}
     for key in keys:
         additive = METRICS[key[1]].additive
         vals = [m.get(key, 0.0) for m in per_rank] if additive else [m[key] for m in per_rank if key in m]
@@ -475,7 +486,17 @@ def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunM
             if len(vals) > 1 and reduce_of[key[1]] is not reduce:
                 not_summed.add(key[1])
             if key[1] == "time":
-                rank_time[key[0]] = per_rank_time(vals)
+                visited = [m[key] for m in per_rank if key in m]
+                if 1 < len(per_rank) and len(visited) < len(per_rank):
+                    # run by some of the ranks only (a rank-0 checkpoint, a subgroup's collective):
+                    # the others did not wait in it, so its mean over all ranks, T * visited / ranks,
+                    # falls with more ranks while the ranks that ran it took as long (review 88
+                    # MED-1: a constant 0.4 s checkpoint had speedup = ranks, efficiency 1); the
+                    # speedup, efficiency and cost take the mean over the ranks that ran it
+                    partial[key[0]] = (len(visited), len(per_rank))
+                    rank_time[key[0]] = per_rank_time(visited)
+                else:
+                    rank_time[key[0]] = per_rank_time(vals)
         # imbalance needs every rank: with rank selection, one recorded rank of many says nothing
         if key[1] == "time" and (len(per_rank) > 1 or run.world_size == 1):
             mean = sum(vals) / len(vals)
@@ -484,7 +505,8 @@ def run_metrics(run: RunRecord, names: RegionNames, ranks: str = "mean") -> RunM
     for into, metric in ((shares, "time"), (own_shares, "exclusive_time")):
         for cp in [cp for cp in into if (cp, metric) in unknown]:
             del into[cp]
-    return RunMetrics(out, unknown, throttled, rank_time, shares, frozenset(roots), own_shares, frozenset(not_summed))
+    return RunMetrics(out, unknown, throttled, rank_time, shares, frozenset(roots), own_shares, frozenset(not_summed),
+                      partial)
 
 
 Point = tuple[float, ...]
@@ -603,9 +625,12 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
     own_shares: dict[str, dict[Point, list[float]]] = defaultdict(lambda: defaultdict(list))
     roots: set[str] = set()
     not_summed: set[str] = set()
+    some_ranks: dict[str, set[tuple[int, int]]] = defaultdict(set)  # call path -> (ran it, profiled) of runs
     for run in runs:
         rm = run_metrics(run, names, ranks)
         not_summed |= rm.not_summed
+        for cp, pair in rm.partial.items():
+            some_ranks[cp].add(pair)
         pt = runset.point(run)
         for cp, v in rm.shares.items():
             shares[cp][pt].append(v)
@@ -628,6 +653,10 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
     warnings = list(runset.warnings)
     if not_summed:
         warnings.append(_not_summed_note(not_summed))
+    if ranks != "mean":
+        some_ranks.clear()  # their time is the largest rank's, a sum or the fastest rank's, as asked
+    elif some_ranks:
+        warnings.append(some_ranks_note(some_ranks, derived and RANKS_PARAMETER in params))
     if derived and RANKS_PARAMETER in params and measured:
         _fill_unvisited(times, unknown, experiments)
         rows, late = _derived(times, params)
@@ -664,12 +693,40 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
         )
     sources = sorted({str(f.path) for r in runs for f in r.files})
     # the median over the repetitions at a point, the largest over the points (`modeler.share`)
-    run_shares = RunShares(_largest_median(shares), frozenset(roots), _largest_median(own_shares)) if runs else None
+    run_shares = RunShares(_largest_median(shares), frozenset(roots), _largest_median(own_shares),
+                           {cp: tuple(sorted(v)) for cp, v in some_ranks.items()}) if runs else None
     return Dataset(params, series, warnings, sources, run_shares)
 
 
 def _largest_median(shares: dict[str, dict[Point, list[float]]]) -> dict[str, float]:
     return {cp: max(_median(v) for v in by_pt.values()) for cp, by_pt in shares.items()}
+
+
+#: the metrics that a call path run by some ranks only is said of (`some_ranks_note`)
+SOME_RANKS_METRICS = tuple(m for m, d in METRICS.items() if d.additive) + ("imbalance", "speedup",
+                                                                            "parallel_efficiency", "cost")
+
+
+def some_ranks_note(some_ranks: dict[str, set[tuple[int, int]]], derived: bool) -> MetricNote:
+    """The warning naming the call paths that only some ranks of a run ran (review 88 MED-1), the
+    outermost first, each with how many of how many ranks ran it (`ranks_text`). `derived`: speedup,
+    parallel efficiency and cost are derived (`ranks` is a parameter)."""
+    items = [f"{cp}: run by {ranks_text(some_ranks[cp])} ranks"
+             for cp in sorted(some_ranks, key=lambda c: (c.count("->"), c))]
+    n = len(items)
+    text = (f"{n} call path{'s' if n > 1 else ''} {'were' if n > 1 else 'was'} run by only some of the ranks "
+            f"(--ranks mean): {listing(items, 4)}; {'the time of each' if n > 1 else 'its time'}, a mean over all "
+            "ranks with 0 for the others, ")
+    if derived:
+        text += ("falls as 1/ranks (where as many ranks run it at every size) although the ranks that ran it took "
+                 "as long")
+    else:
+        text += "is the time of the ranks that ran it times their share of the ranks"
+    if derived:
+        text += ("; speedup, parallel_efficiency and cost are derived from the mean time over the ranks that ran "
+                 "it, and the ranking takes that time's growth where it is faster (marked (ranks that ran it); not "
+                 "under --compat extrap)")
+    return MetricNote(text + "; --ranks max gives the time of the slowest rank that ran it", SOME_RANKS_METRICS)
 
 
 def _not_summed_note(metrics: set[str]) -> str:

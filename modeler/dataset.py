@@ -8,7 +8,7 @@ as asked and use their spread as a noise estimate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -246,12 +246,18 @@ class RunShares:
     on the rank where it is largest, whatever `--ranks` reduces the series with), the run's time of
     a rank being the longest top-level region of its main process; and those top-level call paths
     (DataLoader workers' and other processes' top-level regions run beside them, summed over the
-    rank's processes); and each call path's largest share of its exclusive time (`exclusive`)."""
+    rank's processes); and each call path's largest share of its exclusive time (`exclusive`); and,
+    under `--ranks mean`, the call paths that only some of a run's ranks ran (`some_ranks`)."""
 
     measured: Mapping[str, float]
     main_roots: frozenset[str]
     #: the same for the call paths' exclusive time
     exclusive: Mapping[str, float] = field(default_factory=dict)
+    #: call path -> the (ranks that ran it, ranks profiled) of the runs where fewer than all of their
+    #: two or more profiled ranks ran it (`aggregate.RunMetrics.partial`), sorted; recorded under
+    #: `--ranks mean` only, where its `time` (a mean with 0 for the others) understates how the ranks
+    #: that ran it scale, and the ranking takes their time from its cost (`ranking.rank_models`)
+    some_ranks: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
     def of(self, metric: str) -> Mapping[str, float]:
         """The shares of `metric`'s values: `time` or `exclusive_time`."""
@@ -264,11 +270,26 @@ class RunShares:
             return None
         measured: dict[str, float] = {}
         exclusive: dict[str, float] = {}
+        some: dict[str, set[tuple[int, int]]] = {}
         for p in have:
             for into, of in ((measured, p.measured), (exclusive, p.exclusive)):
                 for cp, v in of.items():
                     into[cp] = max(into.get(cp, 0.0), v)
-        return RunShares(measured, frozenset().union(*(p.main_roots for p in have)), exclusive)
+            for cp, pairs in p.some_ranks.items():
+                some.setdefault(cp, set()).update(pairs)
+        return RunShares(measured, frozenset().union(*(p.main_roots for p in have)), exclusive,
+                         {cp: tuple(sorted(v)) for cp, v in some.items()})
+
+
+def ranks_text(pairs: Iterable[tuple[int, int]]) -> str:
+    """`1 of 2-3`: how many of how many profiled ranks ran a call path (`RunShares.some_ranks`), as
+    ranges over the runs."""
+    pairs = list(pairs)
+
+    def span(values: set[int]) -> str:
+        return f"{min(values)}" if len(values) == 1 else f"{min(values)}-{max(values)}"
+
+    return f"{span({a for a, _ in pairs})} of {span({b for _, b in pairs})}"
 
 
 class MetricNote(str):

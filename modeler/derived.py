@@ -20,7 +20,10 @@ where it was measured). T comes from one of two models of the call path (`choose
   but the cost model explains the values better.
 Whichever of the two explains the measurements better out of sample (cross-validated SMAPE; cost
 is time x ranks at every point, so their relative errors compare) is used
-(`benchmarks/derived_speedup.py`, docs/modeling.md).
+(`benchmarks/derived_speedup.py`, docs/modeling.md). A call path that only some ranks of a run ran
+(`aggregate.RunMetrics.partial`, a rank-0 checkpoint) has as its per-rank time the mean over the
+ranks that ran it, which its cost is (ranks x) and its `time`, a mean over every rank, is not: its
+T comes from its cost model alone (review 88 MED-1).
 
 `from_time` gives the figure; `disagreement_warning` names the models whose own prediction is far
 from it. Only where the `time` series is a time per rank (our runs with `--ranks mean` or `max`):
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -109,6 +112,31 @@ def basis_series_needed(data: Dataset, measured: Dataset | None, min_points: int
             and s.n_points >= min_points]
 
 
+#: the metric of the series `some_ranks_series` makes: fitted beside the others, never shown
+RANKS_TIME = "time_of_ranks_that_ran_it"
+
+
+def some_ranks_series(data: Dataset, measured: Dataset | None, min_points: int = 3) -> list[Series]:
+    """For the call paths whose `time` `data` holds and that only some ranks of a run ran
+    (`RunShares.some_ranks`, a rank-0 checkpoint), the time of the ranks that ran them (metric
+    `RANKS_TIME`): their cost (of `measured`, or `data`) over ranks, repetition by repetition, since
+    their per-rank time is the mean over those ranks (`aggregate.run_metrics`). It ranks their time
+    (`ranking.rank_models`), whose mean over every rank falls as 1/ranks where one rank runs it
+    (review 88 MED-1); fitted for that only, not shown."""
+    source = measured if measured is not None and tuple(measured.parameters) == tuple(data.parameters) else data
+    shares = source.run_shares if source.run_shares is not None else data.run_shares
+    if RANKS_PARAMETER not in data.parameters or shares is None or not shares.some_ranks:
+        return []
+    r = list(data.parameters).index(RANKS_PARAMETER)
+    wanted = {s.callpath for s in data.series if s.metric == "time" and s.callpath in shares.some_ranks}
+    out = []
+    for s in source.series:
+        if s.metric == "cost" and s.callpath in wanted and s.n_points >= min_points and np.all(s.points[:, r] > 0):
+            out.append(Series(s.callpath, RANKS_TIME, s.points, tuple(v / p[r] for v, p in zip(s.repetitions, s.points)),
+                              "s", s.passes))
+    return out
+
+
 def choose_basis(time_model: FittedModel | None, cost_model: FittedModel | None) -> FittedModel | None:
     """The model the per-rank time is taken from: of the call path's `time` and `cost` models, the
     one with the smaller cross-validated SMAPE (their relative errors are comparable: cost is time
@@ -150,16 +178,20 @@ def from_time(metric: str, basis: FittedModel, at: Mapping[str, float], paramete
 
 def derived_predictions(
     models: Sequence[FittedModel], companions: Sequence[FittedModel], at: Mapping[str, float],
-    parameters: Sequence[str], bases: Baselines | None,
+    parameters: Sequence[str], bases: Baselines | None, some_ranks: Collection[str] = (),
 ) -> list[tuple[float, str] | None]:
     """Per model: (its metric at `at` from the per-rank time, the metric that time came from:
     `time` or `cost`; see `choose_basis`, `from_time`; the other model where the chosen one gives
     no figure), or None where it is not a derived metric, its call path has no time or cost model
-    or no baseline, or neither model gives a figure (review 66 F2: no basis named beside no figure)."""
+    or no baseline, or neither model gives a figure (review 66 F2: no basis named beside no figure).
+    The call paths in `some_ranks`, run by some ranks only, take their cost model alone: their
+    `time` is no per-rank time."""
     by_key = {(fm.callpath, fm.metric): fm for fm in [*companions, *models] if fm.metric in BASES}
     out: list[tuple[float, str] | None] = []
     for fm in models:
         time_model, cost_model = by_key.get((fm.callpath, "time")), by_key.get((fm.callpath, "cost"))
+        if fm.callpath in some_ranks:
+            time_model = None
         basis = choose_basis(time_model, cost_model)
         r0 = None if bases is None or RANKS_PARAMETER not in at else bases.at(fm.callpath, at)
         if fm.metric not in DERIVED or basis is None or r0 is None or RANKS_PARAMETER not in at:

@@ -17,8 +17,8 @@ from typing import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .dataset import LARGEST_VALUE, Dataset, RunShares
-from .derived import Baselines, derived_predictions, disagreement_warning
+from .dataset import LARGEST_VALUE, RANKS_PARAMETER, Dataset, RunShares, ranks_text
+from .derived import RANKS_TIME, Baselines, derived_predictions, disagreement_warning
 from .errors import InputError
 from .listing import listing
 from .misfit import LACK_PREFIX, MISS_FACTOR, MISS_PREFIX
@@ -310,10 +310,50 @@ class RankedModel:
     #: (`rises_to_target`): that falling growth, and `growth` is its fastest rising term's (review 86
     #: MED-3: `a*n^2 - b*n^2*log2(ranks)` was "falling" and ranked below constants); else None
     falls_beyond: tuple[float, float] | None = None
+    #: where only some ranks of a run ran the call path (`RunShares.some_ranks`): how many of how
+    #: many (`1 of 2-3`); else None. Its additive values (time, visits, ...) are means over all the
+    #: ranks, 0 for those that did not run it (review 88 MED-1)
+    some_ranks: str | None = None
+    #: for the `time` of such a call path: the model of the time of the ranks that ran it (fitted to
+    #: its cost over ranks, `derived.some_ranks_series`: `aggregate.run_metrics` takes their mean as
+    #: its per-rank time), that model's prediction at the target and its growth (`target_growth`); else None
+    ranks_model: Model | None = None
+    ranks_prediction: float | None = None
+    ranks_growth: tuple[float, float] | None = None
+    #: why the prediction cannot be (`out_of_range`): a speedup or efficiency below zero, an
+    #: imbalance above the target's rank count (review 88 LOW-2); else None
+    out_of_range: str | None = None
+
+    def by_ranks_that_ran_it(self) -> bool:
+        """Whether the row is ranked by the growth of the time of the ranks that ran its call path
+        (`ranks_growth`): where that grows faster than its own model (or its parts', `parts_growth`),
+        as a mean over ranks with 0 for those that did not run it falls as 1/ranks while they do not."""
+        own = self.growth if self.parts_growth is None else self.parts_growth
+        return self.ranks_growth is not None and self.ranks_growth > own
 
     def rank_growth(self) -> tuple[float, float]:
-        """The growth the row is ranked by: its parts' where they grow slower (`parts_growth`)."""
+        """The growth the row is ranked by: its parts' where they grow slower (`parts_growth`), that
+        of the time of the ranks that ran it where faster (`by_ranks_that_ran_it`)."""
+        if self.by_ranks_that_ran_it():
+            return self.ranks_growth
         return self.growth if self.parts_growth is None else self.parts_growth
+
+    def headline(self) -> tuple[float, str | None]:
+        """(the figure to show first at the target, None or the metric it was derived from): the
+        model's prediction, but for a speedup or efficiency whose prediction cannot be
+        (`out_of_range`: below zero, a falling term run past the measurements), the figure from the
+        per-rank time where there is one (`from_time`; review 88 LOW-2: `speedup -61.33 (from cost: 8)`)."""
+        if self.out_of_range is not None and self.fitted.metric in HIGHER_IS_BETTER and self.from_time is not None \
+                and math.isfinite(self.from_time[0]):
+            return self.from_time[0], self.from_time[1]
+        return self.prediction, None
+
+    def rank_value(self) -> float:
+        """The value at the target the row is ranked by among those of its growth: its `headline`, or
+        the time of the ranks that ran it where it is ranked by their growth."""
+        if self.by_ranks_that_ran_it() and self.ranks_prediction is not None:
+            return self.ranks_prediction
+        return self.headline()[0]
 
     def doubtful(self) -> str | None:
         """Why this row's growth is not to be read as it stands, or None: see `doubt` and `blamed_parts`."""
@@ -337,6 +377,15 @@ class RankedModel:
             prediction_from_time=None if self.from_time is None else _finite_or_none(self.from_time[0]),
             prediction_from_time_basis=None if self.from_time is None else self.from_time[1],
             prediction_without_pass=[{"passes": list(k), "prediction": _finite_or_none(v)} for k, v in self.passes],
+            prediction_out_of_range=self.out_of_range,
+            some_ranks=None if self.some_ranks is None else {
+                "ranks": self.some_ranks,
+                "model": None if self.ranks_model is None else self.ranks_model.formula(),
+                "prediction": _finite_or_none(self.ranks_prediction),
+                "growth": None if self.ranks_growth is None else
+                {"exponent": self.ranks_growth[0], "log_exponent": self.ranks_growth[1]},
+                "ranked_by": self.by_ranks_that_ran_it(),
+            },
         )
         return d
 
@@ -407,6 +456,7 @@ class _RowWarnings:
             steps = {k: v for k, v in steps.items() if k[0] in kept}
         warnings.extend(w for w in (poor_fit_warning(shown), *miss_warnings(shown),
                                     below_zero_warning(shown, self.nonnegative, self.at_text),
+                                    beyond_ranks_warning(shown, self.at_text),
                                     disagreement_warning(shown, self.at_text), step_parts_warning(steps, self.at_text),
                                     faster_than_parts_warning(shown),
                                     slower_than_parts_warning(shown), pass_spread_warning(shown, self.at_text))
@@ -708,14 +758,33 @@ def below_zero_warning(
 ) -> str | None:
     """One warning naming the models that predict a value below zero at the target although every
     value they were fitted to is at least 0 (a falling term run past the measurements), or None."""
-    named = [f"{r.fitted.callpath} ({r.fitted.metric}) {r.prediction:.4g}" for r in rows
+    below = [r for r in rows
              if math.isfinite(r.prediction) and r.prediction < 0 and (r.fitted.callpath, r.fitted.metric) in nonnegative]
+    if not below:
+        return None
+    named = [f"{r.fitted.callpath} ({r.fitted.metric}) {r.prediction:.4g}" for r in below]
+    n = len(named)
+    text = (f"{n} model{'s' if n > 1 else ''} predict{'' if n > 1 else 's'} a value below zero at {at_text}, "
+            f"though every value measured is at least 0: {listing(named, 5)}; a falling term has run past the "
+            "measurements there: read such a prediction as near 0, and measure closer to the target before trusting it")
+    if any(r.headline()[1] is not None for r in below):
+        text += ("; a speedup or efficiency among them is shown with the figure from the call path's per-rank time "
+                 "first (`from time` or `from cost`), its model's prediction beside it")
+    return text
+
+
+def beyond_ranks_warning(rows: Sequence["RankedModel"], at_text: str) -> str | None:
+    """One warning naming the imbalance models that predict more than the target's rank count, which
+    max/mean over that many ranks cannot exceed (`out_of_range`), or None."""
+    named = [f"{r.fitted.callpath} {r.prediction:.4g}" for r in rows
+             if r.fitted.metric == "imbalance" and r.out_of_range is not None]
     if not named:
         return None
     n = len(named)
-    return (f"{n} model{'s' if n > 1 else ''} predict{'' if n > 1 else 's'} a value below zero at {at_text}, "
-            f"though every value measured is at least 0: {listing(named, 5)}; a falling term has run past the "
-            "measurements there: read such a prediction as near 0, and measure closer to the target before trusting it")
+    return (f"{n} imbalance model{'s' if n > 1 else ''} predict{'' if n > 1 else 's'} more at {at_text} than the "
+            f"rank count, which max/mean over the ranks cannot exceed: {listing(named, 5)}; a growing term has run "
+            "past the measurements there: read such a prediction as at most the rank count (one rank doing all "
+            "the work), and measure closer to the target before trusting it")
 
 
 def rank_models(
@@ -752,7 +821,15 @@ def rank_models(
     about models speak of the rows only. `model_notes`: also say once each warning the rows' models
     carry (`fewer than 5 values of parameter p (18 models)`). `largest`: the largest measured point,
     which a model whose dominant term falls must rise from up to `at` to be ranked by its rising
-    terms (`target_growth`; without it, whether it rises at `at`)."""
+    terms (`target_growth`; without it, whether it rises at `at`).
+
+    A call path that only some ranks of a run ran (`run_shares.some_ranks`, under `--ranks mean`)
+    has its `time` row ranked by the growth of the time of the ranks that ran it where that is faster
+    (`RankedModel.by_ranks_that_ran_it`), from its model among `companions` (`derived.RANKS_TIME`),
+    with `baselines` only (where the per-rank time is what speedup, efficiency and cost derive from);
+    its speedup, efficiency and cost take their figure from its cost model alone (review 88 MED-1).
+    A prediction that cannot be (`out_of_range`) is named in a warning, and a speedup or efficiency
+    below zero is shown with its figure from the per-rank time first (`RankedModel.headline`)."""
     point = np.array([[float(at[p]) for p in parameters]]) if parameters else np.zeros((1, 0))
     if largest is None and parameters:
         largest = largest_point(measured, parameters)  # `modeler fit`: of the series read, as the report's
@@ -781,7 +858,12 @@ def rank_models(
         again = parts_growths([*models, *companions], sums, by_key)
         outgrown = outgrown | outgrown_wholes([*models, *companions], sums, by_key, range_of, again)
     parts_checks = check_parts(by_key, sums)
-    derived = derived_predictions(models, companions, at, parameters, baselines)
+    some = dict(run_shares.some_ranks) if run_shares is not None else {}
+    # the time of the ranks that ran a call path only some ranks ran: its cost model over ranks, where
+    # speedup, efficiency and cost derive from a per-rank time (`baselines`)
+    per_rank = _ranks_that_ran_it([*models, *companions], some, parameters, point, at, largest) \
+        if baselines is not None else {}
+    derived = derived_predictions(models, companions, at, parameters, baselines, some)
     blamed = blamed_parts([*models, *companions], by_key, sums)
     share_of = _shares(measured, models, companions, by_key, range_of, sums, run_shares, blamed)
     own_of = _own_shares(measured, models, ranges, by_key, share_of, run_shares, blamed, sums)
@@ -799,15 +881,21 @@ def rank_models(
         if figure is not None and (not math.isfinite(pred) or figure == pred):
             figure = None
         g, falls = target_growth(fm.model, parameters, at, largest)
+        ranks_model, ranks_pred, ranks_growth = per_rank.get(fm.callpath, (None, None, None)) \
+            if fm.metric == "time" else (None, None, None)
         rows.append(RankedModel(fm, g, pred, low, high, unit, parts, rng, ft, share,
                                 blamed.get((fm.callpath, fm.metric)), figure, combine,
                                 check is None or check.with_exclusive,
-                                slower.get(fm.callpath) if fm.metric == "time" else None, refits, falls))
+                                slower.get(fm.callpath) if fm.metric == "time" else None, refits, falls,
+                                ranks_text(some[fm.callpath]) if fm.callpath in some else None,
+                                ranks_model, ranks_pred, ranks_growth,
+                                out_of_range(fm.metric, pred, at)))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time
         sign = -1.0 if r.fitted.metric in HIGHER_IS_BETTER else 1.0
-        pred = sign * r.prediction if math.isfinite(r.prediction) else -math.inf
+        value = r.rank_value()
+        pred = sign * value if math.isfinite(value) else -math.inf
         g = r.rank_growth()
         # a growth of its own before the same growth taken from parts: the region that grows so
         # ahead of the callers it lifts (review 71 F3: `main`, with the larger time, came first)
@@ -830,6 +918,40 @@ def rank_models(
                               measured, tuple(parameters))
     return Ranking(tuple(parameters), dict(at), tuple(shown), about_rows(shown), min_share, tuple(left_out),
                    about_rows)
+
+
+def _ranks_that_ran_it(
+    fitted: Sequence[FittedModel], some: Mapping[str, object], parameters: Sequence[str], point: np.ndarray,
+    at: Mapping[str, float], largest: Mapping[str, float] | None,
+) -> dict[str, tuple[Model, float, tuple[float, float]]]:
+    """Per call path of `some` (run by some ranks only, `RunShares.some_ranks`) with a model of the
+    time of the ranks that ran it among `fitted` (`derived.RANKS_TIME`, its cost over ranks: that
+    time is its per-rank time, `aggregate.run_metrics`): that model, its prediction at the target and
+    its growth (`target_growth`). Its `time`, a mean over every rank with 0 for those that did not
+    run it, falls as 1/ranks where one rank runs it at every size (review 88 MED-1)."""
+    out = {}
+    for fm in fitted:
+        if fm.metric == RANKS_TIME and fm.callpath in some and fm.callpath not in out:
+            with np.errstate(all="ignore"):
+                value = float(fm.predict(point)[0])
+            out[fm.callpath] = (fm.model, value, target_growth(fm.model, parameters, at, largest)[0])
+    return out
+
+
+def out_of_range(metric: str, prediction: float, at: Mapping[str, float]) -> str | None:
+    """Why a prediction of `metric` at `at` cannot be, or None: a speedup or efficiency below zero
+    (a ratio of times), an imbalance (max/mean over the ranks) above the target's rank count, which
+    it cannot exceed (review 88 LOW-2: imbalance 29.7 at 8 ranks). Other metrics below
+    zero are named by `below_zero_warning` where their values are never below it."""
+    if not math.isfinite(prediction):
+        return None
+    if metric in HIGHER_IS_BETTER and prediction < 0:
+        return "below zero"
+    if metric == "imbalance":
+        ranks = at.get(RANKS_PARAMETER)
+        if ranks is not None and prediction > ranks * (1 + 1e-6):  # (1 + 1e-15 * ranks is ranks: one rank works)
+            return f"above {param_text(ranks)}, the most max/mean over {param_text(ranks)} ranks can be"
+    return None
 
 
 def _own_shares(measured: Sequence, models: Sequence[FittedModel], ranges: Sequence[tuple[float, float] | None],

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 from ..dataset import REPETITION_AGGREGATES, Dataset, Series
 from ..backtest import backtest_warning
 from ..contention import wide_runs_warning
-from ..derived import Baselines, baselines, basis_series_needed
+from ..derived import Baselines, baselines, basis_series_needed, some_ranks_series
 from ..errors import InputError
 from ..grid import grid_gaps_warning, moving_together_warning, scattered_warning, unchecked_products_warning
 from ..zeros import zero_at_fewest_ranks_warning
@@ -186,11 +186,14 @@ def companion_series(data: Dataset, measured: Dataset | None, derive: bool,
                      min_points: int = 3, min_share: float = 0.0) -> tuple[list[Series], Baselines | None]:
     """The series fitted beside `data` but not shown, and the baselines of the figures from the
     per-rank time: the parents' exclusive times (each time model is checked against its parts),
-    when `derive`, the time and cost series that speedup, efficiency and cost derive from, and with
+    when `derive`, the time and cost series that speedup, efficiency and cost derive from (and the
+    cost series of the call paths run by some ranks only, which rank their time), and with
     `min_share`, the time series that the shares at the target need (`modeler.share`)."""
     extra = parts_series(data, measured, min_points)
     times = basis_series_needed(data, measured, min_points) if derive else []
     extra += new_series(times, extra)
+    if derive:  # the time of the ranks that ran a call path only some ranks ran (its cost / ranks)
+        extra += new_series(some_ranks_series(data, measured, min_points), extra)
     if min_share > 0:
         extra += new_series(share_series(data.series, _all_series(data, measured), min_points), extra)
     return extra, baselines([*data.series, *times], data.parameters) if derive else None

@@ -31,19 +31,31 @@ def cells(i: int, row: RankedModel) -> tuple[str, ...]:
     fm = row.fitted
     interval = "-" if row.low is None else f"[{number(row.low)}, {number(row.high)}]"
     forms = "-" if row.range is None else f"[{number(row.range[0])}, {number(row.range[1])}]"
-    at = number(row.prediction) + (f" {row.unit}" if row.unit and math.isfinite(row.prediction) else "")
-    if row.from_time is not None:
+    value, derived_from = row.headline()
+    at = number(value) + (f" {row.unit}" if row.unit and math.isfinite(value) else "")
+    if derived_from is not None:
+        # a speedup or efficiency that cannot be (below zero): the figure from the per-rank time
+        # first, the model's own beside it (review 88 LOW-2)
+        at += f" (from {derived_from}; its model: {number(row.prediction)})"
+    elif row.from_time is not None:
         # speedup, efficiency, cost: the same figure from a model of the per-rank time (modeler.derived)
         at += f" (from {row.from_time[1]}: {number(row.from_time[0])})"
     if row.time_figure is not None:
         # clearly below its parts' sum, which an inclusive time cannot be: that sum is its time in the shares
         at += f" (parts: {number(row.time_figure)})"
+    if row.ranks_prediction is not None:
+        # run by some ranks only: its time is a mean with 0 for the others; theirs (review 88 MED-1)
+        at += f" (ranks that ran it: {number(row.ranks_prediction)})"
+    if row.out_of_range is not None and fm.metric == "imbalance":
+        at += " (above the rank count)"  # max/mean over the ranks cannot be (review 88 LOW-2)
+    by_ranks = row.by_ranks_that_ran_it()
     return (
         f"{i}!" if row.doubtful() else str(i),
         fm.callpath,
         fm.metric,
-        growth_text(row.rank_growth()) + (" (parts)" if row.parts_growth is not None else "")
-        + (" (up to the target)" if row.falls_beyond is not None and row.parts_growth is None else ""),
+        growth_text(row.rank_growth())
+        + (" (ranks that ran it)" if by_ranks else " (parts)" if row.parts_growth is not None else "")
+        + (" (up to the target)" if row.falls_beyond is not None and row.parts_growth is None and not by_ranks else ""),
         at,
         interval,
         forms,

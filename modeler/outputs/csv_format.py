@@ -17,6 +17,8 @@ COLUMNS = (
     "growth_from_parts_exponent", "growth_from_parts_log_exponent", "smape", "rss", "ar2", "cv_smape", "points", "prediction", "interval_low", "interval_high", "unit",
     "prediction_from_parts", "range_low", "range_high", "prediction_from_time",
     "prediction_from_time_basis", "share_measured", "share_at_target", "share_at_target_low", "doubtful",
+    "some_ranks", "prediction_ranks_that_ran_it", "growth_ranks_that_ran_it_exponent",
+    "growth_ranks_that_ran_it_log_exponent", "prediction_out_of_range",
 )
 
 
@@ -58,6 +60,11 @@ def render_csv(ranking: Ranking) -> str:
                 *((_num(r.share.measured), _num(r.share.at_target), _num(r.share.at_target_low)) if r.share is not None
                   else ("", "", "")),
                 _text(r.doubtful()),
+                # run by some ranks only (review 88 MED-1): how many, and the time of those that ran it;
+                # its growth where the row is ranked by it
+                _text(r.some_ranks), _num(r.ranks_prediction),
+                *((_num(r.ranks_growth[0]), _num(r.ranks_growth[1])) if r.by_ranks_that_ran_it() else ("", "")),
+                _text(r.out_of_range),
             )
         )
     return buf.getvalue()

@@ -185,7 +185,15 @@ def _failure(run: "RunRecord", bad: list["RankFile"]) -> str:
 
 
 def _unfinished(run: "RunRecord", incomplete: list["RankFile"]) -> str:
-    parts = [f"{f.path}: rank {f.rank} {_detail(f)}" for f in incomplete]
+    """Name the ranks without an end record, the launcher's `failed_rank` first with its error, as
+    `_failure` does (review 88 LOW-3: a rank SIGKILLed after its last flush was told `killed, or
+    still running` beside a launch.json that said `killed by SIGKILL`)."""
+    launch = _launch_record(run)
+    failed_rank = launch[1].get("failed_rank") if launch and not run.starters else None
+    error = launch[1].get("error") if launch and isinstance(failed_rank, int) else None
+    incomplete = sorted(incomplete, key=lambda f: f.rank != failed_rank)  # stable: the others as they were
+    parts = [f"{f.path}: rank {f.rank} {_detail(f, f'launch.json: {error}' if error and f.rank == failed_rank else '')}"
+             for f in incomplete]
     parts += [f"{p}: rank {rank}'s file could not be read ({why})" for rank, p, why in run.unreadable]
     return parts[0] + (f"; also {'; '.join(parts[1:])}" if parts[1:] else "")
 

@@ -726,7 +726,15 @@ def some_ranks_note(some_ranks: dict[str, set[tuple[int, int]]], derived: bool) 
         text += ("; speedup, parallel_efficiency and cost are derived from the mean time over the ranks that ran "
                  "it, and the ranking takes that time's growth where it is faster (marked (ranks that ran it); not "
                  "under --compat extrap)")
-    return MetricNote(text + "; --ranks max gives the time of the slowest rank that ran it", SOME_RANKS_METRICS)
+    note = MetricNote(text + "; --ranks max gives the time of the slowest rank that ran it", SOME_RANKS_METRICS)
+    # as `modeler export --extrap` says it: the export holds that mean, and nothing is ranked there
+    # (review 92 LOW-2: it repeated the ranking's words)
+    note.export_text = (f"{n} call path{'s' if n > 1 else ''} {'were' if n > 1 else 'was'} run by only some of the "
+                        f"ranks (--ranks mean): {listing(items, 4)}; {'the time of each' if n > 1 else 'its time'} in "
+                        "the export is a mean over all ranks with 0 for the others"
+                        + (", and its cost over ranks is the time of the ranks that ran it" if derived else "")
+                        + "; --ranks max exports the time of the slowest rank that ran it")
+    return note
 
 
 def _not_summed_note(metrics: set[str]) -> str:

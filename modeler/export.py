@@ -44,7 +44,10 @@ class ExportSummary:
     def notes(self) -> list[str]:
         notes = []
         for (p, v), items in self.missing_where.items():
-            why = " (a single rank does not communicate)" if p == RANKS_PARAMETER and v == 1 else ""
+            # a guess: at one rank the series could also be work that rank 0 leaves to the others
+            # (review 92 LOW-3: compute regions of ranks 1..N-1 were called communication)
+            why = (" (communication, which a single rank does not do, or work that rank 0 leaves to the other ranks)"
+                   if p == RANKS_PARAMETER and v == 1 else "")
             notes.append(
                 f"{len(items)} series left out of the export: not measured where {p}={param_text(v)}{why}, and Extra-P "
                 f"refuses gaps. To hand them to Extra-P, export the other points on their own (--exclude "

@@ -803,8 +803,11 @@ def rank_models(
     model_notes: bool = False,
     combine: str = "mean",
     largest: Mapping[str, float] | None = None,
+    held: Mapping[str, float] | None = None,
 ) -> Ranking:
     """The models worst-scaling first; `units` maps (call path, metric) to the unit of its values.
+    `held`: the parameters a point filter left with one value (`Dataset.held`), which the target
+    holds too: a `ranks` held so bounds an imbalance (`out_of_range`; review 92 LOW-1).
 
     Every `time` prediction is checked against its parts' (`modeler.parts`), using `companions` too:
     models fitted for that check only (exclusive times that were not selected), not ranked. Models
@@ -889,7 +892,7 @@ def rank_models(
                                 slower.get(fm.callpath) if fm.metric == "time" else None, refits, falls,
                                 ranks_text(some[fm.callpath]) if fm.callpath in some else None,
                                 ranks_model, ranks_pred, ranks_growth,
-                                out_of_range(fm.metric, pred, at)))
+                                out_of_range(fm.metric, pred, {**(held or {}), **at})))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time

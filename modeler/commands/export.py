@@ -43,6 +43,9 @@ _MODELED_ON_WHAT_IT_HAS = "; modeled on the points it has"
 def _for_export(warning: str) -> str:
     """A reader's warning as it holds for an export, which leaves such a series out (review 78 LOW-6:
     it said "modeled on the points it has", then "1 series left out of the export")."""
+    export_text = getattr(warning, "export_text", None)  # (aggregate.some_ranks_note)
+    if export_text is not None:
+        return export_text
     if warning.endswith(_MODELED_ON_WHAT_IT_HAS):
         return warning[: -len(_MODELED_ON_WHAT_IT_HAS)] + "; left out of the export (Extra-P refuses gaps)"
     return warning

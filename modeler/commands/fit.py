@@ -108,8 +108,15 @@ def fit_dataset(
     min_share: float | str | None = DEFAULT_MIN_SHARE,
     combine: str = "mean",
     pass_refits: bool = True,
+    metrics: Sequence[str] | None = None,
 ) -> Ranking:
     """Fit every series of `dataset` and rank the models; warnings of every stage are in the Ranking.
+
+    `metrics`: fit and rank only these, as `modeler fit --metric` does: `dataset` is then what was
+    read and `measured` defaults to it, so the per-rank figures, the parts checks and the ranking of
+    call paths that only some ranks run (from the runs' `cost`) are those of the command (review 92
+    MED-1: a `Dataset` of the `time` series built by hand lost them, and a rank-0 checkpoint came
+    back "falling").
 
     `measured`: everything that was read, when `dataset` is a selection of it. The `exclusive_time`
     series that the selection left out are then fitted too, not shown, only so that every call
@@ -127,6 +134,13 @@ def fit_dataset(
     `pass_refits`: fit again with each repetition pass left out, and widen the ranges to hold those
     predictions (`modeler.passes`)."""
     min_share = parse_min_share(min_share)
+    if metrics is not None:
+        unknown = [m for m in metrics if m not in dataset.metrics()]
+        if unknown or not metrics:
+            raise InputError(f"metrics: no metric {', '.join(map(repr, unknown))} in the inputs; they have "
+                             f"{', '.join(dataset.metrics())}" if unknown else "metrics: empty")
+        measured = measured if measured is not None else dataset
+        dataset = dataset.select(metrics=list(metrics))
     if not dataset.parameters:
         left = sum(1 for w in dataset.warnings if _RUN_LEFT_OUT.match(w))
         why = (f"what is left after the {left} run(s) left out above was measured at one point" if left
@@ -157,7 +171,8 @@ def fit_dataset(
     return rank_models(shown, data.parameters, target, warnings=[*data.warnings, *warnings], model_notes=True, units=units,
                        companions=companions, nonnegative=nonnegative_keys(data.series), baselines=bases,
                        measured=_all_series(data, measured), min_share=min_share,
-                       run_shares=(measured if measured is not None else data).run_shares, combine=combine)
+                       run_shares=(measured if measured is not None else data).run_shares, combine=combine,
+                       held=dataset.held)
 
 
 def prediction_checks(data: Dataset, models: Sequence, target: Mapping[str, float], measured: Dataset | None,

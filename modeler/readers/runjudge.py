@@ -240,7 +240,8 @@ def judge(run: "RunRecord", include_incomplete: bool) -> None:
         if include_incomplete:
             run.kept_incomplete = f"interrupted: {why}"
         else:
-            run.status, run.reason = "failed", f"{why} (interrupted: --include-incomplete uses it, up to then)"
+            # its own status, as docs/modeler.md names it (review 92 LOW-5: it was counted as failed)
+            run.status, run.reason = "interrupted", f"{why} (interrupted: --include-incomplete uses it, up to then)"
     elif failed:
         run.status, run.reason = "failed", _failure(run, failed + incomplete)
     elif bad_starter := next((f for f in run.starters if not f.is_child and f.status == "failed"), None):

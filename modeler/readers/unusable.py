@@ -70,5 +70,7 @@ def _runs_summary(files: Sequence["FileResult"], include_incomplete: bool) -> st
     text = f"{len(runs)} run(s) left out: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     if counts.get("incomplete") and not include_incomplete:
         text += ("; --include-incomplete also uses incomplete runs (a rank without an end record counts up to its "
-                 "last flush)")
+                 "last flush)" + (" and interrupted ones" if counts.get("interrupted") else ""))
+    elif counts.get("interrupted") and not include_incomplete:
+        text += "; --include-incomplete also uses interrupted runs, their values up to the interrupt"
     return text

@@ -35,6 +35,7 @@ from typing import Protocol
 import libcst as cst
 
 from .regions import Region
+from .revision import BUILD, PROBE_ABI
 
 ON = "__sp_on__"
 
@@ -134,9 +135,11 @@ class RuntimeBackend:
         )
         if len(regions) == 1:
             table += ","
+        # abi: the probe ABI this code calls (define refuses another one, one line and exit 2);
+        # build: the scaleprobe and rewrite revision that wrote it (docs/internals.md section 1)
         return [
             f"from runtime.probe import {imports}",
-            f"{ON} = __sp_define__(__name__, globals(), {py_str(relpath)}, ({table}))",
+            f"{ON} = __sp_define__(__name__, globals(), {py_str(relpath)}, ({table}), abi={PROBE_ABI}, build={py_str(BUILD)})",
         ]
 
 
@@ -187,7 +190,9 @@ class NvtxBackend:
             '__sp_domain__ = __sp_nvtx__.get_domain("scaleprobe"); __sp_push__ = __sp_domain__.push_range; '
             "__sp_pop__ = __sp_domain__.pop_range",
             f"__sp_attr__ = {{{attrs}}}",
-            f'{ON} = __import__("os").environ.get("SCALEPROBE_DISABLE") != "1"',
+            # the words runtime.config's flags take for "on"; any other value leaves the ranges on
+            # (no runtime here to refuse it: docs/instrument.md, "Backends")
+            f'{ON} = __import__("os").environ.get("SCALEPROBE_DISABLE", "").lower() not in ("1", "true", "yes", "on")',
             # for code run with other globals (runtime.probe.OFF_PROBES): probes off
             '__sp_builtins__ = __import__("builtins").__dict__; __sp_builtins__ and (__sp_builtins__.setdefault('
             '"__sp_on__", False), __sp_builtins__.setdefault("__sp_back__", lambda inner=0: False))',

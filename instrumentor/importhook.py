@@ -24,8 +24,9 @@ from . import __version__, spawnhook
 from .linemap import MAP_FORMAT
 from .quiet import quiet_warnings
 from .foreign import foreign
-from .project import RECURSION_LIMIT as _RECURSION_LIMIT, REWRITE_REVISION, decode
+from .project import RECURSION_LIMIT as _RECURSION_LIMIT, decode
 from .regions import IdAllocator, region_bound
+from .revision import REWRITE_REVISION
 from .transform import instrument_source
 
 # scaleprobe's own packages, found by path: a project may have modules of those names itself

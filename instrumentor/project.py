@@ -36,9 +36,11 @@ from .graph import ImportFacts, ImportGraph, cache_entry, cached_facts, entry_pa
 from .linemap import MAP_FORMAT
 from .outdir import (OutTree, case_twin, check_out, fold_index, into_src, link_target, open_out, real_folder,
                      replace_file, writing)
+from .prechecks import define_table
 from .quiet import quiet_warnings
 from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
 from .results import FileResult, Skip
+from .revision import BUILD, PROBE_ABI, REWRITE_REVISION
 from .shadowing import shadow_warnings, top_level_modules
 from .stateshape import state_in_shape, written_in_shape
 from .transform import instrument_source
@@ -50,23 +52,8 @@ COLUMNS_NAME = "columns.json"
 SOURCES_NAME = "sources.json"
 STATE_NAME = "state.json"
 STATE_VERSION = 1
-# Bumped when the same source is rewritten differently, so a re-run redoes files kept from before
-# (2: compound statements walked in source order; comprehensions, lambdas, class-body loops in "skipped";
-#  3: none counted twice inside a subtree left out whole;
-#  4: yield/await leave the regions after their operand and re-enter them in a `finally`, step/epoch
-#     loops whose body suspends are not wrapped, header strings escape characters outside the BMP;
-#  5: a self-documenting f-string field `{(yield v)=}` is its text plus the bracketed expression;
-#  6: suspensions in a nested def's decorators/defaults, a class's bases/keywords, a lambda's defaults
-#     and an `except` type are bracketed;
-#  7: no local `__sp_out__`: the runtime's left()/back() note per frame that the regions were left;
-#  8: a one-line `try`/`with` that suspends gets the `finally:` guard;
-#  9: the handlers of a one-line `try:` body that suspends re-enter first; NVTX notes hold frames;
-#  11: suspensions in `for`/`with ... as`/assignment targets are bracketed (review 64 F5); the step
-#      loop is the loop that steps the optimizer (review 67 F4);
-#  12: a `while` epoch or step loop ticks (`__sp_tick__`/`__sp_untick__`) and gets its records;
-#  13: numba's decorators imported by name or under another name (`from numba import vectorize`,
-#      `import numba as nb`) and `@stencil` leave their function as it is (review 82 F3))
-REWRITE_REVISION = 14
+# REWRITE_REVISION (instrumentor/revision.py, with its log) is bumped when the same source is rewritten
+# differently, so a re-run redoes files kept from before
 # libcst recurses once per nesting level (long `a + b + ...` chains); the import hook uses the same
 RECURSION_LIMIT = 20000
 # Never copied: VCS data, caches, our own state (rewritten), virtualenvs (found by pyvenv.cfg).
@@ -172,6 +159,21 @@ def _add_failure(summary: Summary, problem: str | None) -> None:
     """A file's reason in "files failed", once (reading a file fails alike when it is instrumented and copied)."""
     if problem is not None and problem not in summary.failed:
         summary.failed.append(problem)
+
+
+def _carried_clashes(carried: dict[str, list[tuple[int, str, str, int]]]) -> list[str]:
+    """Warnings for modules carried over already instrumented whose ids collide with each other's
+    (instrumented by separate builds): the runtime refuses such a program at import."""
+    owner: dict[int, str] = {}
+    said = []
+    for rel in sorted(carried):
+        for rid, *_ in carried[rel]:
+            first = owner.setdefault(rid, rel)
+            if first != rel:
+                said.append(f"{rel}: already instrumented by another build than {first}: both use region id {rid}, "
+                            "and the runtime will refuse the program; instrument the original sources of both")
+                break
+    return said
 
 
 def _hash(data: bytes) -> str:
@@ -527,17 +529,32 @@ class Project:
         src_manifest = self._source_manifest()
         next_id = max([self.state.get("next_id", 0), *(r.id + 1 for r in src_manifest)])
         jobs, results = [], {}
+        contents: dict[str, bytes] = {}
         for rel in targets:
             try:
-                data = (self.src / rel).read_bytes()
+                contents[rel] = (self.src / rel).read_bytes()
             except OSError as exc:  # unreadable, or gone since SRC was listed: copied (or kept) as it is
                 results[rel] = FileResult(rel, "failed", error=cannot_read(rel, exc))
                 files_state.setdefault(rel, {"hash": None, "fingerprint": "", "block": None, "regions": [],
                                              "status": "failed", "out_size": -1})
-                continue
+        # modules carried over already instrumented keep the ids their own build gave: no other
+        # module gets them (review 89 L1: with that build's .scaleprobe/ left behind, ids collided)
+        carried = self._carried_tables(contents)
+        reserved = {r[0] for table in carried.values() for r in table}
+        if reserved:
+            next_id = max(next_id, max(reserved) + 1)
+            summary.warnings.extend(_carried_clashes(carried))
+        for rel, data in contents.items():
             digest = _hash(data)
             entry = files_state.get(rel)
             out_file = self.out / rel if self.out else None
+            if entry and reserved and rel not in carried:
+                block = entry["block"]
+                if (any(r["id"] in reserved for r in entry["regions"])
+                        or block and any(block[0] <= i < block[1] for i in reserved)):
+                    # its ids, or its block, given before the module came: others
+                    entry = dict(entry, block=None, fingerprint="",
+                                 regions=[r for r in entry["regions"] if r["id"] not in reserved])
             if (
                 reuse and entry and entry["hash"] == digest and entry["fingerprint"] == fingerprint
                 and out_file is not None and out_file.exists() and out_file.stat().st_size == entry["out_size"]
@@ -569,10 +586,30 @@ class Project:
         src_columns = self._source_state(COLUMNS_NAME)
         for rel, result in results.items():
             if result.status == "already":  # keep what the run that instrumented it recorded
-                result.regions = by_rel.get(rel, [])
+                result.regions = by_rel.get(rel) or [Region(rid, kind, name, rel, line, f"carried:{rid}")
+                                                     for rid, kind, name, line in carried.get(rel, [])]
                 result.linemap = src_linemaps.get(rel)
                 result.columns = src_columns.get(rel)
         return results
+
+    def _carried_tables(self, contents: dict[str, bytes]) -> dict[str, list[tuple[int, str, str, int]]]:
+        """relpath -> region table of each module that is already instrumented for the runtime
+        backend (prechecks.define_table); parsed only where the text holds a define call."""
+        import ast
+
+        tables = {}
+        for rel, data in contents.items():
+            if b"__sp_define__" not in data:
+                continue
+            try:
+                source, _ = decode(data)
+                with quiet_warnings(rel):
+                    table = define_table(ast.parse(source, filename=rel))
+            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
+                continue  # its own job says why
+            if table:
+                tables[rel] = table
+        return tables
 
     def _epoch_callees(self, targets: list[str]) -> frozenset[str]:
         """Names of the functions of the modules to instrument that run one epoch
@@ -678,7 +715,8 @@ class Project:
         written |= kept
         self._remove_stale(written)
         try:
-            write_manifest(self.out, regions, backend=self.opts.backend, source=self._manifest_source())
+            write_manifest(self.out, regions, backend=self.opts.backend, source=self._manifest_source(), build=BUILD,
+                           abi=PROBE_ABI if self.opts.backend == "runtime" else None)
             state_dir = self.out / STATE_DIR
             (state_dir / LINEMAP_NAME).write_text(json.dumps(linemaps, separators=(",", ":")) + "\n", encoding="utf-8")
             (state_dir / COLUMNS_NAME).write_text(json.dumps(columns, separators=(",", ":")) + "\n", encoding="utf-8")

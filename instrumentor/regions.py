@@ -56,12 +56,19 @@ def manifest_path(out: Path) -> Path:
     return out / STATE_DIR / MANIFEST_NAME
 
 
-def write_manifest(out: Path, regions: Iterable[Region], *, backend: str, source: str | None = None) -> Path:
+def write_manifest(out: Path, regions: Iterable[Region], *, backend: str, source: str | None = None,
+                   build: str | None = None, abi: int | None = None) -> Path:
     """One region a line: readable, and written by json's C encoder (`indent=` falls back to the
-    pure-Python one, which made a no-change re-run of a large tree spend most of its time here)."""
+    pure-Python one, which made a no-change re-run of a large tree spend most of its time here).
+    `build`: the instrumentor that wrote the tree (revision.BUILD); `abi`: the probe ABI its code
+    calls (runtime backend only)."""
     path = manifest_path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    head = {"version": MANIFEST_VERSION, "backend": backend}
+    head: dict = {"version": MANIFEST_VERSION, "backend": backend}
+    if build is not None:
+        head["build"] = build
+    if abi is not None:
+        head["abi"] = abi
     if source is not None:
         head["source"] = source
     rows = ",\n  ".join(

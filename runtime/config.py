@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from .environment import LAUNCHERS
 from .errors import ScaleprobeRuntimeError
 
 
@@ -233,6 +234,10 @@ def from_env(env: Mapping[str, str] | None = None) -> Config:
     gpu = e.get("SCALEPROBE_GPU", "auto") or "auto"
     if gpu not in ("auto", "0", "1", "fake"):
         raise ConfigError(f"SCALEPROBE_GPU={gpu!r}: use auto, 0, 1 or fake")
+    launcher = e.get("SCALEPROBE_LAUNCHER") or None
+    if launcher is not None and launcher not in LAUNCHERS:  # what the header's `launcher` may say (review 89 L5)
+        raise ConfigError(f"SCALEPROBE_LAUNCHER={launcher!r}: use one of {', '.join(LAUNCHERS)} "
+                          "(the launchers set it; leave it unset)")
     nvtx = _flag(e, "SCALEPROBE_NVTX")
     if nvtx and _missing("nvtx"):
         # else a ModuleNotFoundError traceback at the first instrumented import (review 33)
@@ -243,7 +248,7 @@ def from_env(env: Mapping[str, str] | None = None) -> Config:
         run_id=e.get("SCALEPROBE_RUN_ID") or None,
         params=params,
         repetition=_number(e, "SCALEPROBE_REPETITION", None) if rep else None,
-        launcher=e.get("SCALEPROBE_LAUNCHER") or None,
+        launcher=launcher,
         ranks=ranks,
         schedule=sched,
         include=_patterns(e, "SCALEPROBE_INCLUDE"),

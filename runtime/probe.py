@@ -1,6 +1,6 @@
 """The probe ABI that instrumented code calls (docs/internals.md section 1).
 
-    define(module_name, module_globals, relpath, regions) -> bool
+    define(module_name, module_globals, relpath, regions, abi=1, build=None) -> bool
     enter(rid) / exit(rid)       a region visit on the current thread
     mark(rid)                    one iteration of loop region rid
     left() / back()              a generator or coroutine left its regions at a suspension / whether
@@ -9,6 +9,7 @@
     async_iter(rids, aiterable)  `async for`: leave regions `rids` while awaiting each `__anext__`
     async_ctx(rids, cm)          `async with`: the same around `__aenter__` and `__aexit__`
     reserve(n) -> int            a fresh base of n region ids (on-the-fly instrumentation)
+    ABI                          the probe ABI's number; define refuses code written for another
 
 enter/exit/mark/left/back are the backend's own functions (C when built, else pure Python), so a probe
 call is one call into them and nothing more. Importing this module loads no torch, nvtx, numpy
@@ -20,7 +21,7 @@ from __future__ import annotations
 import builtins
 import sys
 from types import CoroutineType as _CoroutineType, GeneratorType as _GeneratorType
-from typing import Any, AsyncIterator, Sequence
+from typing import Any, AsyncIterator, NoReturn, Sequence
 
 from . import _backend
 from . import linemap as _linemap
@@ -33,6 +34,11 @@ try:  # the awaitable the wrappers of `async for`/`async with` return (runtime/_
     from ._asyncwrap import around as _around
 except ImportError:  # not built: the wrappers are coroutines (a frame of ours above the awaited one)
     _around = None
+
+#: The probe ABI: what instrumented code may call here and what it means (docs/internals.md section 1).
+#: Bumped with instrumentor/revision.py's PROBE_ABI when emitted code needs another runtime (a probe
+#: added, or one whose arguments or meaning changed); `define` refuses code written for another one.
+ABI = 1
 
 enter = _backend.impl.enter
 exit = _backend.impl.exit
@@ -65,13 +71,30 @@ OFF_PROBES = {
 }
 
 
-def define(module_name: str, module_globals: dict, relpath: str, regions: Sequence[tuple[int, str, str, int]]) -> bool:
+#: relpath -> the build (`<version>.<rewrite revision>`) of each module defined in this process
+#: that said it (docs/internals.md section 1)
+builds: dict[str, str] = {}
+
+
+def define(module_name: str, module_globals: dict, relpath: str, regions: Sequence[tuple[int, str, str, int]],
+           abi: int = 1, build: str | None = None) -> bool:
     """Register a module's regions; returns whether probes are on now.
 
     The first call starts the recorder. `module_globals` is kept so that `__sp_on__` can be
     switched in every instrumented module later (schedule, rank selection, end of the run), and
     so that NVTX can swap in its own enter/exit without touching the hot path of everyone else.
+
+    `abi`: the probe ABI the module was instrumented for. Code of another ABI is refused, one line
+    and exit 2, before anything is recorded. Builds written before the ABI had a number pass none:
+    they are ABI 1 (the default stays 1 when ABI grows). `build`: the scaleprobe and rewrite
+    revision that wrote the module (`"0.1.0.15"`), kept in `builds` and named in the errors.
     """
+    if abi != ABI:
+        made = f" (built by scaleprobe {build})" if build else ""
+        _refuse(f"{relpath}{made} was instrumented for probe ABI {abi}, this runtime has ABI {ABI}: "
+                "instrument it again with this scaleprobe")
+    if build is not None:
+        builds[relpath] = build
     if "__sp_on__" not in _builtins_dict:
         for name, probe in OFF_PROBES.items():
             _builtins_dict.setdefault(name, probe)
@@ -81,6 +104,9 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
     if not rec.enabled:
         return False
     with rec.lock:
+        clash = _clash(rec.regions, relpath, regions)
+        if clash is not None:
+            _refuse(clash)
         rec.add_regions(module_name, relpath, regions)
         if not rec.finished:  # (after the end, probes stay off: nothing to switch, nothing to keep)
             rec.modules.append(module_globals)
@@ -98,6 +124,63 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
 
     comm.watch(rec)
     return rec.on
+
+
+def _refuse(message: str) -> NoReturn:
+    """What an instrumented module cannot run with: one line and exit 2, as a bad SCALEPROBE_*
+    variable at start-up (recorder._refuse_to_start), not a traceback through its import."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    print(f"scaleprobe: error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(2) from None
+
+
+def __getattr__(name: str) -> Any:
+    """PEP 562, called only for a name this module lacks: a module instrumented for a later probe
+    ABI imports a probe this runtime does not have, in its header's `from runtime.probe import`,
+    before its `define` could name the ABI. Said in one line, exit 2, as define says it (else a
+    bare ImportError at line 1 of the module); any other lookup is the usual AttributeError."""
+    if not name.startswith("_"):
+        frame = sys._getframe(1)
+        if _importing_probes(frame):
+            where = frame.f_globals.get("__file__") or frame.f_globals.get("__name__") or "a module"
+            _refuse(f"{where} imports the probe {name!r}, which this runtime (probe ABI {ABI}) does not have: "
+                    "it was instrumented by another scaleprobe; instrument it again with this scaleprobe")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _importing_probes(frame: Any) -> bool:
+    """Whether `frame` runs an instrumented module's top level (it defines its regions) and is in a
+    `from ... import` of a name now (IMPORT_FROM)."""
+    code = frame.f_code
+    if code.co_name != "<module>" or "__sp_define__" not in code.co_names:
+        return False
+    import dis
+
+    try:
+        return code.co_code[frame.f_lasti] == dis.opmap["IMPORT_FROM"]
+    except (IndexError, KeyError):
+        return False
+
+
+def _clash(known: dict, relpath: str, regions: Sequence[tuple[int, str, str, int]]) -> str | None:
+    """Why `regions` cannot be defined beside the regions `known` (recorder.regions: id ->
+    (kind, qualname, relpath, line, module)): an id another module's region has. `instrument`
+    gives ids unique in its build (also past the ids of a module it carries over already
+    instrumented), so modules of two builds were mixed."""
+    for reg in regions:
+        old = known.get(int(reg[0]))
+        if old is None or (old[1], old[2]) == (reg[2], relpath):
+            continue
+        first, second = builds.get(old[2]), builds.get(relpath)
+        which = (f"builds {first} and {second}" if first and second and first != second else "separate builds")
+        return (f"region id {reg[0]} defined twice: {old[2]}:{old[3]} {old[1]} and {relpath}:{reg[3]} {reg[2]}: "
+                f"the program mixes modules instrumented by {which} (a module instrumented elsewhere, or "
+                "an older build's file left on sys.path); instrument the project's original sources in one "
+                "build and run that")
+    return None
 
 
 # The loop header `for x in __sp_iterate__(rid, it):` calls series.loop directly: an exception of the

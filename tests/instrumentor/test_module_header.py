@@ -3,6 +3,7 @@ import ast
 
 from instr_helpers import code_of, rewrite
 from instrumentor.emit import NvtxBackend
+from instrumentor.revision import BUILD, PROBE_ABI
 
 
 def test_shebang_cookie_docstring_and_future_imports_stay_first():
@@ -17,7 +18,8 @@ def test_shebang_cookie_docstring_and_future_imports_stay_first():
         "from __future__ import annotations", "from __future__ import division",
     ]
     assert lines[5].startswith("from runtime.probe import enter as __sp_enter__, exit as __sp_exit__, define as __sp_define__")
-    assert lines[6] == '__sp_on__ = __sp_define__(__name__, globals(), "mod.py", ((0, "function", "f", 9),))'
+    assert lines[6] == ('__sp_on__ = __sp_define__(__name__, globals(), "mod.py", ((0, "function", "f", 9),), '
+                        f'abi={PROBE_ABI}, build="{BUILD}")')  # review 89 M1: the probe ABI and the build
     assert ast.get_docstring(ast.parse(code)) == "Doc."
 
 

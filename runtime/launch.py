@@ -134,7 +134,9 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
                           "torchrun (without a sweep, --nproc, --spawn, --timeout or --ranks-by-program), where it is "
                           "the id the job's ranks share; every run this launcher makes itself gets an id of its own")
     runs = _runs(opts, opts.nproc or 1)  # a bad `{name}` is an error before any warning about it
-    from runtime.sweep_checks import check_records, non_numeric_warnings
+    from runtime.sweep_checks import check_name_lengths, check_records, non_numeric_warnings
+
+    check_name_lengths(opts, runs)  # a single run and a dry run too (review 91 F3)
 
     for warning in [*unused_sweep_warnings(opts), *non_numeric_warnings(opts)]:
         print(warning, file=sys.stderr)

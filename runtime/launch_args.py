@@ -68,6 +68,9 @@ class Options:
     module: str | None = None  # `-m module`: run it as `python -m module` does
     # swept parameter -> the option that swept it, as typed (`--sweep a=1,2`, `--sweep-file d.toml`)
     sweep_origin: dict[str, str] = field(default_factory=dict)
+    # every parameter, swept or fixed -> where it was given (`--sweep a=1,2`, `--param b=3`, `sweep
+    # file d.toml: params.b`), for errors that name it
+    param_origin: dict[str, str] = field(default_factory=dict)
 
     def program_words(self) -> list[str]:
         """What runs, as it is written on the command line: the script, or `-m` and the module."""
@@ -423,7 +426,9 @@ def parse(argv: list[str]) -> Options:
         nsys_ranks=ns.nsys_ranks, nsys_args=ns.nsys_args, spawn=ns.spawn, run_id=ns.run_id,
         repetition=ns.repetition, child=ns.child, max_failures=ns.max_failures, module=ns.module,
         ranks_by_program=ns.ranks_by_program,
-        sweep_origin={name: origin[name] for name in design.sweep if name in origin})
+        sweep_origin={name: origin[name] for name in design.sweep if name in origin},
+        param_origin={**{name: f"sweep file {ns.sweep_file}: sweep.{name}" for name in design.sweep},
+                      **{name: f"sweep file {ns.sweep_file}: params.{name}" for name in design.fixed}, **given})
 
 
 def _script_name(script: Path) -> str:

@@ -6,14 +6,16 @@ srun/mpiexec/torchrun. When the script fails, its traceback goes to `<SCALEPROBE
 A rank that ends because it was sent SIGTERM (the launcher or srun stopping it because another rank
 failed, `--timeout`) says so in that first line, `STOPPED_BY_SIGTERM ...`, so that it is not taken for
 the rank that failed; one that ends in the KeyboardInterrupt of a SIGINT (Ctrl-C, which the launcher
-passes on) says `STOPPED_BY_SIGINT ...`. Who sent it is said only where the launcher left its mark
+passes on) says `STOPPED_BY_SIGINT ...`, only where a SIGINT came (`run_signals`: a KeyboardInterrupt
+the program raised itself is its own error). Who sent it is said only where the launcher left its mark
 (`STOP_MARK`) before it signalled the ranks (review 77 L2: a SIGTERM the program sent itself was put
-on the launcher).
+on the launcher). Only the rank's own process writes its error file, not one the program forked.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import types
 from pathlib import Path
@@ -174,15 +176,34 @@ def run_rank(script: Path | None, args: list[str], rank: int, *, instrument: boo
         code_for = instrumenting_compiler(script or Path("."), project_root, cache_dir,
                                           module_root(module) if module is not None else None)
     target = error_file(rank)
+    # The rank is this process (or an image it replaced itself with that runs the launcher again,
+    # as under --nsys): a process the program forked with os.fork() that leaves by an exception
+    # unwinds through here too, and its error is not the rank's (review 91 F1: a run whose ranks
+    # all exited 0 was `failed` in a sweep, for ever). Its traceback is on stderr, as without the
+    # launcher. multiprocessing's children (also torch.multiprocessing.spawn's ranks under
+    # --ranks-by-program) never come here: forked ones leave by os._exit, spawned ones are other
+    # programs.
+    owner = os.getpid()
+    # the stop signals that reach the rank from now on (run_signals: also where the program's own
+    # handler takes them), so that only a SIGINT's KeyboardInterrupt is called one (review 91 F2)
+    from runtime import run_signals
+
+    run_signals.start()
+    signals_before = run_signals.mark()
 
     def record(exc: BaseException, formatted: str) -> None:
+        if os.getpid() != owner:
+            return
         if launch_script.received_sigterm:
             # Not this rank's own failure: someone stopped it (see the module's docstring).
             summary = f"{STOPPED_BY_SIGTERM} ({_who_stopped('SIGTERM')})"
             if not (isinstance(exc, SystemExit) and exc.code == launch_script.SIGTERM_EXIT):
                 summary += f"; then {error_summary(exc)}"
-        elif isinstance(exc, KeyboardInterrupt):
-            # SIGINT's own exception (review 77 L1: at Ctrl-C each rank's file read as a failure)
+        elif isinstance(exc, KeyboardInterrupt) and run_signals.arrived(signals_before, signal.SIGINT) is not False:
+            # SIGINT's own exception (review 77 L1: at Ctrl-C each rank's file read as a failure);
+            # not one the program raised itself, with no SIGINT (review 91 F2: it was taken for a
+            # stopped rank, and --spawn's failed rank was looked for elsewhere). Where arrivals
+            # cannot be counted (no C extension: None), as before.
             summary = f"{STOPPED_BY_SIGINT} ({_who_stopped('SIGINT')}); then {error_summary(exc)}"
         else:
             summary = error_summary(exc)
@@ -198,7 +219,7 @@ def run_rank(script: Path | None, args: list[str], rank: int, *, instrument: boo
     code = _wind_down(code)
     global run_file_problem
     run_file_problem = problem = _finish_recorder(code)
-    if problem is not None and not code:
+    if problem is not None and not code and os.getpid() == owner:
         # The program's own exit status stands; what went wrong is the run file's, said as such.
         write_error(target, f"{problem}\n")
     return code

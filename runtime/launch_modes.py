@@ -148,13 +148,20 @@ def _run_in_process(opts: Options, identity: ProcessIdentity, run: Run, record: 
 
     def replaced() -> None:
         """The program replaces this process with os.exec*: nothing of the launcher runs after, so
-        the run's record ends here (it said `running` for ever: review 52 F6)."""
+        the run's record ends here (it said `running` for ever: review 52 F6). The new program's
+        exit status is this process's, which no code of the launcher's sees: the record has none
+        (`exit_code` null, `error` says why) where a run on a rank process the launcher started has
+        it, `failed` with it when it is not 0 (review 91 F4: it said ok, 0, for a program that then
+        exited 3, and "run data in" where no run file was written)."""
         if os.getpid() != launcher:
             return None  # a child the program forked
-        _finish(run, record, 0, identity.rank, time.monotonic() - start)
+        _finish(run, record, 0, identity.rank, time.monotonic() - start, replaced=True)
         if not cfg.quiet:
-            say(f"scaleprobe launch: the program replaced itself with os.exec*: the launcher's run ends here "
-                f"(the new program's own run file, if it records, joins it); run data in {shown}")
+            where = (f"run data in {shown}" if wrote_run_file(run.directory)
+                     else f"run record in {shown} (no run file was written before it)")
+            say(f"scaleprobe launch: the program replaced itself with os.exec*: the launcher's run ends here, "
+                f"recorded {record.status} without an exit status (the new program's, which the launcher cannot "
+                f"see, is this process's; its own run file, if it records, joins the run); {where}")
         return None
 
     remove = signal_watch.at_default_action(last_words) if identity.rank == 0 else (lambda: None)
@@ -171,7 +178,13 @@ def _run_in_process(opts: Options, identity: ProcessIdentity, run: Run, record: 
         unhook()
 
 
-def _finish(run: Run, record: RunRecord, code: int, rank: int, wall_s: float, signum: int | None = None) -> None:
+#: launch.json's `error` of a run whose program replaced the launcher's process with os.exec*
+REPLACED = ("the program replaced itself with os.exec*: the new program's exit status, the launcher's own, "
+            "is not known to the launcher (a run on a rank process the launcher starts records it)")
+
+
+def _finish(run: Run, record: RunRecord, code: int, rank: int, wall_s: float, signum: int | None = None,
+            replaced: bool = False) -> None:
     from runtime import launch_child
 
     record.exit_code = code
@@ -187,6 +200,8 @@ def _finish(run: Run, record: RunRecord, code: int, rank: int, wall_s: float, si
         record.status, record.failed_rank, record.error = "failed", rank, launch_child.run_file_problem
     else:
         record.status = "ok"
+    if replaced and record.status == "ok":
+        record.exit_code, record.error = None, REPLACED
     record.wall_s = round(wall_s, 3)
     try:
         write_record(run.directory, record)
@@ -214,6 +229,9 @@ def run_scheduled(opts: Options, identity: ProcessIdentity, argv: list[str], cfg
     repetition = opts.repetition or 0
     name = f"{run_name(params)}_rep-{repetition}_{_UNSAFE.sub('_', run_id)}"
     run = opts.design.run(params, repetition, opts.out / opts.experiment / name, opts.args)
+    from runtime.sweep_checks import check_name_lengths
+
+    check_name_lengths(opts, [run])
     if opts.dry_run:
         print(f"rank {identity.rank} of {identity.world_size} would run {run.directory}  "
               f"[{' '.join(f'{k}={v}' for k, v in params.items())} rep={repetition}]")

@@ -73,3 +73,13 @@ def since(m: Mark) -> int | None:
         if _sigwatch.arrivals(signum) > before:
             return signum
     return None
+
+
+def arrived(m: Mark, signum: int) -> bool | None:
+    """Whether `signum` arrived in this process after `m` (as `since`, for one signal); None where
+    arrivals are not counted (no C extension, or `start()` not called): it cannot be told."""
+    if _sigwatch is None or not _original:
+        return None
+    pid, counts = m
+    before = counts.get(signum, 0) if pid == os.getpid() else 0
+    return _sigwatch.arrivals(signum) > before

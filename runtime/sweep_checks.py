@@ -1,9 +1,12 @@
 """Checks of a whole sweep before any of its runs starts: swept values the modeler cannot fit over
-(a warning), and launch records a resume could not read (an error naming every one)."""
+(a warning), run directory names too long for the file system, and launch records a resume could
+not read (errors naming the parameter, and every damaged record)."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 from runtime.launch_args import Options
 from runtime.launch_errors import LaunchError
@@ -49,6 +52,51 @@ def _one_value_warning(opts: Options, name: str, values: list) -> list[str]:
             return [f"scaleprobe launch: warning: {where}: {name}={text!r} is one value, not {len(parts)}: values are "
                     f"separated by ',' ({name}={','.join(p.strip() for p in parts)}); one run is made with it"]
     return []
+
+
+#: a file name's longest, in bytes, where the file system does not say (ext4, XFS, Btrfs, ...)
+NAME_MAX = 255
+
+
+def _name_max(folder: Path) -> int:
+    """The longest name, in bytes, a file in `folder` (or in the nearest folder on the way that
+    exists) may have."""
+    for there in (folder, *folder.parents):
+        if os.path.isdir(there):
+            try:
+                return int(os.pathconf(there, "PC_NAME_MAX"))
+            except (OSError, ValueError, AttributeError):
+                return NAME_MAX
+    return NAME_MAX
+
+
+def _shown(text: str, most: int = 60) -> str:
+    return text if len(text) <= most else f"{text[:most - 3]}..."
+
+
+def check_name_lengths(opts: Options, runs: list[Run]) -> None:
+    """Refuse, before any run starts (a dry run too), parameter values that make a run directory's
+    name longer than the file system takes (review 91 F3: a sweep said "unreadable launch record
+    (File name too long); delete it", of a record that was never there). Names the parameter whose
+    value takes most of the name, and where it was given."""
+    if not runs:
+        return
+    longest = max(runs, key=lambda run: len(os.fsencode(run.directory.name)))
+    size = len(os.fsencode(longest.directory.name))
+    limit = _name_max(longest.directory.parent)
+    if size <= limit:
+        return
+    from runtime.sweep_design import point_name
+
+    parts = {name: len(os.fsencode(point_name({name: value}))) for name, value in longest.params.items()}
+    name = max(parts, key=lambda k: parts[k])
+    where = opts.param_origin.get(name, f"parameter {name!r}")
+    where = _shown(where) if where.startswith(("--sweep ", "--param ")) else where
+    others = len(parts) > 1 and size - parts[name] > limit
+    raise LaunchError(f"{where}: the run directory's name would be {size} bytes "
+                      f"({_shown(longest.directory.name)}), over the {limit} bytes the file system allows in a name "
+                      f"(under --out {opts.out}): give {name!r} a shorter value (it takes {parts[name]} bytes of the "
+                      "name)" + ("; the other parameters' names and values are too long as well" if others else ""))
 
 
 def check_records(runs: list[Run]) -> None:

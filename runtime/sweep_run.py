@@ -170,7 +170,8 @@ def dry_run(opts: Options, runs: list[Run], in_process_argv: list[str] | None = 
         if opts.sweeping:
             run = dataclasses.replace(run, directory=place(run.directory, run.params, legacy_directories(run, True)))
         done, problems = completion(run.directory, run.params, program_of(opts, run),
-                                    opts.instrument and recording) if opts.sweeping else (False, [])
+                                    opts.instrument and recording, rank_command(opts, run)
+                                    ) if opts.sweeping else (False, [])
         todo += not done
         command = (rank_command(opts, run) if in_process_argv is None
                    else [*launcher_command(), *without_dry_run(in_process_argv)])
@@ -234,7 +235,8 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
         claim, run = taken
         try:
             done, problems = completion(run.directory, run.params, program_of(opts, run),
-                                        opts.instrument and not cfg.disable) if opts.sweeping else (False, [])
+                                        opts.instrument and not cfg.disable, rank_command(opts, run)
+                                        ) if opts.sweeping else (False, [])
             if done:
                 assert progress is not None
                 progress.skip(run.ranks)

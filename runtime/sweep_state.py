@@ -2,8 +2,9 @@
 
 The record is written when a run starts (status `running`) and replaced, atomically, when it ends.
 A re-run of the same sweep skips every run whose record says `ok` for the same parameters and the
-same program (the script compared as the file it resolves to, however it was spelled) and whose run
-files are all still there with their end records (sweep_files); any other run is started again from
+same program (the script compared as the file it resolves to, however it was spelled), started the
+same way (`start_mode`: --ranks-by-program, --spawn, the interpreter's options) and whose run files
+are all still there with their end records (sweep_files); any other run is started again from
 scratch, after its old rank files are removed.
 
 A launcher holds a lock on `<run-dir>/.launch.lock` (flock) while it decides about a run and runs it,
@@ -17,6 +18,7 @@ directory whose record belongs to other parameters is never cleared: the run tak
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -141,6 +143,13 @@ def read_record(directory: Path, advice: bool = True) -> RunRecord | None:
     except IsADirectoryError:
         raise LaunchError(f"{path}: unreadable launch record (a directory, not a file){todo}") from None
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            # no record to delete: the name is what is wrong (review 91 F3; the launcher checks the
+            # names of a sweep's runs before it reads any: sweep_checks.check_name_lengths)
+            raise LaunchError(f"{directory}: the run directory's name is too long for the file system ({exc.strerror}: "
+                              f"{len(os.fsencode(directory.name))} bytes, the path "
+                              f"{len(os.fsencode(os.path.abspath(path)))}): shorten the parameter values or --out"
+                              ) from None
         raise LaunchError(f"{path}: unreadable launch record ({exc.strerror or exc}){todo}") from None
     except UnicodeDecodeError as exc:
         raise LaunchError(f"{path}: unreadable launch record (not UTF-8: byte 0x{exc.object[exc.start]:02x} "
@@ -200,21 +209,90 @@ def same_program(record: RunRecord, program: list[str]) -> bool:
     return script_path(record.program[0], record.cwd) == script_path(program[0])
 
 
+@dataclass(frozen=True)
+class StartMode:
+    """How a run's command (launch.json's `command`) started the program: after a `--spawn`
+    command (`spawn`: its words) or on processes the launcher started itself, with
+    `--ranks-by-program` or not, and the interpreter's options (`-O`, `-X dev`, ...) the launcher
+    passed on, which change what runs (`-O`: no asserts, `__debug__` False)."""
+
+    spawn: tuple[str, ...]
+    ranks_by_program: bool
+    options: tuple[str, ...]
+
+
+def start_mode(command: Sequence[str]) -> StartMode | None:
+    """`command`'s StartMode: `[spawn..., python, options..., -m, runtime.launch, flags...]`; None
+    where it is not such a command."""
+    words = list(command)
+    at = next((i for i in range(len(words) - 1) if words[i:i + 2] == ["-m", "runtime.launch"]), None)
+    if at is None:
+        return None
+    k = at - 1  # back over the interpreter's options (`-X name` is two words) to the interpreter
+    while k >= 0:
+        if k >= 1 and words[k - 1] == "-X":
+            k -= 2
+        elif words[k].startswith("-"):
+            k -= 1
+        else:
+            break
+    if k < 0:
+        return None
+    flags = []
+    for word in words[at + 2:]:
+        if word in ("--", "-m"):
+            break
+        flags.append(word)
+    # only a rank process's command (`--child`, first) holds the launcher's own flags: a run in the
+    # launcher's own process records the command line as typed, program arguments and all
+    by_program = flags[:1] == ["--child"] and "--ranks-by-program" in flags
+    return StartMode(tuple(words[:k]), by_program, tuple(words[k + 1:at]))
+
+
+def other_start(recorded: Sequence[str], current: Sequence[str]) -> list[str]:
+    """How the run recorded with command `recorded` was started otherwise than this launch starts it
+    (`current`): a run made with(out) --ranks-by-program, with(out) --spawn, or by an interpreter with
+    other options is not this sweep's (review 91 F5: they were skipped as done, and the sweep mixed
+    two ways of running the program). Nothing where either cannot be told."""
+    was, now = start_mode(recorded), start_mode(current)
+    if was is None or now is None:
+        return []
+    said = []
+    if was.ranks_by_program != now.ranks_by_program:
+        said.append("with --ranks-by-program (the program started its ranks), which this launch does not give"
+                    if was.ranks_by_program else
+                    "without --ranks-by-program (a process per rank), which this launch gives")
+    if bool(was.spawn) != bool(now.spawn):
+        said.append(f"with --spawn ({shlex.join(was.spawn)}), which this launch does not give" if was.spawn else
+                    "without --spawn (the launcher started the ranks itself), which this launch gives")
+    if sorted(was.options) != sorted(now.options):
+        said.append(f"by python {' '.join(was.options) or 'without options'}, where this launch runs python "
+                    f"{' '.join(now.options) or 'without options'} (the interpreter's options change what runs: "
+                    "-O turns the asserts off)")
+    return [f"made {what}" for what in said]
+
+
 def completion(directory: Path, params: dict[str, Any],
-               program: list[str] | None = None, instrument: bool = False) -> tuple[bool, list[str]]:
+               program: list[str] | None = None, instrument: bool = False,
+               command: Sequence[str] | None = None) -> tuple[bool, list[str]]:
     """Whether the directory holds a finished run of these parameters (and, when both are known,
     of the same program) with all its run files; and, for a run recorded as finished whose run
     files are not all there (deleted, cut off), or that another program command made, why it is
     not (see sweep_files). With `instrument` (this launch instruments the program with --instrument
     and records), a run that wrote no run file, made without --instrument, is not finished either
     (review 58 F3: the launcher's advice after an uninstrumented sweep, "add --instrument", skipped
-    every run as done); see `recorded_nothing` for the others."""
+    every run as done); see `recorded_nothing` for the others. With `command` (what this launch
+    starts the run with), a run started otherwise is not finished either (`other_start`)."""
     record = read_record(directory)
     if record is None or record.status != "ok" or record.params != params:
         return False, []
     if program and record.program and not same_program(record, program):
         # said: an accidental edit of a long sweep's command line remakes its finished runs (review 36)
         return False, [f"by another program command ({shlex.join(record.program)})"]
+    if command and record.command:
+        other = other_start(record.command, command)
+        if other:
+            return False, other
     from runtime.sweep_files import missing_files
 
     problems = missing_files(directory, record.files)

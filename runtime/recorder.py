@@ -190,6 +190,9 @@ class Recorder:
             "step_records": self.cfg.step_records,
             # recorded with SCALEPROBE_TRACE=1: a timeline without events says they were lost (review 90 F4)
             "trace": {"max": self.cfg.trace_max} if self.cfg.trace else None,
+            # the instrumentor that wrote the module whose `define` started recording (review 89 M1:
+            # runs of different builds could not be told apart); null for the manual API alone
+            "build": _first_build(),
         }
         if self.cfg.ranks:  # rank selection: the ranks that record, so that readers can tell one that died
             selected = RankSet.parse(self.cfg.ranks)
@@ -887,6 +890,13 @@ WATCH_TOOL_IDS = (5, 4, 3)
 _rec: Recorder | None = None
 _start_lock = threading.Lock()
 _starting: int | None = None  # the thread inside start(), while it is
+
+
+def _first_build() -> str | None:
+    """The `build` of the first instrumented module defined (`runtime.probe.builds`), or None: the
+    probe module is looked up, not imported (it imports this one)."""
+    builds = getattr(sys.modules.get(__package__ + ".probe"), "builds", None)
+    return next(iter(builds.values()), None) if builds else None
 
 
 def get() -> Recorder | None:

@@ -112,3 +112,18 @@ def test_a_bad_launcher_stops_a_built_program_in_one_line(tmp_path):
     assert done.stderr.splitlines() == [
         "scaleprobe: error: SCALEPROBE_LAUNCHER='bogus': use one of launch, torchrun, slurm, mpi, none "
         "(the launchers set it; leave it unset)"]
+
+
+def test_the_run_files_header_names_the_build_that_started_it(tmp_path):
+    # review 89 M1: runs of different builds could not be told apart
+    done = run(tmp_path, {"main.py": module("main.py", 0, ', abi=1, build="0.1.0.15"') + "print(f())\n"})
+    assert done.returncode == 0, done.stderr
+    [path] = find_run_files(tmp_path / "out")
+    assert read_run(path).header["build"] == "0.1.0.15"
+
+
+def test_a_build_from_before_builds_were_named_has_none_in_the_header(tmp_path):
+    done = run(tmp_path, {"main.py": module("main.py", 0) + "print(f())\n"})
+    assert done.returncode == 0, done.stderr
+    [path] = find_run_files(tmp_path / "out")
+    assert read_run(path).header["build"] is None

@@ -334,7 +334,8 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None, *, window: t
     items: list[tuple[tuple, str]] = []  # (order, the event's JSON text)
     slices = 0
     below_min = outside = 0
-    window_ns = None if window is None else (int(round(window[0] * 1e9)), int(round(window[1] * 1e9)))
+    # an open end (`30:`) is infinite: kept as a float, never made an int (review 93 HIGH-1: OverflowError)
+    window_ns = None if window is None else (window[0] * 1e9, window[1] * 1e9)
     min_dur_ns = int(round(min_dur * 1e9))
 
     def keep(f: _File, start_ns: float, dur_ns: float) -> bool:
@@ -462,9 +463,12 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None, *, window: t
             why = (f"every slice is outside --window or shorter than --min-dur ({outside + below_min} left out); "
                    "widen them")
         elif traced_on:
-            # review 90 F4: the advice to record with SCALEPROBE_TRACE=1 went to a run recorded so
-            why = ("it was recorded with SCALEPROBE_TRACE=1, but its events were lost: the process ended before "
-                   "its first flush (SCALEPROBE_FLUSH_INTERVAL), or the line that held them was cut")
+            # review 90 F4: the advice to record with SCALEPROBE_TRACE=1 went to a run recorded so;
+            # review 93 MED-1: not every such run lost its events: one may have visited no region
+            why = "it was recorded with SCALEPROBE_TRACE=1 " + (
+                "but its events were lost: a process ended before its first flush (SCALEPROBE_FLUSH_INTERVAL), "
+                "or the line that held them was cut" if incomplete or problems else
+                "and ended as it should, with no region visit recorded (no timed region ran)")
         else:
             why = "record it with SCALEPROBE_TRACE=1 for region events, or instrument a program with a training loop"
         raise InputError(
@@ -593,7 +597,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _notes(meta: dict) -> str:
     """What the trace leaves out by design, said after the summary line."""
-    note = "" if meta["region_events"] else " (steps and epochs only: record with SCALEPROBE_TRACE=1 for every region visit)"
+    note = "" if meta["region_events"] else (
+        " (steps and epochs only: recorded with SCALEPROBE_TRACE=1, but no region visit was recorded)" if meta.get("traced")
+        else " (steps and epochs only: record with SCALEPROBE_TRACE=1 for every region visit)")
     if meta["events_dropped"]:
         note += (f" ({meta['events_dropped']} region events were dropped while recording: raise "
                  f"SCALEPROBE_TRACE_MAX or trace a shorter run; the events kept are the first of each flush "

@@ -134,6 +134,8 @@ def fit_dataset(
     `pass_refits`: fit again with each repetition pass left out, and widen the ranges to hold those
     predictions (`modeler.passes`)."""
     min_share = parse_min_share(min_share)
+    if isinstance(metrics, str):  # one metric named alone (review 93 LOW-2: read as its letters)
+        metrics = [metrics]
     if metrics is not None:
         unknown = [m for m in metrics if m not in dataset.metrics()]
         if unknown or not metrics:

@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..listing import listing
 from ..runchoice import RunEntry, find_run
 from . import svg
 from .findings import NS, Report, TreeNode
@@ -114,7 +115,16 @@ def check_rank(g: RunGroup, rank: int) -> RankData:
 
 
 def _rank_list(ranks: Sequence[int]) -> str:
-    return ", ".join(str(r) for r in ranks)
+    """`0, 2, 5-9`: runs of consecutive ranks as ranges, at most 16 items then how many more
+    (review 93 LOW-5: a run of 1024 ranks listed each)."""
+    items: list[str] = []
+    for r in sorted(ranks):
+        if items and items[-1][1] == r - 1:
+            items[-1][1] = r
+        else:
+            items.append([r, r])
+    text = [str(a) if a == b else f"{a}, {b}" if b == a + 1 else f"{a}-{b}" for a, b in items]
+    return listing(text, 16, "more")
 
 
 def unprofiled_text(g: RunGroup) -> str:

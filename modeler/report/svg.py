@@ -81,16 +81,26 @@ def format_seconds(s: float) -> str:
     if s == 0:
         return "0"
     unit, per = time_unit(abs(s))
-    v = s / per
-    # 3 significant digits, but never an exponent in the integer part (review 86 LOW-5: 1.39e+03 h)
-    return f"{_fixed(v, 3) if abs(v) >= 1000 else f'{v:.3g}'} {unit}"
+    text = f"{s / per:.3g}"
+    if "e" in text and unit in _LARGER:  # 999.5 µs rounds to 1e+03 µs: it is 1 ms (review 93 LOW-1)
+        unit, per = _LARGER[unit]
+        text = f"{s / per:.3g}"
+    if "e" in text:  # never an exponent in the integer part (review 86 LOW-5: 1.39e+03 h)
+        text = _fixed(s / per, 3)
+    return f"{text} {unit}"
+
+
+#: the unit above each, for a value that rounds to 1000 of its own
+_LARGER = {"ns": ("µs", 1e-6), "µs": ("ms", 1e-3), "ms": ("s", 1.0)}
 
 
 def time_unit(a: float) -> tuple[str, float]:
-    """The unit `format_seconds` writes a duration of `a` seconds in, and its length in seconds."""
-    if a >= 7200:
+    """The unit `format_seconds` writes a duration of `a` seconds in, and its length in seconds:
+    hours from 2 h, minutes from 2 min, each as the value rounds to 3 digits (7199 s is 2 h, not
+    120 min)."""
+    if float(f"{a / 3600:.3g}") >= 2:
         return "h", 3600.0
-    if a >= 120:
+    if float(f"{a / 60:.3g}") >= 2:
         return "min", 60.0
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
         # compare after rounding to 3 digits, so 0.9999 ms prints as 1 ms and not as 1e+03 µs

@@ -48,7 +48,7 @@ def test_rank_of_an_unprofiled_rank_is_refused_with_the_ranks_that_have_one(swee
 def test_an_unknown_rank_lists_the_ranks_with_a_profile(sweep):
     groups, dataset, models = sweep
     groups = _without_profiles(groups, RUN, {0})
-    with pytest.raises(InputError, match=re.escape(f"--rank: run {RUN} has no rank 7; it has 0, 1, 2 "
+    with pytest.raises(InputError, match=re.escape(f"--rank: run {RUN} has no rank 7; it has 0-2 "
                                                    "(ranks with a profile: 1, 2)")):
         build_report(groups, dataset, models, ReportOptions(run_id=RUN, rank=7))
 

@@ -28,13 +28,13 @@ OK = {"type": "end", "status": "ok", "exit_code": 0}
 PID = 100
 
 
-def write(d: Path, records: list, header: dict | None = None) -> Path:
+def write(d: Path, records: list, header: dict | None = None, end: dict | None = OK) -> Path:
     h = {"run_id": "r90", "params": {}, "rank": 0, "world_size": 1, "host": "h", "pid": PID,
          "start_unix": 1000.0, "start_ns": 0, **(header or {})}
     path = d / run_file_name(0, PID)
     with RunWriter(path) as w:
         w.write_header(h)
-        w.write_records([*REGIONS, *records, OK])
+        w.write_records([*REGIONS, *records, *([end] if end else [])])
     return path
 
 
@@ -114,10 +114,16 @@ def test_a_steps_active_and_step_number_are_in_its_arguments(tmp_path):
 
 
 def test_a_traced_run_whose_events_were_lost_is_not_told_to_trace(tmp_path):
-    run = read_run(write(tmp_path, [], {"trace": {"max": 1000000}}))
-    with pytest.raises(InputError, match="recorded with SCALEPROBE_TRACE=1, but its events were lost") as e:
+    run = read_run(write(tmp_path, [], {"trace": {"max": 1000000}}, end=None))  # killed before its first flush
+    with pytest.raises(InputError, match="recorded with SCALEPROBE_TRACE=1 but its events were lost") as e:
         build_trace([run])
     assert "record it with SCALEPROBE_TRACE=1" not in str(e.value)
+    # review 93 MED-1: one that ended as it should lost nothing: it visited no region
+    done = read_run(write(tmp_path / "ok", [], {"trace": {"max": 1000000}}))
+    with pytest.raises(InputError, match="recorded with SCALEPROBE_TRACE=1 and ended as it should, with no region "
+                                         "visit recorded") as e:
+        build_trace([done])
+    assert "lost" not in str(e.value)
     untraced = read_run(write(tmp_path / "u", []))
     with pytest.raises(InputError, match="record it with SCALEPROBE_TRACE=1"):
         build_trace([untraced])
@@ -201,3 +207,20 @@ def test_a_trace_past_what_the_viewers_load_gets_a_warning(tmp_path, capsys, mon
     monkeypatch.setattr(tl, "LARGE_TRACE_BYTES", size)
     rc, _, err = run_cli(capsys, str(tmp_path), "-o", str(tmp_path / "t3.json"))
     assert "chrome://tracing loads up to" not in err  # the size written is the file's
+
+
+def test_a_window_with_an_open_end_keeps_everything_after_its_start(tmp_path, capsys):
+    # review 93 HIGH-1: `--window 30:` (docs/report.md's example) raised OverflowError
+    write(tmp_path, visits(10))
+    for window in ("0.0035:", "0.0035:1e300"):
+        rc, out, err = run_cli(capsys, str(tmp_path), "-o", "-", "--window", window)
+        assert rc == 0, err
+        work = sorted(e["ts"] for e in region_slices(json.loads(out)) if e["name"] == "work")
+        assert work == [4000.0, 5000.0, 6000.0, 7000.0, 8000.0, 9000.0]
+
+
+def test_a_traced_run_with_steps_but_no_region_visit_is_not_told_to_trace(tmp_path, capsys):
+    write(tmp_path, [step(0, 0, 1000)], {"trace": {"max": 1000}})
+    rc, _, err = run_cli(capsys, str(tmp_path), "-o", "-")
+    assert rc == 0 and "recorded with SCALEPROBE_TRACE=1, but no region visit was recorded" in err
+    assert "record with SCALEPROBE_TRACE=1" not in err

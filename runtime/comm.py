@@ -329,7 +329,9 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
         # GPU events only for the sync forms: nothing stops an async call's (review 33 L1); and
         # not for CPU tensors, whose call no GPU stream runs (L2)
         ev = gpu.start() if gpu is not None and not is_async and not _on_cpu(data) else None
-        impl.enter(rid)
+        # with SCALEPROBE_TRACE=1 the call is a trace event too, as a manual region's (runtime.trace)
+        tracer = getattr(rec, "tracer", None)
+        (impl.enter if tracer is None else tracer.enter)(rid)
         _inside.on = True
         t0 = perf_counter_ns()
         call = [op, nbytes, gsize, cpath, t0, None]
@@ -352,7 +354,7 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
             if pickles:
                 _inside.pickled = None
                 nbytes = call[1]
-            impl.exit(rid)
+            (impl.exit if tracer is None else tracer.exit)(rid)
             if not ok:
                 # it raised (a peer that died; a signal's exception): recorded up to here, as
                 # failed or cut short, and the exception goes on unchanged (review 49 F1)

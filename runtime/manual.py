@@ -84,7 +84,9 @@ class region:
         rec = _recorder.get()
         me = _get_ident()
         if rec is not None and rec.on:
-            if rec.cfg.nvtx:
+            if rec is not _plain:  # (see _plain)
+                if rec is not _nvtx_only:
+                    return _entered(self, rec, me)
                 _nvtx(rec)[0](self._rid)
             impl.enter(self._rid)
             self._opened[me] = self._opened.get(me, 0) + 1
@@ -103,16 +105,26 @@ class region:
             # left open, the thread's later visits were counted as recursion inside it (review 52)
             if _forget(self._opened, me):
                 impl.drop(self._rid)
-                if rec is not None and rec.cfg.nvtx:
-                    _nvtx(rec)[1](self._rid)
+                if rec is not None and rec is not _plain:
+                    _dropped(rec, self._rid)
             else:
                 _forget_other(self._opened, me)  # entered on another thread: it stays open there
             return
-        if impl.exit(self._rid) is not False:
-            opened = self._opened  # _forget(opened, me), inlined: this is every `with` block's exit
+        if rec is _plain:
+            if impl.exit(self._rid) is not False:
+                opened = self._opened  # _forget(opened, me), inlined: this is every `with` block's exit
+                n = opened.get(me)
+                if n == 1:
+                    opened.pop(me, None)  # a hand-over may have taken it meanwhile
+                elif n:
+                    opened[me] = n - 1
+                return
+        # (as above, with what `rec` adds: a traced visit's end read before it ends, the NVTX pop)
+        elif (impl.exit(self._rid) if rec is _nvtx_only else _exit(rec, self._rid)) is not False:
+            opened = self._opened
             n = opened.get(me)
             if n == 1:
-                opened.pop(me, None)  # a hand-over may have taken it meanwhile
+                opened.pop(me, None)
             elif n:
                 opened[me] = n - 1
             if rec.cfg.nvtx:
@@ -153,7 +165,9 @@ class region:
             rec = _recorder.get()
             if rec is None or not rec.on:
                 return fn(*args, **kwargs)
-            if rec.cfg.nvtx:
+            if rec is not _plain:  # (as in __enter__)
+                if rec is not _nvtx_only:
+                    return _hooked_call(rec, rid, fn, args, kwargs)
                 _nvtx(rec)[0](rid)
             impl.enter(rid)
             try:
@@ -164,7 +178,7 @@ class region:
                     impl.exit(rid)
                 else:  # probes went off meanwhile: as a `with` block's
                     impl.drop(rid)
-                if rec.cfg.nvtx:
+                if rec is not _plain and rec.cfg.nvtx:
                     _nvtx(rec)[1](rid)
 
         return wrapper  # type: ignore[return-value]
@@ -182,28 +196,97 @@ def _nvtx(rec: Any) -> tuple[Callable[[int], None], Callable[[int], None]]:
 
 _nvtx_ops: list = []
 
+# What the recorder in use adds to a manual region's visit, known by its identity: the hot paths
+# test `rec is _plain` (nothing: the backend's probes alone) where they tested `rec.cfg.nvtx`, then
+# `rec is _nvtx_only` (SCALEPROBE_NVTX=1: its ranges pushed and popped inline, as before); any
+# other recorder (a traced one, SCALEPROBE_TRACE=1, or one not seen yet) goes through `_enter` (which
+# sets these two) and `_exit`, so that runs without tracing pay nothing for it.
+_plain: Any = None
+_nvtx_only: Any = None
+
+
+def _enter(rec: Any, rid: int) -> None:
+    """`impl.enter(rid)` of a manual region's visit with what `rec` adds to it, in the order the
+    instrumented modules' probes have: the NVTX push (SCALEPROBE_NVTX=1), the visit, its trace
+    entry (SCALEPROBE_TRACE=1: `Tracer.enter`, the same wrapper as a module's)."""
+    global _plain, _nvtx_only
+    nvtx = rec.cfg.nvtx
+    if nvtx:
+        _nvtx(rec)[0](rid)
+    tracer = rec.tracer
+    if tracer is not None:
+        tracer.enter(rid)
+        return
+    impl.enter(rid)
+    if nvtx:
+        _nvtx_only = rec
+    else:
+        _plain = rec
+
+
+def _entered(r: region, rec: Any, me: int) -> region:
+    """`region.__enter__` with `_enter`."""
+    _enter(rec, r._rid)
+    r._opened[me] = r._opened.get(me, 0) + 1
+    return r
+
+
+def _exit(rec: Any, rid: int) -> Any:
+    """`impl.exit(rid)` (its result) of a visit `_enter` began, less its NVTX pop: traced, through
+    `Tracer.exit`, which reads its end before the visit ends, as a module's wrapper does."""
+    tracer = rec.tracer
+    return impl.exit(rid) if tracer is None else tracer.exit(rid)
+
+
+def _hooked_call(rec: Any, rid: int, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    """A call of a function `@region` decorates, with `_enter` and `_end`."""
+    _enter(rec, rid)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _end(rid, rec)
+
+
+def _dropped(rec: Any, rid: int) -> None:
+    """After `impl.drop(rid)` (the visit left while probes were off): its trace entry comes off
+    (`Tracer.drop`: no event, counted in `trace_unmatched`) and its NVTX range is popped."""
+    if rec.tracer is not None:
+        rec.tracer.drop(rid)
+    if rec.cfg.nvtx:
+        _nvtx(rec)[1](rid)
+
 
 def _begin(rid: int) -> Any:
     """One visit of `rid` begins when probes are on: the recorder (for `_end`), else None."""
     rec = _recorder.get()
     if rec is None or not rec.on:
         return None
-    if rec.cfg.nvtx:
+    if rec is not _plain:  # (as in region.__enter__)
+        if rec is not _nvtx_only:
+            _enter(rec, rid)
+            return rec
         _nvtx(rec)[0](rid)
     impl.enter(rid)
     return rec
 
 
 def _end(rid: int, rec: Any) -> None:
-    """The visit `_begin` began ends; as a dropped one when probes went off meanwhile."""
+    """The visit `_begin` began ends; as a dropped one when probes went off meanwhile. Traced:
+    `Tracer.exit` reads its end before the visit ends, as a module's wrapper does."""
     if rec is None:
         return
     now = _recorder.get()
     if now is not None and now.on:
-        impl.exit(rid)
+        if rec is _plain or rec is _nvtx_only:
+            impl.exit(rid)
+        else:
+            _exit(rec, rid)
     else:  # probes went off meanwhile: as a `with` block's
         impl.drop(rid)
-    if rec.cfg.nvtx:
+        if rec is not _plain:
+            _dropped(rec, rid)
+        return
+    if rec is not _plain and rec.cfg.nvtx:
         _nvtx(rec)[1](rid)
 
 
@@ -241,9 +324,10 @@ class _CommRegion(region):
         me = _get_ident()
         if rec is not None and rec.on:
             rid = self._rid
-            if rec.cfg.nvtx:
-                _nvtx(rec)[0](rid)
-            impl.enter(rid)
+            if rec is _plain:
+                impl.enter(rid)
+            else:  # (its visits cost microseconds: one call more for NVTX is nothing)
+                _enter(rec, rid)
             self._opened[me] = self._opened.get(me, 0) + 1
             self._calls.setdefault(me, []).append((rec, _comm.begin_manual(self.name, _comm_path(rid))))
         else:
@@ -492,10 +576,14 @@ def _exit_elsewhere(r: region, owner: int, rec: Any) -> None:
     visit ends now (a region entered on one thread and left on another). Else nothing can be closed:
     said once per region, and the visit stays open where it was entered (it ends with its enclosing
     region there, or with the run)."""
+    t = perf_counter_ns()
     if not impl.exit_elsewhere(r._rid):
         _warn_once(r, "where it is not open, and it is not the innermost open region of exactly one other "
                       "thread: this visit is not recorded")
-    elif rec.cfg.nvtx:  # its NVTX range can only be popped on the thread that pushed it
+        return
+    if rec.tracer is not None:  # its trace event is the owner's, as its visit
+        rec.tracer.exit_elsewhere(owner, r._rid, t)
+    if rec.cfg.nvtx:  # its NVTX range can only be popped on the thread that pushed it
         from . import nvtx_ranges
 
         nvtx_ranges.ended_elsewhere(owner, r._rid)

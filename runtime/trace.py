@@ -2,7 +2,13 @@
 `modeler timeline`, besides the profile.
 
 Wraps each instrumented module's `__sp_enter__`/`__sp_exit__` (runs without tracing keep the bare
-probes). Events wait in memory as tuples and are written at flushes, 10000 to a line.
+probes); the manual API (runtime.manual) calls the same wrappers around the backend's probes
+(`Tracer.enter`/`Tracer.exit`), so that its regions' visits are kept on the same stacks (review 93
+MED-1: they had no events, and a program that used only the manual API had a timeline of steps
+only). A manual region left while the probes are off (`impl.drop`) comes off its stack with the
+entries above it (`drop`), counted in `unmatched`; one handed over to another thread ends there as
+the owner's event (`exit_elsewhere`). Events wait in memory as tuples and are written at flushes,
+10000 to a line.
 
 Each thread keeps a stack of its open visits, `(region, start_ns)`; an exit pairs with the entry on
 top of it. Entries that give no event keep their place on the stack all the same, so that the exits
@@ -64,6 +70,11 @@ class Tracer:
         self._idents: dict[int, int] = {}  # native thread id -> its thread's ident (close_at_end)
         self._native: dict[int, int] = {}  # thread ident -> the native id of the thread that has it now
         self._tl = threading.local()
+        # The manual API's probes (runtime.manual): the backend's, traced as a module's are (review
+        # 93 MED-1: the manual API's regions had no events). `exit` returns the backend's result.
+        from ._backend import impl
+
+        self.enter, self.exit = self._probes(impl.enter, impl.exit)
 
     def _new_thread(self) -> list:
         tl = self._tl
@@ -87,6 +98,13 @@ class Tracer:
         enter, exit = g.get("__sp_enter__"), g.get("__sp_exit__")
         if enter is None or exit is None or getattr(enter, "__sp_trace__", False):
             return
+        trace_enter, trace_exit = self._probes(enter, exit)
+        g["__sp_enter__"], g["__sp_exit__"] = trace_enter, trace_exit
+
+    def _probes(self, enter: Any, exit: Any) -> tuple[Any, Any]:
+        """`enter`/`exit` (a module's probes; the backend's for the manual API), each visit also
+        kept as an event. Closures over locals, not methods: these run at every visit. The exit
+        returns what `exit` returned (the manual API tells from False a region not open here)."""
         tl, events, throttled, tracer, new_thread = self._tl, self.events, self.rec.throttled, self, self._new_thread
 
         def trace_enter(rid: int) -> None:
@@ -102,10 +120,10 @@ class Tracer:
             else:
                 st.append((rid, perf_counter_ns()))
 
-        def trace_exit(rid: int) -> None:
+        def trace_exit(rid: int) -> Any:
             t = perf_counter_ns()
             try:
-                exit(rid)
+                return exit(rid)
             finally:  # (also when the GPU target's hook raised: the visit ended all the same)
                 try:
                     st = tl.stack
@@ -124,7 +142,55 @@ class Tracer:
         from .dynamo import hide
 
         hide(trace_enter, trace_exit)
-        g["__sp_enter__"], g["__sp_exit__"] = trace_enter, trace_exit
+        return trace_enter, trace_exit
+
+    def drop(self, rid: int) -> None:
+        """The manual API left a visit of `rid` while the probes were off (`impl.drop`): its entry,
+        the innermost of `rid` on this thread's stack, and the entries above it (visits left while
+        the probes were off), as the profile drops them, come off: no event, counted in
+        `unmatched` (a refused one in `dropped`), as `note_on` counts them. With no entry of `rid`
+        (a visit begun while the probes were off, or that `note_on` took): nothing."""
+        st = getattr(self._tl, "stack", None)
+        if not st:
+            return
+        for i in range(len(st) - 1, -1, -1):
+            if st[i][0] == rid:
+                break
+        else:
+            return
+        entries = st[i:]
+        del st[i:]
+        self._discard(entries)
+
+    def exit_elsewhere(self, owner: int, rid: int, t: int) -> None:
+        """A manual region's visit that thread `owner` (its ident) entered, and whose innermost open
+        region it is there, ended at `t` on this thread (a hand-over: `impl.exit_elsewhere`): its
+        event is the owner's, as the profile closes it on the owner's stack."""
+        tid = self._native.get(owner)
+        st = self._stacks.get(tid) if tid is not None else None
+        if not st:
+            return
+        for i in range(len(st) - 1, -1, -1):
+            try:
+                entry = st[i]
+            except IndexError:  # (the owner goes on meanwhile: it leaves visits of its own)
+                continue
+            if entry[0] == rid:
+                break
+        else:
+            return
+        try:
+            if st[i] is entry:
+                del st[i]
+            else:
+                return
+        except IndexError:
+            return
+        t0 = entry[1]
+        if t0 >= 0:
+            self.events.append((rid, t0, t, tid))
+        elif t0 == _REFUSED:
+            self.dropped += 1
 
     def _mismatch(self, st: list, rid: int, t: int) -> None:
         """An exit whose entry is not on top of the thread's stack: pair it with the nearest entry of

@@ -85,3 +85,25 @@ def test_the_ddp_hook_records_the_bucket_before_ddp_goes_on(tmp_path):
     p = subprocess.run([sys.executable, "-c", DDP_HOOK_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "SEEN [['ddp_allreduce']]" in p.stdout, p.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_traced_collectives_are_trace_events(tmp_path):
+    """Review 93 MED-1's follow-up: with SCALEPROBE_TRACE=1 the torch.distributed calls that the
+    runtime wraps went to the backend directly, and a timeline lacked them."""
+    env = clean_env()
+    env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"), OMP_NUM_THREADS="1", SCALEPROBE_TRACE="1")
+    p = subprocess.run([sys.executable, str(APP), str(tmp_path / "store")], env=env, capture_output=True,
+                       text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    [f] = find_run_files(tmp_path / "out")
+    run = read_run(f)
+    names = {rid: reg.name for rid, reg in run.regions.items()}
+    traced = [names[e[0]] for e in run.events]
+    assert traced.count("torch.distributed.all_reduce") == 4 and traced.count("torch.distributed.broadcast") == 2
+    # every event of a wrapped call lies inside its caller's
+    by_rid = {}
+    for rid, t0, t1, _tid in run.events:
+        by_rid.setdefault(names[rid], []).append((t0, t1))
+    assert all(t0 <= t1 for spans in by_rid.values() for t0, t1 in spans)

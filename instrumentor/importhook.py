@@ -173,16 +173,19 @@ class Instrumenter:
         original = ast.parse(data, filename=str(path))
         with quiet_warnings(str(path)):
             tree = ast.parse(entry["code"], filename=str(path))
-        shift_ids(tree, self._base(entry["n"]))
+        found = self.relative(path)
+        shift_ids(tree, self._base(entry["n"], path.name if found is None else found[1].as_posix()))
         remap_tree(tree, entry["linemap"], entry["shifts"], entry.get("columns"), statement_ends(original))
         return compile(tree, str(path), "exec", dont_inherit=True)
 
-    def _base(self, n: int) -> int:
+    def _base(self, n: int, relpath: str | None = None) -> int:
         global _nvtx_next
         if self.backend == "runtime":
             from runtime.probe import reserve
 
-            return reserve(n)
+            from .revision import BUILD
+
+            return reserve(n, relpath, BUILD)
         with _lock:  # NVTX ids only key a per-module dict; unique per process is enough
             base, _nvtx_next = _nvtx_next, _nvtx_next + n
         return base

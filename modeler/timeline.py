@@ -465,10 +465,7 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None, *, window: t
         elif traced_on:
             # review 90 F4: the advice to record with SCALEPROBE_TRACE=1 went to a run recorded so;
             # review 93 MED-1: not every such run lost its events: one may have visited no region
-            why = "it was recorded with SCALEPROBE_TRACE=1 " + (
-                "but its events were lost: a process ended before its first flush (SCALEPROBE_FLUSH_INTERVAL), "
-                "or the line that held them was cut" if incomplete or problems else
-                "and ended as it should, with no region visit recorded (no timed region ran)")
+            why = "it was recorded with SCALEPROBE_TRACE=1 " + _untraced_why(files, bool(incomplete or problems))
         else:
             why = "record it with SCALEPROBE_TRACE=1 for region events, or instrument a program with a training loop"
         raise InputError(
@@ -488,6 +485,23 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None, *, window: t
             "traced": traced_on, "origin_unix": ref + origin * 1e-9 if walls else None,
             "left_out": {"outside_window": outside, "below_min_dur": below_min}}
     return [text for _, text in items], meta, slices
+
+
+def _untraced_why(files: Sequence[_File], cut: bool) -> str:
+    """Why a run recorded with SCALEPROBE_TRACE=1 has no region event, after "it was recorded with
+    SCALEPROBE_TRACE=1 ": its events were lost (`cut`: a process without its end record, or a cut
+    line), not kept (SCALEPROBE_TRACE_MAX, the probes switched off around them), or no region ran
+    (review 94 MED-2: dropped and unmatched visits were called "no timed region ran")."""
+    if cut:
+        return ("but its events were lost: a process ended before its first flush (SCALEPROBE_FLUSH_INTERVAL), "
+                "or the line that held them was cut")
+    dropped = sum(_count(f.run, "trace_dropped") for f in files)
+    unmatched = sum(_count(f.run, "trace_unmatched") for f in files)
+    if dropped or unmatched:
+        said = [f"{dropped} dropped at SCALEPROBE_TRACE_MAX" if dropped else "",
+                f"{unmatched} open while the probes were switched off" if unmatched else ""]
+        return f"but none of its region visits was kept ({' and '.join(x for x in said if x)})"
+    return "and ended as it should, with no region visit recorded (no timed region ran)"
 
 
 def _count(run: Any, key: str) -> int:
@@ -597,9 +611,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _notes(meta: dict) -> str:
     """What the trace leaves out by design, said after the summary line."""
-    note = "" if meta["region_events"] else (
-        " (steps and epochs only: recorded with SCALEPROBE_TRACE=1, but no region visit was recorded)" if meta.get("traced")
-        else " (steps and epochs only: record with SCALEPROBE_TRACE=1 for every region visit)")
+    if meta["region_events"]:
+        note = ""
+    elif not meta.get("traced"):
+        note = " (steps and epochs only: record with SCALEPROBE_TRACE=1 for every region visit)"
+    elif meta["events_dropped"] or meta.get("events_unmatched"):
+        note = " (steps and epochs only: recorded with SCALEPROBE_TRACE=1, but no region visit was kept, as follows)"
+    else:
+        note = " (steps and epochs only: recorded with SCALEPROBE_TRACE=1, but no region visit was recorded)"
     if meta["events_dropped"]:
         note += (f" ({meta['events_dropped']} region events were dropped while recording: raise "
                  f"SCALEPROBE_TRACE_MAX or trace a shorter run; the events kept are the first of each flush "

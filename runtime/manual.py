@@ -52,7 +52,18 @@ def _rid(name: str, kind: str, what: str = "region") -> int:
         with _ids_lock:
             rid = _ids.get(key)
             if rid is None:
-                rid = _ids[key] = _recorder.start().new_region(kind, name, "<manual>", 0)
+                rec = _recorder.start()
+                rid = _ids[key] = rec.new_region(kind, name, "<manual>", 0)
+                made = rec
+            else:
+                made = None
+        if made is not None:
+            # torch.distributed's calls become communication records as in an instrumented program,
+            # also in one that times regions of the manual API alone (review 94 LOW-7: only define()
+            # and the epoch and step loops started the watch)
+            from . import comm
+
+            comm.watch(made)
     return rid
 
 

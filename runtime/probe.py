@@ -153,16 +153,20 @@ def __getattr__(name: str) -> Any:
 
 def _importing_probes(frame: Any) -> bool:
     """Whether `frame` runs an instrumented module's top level (it defines its regions) and is in a
-    `from ... import` of a name now (IMPORT_FROM)."""
+    `from ... import` of a name now (IMPORT_FROM) that it binds to a reserved `__sp_*__` name: the
+    header's import, not one of the program's own (review 94 LOW-2: a program's `try: from
+    runtime.probe import x / except ImportError` exited 2 instead of taking its fallback)."""
     code = frame.f_code
     if code.co_name != "<module>" or "__sp_define__" not in code.co_names:
         return False
     import dis
 
-    try:
-        return code.co_code[frame.f_lasti] == dis.opmap["IMPORT_FROM"]
-    except (IndexError, KeyError):
-        return False
+    found = False
+    for ins in dis.get_instructions(code):  # (only on this error path)
+        if found:
+            return ins.opname in ("STORE_NAME", "STORE_GLOBAL") and str(ins.argval).startswith("__sp_")
+        found = ins.offset == frame.f_lasti and ins.opname == "IMPORT_FROM"
+    return False
 
 
 def _clash(known: dict, relpath: str, regions: Sequence[tuple[int, str, str, int]]) -> str | None:
@@ -174,6 +178,12 @@ def _clash(known: dict, relpath: str, regions: Sequence[tuple[int, str, str, int
         old = known.get(int(reg[0]))
         if old is None or (old[1], old[2]) == (reg[2], relpath):
             continue
+        if int(reg[0]) >= _recorder.RESERVED_BASE:  # (review 94 LOW-3: blamed on separate builds)
+            return (f"region id {reg[0]} of {relpath}:{reg[3]} {reg[2]} is in the runtime's own range "
+                    f"({_recorder.RESERVED_BASE} and above: the manual API's, communication's), where "
+                    f"{old[2]}:{old[3]} {old[1]} has it: a module carried over already instrumented had ids "
+                    "that large (and a build gives the others ids above a carried module's); instrument the "
+                    "original sources in one build")
         first, second = builds.get(old[2]), builds.get(relpath)
         which = (f"builds {first} and {second}" if first and second and first != second else "separate builds")
         return (f"region id {reg[0]} defined twice: {old[2]}:{old[3]} {old[1]} and {relpath}:{reg[3]} {reg[2]}: "
@@ -521,10 +531,15 @@ def async_ctx(rids: tuple[int, ...], cm: Any) -> Any:
 _OWN_CODE = frozenset((_special.__code__, _lookup.__code__))
 
 
-def reserve(n: int) -> int:
-    """Base of `n` fresh region ids that no instrumented module uses; define them before use."""
+def reserve(n: int, relpath: str | None = None, build: str | None = None) -> int:
+    """Base of `n` fresh region ids that no instrumented module uses; define them before use.
+    `relpath`, `build`: the module they are for and the instrumentor that rewrote it (the import
+    hook's), kept as `define` keeps them, before this starts the recorder, whose header names the
+    first build (review 94 MED-1: under `--instrument` it was always null)."""
     if n < 0:
         raise ValueError(f"reserve(n): n must not be negative, got {n}")
+    if build is not None:
+        builds.setdefault(relpath or "<reserved>", build)
     return _recorder.start().reserve(n)
 
 

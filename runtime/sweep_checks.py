@@ -89,6 +89,13 @@ def check_name_lengths(opts: Options, runs: list[Run]) -> None:
     from runtime.sweep_design import point_name
 
     parts = {name: len(os.fsencode(point_name({name: value}))) for name, value in longest.params.items()}
+    rest = size - sum(parts.values())
+    if not parts or rest > max(parts.values()):
+        # the name's own part takes most (review 94 LOW-1: a long --run-id was blamed on `ranks`)
+        raise LaunchError(f"the run directory's name would be {size} bytes ({_shown(longest.directory.name)}), "
+                          f"over the {limit} bytes the file system allows in a name (under --out {opts.out}): "
+                          f"{rest} bytes of it are not a parameter's but the run's id (--run-id, or the job id "
+                          "of torchrun, SLURM, PBS, LSF): give a shorter one")
     name = max(parts, key=lambda k: parts[k])
     where = opts.param_origin.get(name, f"parameter {name!r}")
     where = _shown(where) if where.startswith(("--sweep ", "--param ")) else where

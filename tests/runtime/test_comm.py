@@ -107,3 +107,34 @@ def test_traced_collectives_are_trace_events(tmp_path):
     for rid, t0, t1, _tid in run.events:
         by_rid.setdefault(names[rid], []).append((t0, t1))
     assert all(t0 <= t1 for spans in by_rid.values() for t0, t1 in spans)
+
+
+MANUAL_ONLY_APP = r'''
+import sys
+import torch
+import torch.distributed as dist
+from runtime.manual import region
+
+dist.init_process_group("gloo", init_method=f"file://{sys.argv[1]}", rank=0, world_size=1)
+with region("sync"):
+    dist.all_reduce(torch.ones(256))
+    dist.barrier()
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_a_program_of_manual_regions_alone_records_its_collectives(tmp_path):
+    """Review 94 LOW-7: without an instrumented module or an epoch/step loop, torch.distributed was
+    never wrapped: no communication records."""
+    (tmp_path / "app.py").write_text(MANUAL_ONLY_APP)
+    env = clean_env()
+    env.update(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(tmp_path / "out"), OMP_NUM_THREADS="1")
+    p = subprocess.run([sys.executable, "app.py", str(tmp_path / "store")], env=env, capture_output=True,
+                       text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    [f] = find_run_files(tmp_path / "out")
+    run = read_run(f)
+    ops = {c["op"]: c for c in run.comms}
+    assert ops["all_reduce"]["calls"] == 1 and ops["all_reduce"]["bytes"] == 1024 and ops["barrier"]["calls"] == 1
+    assert run.callpath_name(tuple(ops["all_reduce"]["callpath"])) == "sync->torch.distributed.all_reduce"

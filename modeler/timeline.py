@@ -631,9 +631,10 @@ def _notes(meta: dict) -> str:
         note += (f" ({len(names)} region(s) throttled while recording ({listing(names, 3)}): their visits after "
                  f"that are not drawn; SCALEPROBE_THROTTLE_CALLS=0 keeps timing them)")
     left = meta.get("left_out") or {}
-    if left.get("outside_window") or left.get("below_min_dur"):
-        note += (f" ({left.get('outside_window', 0)} slices outside --window and {left.get('below_min_dur', 0)} "
-                 f"region visits shorter than --min-dur left out)")
+    said = [f"{left['outside_window']} slices outside --window" if left.get("outside_window") else "",
+            f"{left['below_min_dur']} region visits shorter than --min-dur" if left.get("below_min_dur") else ""]
+    if any(said):  # (only the cut asked for: review 95 LOW-4)
+        note += f" ({' and '.join(x for x in said if x)} left out)"
     if meta["steps_thinned"]:
         note += (f" ({meta['steps_thinned']} steps were measured but not written (SCALEPROBE_STEP_RECORDS): "
                  f"the steps drawn thin out along the run, each standing for its block of steps, its weight)")

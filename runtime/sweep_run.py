@@ -185,7 +185,10 @@ def dry_run(opts: Options, runs: list[Run], in_process_argv: list[str] | None = 
 def execute(opts: Options, runs: list[Run], cfg: Config) -> int:
     """Run every run not completed before; exit status 0 only if every run completed."""
     # Between runs no rank is alive to forward a signal to: note it and stop before the next run.
-    with SignalInbox() as between:
+    # A reader of the sweep's stderr that went away (a pipe's) ends its lines, not the sweep.
+    from runtime.stderr_gone import tolerant_stderr
+
+    with SignalInbox() as between, tolerant_stderr():
         return _execute(opts, runs, cfg, between)
 
 

@@ -278,8 +278,16 @@ def _chart_start(width: int, height: int, ml: float, title: str, y_label: str) -
         f'width="{width}" height="{height}" role="img" aria-label="{_esc(title or y_label)}">'
     ]
     if title:
-        out.append(f'<text class="title" x="{ml}" y="16">{_esc(title)}</text>')
+        # a title wider than the chart is cut with an ellipsis, whole in its tooltip (review 95 LOW-3:
+        # the held values at its end were lost past the edge); 12 px bold: about 7 px a character
+        room = max(8, int((width - ml - 4) / _TITLE_CHAR_PX))
+        shown = title if len(title) <= room else title[: room - 1] + "…"
+        tip = f"<title>{_esc(title)}</title>" if shown != title else ""
+        out.append(f'<text class="title" x="{ml}" y="16">{tip}{_esc(shown)}</text>')
     return out
+
+
+_TITLE_CHAR_PX = 7.0
 
 
 def _axes(sx, sy, width, height, ml, mr, mt, mb, x_label, y_label, y_format) -> str:

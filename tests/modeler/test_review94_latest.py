@@ -43,3 +43,25 @@ def test_and_more_counts_ranks():
 @pytest.mark.parametrize("seconds, text", [(7170, "1.99 h"), (119.5, "1.99 min"), (7199, "2 h"), (119.4, "119 s")])
 def test_a_duration_that_rounds_to_two_of_the_next_unit_takes_it(seconds, text):
     assert svg.format_seconds(seconds) == text
+
+
+def test_the_note_names_only_the_cut_that_left_something_out(tmp_path, capsys):
+    # review 95 LOW-4: `--window` alone said "0 region visits shorter than --min-dur left out"
+    from .test_timeline_review90 import visits
+
+    write(tmp_path, visits(10))
+    rc, _, err = run_cli(capsys, str(tmp_path), "-o", "-", "--window", "0.0035:0.0055")
+    assert rc == 0 and "slices outside --window left out" in err and "--min-dur" not in err
+
+
+def test_a_chart_title_wider_than_the_chart_is_cut_and_whole_in_its_tooltip():
+    # review 95 LOW-3: the held values at the end of a Training chart's title were lost past its edge
+    title = "step time against batch (width=24, ranks=1, a long held point of many parameters=16)"
+    chart = str(svg.xy_chart([svg.PlotSeries("runs", [1, 2], [1, 2])], x_label="batch", y_label="s", title=title))
+    import re
+    [text] = re.findall(r'<text class="title"[^>]*>(.*?)</text>', chart)
+    shown = re.sub(r"<title>.*?</title>", "", text)
+    assert shown.endswith("…") and len(shown) * 7.0 <= 460 - 62
+    assert f"<title>{title}</title>" in text
+    short = str(svg.xy_chart([svg.PlotSeries("runs", [1, 2], [1, 2])], x_label="b", y_label="s", title="step time"))
+    assert ">step time</text>" in short

@@ -86,6 +86,18 @@ def define_table(tree: ast.Module) -> list[tuple[int, str, str, int]]:
     return []
 
 
+def define_relpath(tree: ast.Module) -> str | None:
+    """The relpath an already instrumented module's header passes to `__sp_define__` (the file it
+    was built as), or None."""
+    for stmt in tree.body:
+        value = stmt.value if isinstance(stmt, ast.Assign) else None
+        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "__sp_define__"
+                and len(value.args) >= 3 and isinstance(value.args[2], ast.Constant)
+                and isinstance(value.args[2].value, str)):
+            return value.args[2].value
+    return None
+
+
 def backend_of(tree: ast.Module) -> str:
     """The backend an already instrumented module was written for (emit.py's module headers)."""
     for stmt in tree.body:

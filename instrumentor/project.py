@@ -36,7 +36,7 @@ from .graph import ImportFacts, ImportGraph, cache_entry, cached_facts, entry_pa
 from .linemap import MAP_FORMAT
 from .outdir import (OutTree, case_twin, check_out, fold_index, into_src, link_target, open_out, real_folder,
                      replace_file, writing)
-from .prechecks import define_table
+from .prechecks import define_relpath, define_table
 from .quiet import quiet_warnings
 from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
 from .results import FileResult, Skip
@@ -539,8 +539,10 @@ class Project:
                                              "status": "failed", "out_size": -1})
         # modules carried over already instrumented keep the ids their own build gave: no other
         # module gets them (review 89 L1: with that build's .scaleprobe/ left behind, ids collided)
+        self.carried_renamed: list[str] = []
         carried = self._carried_tables(contents)
         reserved = {r[0] for table in carried.values() for r in table}
+        summary.warnings.extend(self.carried_renamed)
         if reserved:
             next_id = max(next_id, max(reserved) + 1)
             summary.warnings.extend(_carried_clashes(carried))
@@ -609,6 +611,12 @@ class Project:
                 continue  # its own job says why
             if table:
                 tables[rel] = table
+                named = define_relpath(ast.parse(source, filename=rel))
+                if named is not None and named != rel:
+                    # review 96 LOW-3: its run records, tracebacks and line maps name the file it was built as
+                    self.carried_renamed.append(
+                        f"{rel}: already instrumented as {named}: its regions are recorded under {named}, and its "
+                        f"tracebacks map through {named}'s lines; instrument its original source with the project")
         return tables
 
     def _epoch_callees(self, targets: list[str]) -> frozenset[str]:
@@ -884,6 +892,8 @@ class Project:
                 summary.failed.append(result.error or rel)
             summary.skipped.extend((rel, s) for s in result.skipped)
             summary.warnings.extend(result.warnings)
+            if result.status == "already":  # carried over: counted as the build counts it (review 96 LOW-1)
+                summary.regions.update(r.kind for r in result.regions)
             if result.status != "instrumented":
                 continue
             before, encoding = decode((self.src / rel).read_bytes())

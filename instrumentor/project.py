@@ -539,10 +539,9 @@ class Project:
                                              "status": "failed", "out_size": -1})
         # modules carried over already instrumented keep the ids their own build gave: no other
         # module gets them (review 89 L1: with that build's .scaleprobe/ left behind, ids collided)
-        self.carried_renamed: list[str] = []
-        carried = self._carried_tables(contents)
+        carried, renamed = self._carried_tables(contents)
         reserved = {r[0] for table in carried.values() for r in table}
-        summary.warnings.extend(self.carried_renamed)
+        summary.warnings.extend(renamed)
         if reserved:
             next_id = max(next_id, max(reserved) + 1)
             summary.warnings.extend(_carried_clashes(carried))
@@ -594,30 +593,33 @@ class Project:
                 result.columns = src_columns.get(rel)
         return results
 
-    def _carried_tables(self, contents: dict[str, bytes]) -> dict[str, list[tuple[int, str, str, int]]]:
+    def _carried_tables(self, contents: dict[str, bytes]) -> tuple[dict[str, list[tuple[int, str, str, int]]], list[str]]:
         """relpath -> region table of each module that is already instrumented for the runtime
-        backend (prechecks.define_table); parsed only where the text holds a define call."""
+        backend (prechecks.define_table), parsed only where the text holds a define call; and the
+        warnings for those built under another name than they now have."""
         import ast
 
         tables = {}
+        renamed: list[str] = []
         for rel, data in contents.items():
             if b"__sp_define__" not in data:
                 continue
             try:
                 source, _ = decode(data)
                 with quiet_warnings(rel):
-                    table = define_table(ast.parse(source, filename=rel))
+                    tree = ast.parse(source, filename=rel)
+                table = define_table(tree)
             except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
                 continue  # its own job says why
             if table:
                 tables[rel] = table
-                named = define_relpath(ast.parse(source, filename=rel))
+                named = define_relpath(tree)
                 if named is not None and named != rel:
                     # review 96 LOW-3: its run records, tracebacks and line maps name the file it was built as
-                    self.carried_renamed.append(
+                    renamed.append(
                         f"{rel}: already instrumented as {named}: its regions are recorded under {named}, and its "
                         f"tracebacks map through {named}'s lines; instrument its original source with the project")
-        return tables
+        return tables, renamed
 
     def _epoch_callees(self, targets: list[str]) -> frozenset[str]:
         """Names of the functions of the modules to instrument that run one epoch

@@ -116,7 +116,7 @@ def check_rank(g: RunGroup, rank: int) -> RankData:
 def _rank_list(ranks: Sequence[int]) -> str:
     """`0, 2, 5-9`: runs of consecutive ranks as ranges, at most 16 items then how many more
     (review 93 LOW-5: a run of 1024 ranks listed each)."""
-    items: list[str] = []
+    items: list[list[int]] = []  # [first, last] of each run of consecutive ranks
     for r in sorted(ranks):
         if items and items[-1][1] == r - 1:
             items[-1][1] = r

@@ -10,7 +10,7 @@ point are repetitions: they stay separate in `Series.repetitions` for the estima
 A call path that a completed rank did not visit took no time there: additive metrics (time,
 visits, communication) count it as 0 on that rank, and in a repetition that did not visit it where
 another run of the same experiment at that point did. Per-step values (the median step, the mean
-data wait, communication and GPU time per step: `STEP_PARTS`) exist only where steps ran; a step
+data wait and communication per step: `STEP_PARTS`, the median GPU time) exist only where steps ran; a step
 record with a `weight` (a run thinned by SCALEPROBE_STEP_RECORDS) counts as that many steps in them.
 A rank whose profile is empty was not profiled (rank selection) and does not count at all.
 
@@ -56,7 +56,7 @@ METRICS: dict[str, Metric] = {
     "epoch_time": Metric("s", False, "median duration of one epoch"),
     "data_wait": Metric("s", False, "mean time per step spent waiting for the data loader"),
     "step_comm_time": Metric("s", False, "mean communication time per step"),
-    "step_gpu_time": Metric("s", False, "mean GPU time per step (runs on a GPU only)"),
+    "step_gpu_time": Metric("s", False, "median GPU time per step, its span on the GPU (runs on a GPU only)"),
     "peak_memory": Metric("B", False, "peak GPU memory allocated up to the loop's last step (runs on a GPU only)"),
     "peak_rss": Metric("B", False, "largest peak resident memory of an epoch"),
     "gpu_time": Metric("s", False, "GPU time of a region, from sampled visits scaled to all visits (GPU runs only)"),
@@ -254,8 +254,10 @@ LOOP_FIELDS = (("duration_ns", "step_time"), ("data_wait_ns", "data_wait"), ("co
 #: when its prefetch runs dry), so a median over steps would drop them. Their value per step is
 #: the mean over the active steps (their total / the steps): the mean step is then compute +
 #: communication + data wait. A step's duration stays the median, which a slow first step does
-#: not dominate.
-STEP_PARTS = frozenset({"data_wait_ns", "comm_ns", "gpu_ns"})
+#: not dominate; so does its GPU time, the span of the step's work on the GPU, which every step
+#: has: on an H100 the first step's (cuDNN's autotuning, CUDA's lazy loading: 0.72-0.86 s against
+#: 7-30 ms for later ones) made the mean of 10 steps a constant 66 ms at every point of a sweep.
+STEP_PARTS = frozenset({"data_wait_ns", "comm_ns"})
 _FIELD_OF = {m: f for f, m in LOOP_FIELDS} | {"epoch_time": "duration_ns"}  # metric -> record field
 
 

@@ -134,7 +134,7 @@ class RunGroup:
 
     def loop_stats(self, kind: str = "steps") -> dict[str, dict[str, float]]:
         """Per step (or epoch) loop, by call path: the mean over the ranks that ran it of each rank's
-        median `duration`, mean `mean_duration`, and mean `data_wait`, `comm` and `gpu` (ns) over its
+        median `duration` and `gpu`, mean `mean_duration`, and mean `data_wait` and `comm` (ns) over its
         active steps (`loop_stats` below), and `count`, the mean number of those steps per rank.
         Under `--ranks mean` this is what `modeler fit` gives as `step_time`, `data_wait`,
         `step_comm_time`, `step_gpu_time` (and `epoch_time`)."""
@@ -163,10 +163,11 @@ def loop_stats(files: Sequence[Any], names: Any) -> dict[str, dict[str, dict[str
     Over the records `modeler fit` takes `step_time`, `data_wait`, `step_comm_time`,
     `step_gpu_time` and `epoch_time` from (`aggregate.loop_records`: active steps only, each loop
     under its call path), and reduced as it does (`aggregate.per_step`), so that the report and
-    `modeler fit` agree: a field a record lacks is not counted; `duration` is the median, which a
-    slow first step does not dominate; the parts of a step (`data_wait`, `comm`, `gpu`) are the
-    mean per step, as is `mean_duration`, which they split: a part that happens on some steps only
-    (the synchronizing micro-steps of gradient accumulation) is not dropped."""
+    `modeler fit` agree: a field a record lacks is not counted; `duration` and `gpu` (the step's
+    span on the GPU) are medians, which a slow first step does not dominate; the parts of a step
+    (`data_wait`, `comm`) are the mean per step, as is `mean_duration`, which they split: a part
+    that happens on some steps only (the synchronizing micro-steps of gradient accumulation) is not
+    dropped."""
     samples: dict[str, dict[str, dict[str, list[float]]]] = {"steps": {}, "epochs": {}}
     weights: dict[str, dict[str, dict[str, list[float]]]] = {"steps": {}, "epochs": {}}
     counts: dict[str, dict[str, float]] = {"steps": defaultdict(float), "epochs": defaultdict(float)}

@@ -72,7 +72,10 @@ MANY_RATIO = 2.0         # overhead, many small regions per step (~5 region visi
 PER_VISIT_NS = 1000      # overhead, added per region visit with CUDA active
 COMM_SHARE = 0.5         # recorded comm time per call at least half the call's GPU duration ...
 COMM_HIGH = 3.0          # ... and at most 3x it (+0.5 ms)
-COMM_GPU = 0.25          # recorded comm gpu_ns per call within +-25% of the call's GPU duration
+COMM_GPU = 0.25          # recorded comm gpu_ns per call within +-25% of the call's GPU duration ...
+LAUNCH_NS = 150_000      # ... + this per DDP bucket against NCCL's own durations, which begin with the
+                         # kernel: a bucket's interval begins at its collective's call, and on a GPU that
+                         # waits for the CPU the way to the kernel shows (H100: 75-115 us in DDP's hook)
 MIN_COMM_US = 100        # below this GPU duration, enqueue and transfer cannot be told apart
 SCENARIO_TIMEOUT = 300
 
@@ -542,17 +545,20 @@ def check_overhead(ctx: Ctx) -> None:
 
 
 def nccl_params(ctx: Ctx) -> dict:
-    p = dict(mbytes=ctx.args.nccl_mb, calls=10, ddp_width=1024, ddp_layers=4, ddp_steps=10)
+    p = dict(mbytes=ctx.args.nccl_mb, calls=10, batch=4, ddp_width=4096, ddp_layers=4, ddp_steps=10, ddp_bucket_mb=100)
     if ctx.fake:
-        p.update(mbytes=4, calls=3, ddp_width=64, ddp_layers=2, ddp_steps=3)
+        p.update(mbytes=4, calls=3, batch=2, ddp_width=64, ddp_layers=2, ddp_steps=3, ddp_bucket_mb=1)
     return p
 
 
-def compare_comm(ctx: Ctx, label: str, rec: dict, ref: list, per: str = "call") -> None:
-    """The recorded time (and GPU time) per call against the calls' own event pairs (and NCCL's
-    durations). `per` "step": DDP's buckets of one step, together, against one all_reduce of all
-    their bytes (they overlap the backward pass: no upper bound)."""
+def compare_comm(ctx: Ctx, label: str, rec: dict, ref: list, per: str = "call", calls: float = 1.0) -> None:
+    """The recorded GPU time (and CPU time) per call against the calls' own event pairs (and NCCL's
+    durations). `per` "step": DDP's buckets of one step (`calls` of them), together, against NCCL's
+    own durations of them (the reference row's event pair is those durations)."""
     check = "nccl"
+    if any(x[1] is None for x in ref):
+        ctx.skip(check, f"{label}: no reference GPU duration (NCCL's own durations need TORCH_NCCL_ENABLE_TIMING=1)")
+        return
     # means, as the runtime's records hold sums: the same calls on both sides
     ref_ns = statistics.fmean(x[1] for x in ref) * 1e6
     cpu_ns = statistics.fmean(x[0] for x in ref)
@@ -574,32 +580,41 @@ def compare_comm(ctx: Ctx, label: str, rec: dict, ref: list, per: str = "call") 
         ctx.skip(check, f"{label}: GPU duration only {us(ref_ns)} (recorded {us(got)}, call returned after {us(cpu_ns)}{extra}):"
                         " too short to tell the enqueue from the transfer")
     else:
+        # time_ns is what the CPU saw: under NCCL only the queueing, documented (docs/runtime.md,
+        # Communication; seen on an H100: 64 us of a 920 us all-reduce). Shown; only far too much fails.
         low = got < COMM_SHARE * ref_ns
         high = per == "call" and got > COMM_HIGH * ref_ns + 500_000
-        ctx.verdict(check, not (low or high),
-                    f"{label}: recorded time_ns {us(got)} per {per} vs GPU duration {us(ref_ns)} (event pair{extra});"
-                    f" the call returned after {us(cpu_ns)}"
-                    + (f": the recorded time is {100 * got / ref_ns:.0f}% of the GPU duration, only the enqueue is timed"
-                       " (review 33 H1)" if low else
-                       f": the recorded time is {got / ref_ns:.1f}x the GPU duration" if high else ""))
+        text = (f"{label}: recorded time_ns {us(got)} per {per} vs GPU duration {us(ref_ns)} (event pair{extra});"
+                f" the call returned after {us(cpu_ns)}")
+        if high:
+            ctx.verdict(check, False, f"{text}: the recorded time is {got / ref_ns:.1f}x the GPU duration")
+        else:
+            ctx.info(text + (f": time_ns is {100 * got / ref_ns:.0f}% of it, the queueing, as documented;"
+                             " gpu_ns has the duration" if low else ""))
     if rec["gpu_ns"] is None:
-        ctx.skip(check, f"{label}: no gpu_ns in the comm records (this runtime does not time these calls on the GPU)")
+        if ctx.fake:
+            ctx.skip(check, f"{label}: no gpu_ns in the comm records (fake: gloo's CPU tensors are timed on no stream)")
+        else:
+            ctx.verdict(check, False, f"{label}: no gpu_ns in the comm records: the calls were not timed on the GPU")
     elif ref_ns >= MIN_COMM_US * 1e3:
         g = rec["gpu_ns"] / max(rec["gpu_calls"], 1)
+        slack = LAUNCH_NS * calls if per == "step" else 0
         ctx.num(f"{key}.recorded_gpu_per_{per}", g / 1e3, "us")
-        ctx.verdict(check, abs(g / ref_ns - 1) <= COMM_GPU,
-                    f"{label}: recorded gpu_ns {us(g)} per {per} vs {us(ref_ns)} ({pct(g, ref_ns)}; limit +-25%)")
+        ctx.verdict(check, abs(g - ref_ns) <= COMM_GPU * ref_ns + slack,
+                    f"{label}: recorded gpu_ns {us(g)} per {per} vs {us(ref_ns)} ({pct(g, ref_ns)}; limit +-25%"
+                    + (f" + {us(slack)} for {calls:g} launches)" if slack else ")"))
 
 
 def nccl_rank(ctx: Ctx, o: Outcome, i: int, label: str, p: dict) -> None:
     r, run = o.results[i], o.runs[i]
-    for key, op in (("sync_allreduce", "all_reduce"), ("async_allreduce", "all_reduce"),
-                    ("sync_allgather", "all_gather_into_tensor")):
+    for key, op, per_call in (("sync_allreduce", "all_reduce", 1), ("async_allreduce", "all_reduce", 1),
+                              ("async_batch", "all_reduce", p["batch"]), ("sync_allgather", "all_gather_into_tensor", 1)):
         name = f"{label} {key}"
         rec = comm_of(run, op, key)
-        ctx.verdict("nccl", rec["calls"] == p["calls"] and rec["bytes"] == p["calls"] * r["bytes"],
-                    f"{name}: {rec['calls']} {op} calls recorded (want {p['calls']}), {rec['bytes']} bytes"
-                    f" (want {p['calls'] * r['bytes']})", gpu=False)
+        want = p["calls"] * per_call
+        # (a batch's calls each move a part: the same bytes in all)
+        ctx.verdict("nccl", rec["calls"] == want and rec["bytes"] == p["calls"] * r["bytes"],
+                    f"{name}: {rec['calls']} {op} calls recorded (want {want}), {rec['bytes']} bytes", gpu=False)
         if rec["calls"]:
             compare_comm(ctx, name, rec, r[key])
     rec = comm_of(run, "ddp_allreduce", None)
@@ -609,7 +624,9 @@ def nccl_rank(ctx: Ctx, o: Outcome, i: int, label: str, p: dict) -> None:
                 f" all-reduces in {steps} steps, {rec['bytes'] / steps:.0f} bytes a step (parameters: {pb})", gpu=False)
     if rec["calls"]:
         # One step's buckets together against one all_reduce of all the gradient bytes.
-        compare_comm(ctx, f"{label} DDP buckets", dict(rec, calls=steps, gpu_calls=steps), r["ddp_reference"], per="step")
+        buckets = r.get("ddp_buckets", rec["calls"]) / steps
+        compare_comm(ctx, f"{label} DDP buckets", dict(rec, calls=steps, gpu_calls=steps), r["ddp_reference"], per="step",
+                     calls=buckets)
 
 
 def check_nccl(ctx: Ctx) -> None:

@@ -53,6 +53,8 @@ _OBJECT = ("all_gather_object", "broadcast_object_list", "gather_object", "scatt
 _PAYLOAD = ("tensor", "input_tensor", "input", "input_tensor_list", "input_list", "p2p_op_list", "tensors")
 # Always asynchronous: they return Work(s) whatever the arguments.
 _ASYNC = ("isend", "irecv", "batch_isend_irecv")
+# Point-to-point: run on streams of their own per peer, not in their group's order.
+_P2P = ("send", "recv", "isend", "irecv", "batch_isend_irecv")
 # Also replaced in distributed_c10d: `P2POp` accepts only an op that `is` c10d's own isend/irecv, and
 # batch_isend_irecv tells sends from receives the same way (review 33 H2).
 _C10D_TOO = ("isend", "irecv")
@@ -218,11 +220,11 @@ def _tensor_bytes(x: Any) -> int:
     return 0
 
 
-def _on_cpu(x: Any) -> bool:
-    """Whether the payload `x` is tensors and none of them on a GPU (a gloo collective of CPU
-    tensors in a program that uses CUDA): CUDA events around it would time whatever else the
-    stream runs meanwhile, not the call (review 33 L2). False where it holds no tensor (a
-    barrier): not known."""
+def _where(x: Any) -> str | None:
+    """Where the payload `x` runs: "cuda" when it holds a tensor on a GPU, "cpu" when it holds
+    tensors and none of them on a GPU (a gloo collective of CPU tensors in a program that uses
+    CUDA: CUDA events around it would time whatever else the stream runs meanwhile, not the call,
+    review 33 L2), None when it holds no tensor (a barrier): not known."""
     found = False
     stack = [x]
     while stack:
@@ -231,11 +233,24 @@ def _on_cpu(x: Any) -> bool:
             y = y.tensor
         if hasattr(y, "is_cuda"):
             if y.is_cuda:
-                return False
+                return "cuda"
             found = True
         elif isinstance(y, (list, tuple)):
             stack.extend(y)
-    return found
+    return "cpu" if found else None
+
+
+def _gpu_timer(rec: "_recorder.Recorder", where: str | None) -> Any:
+    """The recorder's GPU timer; a collective of CUDA tensors starts it when no step or epoch loop
+    has yet (before, the collectives a program ran before its first loop, or in a program without
+    one, had no GPU time: seen on an H100, gpu_check's nccl scenario)."""
+    gpu = rec.gpu
+    if gpu is None and where == "cuda":
+        from .series import maybe_start_gpu
+
+        maybe_start_gpu(rec)
+        gpu = rec.gpu
+    return gpu
 
 
 def _patch_object_bytes(c10d: Any) -> None:
@@ -301,6 +316,9 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
         # While dynamo traces, it must see only the library's call (it makes it a functional
         # collective): our probes would break the graph (review 33 H3). Compiled calls are not recorded.
         if is_compiling() or not rec.on or getattr(_inside, "on", False):
+            slot = getattr(_inside, "bucket", None)
+            if slot is not None and slot[0] is None and not is_compiling():
+                slot[0] = slot[1].start()  # a DDP bucket's GPU interval begins at its first collective
             return fn(*args, **kwargs)
         if _dropped:
             _settle_dropped()
@@ -325,10 +343,17 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
             is_async = False
         gsize = _group_size(dist, group)
         cpath = impl.current_path() + (rid,)
-        gpu = rec.gpu
-        # GPU events only for the sync forms: nothing stops an async call's (review 33 L1); and
-        # not for CPU tensors, whose call no GPU stream runs (L2)
-        ev = gpu.start() if gpu is not None and not is_async and not _on_cpu(data) else None
+        where = _where(data)
+        gpu = _gpu_timer(rec, where)
+        # GPU events: a sync call's end event is recorded when it returns; an async call's in its
+        # future's callback, which runs on a stream that waits for the call to complete (so only
+        # async calls of CUDA tensors: gloo's futures of CPU tensors mark no stream). None for
+        # CPU tensors, whose call no GPU stream runs (review 33 L2).
+        timed = gpu is not None and (where == "cuda" if is_async else where != "cpu")
+        ev = gpu.start() if timed else None
+        # a process group's collectives run one after another on the GPU: each interval begins no
+        # earlier than the group's previous one ended (GpuTimer.stop); point-to-point calls do not
+        chain = None if op in _P2P else ("group", id(group))
         # with SCALEPROBE_TRACE=1 the call is a trace event too, as a manual region's (runtime.trace)
         tracer = getattr(rec, "tracer", None)
         (impl.enter if tracer is None else tracer.enter)(rid)
@@ -360,9 +385,18 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
                 # failed or cut short, and the exception goes on unchanged (review 49 F1)
                 _end_failed(rec, key, dt, gpu, ev, cut)
 
-        def done(end: int, failed: bool = False, cut: bool = False) -> None:
+        def done(end: int, failed: bool = False, cut: bool = False, on_gpu: bool = False) -> None:
+            """Record the call, which ended at `end`; `on_gpu`: called where the current stream
+            waits for the call to complete (a future's callback), so its GPU interval ends here."""
             if _open.pop(key, None) is not None:
-                record(rec, op, nbytes, gsize, end - t0, cpath, None, t0, failed, cut)
+                pending = {"gpu_ns": None} if on_gpu and ev is not None and not (failed or cut) else None
+                record(rec, op, nbytes, gsize, end - t0, cpath, pending, t0, failed, cut)
+                if pending is not None:
+                    if not gpu.stop(ev, pending, chain):
+                        _gpu.drop(pending)
+                    return
+            if ev is not None:
+                gpu.release(ev)
 
         fut = None
         if result is not None and hasattr(result, "get_future"):
@@ -373,10 +407,13 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
 
         if fut is not None:
             # Async form: the operation lasts until its future completes (on another thread).
-            fut_done = lambda f: done(perf_counter_ns(), _future_failed(f))  # noqa: E731
+            fut_done = lambda f: done(perf_counter_ns(), _future_failed(f), on_gpu=True)  # noqa: E731
             fut.add_done_callback(fut_done) if hasattr(fut, "add_done_callback") else fut.then(fut_done)
         elif not (is_async and _until_waited(result, call, t0 + dt, done)):
             # A sync form, or an async one whose end cannot be seen: the call's own duration.
+            if is_async and ev is not None:  # (no future: nothing marks its end on a stream)
+                gpu.release(ev)
+                ev = None
             if _open.pop(key, None) is None:  # the final flush counted it meanwhile (a signal's)
                 if ev is not None:
                     gpu.release(ev)
@@ -385,7 +422,7 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
             # the summary is the interval's before its end event is recorded: the flush thread may
             # read the interval at once (review 37: its time was lost, and the summary waited for it)
             record(rec, op, nbytes, gsize, dt, cpath, pending, t0)
-            if pending is not None and not gpu.stop(ev, pending):
+            if pending is not None and not gpu.stop(ev, pending, chain):
                 _gpu.drop(pending)  # not timed after all: one interval fewer to wait for
         return result
 
@@ -706,22 +743,37 @@ def _ddp_hook(state: _HookState, bucket: Any) -> Any:
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
     t0 = perf_counter_ns()
+    rec = state.rec
     try:
         buf = bucket.buffer()
         nbytes = int(buf.numel()) * int(buf.element_size())
+        where = _where(buf)
     except Exception:
         nbytes = 0
-    inside = getattr(_inside, "on", False)
-    _inside.on = True
+        where = None
+    # Its GPU interval (a CUDA bucket's): from the hook's first collective (a wrapped call sees
+    # `_inside.bucket`) to the end of the hook's future, whose callback runs on a stream that waits
+    # for the hook's work. Not from the hook's start: the GPU, idle while the CPU went through the
+    # hooks to the call, charged each bucket 140 us more than NCCL's own durations (seen on an H100).
+    gpu = _gpu_timer(rec, where) if rec.on and where == "cuda" else None
+    slot = [None, gpu] if gpu is not None else None
+    inside, outer = getattr(_inside, "on", False), getattr(_inside, "bucket", None)
+    _inside.on, _inside.bucket = True, slot
     try:
         if state.user_hook is not None:
             fut = state.user_hook(state.user_state, bucket)
         else:
             fut = default_hooks.allreduce_hook(state.process_group, bucket)
+    except BaseException:
+        if slot is not None and slot[0] is not None:
+            gpu.release(slot[0])
+        raise
     finally:
-        _inside.on = inside
-    rec = state.rec
+        _inside.on, _inside.bucket = inside, outer
+    ev = slot[0] if slot is not None else None  # (None: the hook made no collective call of torch's)
     if not rec.on:
+        if ev is not None:
+            gpu.release(ev)
         return fut
     if state.group_size is None:
         state.group_size = _group_size(sys.modules["torch.distributed"], state.process_group)
@@ -735,11 +787,18 @@ def _ddp_hook(state: _HookState, bucket: Any) -> Any:
         try:
             value = f.value()
         except BaseException:
+            if ev is not None:
+                gpu.release(ev)
             if _open.pop(key, None) is not None:  # failed: recorded as such, its error goes on
                 record(rec, "ddp_allreduce", nbytes, state.group_size, end - t0, (state.rid,), None, t0, True)
             raise
         if _open.pop(key, None) is not None:
-            record(rec, "ddp_allreduce", nbytes, state.group_size, end - t0, (state.rid,), None, t0)
+            pending = {"gpu_ns": None} if ev is not None else None
+            record(rec, "ddp_allreduce", nbytes, state.group_size, end - t0, (state.rid,), pending, t0)
+            if pending is not None and not gpu.stop(ev, pending, ("group", id(state.process_group))):
+                _gpu.drop(pending)
+        elif ev is not None:
+            gpu.release(ev)
         return value
 
     # chained, so that DDP (and the step) wait until the bucket is recorded: a done callback runs

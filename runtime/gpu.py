@@ -246,8 +246,12 @@ class GpuTimer:
 
     def __init__(self, backend: EventBackend) -> None:
         self.backend = backend
-        # device -> (free events, the (start, end, target) of recorded intervals in record order)
-        self.pools: dict[int, tuple[list[Event], deque[tuple[Event, Event, dict]]]] = {}
+        # device -> (free events, the (start, end, target, floor) of recorded intervals in record
+        # order; floor: False for an interval of no chain, else its chain's previous end event or None)
+        self.pools: dict[int, tuple[list[Event], deque[tuple[Event, Event, dict, Any]]]] = {}
+        # (device, chain) -> the end event of the chain's last interval (owned by the chain: never
+        # back in the pool, as the next interval may still compare with it)
+        self.chains: dict[tuple[int, Any], Event] = {}
         self._starts = 0
         self.error: str | None = None  # why GPU timing was turned off
 
@@ -280,16 +284,29 @@ class GpuTimer:
                 self._fail(e)
                 return None
 
-    def stop(self, started: Any, target: dict) -> bool:
+    def stop(self, started: Any, target: dict, chain: Any = None) -> bool:
         """Record the end event; `target["gpu_ns"]` is set once both events have completed. False,
         with `target["gpu_ns"]` None, when the interval cannot be timed: another device is current
-        now (events of two devices do not compare), a capture is underway, or timing is off."""
+        now (events of two devices do not compare), a capture is underway, or timing is off.
+
+        `chain`: a key of intervals that run one after another on the GPU (a process group's
+        collectives: NCCL runs them in order). The interval then begins no earlier than the chain's
+        previous one ended: of collectives queued together (async calls in flight at once, DDP's
+        buckets) each is charged its own run, not also its wait behind the others (seen on an H100:
+        4 async all-reduces in flight summed to 1.6x their span)."""
         if started is not None and self.error is None:
             device, start = started
             with _lock:
                 try:
                     if not self.backend.capturing() and self.backend.device() == device:
-                        self._pool(device)[1].append((start, self._record(device), target))
+                        if chain is None:
+                            self._pool(device)[1].append((start, self._record(device), target, False))
+                        else:
+                            end = self.backend.new_event()
+                            self.backend.record(end, device)
+                            floor = self.chains.get((device, chain))
+                            self.chains[(device, chain)] = end
+                            self._pool(device)[1].append((start, end, target, floor))
                         return True
                     self._pool(device)[0].append(start)
                 except Exception as e:
@@ -331,7 +348,7 @@ class GpuTimer:
         except Exception as e:
             self._fail(e)
             return []
-        return [(device, [ev for start, end, _ in queue for ev in (end, start)])
+        return [(device, [ev for start, end, *_ in queue for ev in (end, start)])
                 for device, (_, queue) in self.pools.items() if queue]
 
     def _resolve(self) -> int | None:
@@ -359,9 +376,10 @@ class GpuTimer:
             print(f"scaleprobe: GPU timing is off from here on, after an error from CUDA: {self.error}",
                   file=sys.stderr, flush=True)
         pools, self.pools = self.pools, {}
+        self.chains = {}
         for _, queue in pools.values():
-            for _, _, target in queue:
-                _drop(target)
+            for entry in queue:
+                _drop(entry[2])
 
     def peak_memory(self, started: Any) -> dict[str, int] | None:
         """The memory peak of the device `started` (from `start`) was timed on."""
@@ -382,23 +400,30 @@ def _locked(deadline: float | None, fn: Any, *args: Any) -> Any:
         _lock.release()
 
 
-def _read(free: list[Event], queue: deque[tuple[Event, Event, dict]]) -> int:
+def _read(free: list[Event], queue: deque[tuple[Event, Event, dict, Any]]) -> int:
     """Read the completed intervals at the head of one device's queue; returns how many."""
     n = 0
     while queue:
         # Taken off first: a signal handler in this thread may resolve meanwhile.
-        entry = start, end, target = queue.popleft()
+        entry = start, end, target, floor = queue.popleft()
         try:
             # Both: on two streams (a region that switched streams) the end can complete first.
             done = end.query() and start.query()
             ms = start.elapsed_time(end) if done else None
+            if done and floor is not None and floor is not False:  # (its chain's previous end)
+                after = floor.elapsed_time(end) if floor.query() else -1.0
+                if 0.0 <= after < ms:
+                    ms = after
         except Exception:
             queue.appendleft(entry)  # dropped with the others (GpuTimer._fail)
             raise
         if not done:
             queue.appendleft(entry)
             break  # later events on the stream are not done either
-        free += (start, end)
+        if floor is False:
+            free += (start, end)
+        else:
+            free.append(start)  # the end is its chain's: the next interval may compare with it
         try:
             _settle(target, ms)
         except Exception:  # no error of CUDA's: this interval alone goes without its GPU time

@@ -234,7 +234,7 @@ def _series_if_on(rid: int) -> _Series | None:
     if kind not in ("epoch", "step"):
         kind = "step"
     if rec.gpu is None:
-        _maybe_start_gpu(rec)
+        maybe_start_gpu(rec)
     if rec.cfg.comm:
         from . import comm
 
@@ -318,7 +318,9 @@ def raise_at_statement(exc: BaseException, *methods: str) -> Any:
     return _raiser(exc, *methods)
 
 
-def _maybe_start_gpu(rec: "_recorder.Recorder") -> None:
+def maybe_start_gpu(rec: "_recorder.Recorder") -> None:
+    """Start GPU timing (rec.gpu) when the program uses CUDA; called by the first step or epoch
+    loop and by the first collective of CUDA tensors (runtime.comm)."""
     mode = rec.cfg.gpu
     if mode == "0":
         return

@@ -134,16 +134,22 @@ def nccl(res: H.Results, p: dict) -> None:
     W.warmup(t, out, 3)
     res.put(bytes=n * 4, sync_allreduce=W.sync_allreduce(t, p["calls"]))
     res.put(async_allreduce=W.async_allreduce(t, p["calls"]))
+    batch = [torch.ones(n // p["batch"], device=H.device()) for _ in range(p["batch"])]
+    res.put(async_batch=W.async_batch(batch, p["calls"]), batch=p["batch"])
+    del batch
     res.put(sync_allgather=W.sync_allgather(out, t, p["calls"]))
     width = p["ddp_width"]
     model = torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(p["ddp_layers"])]).to(H.device())
-    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=None if H.FAKE else [local])
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=None if H.FAKE else [local],
+                                                    bucket_cap_mb=p["ddp_bucket_mb"])
+    hook = W.BucketHook()
+    ddp.register_comm_hook(None, hook)
     param_bytes = sum(q.numel() * q.element_size() for q in model.parameters())
     t0 = ns()
     W.ddp_train(ddp, p["ddp_steps"], width)
     res.put(ddp_steps=p["ddp_steps"], ddp_param_bytes=param_bytes, ddp_train_ns=ns() - t0,
-            ddp_hooked=getattr(ddp, "__sp_hook_state__", None) is not None)
-    res.put(ddp_reference=W.ddp_reference(param_bytes, p["calls"]))
+            ddp_hooked=getattr(ddp, "__sp_hook_state__", None) is not None, ddp_buckets=len(hook.works))
+    res.put(ddp_reference=hook.per_step(p["ddp_steps"]))
     dist.barrier()
     dist.destroy_process_group()
 

@@ -285,7 +285,7 @@ class Timer:  # stands in for runtime.gpu.GpuTimer: counts the events started an
         self.starts += 1
         return object()
 
-    def stop(self, started, target):
+    def stop(self, started, target, chain=None):
         self.stops += 1
         target["gpu_ns"] = None
         return True
@@ -337,14 +337,18 @@ def test_gpu_events_only_for_sync_calls_that_may_run_on_a_gpu(monkeypatch):
     _backend.impl.ensure_capacity(200)
 
     class Timer:
-        starts = 0
+        starts = stops = 0
 
         def start(self):
             self.starts += 1
             return object()
 
-        def stop(self, token, target):
+        def stop(self, token, target, chain=None):
+            self.stops += 1
             return True
+
+        def release(self, token):
+            self.starts -= 1  # given back: as if never taken
 
     def tensor(cuda):
         return SimpleNamespace(is_cuda=cuda, numel=lambda: 4, element_size=lambda: 4)
@@ -365,7 +369,10 @@ def test_gpu_events_only_for_sync_calls_that_may_run_on_a_gpu(monkeypatch):
     assert events("all_reduce", all_reduce, reduce_params, tensor(True)) == 1
     assert events("all_reduce", all_reduce, reduce_params, tensor(False)) == 0
     assert events("all_reduce", all_reduce, reduce_params, tensor=tensor(False)) == 0
+    # an async call of CUDA tensors takes one, timed to its future's callback; with no future (as
+    # here) nothing marks its end on a stream, and the event goes back
     assert events("all_reduce", all_reduce, reduce_params, tensor(True), async_op=True) == 0
+    assert events("all_reduce", all_reduce, reduce_params, tensor(False), async_op=True) == 0
     assert events("all_reduce", all_reduce, reduce_params, None) == 1  # no tensor: not known to be CPU
     gather_params = ["tensor_list", "tensor", "group", "async_op"]
     assert events("all_gather", all_gather, gather_params, [tensor(False)] * 2, tensor(False)) == 0
@@ -390,7 +397,7 @@ def test_a_failed_sync_call_gives_its_gpu_event_back(monkeypatch):
             self.started.append(object())
             return self.started[-1]
 
-        def stop(self, token, target):
+        def stop(self, token, target, chain=None):
             return True
 
         def release(self, token):
@@ -460,7 +467,7 @@ def test_a_collectives_gpu_interval_is_never_waited_for_in_vain(monkeypatch, how
         def start(self):
             return object()
 
-        def stop(self, token, target):
+        def stop(self, token, target, chain=None):
             if how == "cannot":
                 target["gpu_ns"] = None
                 return False
@@ -478,3 +485,41 @@ def test_a_collectives_gpu_interval_is_never_waited_for_in_vain(monkeypatch, how
     [r] = Recorder._comm_records(rec, 1, taken)
     assert rec.comm_late == []
     assert (r["gpu_ns"], r["gpu_calls"]) == ((None, 0) if how == "cannot" else (4_000_000, 1))
+
+
+def test_a_collective_of_cuda_tensors_before_any_loop_is_timed_on_the_gpu(monkeypatch):
+    """Seen on an H100 (gpu_check's nccl scenario): GPU timing started with the first step or epoch
+    loop only, so the collectives a program ran before it (or in a program without one) had
+    `gpu_ns` null. A collective of CUDA tensors now starts it; one of CPU tensors, or of none, does
+    not."""
+    import threading
+    from types import SimpleNamespace
+
+    from runtime import _backend, comm
+
+    monkeypatch.setitem(sys.modules, "torch.distributed", SimpleNamespace(is_initialized=lambda: False))
+    _backend.impl.ensure_capacity(200)
+
+    def tensor(cuda):
+        return SimpleNamespace(is_cuda=cuda, numel=lambda: 4, element_size=lambda: 4)
+
+    def all_reduce(tensor, op=None, group=None, async_op=False):
+        return None
+
+    def call(*args, **kwargs):
+        rec = SimpleNamespace(on=True, gpu=None, cfg=SimpleNamespace(gpu="fake", gpu_budget=0),
+                              comm_spans=comm.CommSpans(), comm_lock=threading.Lock(), comm={})
+        comm._wrap(rec, "all_reduce", all_reduce, 151, ["tensor", "op", "group", "async_op"])(*args, **kwargs)
+        [summary] = rec.comm.values()
+        return rec, summary
+
+    rec, s = call(tensor(True))
+    assert rec.gpu is not None
+    assert s[0] == 1 and s[4] + s[5] == 1  # its GPU interval: resolved, or waiting to be read
+    rec.gpu.resolve(wait=True)
+    assert s[4] == 1 and s[5] == 0
+    for args, kwargs in (((tensor(False),), {}), ((None,), {})):
+        rec, s = call(*args, **kwargs)
+        assert rec.gpu is None and s[4] + s[5] == 0, (args, kwargs)
+    rec, s = call(tensor(True), async_op=True)  # starts it; no future here to end an interval with
+    assert rec.gpu is not None and s[4] + s[5] == 0

@@ -521,7 +521,7 @@ def test_a_process_that_never_used_cuda_is_not_made_to_initialise_it(monkeypatch
     torch.cuda.is_initialized = lambda: False
     monkeypatch.setitem(sys.modules, "torch", torch)
     rec = SimpleNamespace(cfg=SimpleNamespace(gpu="auto", gpu_budget=0), gpu=None)
-    series._maybe_start_gpu(rec)
+    series.maybe_start_gpu(rec)
     assert rec.gpu is None and torch.cuda.available_calls == 0
 
 

@@ -52,6 +52,34 @@ def async_allreduce(t, calls):
     return out
 
 
+def _durations(works):
+    """NCCL's own GPU durations of `works` in ms (TORCH_NCCL_ENABLE_TIMING=1), or None."""
+    try:
+        return sum(float(w._get_duration()) for w in works)
+    except Exception:  # noqa: BLE001 - no NCCL timing, or a backend without it
+        return None
+
+
+def async_batch(ts, reps):
+    """len(ts) async all_reduces in flight at once, then waited for: per call, the event pair around
+    the batch and NCCL's durations, each divided by the calls (they run one after another)."""
+    out = []
+    for i in range(reps):
+        H.synchronize()
+        sp = H.Span()
+        sp.start()
+        t0 = time.perf_counter_ns()
+        works = [dist.all_reduce(t, op=AVG, async_op=True) for t in ts]
+        t1 = time.perf_counter_ns()
+        for w in works:
+            w.wait()
+        sp.stop()
+        H.synchronize()
+        dur = _durations(works)
+        out.append([(t1 - t0) / len(ts), sp.ms() / len(ts), None if dur is None else dur / len(ts)])
+    return out
+
+
 def sync_allgather(out_t, t, calls):
     out = []
     for i in range(calls):
@@ -73,11 +101,19 @@ def ddp_train(model, steps, width):
     H.synchronize()
 
 
-def ddp_reference(nbytes, calls):
-    """An all_reduce of one tensor of the model's gradient bytes: what one step's buckets move."""
-    t = torch.ones(nbytes // 4, device=H.device())
-    out = []
-    for i in range(calls):
-        cpu, ms, _ = _timed(lambda: dist.all_reduce(t))
-        out.append([cpu, ms, None])
-    return out
+class BucketHook:
+    """The program's own DDP comm hook (scaleprobe's wraps it): an all_reduce with AVG (real GPU work
+    at world size 1, where NCCL skips an in-place SUM), keeping each Work for NCCL's duration."""
+
+    def __init__(self):
+        self.works = []
+
+    def __call__(self, state, bucket):
+        w = dist.all_reduce(bucket.buffer(), op=AVG, async_op=True)
+        self.works.append(w)
+        return w.get_future().then(lambda f: f.value()[0])
+
+    def per_step(self, steps):
+        """[[0, ms, ms]] per step: NCCL's durations of the step's buckets (None without them)."""
+        dur = _durations(self.works)
+        return [[0, dur / steps, dur / steps] if dur is not None else [0, None, None]] * steps

@@ -22,9 +22,9 @@ the run files against what the programs measured themselves:
              100 small kernels (limit 2x and 1 us added per region visit) (M2)
   nccl       sync and async all_reduce, all_gather_into_tensor and DDP at world size 1 (and 2 with two
              GPUs): the recorded time per call against the GPU duration of the same call (H1)
-  robust     an instrumented function captured in a CUDA graph, regions on a side stream and across a
-             stream switch, a region on a second GPU: same output as uninstrumented, end record ok
-             (H4, H6, H7)
+  robust     an instrumented function captured in a CUDA graph, one compiled with torch.compile
+             (fullgraph=True), regions on a side stream and across a stream switch, a region on a
+             second GPU: same output as uninstrumented, end record ok (H4, H6, H7)
   nvtx       SCALEPROBE_NVTX=1 on CUDA runs and ends ok
 
 With --fake the scenarios run on CPU with the runtime's fake events (SCALEPROBE_GPU=fake) and gloo
@@ -679,6 +679,11 @@ def check_robust(ctx: Ctx) -> None:
     small = ctx.fake
     p = dict(steps=12 if small else 20, size=16 if small else 256, sleep_ms=2.0)
     robust_case(ctx, "graph", "an instrumented function captured with torch.cuda.graph each step", p)
+    if ctx.fake:  # (inductor on the CPU: a C++ build per run, and nothing of CUDA's checked)
+        ctx.skip("robust", "torch.compile of an instrumented function: needs CUDA")
+    else:
+        robust_case(ctx, "compiled", "an instrumented function and its callee compiled with"
+                    " torch.compile(fullgraph=True), Triton kernels", p)
     robust_case(ctx, "stream", "a region on a side stream and one that switches the current stream", p)
     if ctx.fake or ctx.ngpu < 2:
         ctx.skip("robust", f"a region under torch.cuda.device(1): needs 2 GPUs (this machine has {ctx.ngpu})")

@@ -579,6 +579,7 @@ class Rotation:
         self.samples: dict[int, list[int]] = {}  # rid -> [samples, gpu_ns] since the last flush
         self._order: list[int] = []
         self._pos = 0
+        self._basis = 0  # how many visited regions the recorder knew when `_order` was taken
         self.on_enter, self.on_exit = self._hooks()
 
     def _hooks(self) -> tuple[Any, Any]:
@@ -659,13 +660,33 @@ class Rotation:
         if self.timer.error is not None:
             self.target[0] = -1  # GPU timing is off: no region calls the hooks any more
             return
-        if not self._order or self._pos >= len(self._order):
-            regions = self.rec.regions
-            # Regions known to be visited (after a flush) first; before that, every defined one.
-            known = self.rec.region_totals or regions
-            throttled = self.rec.throttled
-            self._order = sorted(r for r in known if regions.get(r, ("step",))[0] not in self.SKIP_KINDS and r not in throttled)
+        rec = self.rec
+        totals = rec.region_totals
+        in_steps = getattr(rec, "in_steps", ())
+        if self.gen[0] == 2 and not totals and getattr(rec, "thread", None) is not None:
+            # The first step is over: have the flush thread learn which regions a step visits, so
+            # that the turns go to them (`rec.in_steps`), not to every region defined.
+            rec.request_flush()
+        basis = len(totals) + len(in_steps)
+        if not self._order or self._pos >= len(self._order) or basis != self._basis:
+            regions = rec.regions
+            # The regions visited inside a step loop first, the most time first, then the others
+            # visited (known after a flush); before a flush, every region defined. Taken anew once used up, and as soon as
+            # a flush knows of more visited regions, less those timed already in this round: in a
+            # short run, the functions of imported modules that no step calls, and the set-up
+            # before the loop, would take the few steps' turns (a 10-step run of the sample on an
+            # H100: 2 of the 20 regions its steps visited got GPU samples).
+            done = set(self._order[:self._pos]) if basis != self._basis and self._pos < len(self._order) else ()
+            throttled = rec.throttled
+
+            def eligible(rids: Any) -> list[int]:
+                return sorted(r for r in rids if regions.get(r, ("step",))[0] not in self.SKIP_KINDS
+                              and r not in throttled and r not in done)
+
+            first = sorted(eligible(in_steps), key=lambda r: -totals[r][1] if r in totals else 0)
+            self._order = first + [r for r in eligible(totals or regions) if r not in in_steps]
             self._pos = 0
+            self._basis = basis
         if self._order:
             rid = self._order[self._pos]
             self._pos += 1

@@ -78,6 +78,7 @@ class Recorder:
 
         self.comm_spans = CommSpans()  # when communication ran, for the epoch and step records
         self.region_totals: dict[int, list[int]] = {}  # rid -> [visits, incl]
+        self.in_steps: set[int] = set()  # regions visited inside a step loop (the GPU rotation's first turns)
         self.throttled: dict[int, tuple[int, float]] = {}
         self.writer: RunWriter | None = None
         self.path: str | None = None
@@ -533,6 +534,8 @@ class Recorder:
                 tot = self.region_totals.setdefault(path[-1], [0, 0])
                 tot[0] += visits - rec
                 tot[1] += incl
+                if path[-1] not in self.in_steps and any(self.regions.get(r, ("",))[0] == "step" for r in path[:-1]):
+                    self.in_steps.add(path[-1])
             for rid, count in impl.take_iterations():
                 recs.append({"type": "iterations", "flush": n, "region": rid, "count": count})
             recs.extend(gpu_recs)
@@ -846,6 +849,7 @@ class Recorder:
         self.comm_late = []
         self.comm_spans = type(self.comm_spans)()
         self.region_totals = {}
+        self.in_steps = set()
         self.pending_rank = None
         self.flushes = 0
         self.failed_writes = 0

@@ -164,6 +164,10 @@ def graph(res: H.Results, p: dict) -> None:
     _robust(res, p, lambda m: m.graph_case(p["steps"], p["size"]))
 
 
+def compiled(res: H.Results, p: dict) -> None:
+    _robust(res, p, lambda m: m.compile_case(p["steps"], p["size"]))
+
+
 def stream(res: H.Results, p: dict) -> None:
     cycles = H.cycles_for(p["sleep_ms"]) if not H.FAKE else 10_000
     _robust(res, p, lambda m: m.stream_case(p["steps"], p["size"], cycles))
@@ -182,7 +186,7 @@ def nvtx(res: H.Results, p: dict) -> None:
     res.put(done=True)
 
 
-SCENARIOS = {f.__name__: f for f in (timing, overhead, nccl, graph, stream, device2, nvtx)}
+SCENARIOS = {f.__name__: f for f in (timing, overhead, nccl, graph, compiled, stream, device2, nvtx)}
 
 if __name__ == "__main__":
     name, out, params = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])

@@ -8,6 +8,7 @@ forked children, SCALEPROBE_GPU_BUDGET=0. No timings are asserted here
 (benchmarks/probe_overhead.py measures the cost).
 """
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -422,15 +423,18 @@ def defined_regions(built: Path) -> dict[int, tuple[str, str]]:
     return {rid: (kind, name) for rid, kind, name, _line in ast.literal_eval(call.args[3])}
 
 
-def by_the_rotation_rule(defined: dict[int, tuple[str, str]], throttled_after_epoch_0=frozenset()) -> dict:
+def by_the_rotation_rule(defined: dict[int, tuple[str, str]], run_file: Path,
+                         throttled_after_epoch_0=frozenset()) -> dict:
     """name -> (samples, gpu_ns) that the rotation (runtime.gpu.Rotation) gives this program, from its
     visit counts (PER_STEP) and the rule:
 
     - every step, one region is the target, in region-id order, over the regions that are no epoch
-      or step loop. The order is taken anew only once it is used up: before the first flush it holds
-      every region defined (fork_at_leaf and its loop too, never called); after the flush at epoch
-      0's end, the regions with a closed visit (not `train`: its one visit is still open), less the
-      throttled ones. A throttled region is timed no more.
+      or step loop. The order is taken anew once it is used up, and as soon as a flush knows of
+      visited regions (or more of them), then less those timed already in the round: before the
+      first flush it holds every region defined (fork_at_leaf and its loop too, never called);
+      after the flush at epoch 0's end, the regions with a closed visit (not `train`: its one visit
+      is still open), less the throttled ones, those visited inside a step loop (here all of them)
+      first, the most inclusive time by then first. A throttled region is timed no more.
     - in a step where it is the target, min(BUDGET, its visits in the step) visits are timed.
     - on the fake GPU each event recorded advances the clock 1000 ns: a timed visit that times
       nothing inside it spans 1000 ns. Only fib's timed visits can nest: two nested ones span 3000 +
@@ -438,11 +442,20 @@ def by_the_rotation_rule(defined: dict[int, tuple[str, str]], throttled_after_ep
     """
     ordinary = {rid: name for rid, (kind, name) in defined.items() if kind not in ("epoch", "step")}
     first = sorted(ordinary)
-    later = sorted(rid for rid, name in ordinary.items() if name in PER_STEP and name not in throttled_after_epoch_0)
-    order, pos, out = first, 0, {}
+    incl: dict[int, int] = {}  # by the flush at epoch 0's end, the first
+    with open(run_file) as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("type") == "profile" and r.get("flush") == 1:
+                incl[r["path"][-1]] = incl.get(r["path"][-1], 0) + r["incl_ns"]
+    later = sorted((rid for rid, name in ordinary.items() if name in PER_STEP and name not in throttled_after_epoch_0),
+                   key=lambda rid: -incl[rid])
+    order, pos, out, known = first, 0, {}, False
     for step in range(EPOCHS * STEPS):
-        if pos == len(order):
-            order, pos = (first if step < STEPS else later), 0
+        if pos == len(order) or (step >= STEPS and not known):
+            done = set(order[:pos]) if pos < len(order) else set()
+            known = step >= STEPS
+            order, pos = [r for r in (later if known else first) if r not in done], 0
         name = ordinary[order[pos]]
         pos += 1
         if step >= STEPS and name in throttled_after_epoch_0:
@@ -506,7 +519,7 @@ def test_a_program_gets_the_gpu_records_it_got_before(built, tmp_path, env, prob
     for path, st in run.profile.items():
         visits[run.regions[path[-1]].name] = visits.get(run.regions[path[-1]].name, 0) + st.visits
     assert {k: visits[k] for k in PER_STEP} == {k: EPOCHS * STEPS * v for k, v in PER_STEP.items()}
-    assert_as_before(gpu, by_the_rotation_rule(defined_regions(built)))
+    assert_as_before(gpu, by_the_rotation_rule(defined_regions(built), run.path))
     # the module's probes are the backend's, or the NVTX/tracing wrappers: no GPU wrapper around them
     expected = probes or ("runtime._cprobe" if _cprobe is not None else "runtime._pyprobe")  # (SCALEPROBE_PURE unset)
     assert p.stdout.strip().splitlines()[-1] == expected
@@ -515,7 +528,7 @@ def test_a_program_gets_the_gpu_records_it_got_before(built, tmp_path, env, prob
 def test_throttled_regions_leave_the_rotation_as_before(built, tmp_path):
     p, run, gpu = run_built(built, tmp_path, {"SCALEPROBE_THROTTLE_CALLS": "20", "SCALEPROBE_THROTTLE_NS": "100000000"})
     assert {run.regions[r].name for r in run.throttled} == set(PER_STEP)
-    assert_as_before(gpu, by_the_rotation_rule(defined_regions(built), THROTTLED_AFTER_EPOCH_0))
+    assert_as_before(gpu, by_the_rotation_rule(defined_regions(built), run.path, THROTTLED_AFTER_EPOCH_0))
 
 
 def test_budget_0_times_epochs_and_steps_only(built, tmp_path):

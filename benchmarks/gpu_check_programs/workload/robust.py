@@ -1,5 +1,6 @@
-"""Robustness workloads: an instrumented function captured in a CUDA graph, regions run on a side
-stream and one that switches the current stream, a region on a second device. Each returns a
+"""Robustness workloads: an instrumented function captured in a CUDA graph, one compiled with
+torch.compile, regions run on a side stream and one that switches the current stream, a region on
+a second device. Each returns a
 number that the plain and the instrumented copy must agree on."""
 import torch
 
@@ -34,6 +35,29 @@ def graph_case(steps, size):
         static_x.copy_(inputs[s])
         g.replay()
         total += static_out
+    H.synchronize()
+    return float(total.sum().item())
+
+
+def compiled_inner(x, w):
+    return torch.relu(x @ w)
+
+
+def compiled_body(x, w):
+    return compiled_inner(x, w).sum(dim=0)
+
+
+def compile_case(steps, size):
+    """compiled_body (and compiled_inner, which it calls) compiled with fullgraph=True: the probes
+    must not break the graph (dynamo sees them as no-ops), and Triton's kernels run as without them."""
+    g0 = torch.Generator().manual_seed(2)
+    w = torch.randn(size, size, generator=g0).to(H.DEVICE)
+    xs = [torch.randn(size, size, generator=g0).to(H.DEVICE) for _ in range(steps)]
+    f = torch.compile(compiled_body, fullgraph=True)
+    total = torch.zeros(size, device=H.DEVICE)
+    # scaleprobe: step
+    for s in range(steps):
+        total += f(xs[s], w)
     H.synchronize()
     return float(total.sum().item())
 

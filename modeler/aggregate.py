@@ -23,6 +23,7 @@ time (`RunShares.some_ranks`, `derived.some_ranks_series`; review 88 MED-1).
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -32,7 +33,7 @@ import numpy as np
 from runtime.runfile import profile_rows
 
 from .callpath_text import step
-from .dataset import RANKS_PARAMETER, Dataset, MetricNote, RunShares, Series, ranks_text
+from .dataset import RANKS_PARAMETER, Dataset, MetricNote, RunShares, Series, SeriesNote, ranks_text
 from .errors import InputError
 from .listing import listing
 from .pointtext import param_text
@@ -679,14 +680,11 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
     by_key = _repetitions(measured, unknown, experiments, passes)
     n_points = len(measured)
     series: list[Series] = []
-    partial: dict[str, int] = {}  # call path -> most points among its incomplete series (derived
-    # metrics such as speedup can have fewer: they need a baseline run)
-    n_partial = 0
+    partial: dict[tuple[str, str], int] = {}  # (call path, metric) -> its points, where not all
     for (cp, metric) in sorted(by_key, key=lambda k: (k[0], list(METRICS).index(k[1]))):
         n = len(by_key[(cp, metric)])
         if n < n_points:
-            n_partial += 1
-            partial[cp] = max(partial.get(cp, 0), n)
+            partial[(cp, metric)] = n
         series.append(_series(cp, metric, by_key[(cp, metric)], len(params)))
     if throttled:
         items = [f"{cp} ({n} run{'s' if n > 1 else ''})" for cp, n in sorted(throttled.items())]
@@ -696,12 +694,7 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
             f"and visits are left out where that happened: {shown}"
         )
     if partial:
-        items = [f"{cp} ({k} of {n_points})" for cp, k in partial.items()]
-        shown = listing(items, 8)
-        warnings.append(
-            f"{len(items)} call path(s) were not measured at every point ({n_partial} series); they are "
-            f"modeled on the points they have, where those are enough: {shown}"
-        )
+        warnings.append(partial_points_note(partial, n_points))
     sources = sorted({str(f.path) for r in runs for f in r.files})
     # the median over the repetitions at a point, the largest over the points (`modeler.share`)
     run_shares = RunShares(_largest_median(shares), frozenset(roots), _largest_median(own_shares),
@@ -718,8 +711,33 @@ SOME_RANKS_METRICS = tuple(m for m, d in METRICS.items() if d.additive) + ("imba
                                                                             "parallel_efficiency", "cost")
 
 
+def partial_points_note(partial: dict[tuple[str, str], int], n_points: int,
+                        keys: frozenset[tuple[str, str]] | None = None) -> SeriesNote:
+    """The warning naming the call paths with series not measured at every point of `n_points`
+    (`partial`: (call path, metric) -> its points; derived metrics such as speedup can have fewer,
+    needing a baseline run), each with the most points among its series; of `keys` only, if given.
+    `modeler export` drops it (`export_text` None): its own note names the series it left out."""
+    mine = {k: n for k, n in partial.items() if keys is None or k in keys}
+    most: dict[str, int] = {}
+    for (cp, _), n in mine.items():
+        most[cp] = max(most.get(cp, 0), n)
+    items = [f"{cp} ({k} of {n_points})" for cp, k in most.items()]
+    note = SeriesNote(f"{len(items)} call path(s) were not measured at every point ({len(mine)} series); they are "
+                      f"modeled on the points they have, where those are enough: {listing(items, 8)}",
+                      mine, functools.partial(partial_points_note, partial, n_points))
+    note.export_text = None
+    return note
+
+
+def _some_ranks_of(some_ranks: dict[str, set[tuple[int, int]]], derived: bool, every: dict[str, tuple[int, int]] | None,
+                   kept: frozenset[tuple[str, str]]) -> SeriesNote:
+    """`some_ranks_note` of the call paths in `kept` ((call path, metric)) only."""
+    cps = {cp for cp, _ in kept}
+    return some_ranks_note({cp: v for cp, v in some_ranks.items() if cp in cps}, derived, every)
+
+
 def some_ranks_note(some_ranks: dict[str, set[tuple[int, int]]], derived: bool,
-                    every: dict[str, tuple[int, int]] | None = None) -> MetricNote:
+                    every: dict[str, tuple[int, int]] | None = None) -> SeriesNote:
     """The warning naming the call paths that only some ranks of a run ran (review 88 MED-1), the
     outermost first, each with how many of how many ranks ran it (`ranks_text`) and, in `every`,
     (runs in which only some ranks ran it, runs of 2+ ranks that ran it) where every rank ran it in
@@ -747,13 +765,17 @@ def some_ranks_note(some_ranks: dict[str, set[tuple[int, int]]], derived: bool,
         text += ("; speedup, parallel_efficiency and cost are derived from the mean time over the ranks that ran "
                  "it, and the ranking takes that time's growth where it is faster (marked (ranks that ran it); not "
                  "under --compat extrap)")
-    note = MetricNote(text + "; --ranks max gives the time of the slowest rank that ran it", SOME_RANKS_METRICS)
+    note = SeriesNote(text + "; --ranks max gives the time of the slowest rank that ran it",
+                      ((cp, m) for cp in some_ranks for m in SOME_RANKS_METRICS),
+                      functools.partial(_some_ranks_of, some_ranks, derived, every))
     # as `modeler export --extrap` says it: the export holds that mean, and nothing is ranked there
     # (review 92 LOW-2: it repeated the ranking's words)
     note.export_text = (f"{n} call path{'s' if n > 1 else ''} {'were' if n > 1 else 'was'} run by only some of the "
                         f"ranks (--ranks mean): {listing(items, 4)}; {'the time of each' if n > 1 else 'its time'} in "
-                        "the export is a mean over all ranks with 0 for the others"
-                        + (", and its cost over ranks is the time of the ranks that ran it" if derived else "")
+                        "the export (and its visits, exclusive time and communication) is a mean over all ranks with 0 "
+                        "for the others"
+                        + (", and its speedup, parallel_efficiency and cost come from the time of the ranks that ran it"
+                           if derived else "")
                         + "; --ranks max exports the time of the slowest rank that ran it")
     return note
 

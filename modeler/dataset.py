@@ -308,6 +308,45 @@ class MetricNote(str):
         return MetricNote, (str(self), self.metrics)
 
 
+class SeriesNote(MetricNote):
+    """A warning about some series only, `keys` ((call path, metric)): `Dataset.select` and
+    `--callpath` drop it where none of them is kept, and make it again by `remake(kept keys)` where
+    some are (review 98 LOW-2: `--metric step_time` warned of gpu_time series not measured at every
+    point; `--callpath '*all_reduce'` of a checkpoint that only rank 0 ran). `remake` is picklable
+    (a `functools.partial` of a module-level function), and a copy is `remake(keys)`: the same note,
+    with what its maker sets on it (`export_text`)."""
+
+    keys: frozenset[tuple[str, str]]
+    remake: Callable[[frozenset[tuple[str, str]]], "SeriesNote"]
+
+    def __new__(cls, text: str, keys: Iterable[tuple[str, str]],
+                remake: Callable[[frozenset[tuple[str, str]]], "SeriesNote"]) -> "SeriesNote":
+        keys = frozenset(keys)
+        note = super().__new__(cls, text, {m for _, m in keys})
+        note.keys = keys
+        note.remake = remake
+        return note
+
+    def __reduce__(self):
+        return self.remake, (self.keys,)
+
+
+def notes_for(warnings: Sequence[str], series: Sequence["Series"]) -> list[str]:
+    """`warnings` as they hold for `series` (a selection of a dataset's): a `MetricNote` of none of
+    their metrics is dropped; a `SeriesNote` of none of them is dropped, of some of them made again."""
+    kept = {s.metric for s in series}
+    keys = {(s.callpath, s.metric) for s in series}
+    out: list[str] = []
+    for w in warnings:
+        if isinstance(w, SeriesNote):
+            mine = w.keys & keys
+            if mine:
+                out.append(w if mine == w.keys else w.remake(frozenset(mine)))
+        elif not isinstance(w, MetricNote) or w.metrics & kept:
+            out.append(w)
+    return out
+
+
 @dataclass
 class Dataset:
     """All series of an experiment over the same named parameters; `run_shares` where they were
@@ -347,6 +386,5 @@ class Dataset:
             for s in self.series
             if (metrics is None or s.metric in metrics) and (callpaths is None or s.callpath in callpaths)
         ]
-        kept = {s.metric for s in keep}
-        warnings = [w for w in self.warnings if not isinstance(w, MetricNote) or w.metrics & kept]
+        warnings = notes_for(self.warnings, keep)
         return Dataset(self.parameters, keep, warnings, list(self.sources), self.run_shares, dict(self.held))

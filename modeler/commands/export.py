@@ -40,12 +40,12 @@ class _Stdout:
 _MODELED_ON_WHAT_IT_HAS = "; modeled on the points it has"
 
 
-def _for_export(warning: str) -> str:
+def _for_export(warning: str) -> str | None:
     """A reader's warning as it holds for an export, which leaves such a series out (review 78 LOW-6:
-    it said "modeled on the points it has", then "1 series left out of the export")."""
-    export_text = getattr(warning, "export_text", None)  # (aggregate.some_ranks_note)
-    if export_text is not None:
-        return export_text
+    it said "modeled on the points it has", then "1 series left out of the export"); None where the
+    export's own notes say it (review 98 LOW-1: the runs reader's words, `aggregate.partial_points_note`)."""
+    if hasattr(warning, "export_text"):  # (aggregate.some_ranks_note, partial_points_note)
+        return warning.export_text
     if warning.endswith(_MODELED_ON_WHAT_IT_HAS):
         return warning[: -len(_MODELED_ON_WHAT_IT_HAS)] + "; left out of the export (Extra-P refuses gaps)"
     return warning
@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     stdout = _Stdout() if args.extrap == "-" else None
     summary = write_extrap_jsonl(data, args.extrap if stdout is None else stdout)
     summary.cut_off = stdout is not None and stdout.cut_off
-    warn([*map(_for_export, data.warnings), *summary.notes(), *_read_again(args, loaded)], args)
+    said = [t for t in map(_for_export, data.warnings) if t is not None]
+    warn([*said, *summary.notes(), *_read_again(args, loaded)], args)
     name_skipped(loaded, args)
     if not args.quiet:
         print(f"modeler: {describe_files(loaded)}; {summary.describe()}", file=sys.stderr)

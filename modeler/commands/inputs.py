@@ -13,7 +13,7 @@ from runtime.runfile import file_on_the_way
 
 from ..aggregate import RANK_AGGREGATES
 from ..cli import write_stdout
-from ..dataset import Dataset
+from ..dataset import Dataset, notes_for
 from ..errors import InputError
 from ..listing import listing
 from ..pointfilter import parse_point_filter
@@ -160,7 +160,7 @@ def select_callpaths(dataset: Dataset, patterns: Sequence[str] | None, measured:
             f"--callpath: the call paths matching {pats} have no {' or '.join(metrics)} (--metric); "
             f"{' and '.join(metrics)} {'is' if len(metrics) == 1 else 'are'} measured at: {where}"
         )
-    return Dataset(dataset.parameters, keep, dataset.warnings, dataset.sources, dataset.run_shares)
+    return Dataset(dataset.parameters, keep, notes_for(dataset.warnings, keep), dataset.sources, dataset.run_shares)
 
 
 def warn(messages: Sequence[str], args: argparse.Namespace) -> None:

@@ -489,6 +489,7 @@ class BarStack:
     label: str
     segments: list[tuple[str, float]] = field(default_factory=list)
     marker: float | None = None  # e.g. GPU time, which overlaps the other segments
+    marker_note: str = ""  # added to the marker's tooltip (what to compare it with)
     #: the number that `label` prints (a parameter value), for a shorter axis label where `label`
     #: is too wide for its bar's slot; the bar's tooltips keep `label`
     value: float | None = None
@@ -535,7 +536,7 @@ def stacked_bars(
             py = sy(b.marker)
             out.append(
                 f'<line class="bar-marker" x1="{x - 3:.1f}" x2="{x + bw + 3:.1f}" y1="{py:.1f}" y2="{py:.1f}">'
-                f'<title>{_esc(f"{b.label}: {marker_name} {y_format(b.marker)}")}</title></line>'
+                f'<title>{_esc(f"{b.label}: {marker_name} {y_format(b.marker)}{b.marker_note}")}</title></line>'
             )
         out.append(
             f'<text x="{x + bw / 2:.1f}" y="{height - mb + 14}" text-anchor="middle">{_esc(labels[i])}</text>'

@@ -129,6 +129,8 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
                      ("data wait", rows_by[k]["data_wait"])],
                     rows_by[k]["gpu"] if has_gpu else None,
                     value=k[axis],
+                    # the tick is a median, the bar the mean step (review 98 MED-1): the median step beside it
+                    marker_note=f" (median step {svg.format_seconds(rows_by[k]['step'])})" if has_gpu else "",
                 )
                 for k in keys
             ]
@@ -136,7 +138,7 @@ def training_view(report: Report, groups: Sequence[RunGroup], params: Sequence[s
             report.split_charts.append(
                 svg.stacked_bars(
                     bars, x_label=p, y_label="mean time per step", colors=STEP_COLORS,
-                    marker_name="GPU time" if has_gpu else "",
+                    marker_name="median GPU time per step" if has_gpu else "",
                     title=f"split of a mean step of {names[cp]} against {p}" + (f" ({held_text})" if held_text else ""),
                     y_format=svg.SecondsFormat(),
                 )

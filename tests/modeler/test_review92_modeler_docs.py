@@ -84,8 +84,8 @@ def test_export_says_what_it_holds_for_call_paths_only_some_ranks_run(ckpt_runs,
     rc = cli.main(["export", "--extrap", str(tmp_path / "x.jsonl"), str(ckpt_runs)])
     err = capsys.readouterr().err
     assert rc == 0
-    assert "in the export is a mean over all ranks with 0 for the others" in err
-    assert "cost over ranks is the time of the ranks that ran it" in err
+    assert "in the export (and its visits, exclusive time and communication) is a mean over all ranks with 0 for the others" in err
+    assert "speedup, parallel_efficiency and cost come from the time of the ranks that ran it" in err  # (review 98 LOW-3)
     assert "the ranking takes" not in err
 
 

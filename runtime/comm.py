@@ -64,9 +64,19 @@ _watching = [False]
 # The calls in progress: id(call) -> call, a list [op, bytes, group size, call path, start ns, its
 # _Waited or None]. Taken out (dict.pop, atomic) by the one that records it: see the module's doc.
 _open: dict[int, list] = {}
-# Set while a wrapped operation or a DDP comm hook runs on this thread: the operations it issues
-# (send's isend, a hook's all_reduce) are part of it and must not be counted a second time.
-_inside = threading.local()
+class _Inside(threading.local):
+    """Per thread. `on`: a wrapped operation or a DDP comm hook runs on this thread: the operations
+    it issues (send's isend, a hook's all_reduce) are part of it and must not be counted a second
+    time. `bucket`: [start event or None, GPU timer] of the DDP bucket whose hook runs (`_ddp_hook`).
+    `pickled`: see `_patch_object_bytes`. Class defaults: a look-up of an attribute a thread never
+    set raised and caught AttributeError inside getattr, 0.5 us a call (review 97 LOW-4)."""
+
+    on = False
+    bucket: list | None = None
+    pickled: list | None = None
+
+
+_inside = _Inside()
 if hasattr(os, "register_at_fork"):
     # a forked child records none of its parent's calls (its recorder starts afresh); at import, as
     # the manual API's comm regions (`begin_manual`) use `_open` without torch
@@ -240,6 +250,30 @@ def _where(x: Any) -> str | None:
     return "cpu" if found else None
 
 
+def _group_where(dist: Any, group: Any) -> str | None:
+    """Where a call with no tensor runs (a barrier, the collectives of pickled objects): "cpu" on a
+    group of gloo alone, "cuda" on NCCL's, None where not known (review 97 LOW-3: a gloo barrier in
+    a program that uses CUDA got GPU events, which timed whatever else the stream ran)."""
+    try:
+        backend = str(dist.get_backend(group)).lower()
+    except Exception:  # no process group, or a torch without the call
+        return None
+    if "nccl" in backend and "gloo" not in backend:
+        return "cuda"
+    if "gloo" in backend and "nccl" not in backend:
+        return "cpu"
+    return None
+
+
+def _chain(dist: Any, group: Any) -> tuple[str, int]:
+    """The key of a process group's chain of GPU intervals (`GpuTimer.stop`): the default group's
+    whether the program names it or passes None (review 97 LOW-2: DDP's buckets and
+    `group=dist.group.WORLD` made a chain apart from the calls that passed none)."""
+    if group is None:
+        group = getattr(getattr(dist, "group", None), "WORLD", None)
+    return ("group", id(group))
+
+
 def _gpu_timer(rec: "_recorder.Recorder", where: str | None) -> Any:
     """The recorder's GPU timer; a collective of CUDA tensors starts it when no step or epoch loop
     has yet (before, the collectives a program ran before its first loop, or in a program without
@@ -344,6 +378,8 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
         gsize = _group_size(dist, group)
         cpath = impl.current_path() + (rid,)
         where = _where(data)
+        if where is None:
+            where = _group_where(dist, group)
         gpu = _gpu_timer(rec, where)
         # GPU events: a sync call's end event is recorded when it returns; an async call's in its
         # future's callback, which runs on a stream that waits for the call to complete (so only
@@ -353,7 +389,7 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
         ev = gpu.start() if timed else None
         # a process group's collectives run one after another on the GPU: each interval begins no
         # earlier than the group's previous one ended (GpuTimer.stop); point-to-point calls do not
-        chain = None if op in _P2P else ("group", id(group))
+        chain = None if op in _P2P else _chain(dist, group)
         # with SCALEPROBE_TRACE=1 the call is a trace event too, as a manual region's (runtime.trace)
         tracer = getattr(rec, "tracer", None)
         (impl.enter if tracer is None else tracer.enter)(rid)
@@ -795,7 +831,8 @@ def _ddp_hook(state: _HookState, bucket: Any) -> Any:
         if _open.pop(key, None) is not None:
             pending = {"gpu_ns": None} if ev is not None else None
             record(rec, "ddp_allreduce", nbytes, state.group_size, end - t0, (state.rid,), pending, t0)
-            if pending is not None and not gpu.stop(ev, pending, ("group", id(state.process_group))):
+            if pending is not None and not gpu.stop(ev, pending, _chain(sys.modules.get("torch.distributed"),
+                                                                        state.process_group)):
                 _gpu.drop(pending)
         elif ev is not None:
             gpu.release(ev)

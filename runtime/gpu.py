@@ -423,7 +423,11 @@ def _read(free: list[Event], queue: deque[tuple[Event, Event, dict, Any]]) -> in
         if floor is False:
             free += (start, end)
         else:
-            free.append(start)  # the end is its chain's: the next interval may compare with it
+            # its end is its chain's (the next interval compares with it); its floor, the previous
+            # interval's end, has served (intervals are read in record order; review 97 LOW-6)
+            free.append(start)
+            if floor is not None:
+                free.append(floor)
         try:
             _settle(target, ms)
         except Exception:  # no error of CUDA's: this interval alone goes without its GPU time
@@ -579,7 +583,8 @@ class Rotation:
         self.samples: dict[int, list[int]] = {}  # rid -> [samples, gpu_ns] since the last flush
         self._order: list[int] = []
         self._pos = 0
-        self._basis = 0  # how many visited regions the recorder knew when `_order` was taken
+        self._basis = -1  # how many visited regions the recorder knew when `_order` was taken
+        self._done: set[int] = set()  # the regions that had their turn in this round
         self.on_enter, self.on_exit = self._hooks()
 
     def _hooks(self) -> tuple[Any, Any]:
@@ -661,41 +666,56 @@ class Rotation:
             self.target[0] = -1  # GPU timing is off: no region calls the hooks any more
             return
         rec = self.rec
-        totals = rec.region_totals
-        in_steps = getattr(rec, "in_steps", ())
-        if self.gen[0] == 2 and not totals and getattr(rec, "thread", None) is not None:
+        # (len() only here: the flush thread adds to both meanwhile, under rec.lock, which a step
+        # boundary does not wait for)
+        basis = len(rec.region_totals) + len(getattr(rec, "in_steps", ()))
+        if self.gen[0] == 2 and not basis and getattr(rec, "thread", None) is not None:
             # The first step is over: have the flush thread learn which regions a step visits, so
             # that the turns go to them (`rec.in_steps`), not to every region defined.
             rec.request_flush()
-        basis = len(totals) + len(in_steps)
-        if not self._order or self._pos >= len(self._order) or basis != self._basis:
-            regions = rec.regions
-            # The regions visited inside a step loop first, the most time first, then the others
-            # visited (known after a flush); before a flush, every region defined. Taken anew once used up, and as soon as
-            # a flush knows of more visited regions, less those timed already in this round: in a
-            # short run, the functions of imported modules that no step calls, and the set-up
-            # before the loop, would take the few steps' turns (a 10-step run of the sample on an
-            # H100: 2 of the 20 regions its steps visited got GPU samples).
-            done = set(self._order[:self._pos]) if basis != self._basis and self._pos < len(self._order) else ()
-            throttled = rec.throttled
-
-            def eligible(rids: Any) -> list[int]:
-                return sorted(r for r in rids if regions.get(r, ("step",))[0] not in self.SKIP_KINDS
-                              and r not in throttled and r not in done)
-
-            first = sorted(eligible(in_steps), key=lambda r: -totals[r][1] if r in totals else 0)
-            self._order = first + [r for r in eligible(totals or regions) if r not in in_steps]
-            self._pos = 0
-            self._basis = basis
-        if self._order:
+        if basis != self._basis or (self._order and self._pos >= len(self._order)):
+            try:
+                self._take_order(basis)
+            except Exception:  # noqa: BLE001 - never into the program's step loop; the old order goes on
+                self._pos = min(self._pos, len(self._order))
+        if self._pos < len(self._order):
             rid = self._order[self._pos]
             self._pos += 1
+            self._done.add(rid)
             self.left[0] = self.budget
             spare = self.visits.get(rid, 0) - self.budget
             self.skip[0] = self._draw(spare + 1) if spare > 0 else 0
             self.target[0] = rid
         else:
             self.target[0] = -1
+
+    def _take_order(self, basis: int) -> None:
+        """The regions visited inside a step loop first, the most time first, then the others
+        visited (known after a flush); before a flush, every region defined. Taken anew once used
+        up, and as soon as a flush knows of more visited regions, less those that had their turn in
+        this round (`_done`, cleared when every region has had one: review 97 MED-1, a retake that
+        forgot them gave the head of the order every turn). In a short run, the functions of
+        imported modules that no step calls, and the set-up before the loop, would otherwise take
+        the few steps' turns (a 10-step run of the sample on an H100: 2 of the 20 regions its steps
+        visited got GPU samples)."""
+        rec = self.rec
+        # copies made in C, whole under the GIL: the flush thread adds to these meanwhile (review
+        # 97 HIGH-1: a generator over them raised "dictionary changed size during iteration")
+        totals = dict(rec.region_totals)
+        in_steps = frozenset(getattr(rec, "in_steps", ()))
+        regions = rec.regions  # (looked up; iterated only as a copy)
+        throttled = rec.throttled
+
+        def eligible(rids: Any) -> list[int]:
+            return sorted(r for r in rids if regions.get(r, ("step",))[0] not in self.SKIP_KINDS and r not in throttled)
+
+        first = sorted(eligible(in_steps), key=lambda r: -totals[r][1] if r in totals else 0)
+        every = first + [r for r in eligible(totals or list(regions)) if r not in in_steps]
+        order = [r for r in every if r not in self._done]
+        if not order:  # every region has had its turn: a new round
+            self._done.clear()
+            order = every
+        self._order, self._pos, self._basis = order, 0, basis
 
     def _draw(self, n: int) -> int:
         """0 <= k < n (a 64-bit linear congruential generator, Knuth's MMIX constants)."""

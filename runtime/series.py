@@ -15,7 +15,9 @@ Past SCALEPROBE_STEP_RECORDS steps of a step loop only some steps are kept, with
 from __future__ import annotations
 
 import functools
+import os
 import sys
+import threading
 from itertools import repeat
 from threading import get_native_id
 from time import perf_counter_ns
@@ -320,7 +322,20 @@ def raise_at_statement(exc: BaseException, *methods: str) -> Any:
 
 def maybe_start_gpu(rec: "_recorder.Recorder") -> None:
     """Start GPU timing (rec.gpu) when the program uses CUDA; called by the first step or epoch
-    loop and by the first collective of CUDA tensors (runtime.comm)."""
+    loop and by the first collective of CUDA tensors (runtime.comm). Once: two threads' first
+    collectives at the same time made two timers, and the intervals of the one not kept were never
+    read, their comm summaries waiting for them to the end (review 97 LOW-5)."""
+    with _GPU_START:
+        if rec.gpu is None:
+            _start_gpu(rec)
+
+
+_GPU_START = threading.Lock()
+if hasattr(os, "register_at_fork"):  # a fork while another thread held it would leave the child's held
+    os.register_at_fork(after_in_child=lambda: globals().__setitem__("_GPU_START", threading.Lock()))
+
+
+def _start_gpu(rec: "_recorder.Recorder") -> None:
     mode = rec.cfg.gpu
     if mode == "0":
         return

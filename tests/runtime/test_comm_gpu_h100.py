@@ -71,10 +71,12 @@ def test_an_interval_of_a_chain_begins_where_the_chains_previous_one_ended():
     assert timer.stop(starts[3], targets[3])  # 8 us: no chain
     timer.resolve(wait=True)
     assert [t["gpu_ns"] for t in targets] == [4000, 1000, 4000, 4000]
-    # a chain's end events stay out of the pool (the next interval may compare with them)
+    # a chain's last end event stays out of the pool (the next interval will compare with it); an
+    # end that served as the next one's floor is back in it (review 97 LOW-6)
     free = timer.pools[0][0]
     assert not any(e is timer.chains[(0, "g")] or e is timer.chains[(0, "h")] for e in free)
-    assert len(free) == 5  # the 4 starts and the unchained end
+    assert len(free) == 6  # the 4 starts, the unchained end and the first interval's of chain g
+    assert len({id(e) for e in free}) == 6
 
 
 def test_a_chains_previous_end_that_is_later_or_unfinished_clips_nothing():
@@ -251,3 +253,73 @@ def test_a_failed_ddp_bucket_or_a_raising_hook_gives_its_event_back():
         comm._ddp_hook(ddp_state(rec, hook_calling(rec, error=ValueError("the user's hook")), None), bucket())
     assert timer.released == timer.started and len(timer.started) == 1
     assert not comm._inside.on and comm._inside.bucket is None  # the thread's state restored
+
+
+# ----- review 97 -------------------------------------------------------------------------------------
+
+def test_the_default_group_is_one_chain_whether_named_or_not(monkeypatch):
+    """LOW-2: calls that passed no group and those that passed the default group (DDP's buckets,
+    `group=dist.group.WORLD`) made two chains, so their overlap was not clipped."""
+    world = object()
+    monkeypatch.setitem(sys.modules, "torch.distributed", SimpleNamespace(
+        is_initialized=lambda: False, group=SimpleNamespace(WORLD=world), get_backend=lambda group=None: "nccl"))
+    _backend.impl.ensure_capacity(200)
+    timer = Timer()
+    rec = recorder(timer)
+    w = comm._wrap(rec, "all_reduce", all_reduce_returning(None), 151, PARAMS)
+    w(fake_tensor())
+    w(fake_tensor(), group=world)
+    assert [c for _, c in timer.stopped] == [("group", id(world))] * 2
+
+
+def test_a_call_without_tensors_is_timed_on_an_nccl_group_only(monkeypatch):
+    """LOW-3: a barrier on a gloo group took GPU events, timing whatever the stream ran."""
+    _backend.impl.ensure_capacity(200)
+
+    def barrier(group=None, async_op=False, device_ids=None):
+        return None
+
+    for backend, events in (("gloo", 0), ("nccl", 1), ("cpu:gloo,cuda:nccl", 1)):
+        monkeypatch.setitem(sys.modules, "torch.distributed", SimpleNamespace(
+            is_initialized=lambda: False, get_backend=lambda group=None, b=backend: b))
+        timer = Timer()
+        comm._wrap(recorder(timer), "barrier", barrier, 151, ["group", "async_op", "device_ids"])()
+        assert len(timer.started) == events, backend
+
+
+def test_a_thread_that_never_ran_a_hook_reads_the_defaults():
+    """LOW-4: `getattr(_inside, "bucket", None)` on a thread that never set it raised and caught an
+    AttributeError inside, 0.5 us on every nested call: the attributes have class defaults."""
+    import threading
+
+    seen = []
+    t = threading.Thread(target=lambda: seen.append((comm._inside.on, comm._inside.bucket, comm._inside.pickled)))
+    t.start()
+    t.join()
+    assert seen == [(False, None, None)]
+
+
+def test_two_threads_first_collectives_start_one_gpu_timer(monkeypatch):
+    """LOW-5: two threads whose first collectives of CUDA tensors ran together each made a timer;
+    the intervals of the one not kept were never read."""
+    import threading
+    import time
+
+    from runtime import series
+
+    made = []
+    real = series._start_gpu
+
+    def slow_start(rec):
+        time.sleep(0.05)  # widen the window in which the other thread could start its own
+        made.append(1)
+        real(rec)
+
+    monkeypatch.setattr(series, "_start_gpu", slow_start)
+    rec = SimpleNamespace(gpu=None, cfg=SimpleNamespace(gpu="fake", gpu_budget=0))
+    ts = [threading.Thread(target=series.maybe_start_gpu, args=(rec,)) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert len(made) == 1 and rec.gpu is not None

@@ -380,7 +380,9 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
         where = _where(data)
         if where is None:
             where = _group_where(dist, group)
-        gpu = _gpu_timer(rec, where)
+        gpu = rec.gpu
+        if gpu is None and where == "cuda":
+            gpu = _gpu_timer(rec, where)
         # GPU events: a sync call's end event is recorded when it returns; an async call's in its
         # future's callback, which runs on a stream that waits for the call to complete (so only
         # async calls of CUDA tensors: gloo's futures of CPU tensors mark no stream). None for
@@ -389,7 +391,7 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
         ev = gpu.start() if timed else None
         # a process group's collectives run one after another on the GPU: each interval begins no
         # earlier than the group's previous one ended (GpuTimer.stop); point-to-point calls do not
-        chain = None if op in _P2P else _chain(dist, group)
+        chain = None if ev is None or op in _P2P else _chain(dist, group)
         # with SCALEPROBE_TRACE=1 the call is a trace event too, as a manual region's (runtime.trace)
         tracer = getattr(rec, "tracer", None)
         (impl.enter if tracer is None else tracer.enter)(rid)

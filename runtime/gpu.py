@@ -249,8 +249,8 @@ class GpuTimer:
         # device -> (free events, the (start, end, target, floor) of recorded intervals in record
         # order; floor: False for an interval of no chain, else its chain's previous end event or None)
         self.pools: dict[int, tuple[list[Event], deque[tuple[Event, Event, dict, Any]]]] = {}
-        # (device, chain) -> the end event of the chain's last interval (owned by the chain: never
-        # back in the pool, as the next interval may still compare with it)
+        # (device, chain) -> the end event of the chain's last interval (kept out of the pool until
+        # the chain's next interval, which compares with it, has been read: `_read`)
         self.chains: dict[tuple[int, Any], Event] = {}
         self._starts = 0
         self.error: str | None = None  # why GPU timing was turned off

@@ -274,17 +274,15 @@ def _chain(dist: Any, group: Any) -> tuple[str, int]:
     return ("group", id(group))
 
 
-def _gpu_timer(rec: "_recorder.Recorder", where: str | None) -> Any:
-    """The recorder's GPU timer; a collective of CUDA tensors starts it when no step or epoch loop
+def _gpu_timer(rec: "_recorder.Recorder") -> Any:
+    """The recorder's GPU timer, for a call of CUDA tensors: started here when no step or epoch loop
     has yet (before, the collectives a program ran before its first loop, or in a program without
     one, had no GPU time: seen on an H100, gpu_check's nccl scenario)."""
-    gpu = rec.gpu
-    if gpu is None and where == "cuda":
+    if rec.gpu is None:
         from .series import maybe_start_gpu
 
         maybe_start_gpu(rec)
-        gpu = rec.gpu
-    return gpu
+    return rec.gpu
 
 
 def _patch_object_bytes(c10d: Any) -> None:
@@ -382,7 +380,7 @@ def _wrap(rec: "_recorder.Recorder", op: str, fn: Callable, rid: int, params: li
             where = _group_where(dist, group)
         gpu = rec.gpu
         if gpu is None and where == "cuda":
-            gpu = _gpu_timer(rec, where)
+            gpu = _gpu_timer(rec)
         # GPU events: a sync call's end event is recorded when it returns; an async call's in its
         # future's callback, which runs on a stream that waits for the call to complete (so only
         # async calls of CUDA tensors: gloo's futures of CPU tensors mark no stream). None for
@@ -793,7 +791,7 @@ def _ddp_hook(state: _HookState, bucket: Any) -> Any:
     # `_inside.bucket`) to the end of the hook's future, whose callback runs on a stream that waits
     # for the hook's work. Not from the hook's start: the GPU, idle while the CPU went through the
     # hooks to the call, charged each bucket 140 us more than NCCL's own durations (seen on an H100).
-    gpu = _gpu_timer(rec, where) if rec.on and where == "cuda" else None
+    gpu = _gpu_timer(rec) if rec.on and where == "cuda" else None
     slot = [None, gpu] if gpu is not None else None
     inside, outer = getattr(_inside, "on", False), getattr(_inside, "bucket", None)
     _inside.on, _inside.bucket = True, slot

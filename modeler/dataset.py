@@ -358,7 +358,7 @@ class Dataset:
     sources: list[str] = field(default_factory=list)
     run_shares: RunShares | None = None
     #: parameters that `--where`/`--exclude` left with one value, dropped from `parameters`, with
-    #: that value (for the error of an option that names one: `ranking.parse_assignments`)
+    #: that value (for the error of an option that names one: `target_point.parse_assignments`)
     held: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -44,6 +44,8 @@ from .listing import listing
 from .model import FittedModel
 
 DERIVED = ("speedup", "parallel_efficiency", "cost")
+#: metrics where more is better; for every other metric (times, bytes, imbalance) more is worse
+HIGHER_IS_BETTER = frozenset({"speedup", "parallel_efficiency"})
 #: the models a per-rank time is taken from
 BASES = ("time", "cost")
 #: a model predicting more than this factor above or below the time models' figure is named

@@ -2,7 +2,7 @@
 than `MISS_FACTOR` away from every repetition measured there (review 25: a training function's
 model said 0.517 s at a point whose three runs took 1.41 to 1.72 s, SMAPE 19.7%, and nothing in
 the output said so). Such a model does not describe the data it came from, so its growth and its
-predictions are not to be acted on (`ranking.doubt`).
+predictions are not to be acted on (`parts_growth.doubt`).
 
 The test takes every repetition, not their aggregate: noise that spreads the runs over a factor
 of 2 at a point does not mark a model lying among them. It looks only at points measured at least

@@ -10,7 +10,7 @@ with the sum of its parts' predictions, and names the call paths where the whole
 time, so the tighter bound), where the difference matters (over `SHARE` of the largest root).
 Without an exclusive time only a whole below its children is reported: above them may be its own
 work. The ranking's doubtful mark, its blame on a part and its shares, and the report's caveat
-on the run time follow the same rule (`ranking.contradiction`; review 45).
+on the run time follow the same rule (`parts_growth.contradiction`; review 45).
 
 The parts are summed from the bottom (`parts_sums`): a call path's `exclusive_time` (where that
 metric was modeled) plus each child's parts, down to the leaves, whose `time` counts; a child
@@ -25,7 +25,7 @@ fitted on its own, added up to 6.3 s).
 A whole's time at the target (`PartsCheck.time_figure`) is its parts' sum where its model is more
 than `BELOW` below it and clearly so (the low ends of the parts' 80% ranges above the high end of
 the whole's), or where its heavy parts also outgrow it (`PartsCheck.outgrown`: the ranking finds
-those from a first pass of `ranking.parts_growths`, then makes the sums again with them; review 80).
+those from a first pass of `parts_growth.parts_growths`, then makes the sums again with them; review 80).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class PartsCheck:
     #: the low end of the whole's own range (None where not known)
     whole_low: float | None = None
     #: its model grows slower than parts that carry at least half its time at the target, even at
-    #: the low ends of their 80% ranges (`ranking.outgrown_wholes`): a second sign, besides its
+    #: the low ends of their 80% ranges (`parts_growth.outgrown_wholes`): a second sign, besides its
     #: parts' sum above it, that the model misses a part's growth; with that sum more than `BELOW`
     #: above the model, the sum replaces the model whatever the ranges (`below_parts`; review 80)
     outgrown: bool = False
@@ -149,7 +149,7 @@ def parts_sums(predictions: Mapping[tuple[str, str], float],
     `predictions` maps (call path, metric) to the prediction at the target point, `ranges` to the
     80% range there (`PartsCheck.parts_low`, `whole_high`, `floor`); `combine`: `combination`;
     `outgrown`: the call paths whose model grows slower than its heavy parts (`PartsCheck.outgrown`,
-    from a first pass: `ranking.outgrown_wholes`)."""
+    from a first pass: `parts_growth.outgrown_wholes`)."""
     ranges = ranges or {}
 
     def low(key: tuple[str, str]) -> float | None:

@@ -20,7 +20,7 @@ time, now or at the target point:
   80% range (`modeler.uncertainty`), so that a poor fit extrapolated far (a millisecond with a
   cubic term) does not keep it, while a region that is small at the measured points but clearly
   grows into the run at the target is kept. A region's time is part of its caller's: the share at
-  the target is at most the parent's; and a doubtful time model (`ranking.doubt`) keeps nothing
+  the target is at most the parent's; and a doubtful time model (`parts_growth.doubt`) keeps nothing
   at the target.
 
 A call path is left out when both are below the fraction, and whenever its parent is left out
@@ -36,8 +36,6 @@ import math
 import re
 from dataclasses import dataclass
 from typing import Collection, Mapping, Sequence
-
-import numpy as np
 
 from .dataset import RunShares, Series
 from .errors import InputError
@@ -168,7 +166,7 @@ def shares(measured: Mapping[str, float], predictions: Mapping[str, float],
     """Every call path's `Share`: `measured` from `measured_shares`; `predictions` and `lows`: each
     call path's time prediction at the target and the low end of its 80% range there; `roots`: the
     main processes' top-level call paths (the run's time), where known; `doubtful`: the call paths
-    whose time model is doubtful (`ranking.doubt`), whose share at the target keeps nothing.
+    whose time model is doubtful (`parts_growth.doubt`), whose share at the target keeps nothing.
 
     A region's time is part of its caller's: the share at the target of a call path is at most its
     parent's (where the parent has one), so a wild fit of a child cannot outgrow its caller's."""

@@ -371,7 +371,6 @@ def trace_parts(runs: Sequence[Any], ranks: set[int] | None = None, *, window: t
 
     traced = False
     pids: dict[int, int] = {}  # process number -> its pid in the trace
-    named: set[tuple[int, int]] = set()  # (pid, tid) of the tracks named
     threads_of: dict[int, dict[int, int]] = {}  # per pid: recorded thread -> its track
     process_of: dict[int, int] = {}  # pid in the trace -> process number
     main_of: dict[int, Any] = {}  # per pid: the main thread's id (the process's own pid)

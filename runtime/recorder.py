@@ -1033,8 +1033,6 @@ def _install_hooks(rec: Recorder) -> None:
         except RuntimeError:  # already shutting down
             pass
     if threading.current_thread() is threading.main_thread():
-        import signal as _signal
-
         for sig in signal_watch.STAND_IN_SIGNALS:
             _chain_signal(sig)
     run_signals.start()

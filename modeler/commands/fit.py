@@ -10,7 +10,7 @@ import re
 import sys
 from typing import Mapping, Sequence
 
-from ..dataset import REPETITION_AGGREGATES, Dataset, Series
+from ..dataset import LARGEST_VALUE, REPETITION_AGGREGATES, Dataset, Series
 from ..backtest import backtest_warning
 from ..contention import wide_runs_warning
 from ..derived import Baselines, baselines, basis_series_needed, some_ranks_series
@@ -21,7 +21,8 @@ from ..listing import listing
 from ..outputs import FORMATS, render
 from ..parts import combination, parts_series
 from ..reach import far_target_warning
-from ..ranking import LARGEST_VALUE, Ranking, measured_maximum, nonnegative_keys, parse_assignments, parse_at, rank_models
+from ..ranking import Ranking, nonnegative_keys, rank_models
+from ..target_point import measured_maximum, parse_assignments, parse_at
 from ..share import DEFAULT_MIN_SHARE, parse_min_share, percent, share_series
 from .inputs import (add_input_options, describe_files, load_from_args, name_skipped, output_arg,
                      refuse_output_among_inputs, select, warn, write_output)

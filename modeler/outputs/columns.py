@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 
 from ..misfit import LACK_RATIO, MISS_FACTOR
-from ..ranking import PARTS_DISAGREE, RankedModel, Ranking, growth_text
+from ..growth import growth_text
+from ..parts_growth import PARTS_DISAGREE
+from ..ranking import RankedModel, Ranking
 from ..share import left_out_note
 from ..pointtext import point_text
 

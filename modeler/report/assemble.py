@@ -22,7 +22,7 @@ from ..model import FittedModel
 from ..parts import combination, disagrees, times
 from ..readers.runs import ODD
 from . import svg
-from ..ranking import parse_assignments
+from ..target_point import parse_assignments
 from ..share import parse_min_share
 from .findings import Report, ReportOptions, value_formatter
 from .ranks import call_tree_view, check_rank, choose_run, imbalance_view, run_point

@@ -68,7 +68,7 @@ def _read_files(loaded) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from ..cli import EXIT_OK, EXIT_PARTIAL, write_stdout
     from ..estimator import PMNFModeler
-    from ..ranking import measured_maximum, parse_at
+    from ..target_point import measured_maximum, parse_at
     from ..readers import skipped_warning
     from .render import render_html, render_markdown
     from .runs import groups_from_runset

@@ -13,7 +13,7 @@ from typing import Callable, Mapping
 from markupsafe import Markup
 
 from ..pointtext import point_text
-from ..ranking import HIGHER_IS_BETTER
+from ..derived import HIGHER_IS_BETTER
 from ..share import DEFAULT_MIN_SHARE, Share, left_out_note
 from . import svg
 
@@ -83,7 +83,7 @@ class RankingRow:
 
 
 def scales_badly(metric: str, growth: tuple[float, float]) -> bool:
-    """Whether a model of `metric` with `growth` (`ranking.growth`, the one it is ranked by) scales
+    """Whether a model of `metric` with `growth` (`growth.growth`, the one it is ranked by) scales
     badly: for speedup and parallel efficiency it falls (review 69: a falling speedup had the plain
     pill of a good one, and a rising one the red pill), for every other metric it grows at least
     linearly."""

@@ -13,7 +13,8 @@ from ..pointtext import point_text
 from ..dataset import RunShares, Series
 from ..derived import Baselines
 from ..model import FittedModel
-from ..ranking import falls_text, growth_text, nonnegative_keys, rank_models
+from ..growth import growth_text
+from ..ranking import falls_text, nonnegative_keys, rank_models
 from . import svg
 from .findings import RankingRow, RegionView, scales_badly
 

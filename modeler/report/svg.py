@@ -7,7 +7,6 @@ reaches the SVG goes through `_esc` first, so region names from user code cannot
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 from html import escape
 from typing import Sequence

@@ -186,7 +186,7 @@ def test_the_report_says_so_beside_the_run_time(tmp_path):
 
 def test_a_whole_that_misses_but_agrees_with_its_parts_blames_none_of_them():
     """A whole marked for missing its own measurements is no whole/parts contradiction: the part with
-    the poorer fit is not charged with one (`ranking.blamed_parts`)."""
+    the poorer fit is not charged with one (`parts_growth.blamed_parts`)."""
     def fm(cp, metric, value, smape):
         return FittedModel(cp, metric, Model(("p",), value), smape=smape, rss=0.1, ar2=0.9, cv_smape=None, points=5)
 

@@ -55,7 +55,7 @@ def test_at_given_twice_names_both_values_exactly():
     import pytest
 
     from modeler.errors import InputError
-    from modeler.ranking import parse_assignments
+    from modeler.target_point import parse_assignments
 
     with pytest.raises(InputError, match=r"batch=1048576 and batch=1048577"):
         parse_assignments("batch=1048576,batch=1048577", "--at", ["batch"])

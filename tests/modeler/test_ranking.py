@@ -10,7 +10,9 @@ import pytest
 from modeler.dataset import Dataset, Series
 from modeler.errors import InputError
 from modeler.model import Factor, FittedModel, Model, Term
-from modeler.ranking import growth, measured_maximum, nonnegative_keys, parse_at, rank_models
+from modeler.growth import growth
+from modeler.ranking import nonnegative_keys, rank_models
+from modeler.target_point import measured_maximum, parse_at
 
 PARAMS = ("p", "n")
 
@@ -92,7 +94,7 @@ def test_parse_at_errors_name_the_option(text, message):
 
 def test_an_overflowing_parts_sum_is_no_contradiction_to_divide_by():
     """Review 40: `--at ranks=1e250` put an infinite parts' sum into `1 / ratio`: ZeroDivisionError."""
-    from modeler.ranking import contradiction
+    from modeler.parts_growth import contradiction
 
     assert contradiction(1.0, math.inf) is None and contradiction(math.inf, 1.0) is None
     assert "3x more" in contradiction(1.0, 3.0)

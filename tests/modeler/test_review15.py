@@ -92,7 +92,8 @@ def _fitted(metric: str, smape: float, ar2: float, constant: float = 1.0):
 def test_a_poor_smape_from_true_zeros_is_no_poor_fit_when_the_model_follows_the_values():
     """step_comm_time is exactly 0 at ranks=1: each such point counts 200% in SMAPE, and a model
     with adjusted R² 0.977 was named as fitting poorly."""
-    from modeler.ranking import RankedModel, poor_fit_warning
+    from modeler.rank_warnings import poor_fit_warning
+    from modeler.ranking import RankedModel
 
     zeros = RankedModel(_fitted("step_comm_time", 56.3, 0.977), (1.0, 0.0), 0.2, None, None)
     noise = RankedModel(_fitted("time", 56.3, 0.2), (0.0, 0.0), 0.2, None, None)

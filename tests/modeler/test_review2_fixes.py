@@ -15,7 +15,8 @@ from modeler.errors import InputError
 from modeler.estimator import PMNFModeler
 from modeler.grid import grid_gaps_warning
 from modeler.model import Alternative, Factor, FittedModel, Model, Term
-from modeler.ranking import poor_fit_warning, rank_models
+from modeler.rank_warnings import poor_fit_warning
+from modeler.ranking import rank_models
 from modeler.uncertainty import with_prediction
 
 RANKS = (1, 2, 4, 8, 16)

@@ -17,7 +17,8 @@ from modeler import cli
 from modeler.derived import Baselines, baselines, derived_predictions
 from modeler.model import Factor, FittedModel, Model, Term
 from modeler.outputs import render
-from modeler.ranking import growth, growth_text, rank_models
+from modeler.growth import growth, growth_text
+from modeler.ranking import rank_models
 from modeler.readers import load
 from modeler_synthetic_runs import REGIONS, write_rank_file
 

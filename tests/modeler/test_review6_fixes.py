@@ -17,7 +17,7 @@ from modeler.derived import baselines
 from modeler.errors import InputError
 from modeler.estimator import PMNFModeler
 from modeler.model import Factor, Model, Term
-from modeler.ranking import growth
+from modeler.growth import growth
 from modeler_synthetic_runs import write_rank_file
 
 R = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])[:, None]

@@ -14,7 +14,8 @@ import pytest
 
 from modeler.dataset import Dataset, Series
 from modeler.estimator import PMNFModeler
-from modeler.ranking import growth, rank_models
+from modeler.growth import growth
+from modeler.ranking import rank_models
 
 RANKS, WORK = (1, 2, 4, 8), (1000, 2000, 4000)
 

@@ -246,7 +246,7 @@ def test_run_options_on_extrap_inputs_alone_are_said(tmp_path, capsys, option):
 
 
 def test_parse_at_from_python_still_takes_none():
-    from modeler.ranking import parse_at
+    from modeler.target_point import parse_at
 
     assert parse_at(None, ["n"], {"n": 8.0}) == {"n": 8.0}
     assert parse_at("n=16", ["n"], {"n": 8.0}) == {"n": 16.0}

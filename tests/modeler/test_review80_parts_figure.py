@@ -5,7 +5,7 @@ width term (3.13 s at the target, 80% range 2.48 to 7.82 s) while its parts' mod
 7.75 s; 8.83 s was measured. The parts' sum was not taken: the pass refits had widened the parts'
 ranges down to 0.77 s, so their low ends (2.8 s) never added up to more than the high end of the
 whole's, and the headline said 3.13 s. The whole's model also grew slower than a part carrying
-most of its time (`ranking.parts_growths`): two signs that it misses a part's growth. With both,
+most of its time (`parts_growth.parts_growths`): two signs that it misses a part's growth. With both,
 the parts' sum is the whole's time whatever the ranges (`parts.PartsCheck.outgrown`); where the
 growth rule does not apply, or where only a part with a range reaching down to nothing carries the
 growth (review 27), the ranges still decide."""

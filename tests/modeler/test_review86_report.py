@@ -15,7 +15,8 @@ import pytest
 from modeler import cli
 from modeler.dataset import Dataset, Series
 from modeler.model import Factor, FittedModel, Model, Term
-from modeler.ranking import growth, rank_models
+from modeler.growth import growth
+from modeler.ranking import rank_models
 from modeler.report import assemble
 from modeler.report.assemble import ReportOptions, build_report
 from modeler.report.findings import scales_badly

@@ -9,7 +9,7 @@ import pytest
 from modeler.dataset import Dataset, Series
 from modeler.errors import InputError
 from modeler.estimator import PMNFModeler
-from modeler.ranking import parse_at
+from modeler.target_point import parse_at
 
 
 def test_an_exact_split_model_is_not_reported_as_explaining_nothing():

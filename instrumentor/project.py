@@ -38,7 +38,8 @@ from .outdir import (OutTree, case_twin, check_out, fold_index, into_src, link_t
                      replace_file, writing)
 from .prechecks import define_relpath, define_table
 from .quiet import quiet_warnings
-from .regions import STATE_DIR, IdAllocator, Region, manifest_path, read_manifest, region_bound, write_manifest
+from .regions import (STATE_DIR, IdAllocator, Region, in_runtime_ids, manifest_path, past_runtime_ids, read_manifest,
+                      region_bound, write_manifest)
 from .results import FileResult, Skip
 from .revision import BUILD, PROBE_ABI, REWRITE_REVISION
 from .shadowing import shadow_warnings, top_level_modules
@@ -174,6 +175,34 @@ def _carried_clashes(carried: dict[str, list[tuple[int, str, str, int]]]) -> lis
                             "and the runtime will refuse the program; instrument the original sources of both")
                 break
     return said
+
+
+def _carried_runtime_ids(carried: dict[str, list[tuple[int, str, str, int]]]) -> list[str]:
+    """Warnings for modules carried over already instrumented with ids among the runtime's own
+    (`regions.RUNTIME_IDS`, given by a build before they were kept out of builds): the runtime
+    refuses such a module where it has made a region of that id already (a manual region, a
+    collective's) when the module is imported."""
+    said = []
+    for rel in sorted(carried):
+        ids = [rid for rid, *_ in carried[rel] if in_runtime_ids(rid)]
+        if ids:
+            said.append(f"{rel}: already instrumented with region ids the runtime hands out itself ({min(ids)}"
+                        f"{'' if len(ids) == 1 else f' to {max(ids)}'}, given by an earlier scaleprobe): the runtime "
+                        "refuses it where the program has made a region of the same id (a manual region, a "
+                        "collective) before importing it; instrument its original source")
+    return said
+
+
+def _ids_lost(entry: dict, reserved: set[int]) -> bool:
+    """Whether a file's ids or its block (its state `entry`) include ids it must not keep: those
+    of a module carried over (`reserved`), or the runtime's own (`regions.RUNTIME_IDS`)."""
+    block = entry["block"]
+    if any(r["id"] in reserved or in_runtime_ids(r["id"]) for r in entry["regions"]):
+        return True
+    if not block:
+        return False
+    return (past_runtime_ids(block[0], block[1] - block[0]) != block[0]
+            or any(block[0] <= i < block[1] for i in reserved))
 
 
 def _hash(data: bytes) -> str:
@@ -545,17 +574,16 @@ class Project:
         if reserved:
             next_id = max(next_id, max(reserved) + 1)
             summary.warnings.extend(_carried_clashes(carried))
+            summary.warnings.extend(_carried_runtime_ids(carried))
         for rel, data in contents.items():
             digest = _hash(data)
             entry = files_state.get(rel)
             out_file = self.out / rel if self.out else None
-            if entry and reserved and rel not in carried:
-                block = entry["block"]
-                if (any(r["id"] in reserved for r in entry["regions"])
-                        or block and any(block[0] <= i < block[1] for i in reserved)):
-                    # its ids, or its block, given before the module came: others
-                    entry = dict(entry, block=None, fingerprint="",
-                                 regions=[r for r in entry["regions"] if r["id"] not in reserved])
+            if entry and rel not in carried and _ids_lost(entry, reserved):
+                # its ids, or its block, given before the module came, or among the runtime's own (a
+                # build before they were kept out of builds): others
+                entry = dict(entry, block=None, fingerprint="",
+                             regions=[r for r in entry["regions"] if r["id"] not in reserved and not in_runtime_ids(r["id"])])
             if (
                 reuse and entry and entry["hash"] == digest and entry["fingerprint"] == fingerprint
                 and out_file is not None and out_file.exists() and out_file.stat().st_size == entry["out_size"]
@@ -573,7 +601,8 @@ class Project:
             # the ids of the known regions stay theirs (IdAllocator leaves them out of the pool), so
             # the block must hold `bound` more: a file rewritten with other regions needs new ids
             if block is None or block[1] - block[0] - sum(block[0] <= i < block[1] for i in prior.values()) < bound:
-                block = [next_id, next_id + max(bound, 1)]
+                start = past_runtime_ids(next_id, max(bound, 1))  # a build of more than 65536 ids
+                block = [start, start + max(bound, 1)]
                 next_id = block[1]
                 # the outgrown block stays this file's, so its known regions keep their ids
             jobs.append((rel, str(self.src / rel), tuple(block), prior, self.backend, self.opts.file_timeout, callees))

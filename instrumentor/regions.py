@@ -15,6 +15,21 @@ MANIFEST_VERSION = 1
 STATE_DIR = ".scaleprobe"
 MANIFEST_NAME = "manifest.json"
 _REGION_WORDS = re.compile(r"\b(?:def|for|while)\b")
+#: the region ids the runtime hands out itself (`runtime.recorder.RESERVED_BASE` and `RESERVED_END`:
+#: the manual API's regions, communication's, the modules `--instrument` compiles), which no build
+#: gives a module: a build with more ids goes on above them
+RUNTIME_IDS = (1 << 16, 1 << 20)
+
+
+def past_runtime_ids(start: int, size: int) -> int:
+    """Where a block of `size` ids wanted from `start` begins: `start`, or the end of the runtime's
+    ids (`RUNTIME_IDS`) where it would take some of them."""
+    low, high = RUNTIME_IDS
+    return high if start < high and start + size > low else start
+
+
+def in_runtime_ids(rid: int) -> bool:
+    return RUNTIME_IDS[0] <= rid < RUNTIME_IDS[1]
 
 
 @dataclass

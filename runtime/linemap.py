@@ -469,10 +469,18 @@ def _c_error_text(data: bytes, lineno: int, offset: int, end_lineno: int, end_of
 # statement itself: see `series.raise_at_statement`)
 _PROBE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.py")
 _PASS_THROUGH = frozenset({"__anext__", "__aenter__", "__aexit__"})
+#: (file name, line) of the header of an entry script run by `python OUT/main.py` whose code ran again
+#: compiled with its original lines (`probe.define`, `probe._entry_relined`): with `define`'s, the
+#: outermost frames of a traceback through it, which Python's own run of the script does not have
+outer_entry: tuple[str, int] | None = None
 
 
 def _drop_probe_frames(stack: list) -> int:
-    keep = [f for f in stack if not (f.name in _PASS_THROUGH and f.filename == _PROBE_FILE)]
+    outer = outer_entry
+    first = 2 if (outer is not None and len(stack) > 2 and stack[0].name == "<module>"
+                  and (stack[0].filename, stack[0].lineno) == outer
+                  and stack[1].name == "define" and stack[1].filename == _PROBE_FILE) else 0
+    keep = [f for f in stack[first:] if not (f.name in _PASS_THROUGH and f.filename == _PROBE_FILE)]
     dropped = len(stack) - len(keep)
     if dropped:
         stack[:] = keep

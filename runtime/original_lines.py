@@ -12,8 +12,8 @@ program: `frame.f_lineno`, `inspect.stack()`, `inspect.getsource` of a function,
 `logging`'s `%(lineno)d`, `warnings`, the tracebacks the program formats itself, a debugger.
 
 Under the launcher the entry script is compiled so too (`entry_code`); `python OUT/main.py` compiles
-it before any of this runs, so there the script alone keeps OUT's lines (uncaught tracebacks are
-mapped by `runtime.linemap`). A module whose SRC file is gone or edited since the build, or whose
+it before any of this runs, and its header runs it again so compiled (`probe.define`); run by pdb,
+cProfile or runpy it keeps OUT's lines (uncaught tracebacks are mapped by `runtime.linemap`). A module whose SRC file is gone or edited since the build, or whose
 OUT file no longer matches its map, is compiled by Python as usual. `SCALEPROBE_OUT_LINES=1` keeps
 OUT's lines everywhere.
 

@@ -93,6 +93,15 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
         made = f" (built by scaleprobe {build})" if build else ""
         _refuse(f"{relpath}{made} was instrumented for probe ABI {abi}, this runtime has ABI {ABI}: "
                 "instrument it again with this scaleprobe")
+    if module_name == "__main__" and (code := _entry_relined(sys._getframe(1))) is not None:
+        from .launch_toplevel import restore_program_limit, run_toplevel
+
+        _linemap.outer_entry = (code.co_filename, sys._getframe(1).f_lineno)  # left out of its tracebacks
+        try:
+            run_toplevel(code, module_globals)  # at a script's depth: the recursion limit's headroom is the same
+        finally:
+            restore_program_limit()
+        raise SystemExit  # the script ends as it would at its end: exit status 0, atexit, threads joined
     if build is not None:
         builds[relpath] = build
     if "__sp_on__" not in _builtins_dict:
@@ -124,6 +133,32 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
 
     comm.watch(rec)
     return rec.on
+
+
+def _entry_relined(frame: Any) -> Any:
+    """`python OUT/main.py`: Python compiled the entry script itself, at OUT's lines, before the
+    runtime was imported. Its code compiled with its original lines (`original_lines.entry_code`,
+    as `runtime.launch` runs it), which `define` runs in the same module from its header on (nothing
+    of the program ran before it), ending the script where that run ends: TorchScript, `inspect`,
+    `logging` and the tracebacks the program formats see SRC's lines, as without scaleprobe (review
+    100 HIGH-1: `torch.jit.script` of a function of the entry script raised `try blocks aren't
+    supported`). None where the interpreter does not run the file itself (a frame above: runpy, pdb,
+    cProfile), under `-i`, or where `entry_code` has no such code (SRC gone or edited)."""
+    if frame.f_back is not None or frame.f_code.co_name != "<module>" or sys.flags.inspect:
+        return None
+    path = frame.f_code.co_filename
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    import warnings
+
+    from .original_lines import entry_code
+
+    with warnings.catch_warnings():  # what compiling the script warns of, Python said compiling it
+        warnings.simplefilter("ignore")
+        return entry_code(path, data)
 
 
 def _refuse(message: str) -> NoReturn:
@@ -178,12 +213,12 @@ def _clash(known: dict, relpath: str, regions: Sequence[tuple[int, str, str, int
         old = known.get(int(reg[0]))
         if old is None or (old[1], old[2]) == (reg[2], relpath):
             continue
-        if int(reg[0]) >= _recorder.RESERVED_BASE:  # (review 94 LOW-3: blamed on separate builds)
+        if _recorder.RESERVED_BASE <= int(reg[0]) < _recorder.RESERVED_END:  # (review 94 LOW-3)
             return (f"region id {reg[0]} of {relpath}:{reg[3]} {reg[2]} is in the runtime's own range "
-                    f"({_recorder.RESERVED_BASE} and above: the manual API's, communication's), where "
-                    f"{old[2]}:{old[3]} {old[1]} has it: a module carried over already instrumented had ids "
-                    "that large (and a build gives the others ids above a carried module's); instrument the "
-                    "original sources in one build")
+                    f"({_recorder.RESERVED_BASE} to {_recorder.RESERVED_END - 1}: the manual API's, communication's), "
+                    f"where {old[2]}:{old[3]} {old[1]} has it: the module was instrumented by an earlier scaleprobe, "
+                    "or carried over already instrumented with ids that large (and a build gives the others ids "
+                    "above a carried module's); instrument the original sources in one build")
         first, second = builds.get(old[2]), builds.get(relpath)
         which = (f"builds {first} and {second}" if first and second and first != second else "separate builds")
         return (f"region id {reg[0]} defined twice: {old[2]}:{old[3]} {old[1]} and {relpath}:{reg[3]} {reg[2]}: "

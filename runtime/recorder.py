@@ -31,9 +31,11 @@ impl = _backend.impl
 
 _UNSET = object()
 
-# Region ids the runtime hands out itself (comm, manual, reserve) start here, above any id the
-# instrumentor gives a project, so that a module imported later can never collide with them.
+# Region ids the runtime hands out itself (comm, manual, reserve): RESERVED_BASE up to RESERVED_END.
+# A build gives its modules ids below them, and a build of more ids goes on from RESERVED_END
+# (instrumentor.regions.RUNTIME_IDS), so that a module imported later never has one of them.
 RESERVED_BASE = 1 << 16
+RESERVED_END = 1 << 20
 
 # An epoch end asks the flush thread for a write; it writes at most this often for such requests
 # (and never more often than SCALEPROBE_FLUSH_INTERVAL), merging the requests in between, so that a
@@ -336,7 +338,7 @@ class Recorder:
                 impl.ensure_capacity(rid + 1)
                 if not self._selected(qualname, module):
                     impl.set_off(rid, True)
-                if rid >= self.next_reserved:
+                if self.next_reserved <= rid < RESERVED_END:  # (a module of `--instrument`'s, carried)
                     self.next_reserved = rid + 1
 
     def _selected(self, name: str, module: str) -> bool:
@@ -348,6 +350,11 @@ class Recorder:
     def reserve(self, n: int) -> int:
         with self.lock:
             base = self.next_reserved
+            if base + n > RESERVED_END:
+                raise ConfigError(f"the runtime's own region ids ({RESERVED_BASE} to {RESERVED_END - 1}) are used up: "
+                                  f"{base - RESERVED_BASE} given, {n} more asked for (the modules that --instrument "
+                                  "compiled, manual regions, collectives); instrument the project with `instrument` "
+                                  "instead of --instrument")
             self.next_reserved += n
         impl.ensure_capacity(base + n)
         return base

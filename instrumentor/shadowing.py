@@ -21,9 +21,9 @@ from pathlib import PurePosixPath
 # (runtime/linemap.py), imports `_socket` through typing_extensions (review 50 F2: a project's
 # `select.py` hung the program at start, its `selectors.py` crashed it, without a warning).
 RUNTIME_STDLIB = frozenset("""
-    __future__ _bisect _colorize _datetime _json _opcode _opcode_metadata _posixsubprocess _socket
-    _typing _uuid _weakrefset _wmi array ast bisect collections contextlib copy copyreg dataclasses
-    datetime dis enum fcntl fnmatch functools glob grp importlib inspect ipaddress json keyword
+    __future__ _bisect _blake2 _colorize _datetime _hashlib _json _opcode _opcode_metadata _posixsubprocess
+    _socket _typing _uuid _weakrefset _wmi array ast bisect collections contextlib copy copyreg dataclasses
+    datetime dis enum fcntl fnmatch functools glob grp hashlib importlib inspect ipaddress json keyword
     linecache math msvcrt ntpath opcode operator pathlib platform re reprlib select selectors signal
     sre_compile sre_constants sre_parse subprocess textwrap threading token tokenize traceback types
     typing urllib uuid warnings weakref

@@ -93,6 +93,8 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
         made = f" (built by scaleprobe {build})" if build else ""
         _refuse(f"{relpath}{made} was instrumented for probe ABI {abi}, this runtime has ABI {ABI}: "
                 "instrument it again with this scaleprobe")
+    if module_globals.get("__sp_define__") is define:  # called once: not one of the module's functions (review 100 LOW-3)
+        del module_globals["__sp_define__"]
     if module_name == "__main__" and (code := _entry_relined(sys._getframe(1))) is not None:
         from .launch_toplevel import restore_program_limit, run_toplevel
 

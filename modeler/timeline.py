@@ -134,12 +134,15 @@ def _parse_ranks(text: str | None) -> set[int] | None:
 def _read(paths: Sequence[str], warnings: list[str] | None = None) -> list[Any]:
     """The run files under `paths`. An Extra-P export (`modeler export --extrap`) named on the
     command line is an error that says what it is; one found inside a directory is left out, with
-    a warning in `warnings`."""
+    a warning in `warnings`. So is a rank file that has no header to read (empty, cut inside it,
+    compressed, not a run file: a rank that died at start-up), where others are read (review 101
+    M1: one such rank refused the whole run, its other ranks' data not drawn)."""
     from runtime.runfile import RunFileError, read_run
 
     from .readers import expand
 
     runs = []
+    unread: list[RunFileError] = []
     for path, explicit in expand(paths):
         if path.suffix != ".jsonl":
             continue
@@ -154,7 +157,13 @@ def _read(paths: Sequence[str], warnings: list[str] | None = None) -> list[Any]:
                                      f"fit the export with `modeler fit {path}`") from e
                 warnings.append(f"{what}: left out")
                 continue
-            raise InputError(str(e)) from e
+            if warnings is None:
+                raise InputError(str(e)) from e
+            unread.append(e)
+    if unread and runs:
+        warnings.extend(f"{e}: left out (a rank that died at start-up?)" for e in unread)  # type: ignore[union-attr]
+    elif unread:
+        raise InputError(str(unread[0])) from unread[0]
     if not runs:
         raise InputError(f"no run files (*.jsonl) in {', '.join(paths)}")
     return runs
@@ -584,6 +593,7 @@ def run(args: argparse.Namespace) -> int:
     except InputError as e:
         e.warnings[:0] = read_warnings
         raise
+    left_out = any(w.endswith("(a rank that died at start-up?)") for w in read_warnings)
     # on stderr with `-o -` too (review 74 F5): stdout carries only the JSON
     for w in read_warnings + _warnings(meta):
         print(f"modeler: warning: {w}", file=sys.stderr)
@@ -605,7 +615,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"modeler: warning: the trace is {size / 1e6:.0f} MB: chrome://tracing loads up to about 256 MB and "
               "the Perfetto UI slows past a few hundred; keep less with --window, --min-dur or --ranks, or open it "
               "with Perfetto's trace_processor --httpd (docs/report.md)", file=sys.stderr)
-    return 0
+    return 3 if left_out else 0  # a file left out, as `modeler fit` says it
 
 
 def _notes(meta: dict) -> str:

@@ -89,7 +89,7 @@ def describe_files(loaded: Loaded) -> str:
     if odd:
         extra.append(f"{odd} left out: their runs' parameters are not those of the others")
     if counts["skipped"]:
-        extra.append(f"{counts['skipped']} skipped: unreadable")
+        extra.append(f"{counts['skipped']} skipped: unreadable or empty")
     beside = sum(1 for f in loaded.files if f.status == "ignored" and f.reason == BESIDE_RUNS)
     if counts["ignored"] - beside:
         extra.append(f"{counts['ignored'] - beside} ignored: not measurements")

@@ -153,12 +153,14 @@ def sniff(path: Path) -> str | None:
 
 
 def expand(paths: Iterable[str | os.PathLike[str]],
-           unlisted: list[tuple[Path, str]] | None = None) -> list[tuple[Path, bool]]:
+           unlisted: list[tuple[Path, str]] | None = None, empty: list[Path] | None = None) -> list[tuple[Path, bool]]:
     """Files named by `paths` as (file, explicit): directories recursively (files ending in
     .jsonl or .txt, hidden ones left out), globs expanded; each file once, in a stable order.
     A path that names nothing is an InputError. The folders inside a directory that could not be
     listed go to `unlisted` as (folder, why) (review 26: a run folder of another user's, mode 700,
-    vanished from the results without a word)."""
+    vanished from the results without a word); the folders a pattern matches that hold no such
+    file go to `empty`, an InputError only where nothing the pattern matches holds one (review 101
+    M2: one run folder with only its `launch.json` stopped `modeler fit 'runs/*'`)."""
     out: list[tuple[Path, bool]] = []
     seen: set[Path] = set()
 
@@ -192,9 +194,18 @@ def expand(paths: Iterable[str | os.PathLike[str]],
                 raise InputError(f"{text}: no file matches this pattern")
             for f in files:
                 add(f, True)
+            hollow = []
             for d in dirs:
-                for f, _ in expand([d], unlisted):
+                before = len(unlisted) if unlisted is not None else 0
+                found = _files_under(d, unlisted)
+                if not found and (unlisted is None or len(unlisted) == before):
+                    hollow.append(d)
+                for f in found:
                     add(f, False)
+            if hollow and not files and len(hollow) == len(dirs):
+                raise InputError(f"{text}: the folders this pattern matches hold no .jsonl or .txt files")
+            if empty is not None:
+                empty.extend(hollow)
         elif p.exists():  # (review 57 F7: /dev/null was "no such file")
             raise InputError(f"{text}: not a regular file or directory (a device, a pipe or a socket)")
         else:
@@ -286,9 +297,12 @@ def read_inputs(
     files: list[FileResult] = []
     by_format: dict[str, list[Path]] = {}
     unlisted: list[tuple[Path, str]] = []
+    empty: list[Path] = []
     found_beside: list[Path] = []  # Extra-P inputs found in a directory, not named
-    expanded = expand(paths, unlisted)
+    expanded = expand(paths, unlisted, empty)
     files.extend(FileResult(str(d), None, "skipped", f"cannot list this folder: {why}") for d, why in unlisted)
+    files.extend(FileResult(str(d), None, "skipped", "a folder the pattern matches that holds no .jsonl or .txt "
+                            "files (a run that wrote nothing?)") for d in empty)
     for path, explicit in expanded:
         if (why := _unreadable(path)) is not None:
             if format in (None, "runs") and is_rank_file_name(path):

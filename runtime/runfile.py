@@ -777,6 +777,7 @@ def _count(rec: dict[str, Any], key: str) -> int | float:
 
 
 _MOST = float(1 << 63)  # a count or a time in ns: the C probes' 64-bit counters
+_MOST_INT = 1 << 63
 _MOST_SQUARED = _MOST * _MOST
 _LIMITS = (_MOST,) * (len(_STATS_KEYS) - 1) + (_MOST_SQUARED,)  # sumsq_ns last
 
@@ -861,50 +862,57 @@ def _bounded(v: Any, key: str) -> int:
 
 
 def _series(rec: dict[str, Any]) -> dict[str, Any]:
-    """A step or epoch record, its fields checked (the writer's exact ints take the fast test): a
-    record with a field of the wrong type is left out whole, named, for every metric alike."""
-    out = {k: v for k, v in rec.items() if k != "type"}
+    """A step or epoch record (the parsed dict itself, without its type), its fields checked (the
+    writer's exact ints take the fast test): a record with a field of the wrong type is left out
+    whole, named, for every metric alike."""
+    get = rec.get
     for k in _SERIES_NEEDED:
-        v = out[k]  # KeyError: named as a missing field
-        if not (v.__class__ is int and -_MOST <= v <= _MOST):
-            out[k] = _bounded(v, k)
+        v = rec[k]  # KeyError: named as a missing field
+        if v.__class__ is not int or v > _MOST_INT or v < -_MOST_INT:
+            rec[k] = _bounded(v, k)
     for k in _SERIES_WHOLE:
-        v = out.get(k)
-        if v is not None and not (v.__class__ is int and -_MOST <= v <= _MOST):
-            out[k] = _bounded(v, k)
-    w = out.get("weight")
-    if w is not None and not (w.__class__ is int and 1 <= w <= _MOST):
-        w = out["weight"] = _bounded(w, "weight")
+        v = get(k)
+        if v is not None and (v.__class__ is not int or v > _MOST_INT or v < -_MOST_INT):
+            rec[k] = _bounded(v, k)
+    w = get("weight")
+    if w is not None and (w.__class__ is not int or w > _MOST_INT or w < 1):
+        w = rec["weight"] = _bounded(w, "weight")
         if w == 0:  # (a negative one is named as impossible with the other negative values)
             raise _NotANumber("weight=0: a step record stands for at least its own step")
-    active = out.get("active")
+    active = get("active")
     if active is not None and active.__class__ is not bool:
         raise _NotANumber(f"active={active!r} is not true or false")
-    memory = out.get("memory")
-    if memory is not None and memory.__class__ not in (dict, int, float):  # (a byte count in older files)
+    memory = get("memory", _MISSING)
+    if memory is _MISSING:
+        rec["memory"] = None
+    elif memory is not None and memory.__class__ not in (dict, int, float):  # (a byte count in older files)
         raise _NotANumber(f"memory={memory!r} is not an object")
-    for k in ("data_wait_ns", "comm_ns", "gpu_ns", "memory"):
-        out.setdefault(k, None)
-    return out
+    for k in ("data_wait_ns", "comm_ns", "gpu_ns"):
+        if k not in rec:
+            rec[k] = None
+    del rec["type"]
+    return rec
 
 
 def _comm(rec: dict[str, Any]) -> dict[str, Any]:
-    """A comm record, its fields checked as `_series` checks a step's (review 101 H2: an `op` of 5 or
-    a `callpath` of "1,2" became call paths, a `time_ns` of "x" vanished, 2.5 calls were counted)."""
-    out = {k: v for k, v in rec.items() if k != "type"}
-    op = out["op"]  # KeyError: named as a missing field
+    """A comm record (the parsed dict itself, without its type), its fields checked as `_series`
+    checks a step's (review 101 H2: an `op` of 5 or a `callpath` of "1,2" became call paths, a
+    `time_ns` of "x" vanished, 2.5 calls were counted)."""
+    op = rec["op"]  # KeyError: named as a missing field
     if op.__class__ is not str:
         raise _NotANumber(f"op={op!r} is not the name of an operation")
-    path = out.get("callpath")
+    path = rec.get("callpath")
     if path is not None and not (path.__class__ is list and all(x.__class__ is int for x in path)):
         if not isinstance(path, list):
             raise _NotANumber(f"callpath={path!r} is not a list of region ids")
-        out["callpath"] = [_whole_value(x, "callpath") for x in path]
+        rec["callpath"] = [_whole_value(x, "callpath") for x in path]
+    get = rec.get
     for k in _COMM_WHOLE:
-        v = out.get(k)
-        if v is not None and not (v.__class__ is int and -_MOST <= v <= _MOST):
-            out[k] = _bounded(v, k)
-    return out
+        v = get(k)
+        if v is not None and (v.__class__ is not int or v > _MOST_INT or v < -_MOST_INT):
+            rec[k] = _bounded(v, k)
+    del rec["type"]
+    return rec
 
 
 def find_run_files(directory: str | os.PathLike[str]) -> list[Path]:

@@ -17,7 +17,7 @@ from typing import Sequence, TextIO
 from .dataset import RANKS_PARAMETER, Dataset
 from .errors import InputError
 from .listing import listing
-from .replace_file import write_text
+from .replace_file import why_not_written, write_text
 from .pointtext import param_text
 
 
@@ -126,7 +126,7 @@ def write_extrap_jsonl(dataset: Dataset, out: str | os.PathLike[str] | TextIO) -
         try:
             write_text(out, text)  # folders made as `modeler report -o` does; whole or not at all
         except OSError as exc:
-            raise InputError(f"--extrap {os.fspath(out)}: cannot write: {exc.strerror or exc}") from exc
+            raise InputError(f"--extrap {os.fspath(out)}: cannot write: {why_not_written(exc)}") from exc
     else:
         out.write(text)
     return summary

@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, TextIO
 
+from runtime.runfile import file_on_the_way
+
 
 @contextlib.contextmanager
 def replacing(path: str | os.PathLike[str]) -> Iterator[TextIO]:
@@ -80,3 +82,11 @@ def _mode(path: Path) -> int:
         mask = os.umask(0o022)
         os.umask(mask)
         return 0o666 & ~mask
+
+
+def why_not_written(exc: OSError) -> str:
+    """An OSError of writing an output, in words: a folder on the way that is a file says so
+    (review 26: `File exists`; said once, and by every command: review 101 L4)."""
+    if isinstance(exc, (FileExistsError, NotADirectoryError)) and (file := file_on_the_way(exc.filename)):
+        return file
+    return exc.strerror or str(exc)

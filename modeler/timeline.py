@@ -29,7 +29,7 @@ from runtime.runfile import is_helper_process
 from .commands.inputs import output_arg, refuse_output_among_inputs
 from .errors import InputError
 from .listing import listing
-from .replace_file import replacing
+from .replace_file import replacing, why_not_written
 from .runchoice import RunEntry, find_run, listed
 
 TID_EPOCHS, TID_STEPS, TID_REGIONS = 1, 2, 10
@@ -607,7 +607,7 @@ def run(args: argparse.Namespace) -> int:
             with replacing(out) as stream:  # whole or not at all: a failed write keeps the old trace
                 size = _write_trace(stream, events, meta)
         except OSError as e:
-            raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e
+            raise InputError(f"-o: cannot write {out}: {why_not_written(e)}") from e
         where = str(out.resolve())
     print(f"timeline of run {meta['run_id']}: {n} slices written to {where}{_notes(meta)}; "
           f"open it in https://ui.perfetto.dev or chrome://tracing", file=sys.stderr)

@@ -9,8 +9,6 @@ from collections import Counter
 from fnmatch import fnmatchcase
 from typing import Sequence
 
-from runtime.runfile import file_on_the_way
-
 from ..aggregate import RANK_AGGREGATES
 from ..cli import write_stdout
 from ..dataset import Dataset, notes_for
@@ -19,7 +17,7 @@ from ..listing import listing
 from ..pointfilter import parse_point_filter
 from ..readers import BESIDE_RUNS, FORMATS, Loaded, ReadOptions, read_inputs, skipped_warning
 from ..readers.runs import ODD
-from ..replace_file import write_text
+from ..replace_file import why_not_written, write_text
 
 
 def add_input_options(
@@ -238,11 +236,5 @@ def write_output(text: str, output: str | None) -> None:
     try:
         write_text(output, text)  # folders made as `modeler report -o` does; whole or not at all
     except OSError as exc:
-        raise InputError(f"-o {output}: cannot write: {_why(exc)}") from exc
+        raise InputError(f"-o {output}: cannot write: {why_not_written(exc)}") from exc
 
-
-def _why(exc: OSError) -> str:
-    """An OSError in words; a folder on the way that is a file says so (review 26: `File exists`)."""
-    if isinstance(exc, (FileExistsError, NotADirectoryError)) and (file := file_on_the_way(exc.filename)):
-        return f"{file} is a file, not a folder"
-    return exc.strerror or str(exc)

@@ -27,7 +27,8 @@ from ..errors import InputError, ModelerError
 from ..listing import listing
 from ..pointfilter import OF_RUNS, PointFilter, drop_single_valued, filter_dataset, nothing_left, point_values, values_of
 from ..pointfilter import excluded_nothing as excluded_nothing_warning
-from .unusable import LAUNCHER_FILE, NOT_MEASUREMENTS, is_launcher_file, no_usable_message
+from .unusable import (COMPRESSED_SUFFIXES, LAUNCHER_FILE, NOT_MEASUREMENTS, compressed_reason, is_launcher_file,
+                       no_usable_message)
 
 
 #: why an Extra-P input found in a directory beside run files is not read
@@ -184,11 +185,11 @@ def expand(paths: Iterable[str | os.PathLike[str]],
                 raise InputError(f"{text}: directory holds no .jsonl or .txt files")
             for f in found:
                 add(f, False)
-        elif p.is_file():
+        elif p.is_file() or _dangling(p):  # a dangling link: named as unreadable
             add(p, True)
         elif glob.has_magic(text):
             matches = sorted(glob.glob(text, recursive=True))
-            files = [Path(m) for m in matches if Path(m).is_file()]
+            files = [Path(m) for m in matches if Path(m).is_file() or _dangling(Path(m))]
             dirs = [Path(m) for m in matches if Path(m).is_dir()]
             if not files and not dirs:
                 raise InputError(f"{text}: no file matches this pattern")
@@ -213,20 +214,41 @@ def expand(paths: Iterable[str | os.PathLike[str]],
     return out
 
 
+def _dangling(p: Path) -> bool:
+    """A symbolic link that leads nowhere: kept, to be named as unreadable."""
+    return p.is_symlink() and not p.exists()
+
+
+#: names of files read in folders: measurements, and compressed copies of them (named as such)
+_WANTED = tuple(s + c for s in DIRECTORY_SUFFIXES for c in ("", *COMPRESSED_SUFFIXES))
+
+
 def _files_under(root: Path, unlisted: list[tuple[Path, str]] | None) -> list[Path]:
-    """The files ending in `DIRECTORY_SUFFIXES` under `root`, hidden files and folders left out,
-    symbolic links to folders not followed; the folders that could not be listed go to `unlisted`."""
+    """The files ending in `DIRECTORY_SUFFIXES` (or a compressed copy of one, `.jsonl.gz`, to be
+    named as such) under `root`, hidden files and folders left out; symbolic links to folders
+    followed, each folder once (a link back up is no loop); a link named so that leads nowhere is
+    kept, to be named as unreadable (review 101 M3: a linked run folder, a dangling rank file's
+    link and a gzipped rank file were left out without a word). The folders that could not be
+    listed go to `unlisted`."""
 
     def failed(exc: OSError) -> None:
         if unlisted is not None:
             unlisted.append((Path(exc.filename or root), exc.strerror or str(exc)))
 
     found = []
-    for folder, dirs, files in os.walk(root, onerror=failed):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
+    top = os.path.realpath(root)
+    walked = {top}
+    for folder, dirs, files in os.walk(root, onerror=failed, followlinks=True):
+        kept = []
+        for d in dirs:
+            real = os.path.realpath(os.path.join(folder, d))
+            if not d.startswith(".") and real not in walked and not top.startswith(real + os.sep):
+                walked.add(real)
+                kept.append(d)
+        dirs[:] = kept
         for name in files:
             f = Path(folder) / name
-            if not name.startswith(".") and f.suffix in DIRECTORY_SUFFIXES and f.is_file():
+            if not name.startswith(".") and name.endswith(_WANTED) and (f.is_file() or _dangling(f)):
                 found.append(f)
     return sorted(found)
 
@@ -319,6 +341,9 @@ def read_inputs(
         if fmt is None and is_launcher_file(path):
             # the launcher's own files beside the run files (rank0.error.txt): never measurements
             files.append(FileResult(str(path), None, "ignored", LAUNCHER_FILE))
+            continue
+        if fmt is None and (why := compressed_reason(path)) is not None:
+            files.append(FileResult(str(path), None, "skipped", why))  # in a folder too (review 101 M3)
             continue
         if fmt is None:
             # inside a directory, other files (logs, notes) are expected; a file named explicitly is not

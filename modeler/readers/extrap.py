@@ -242,10 +242,16 @@ def read_extrap_text(path: str | Path) -> Dataset:
     path = Path(path)
     warnings: list[str] = []
     try:
-        numbered = _text_lines(path, path.read_bytes(), warnings)
+        raw_bytes = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    numbered = _text_lines(path, raw_bytes, warnings)
     parameters: list[str] = []
+    # (line, how many values) of the last DATA line, and of the one before it in its block: a last
+    # line without a line end and with fewer values may be cut off (review 101 M5)
+    last_data: tuple[int, int] | None = None
+    before_last: int | None = None
+    last_line = 0
     points: list[tuple[float, ...]] = []
     data: dict[tuple[str, str], dict[tuple[float, ...], list[float]]] = {}
     callpath, metric = "", ""
@@ -254,6 +260,7 @@ def read_extrap_text(path: str | Path) -> Dataset:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
+        last_line = ln
         where = f"{path}:{ln}"
         field, _, rest = line.partition(" ")
         if "\t" in field:  # fields separated by tabs
@@ -300,10 +307,12 @@ def read_extrap_text(path: str | Path) -> Dataset:
                     raise InputError(f"{where}: point ({g.strip()}) is listed twice")
                 points.append(coord)
         elif field == "REGION":
-            callpath, next_point = rest, 0
+            callpath, next_point, last_data = rest, 0, None
         elif field == "METRIC":
-            metric, next_point = rest, 0
+            metric, next_point, last_data = rest, 0, None
         elif field == "DATA":
+            before_last = last_data[1] if last_data is not None else None
+            last_data = (ln, len(rest.split()))
             if not points:
                 raise InputError(f"{where}: DATA before any POINTS")
             if next_point >= len(points):
@@ -335,4 +344,9 @@ def read_extrap_text(path: str | Path) -> Dataset:
             continue
         else:
             raise InputError(f"{where}: unknown field {field!r} (expected one of {', '.join(_TEXT_FIELDS)})")
+    if (last_data is not None and before_last is not None and last_data[1] < before_last
+            and last_line == last_data[0] and not raw_bytes.endswith((b"\n", b"\r"))):
+        # (Extra-P's own files end without a line end: that alone says nothing)
+        warnings.append(f"{path}:{last_data[0]}: the last line may be cut off (no line end, {last_data[1]} value(s) "
+                        f"where the DATA line before has {before_last}): its last value may be a cut number")
     return _to_dataset(path, parameters, data, warnings, declared=points)

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Sequence
 
 from runtime.runfile import FORMAT_NAME, Run, RunFileError, read_run
 
-from ..dataset import RANKS_PARAMETER, Dataset
+from ..dataset import LARGEST_VALUE, RANKS_PARAMETER, Dataset
 from ..errors import InputError
 from ..listing import listing
 from ..pointfilter import OF_RUNS, Condition, PointFilter, excluded_nothing, nothing_left
@@ -480,12 +480,26 @@ def _parameters(runs: list[RunRecord], warnings: list[str]) -> tuple[tuple[str, 
     while True:  # again after leaving out runs whose parameter is not a number
         varying, constants, odd = _varying(ok)
         if not odd:
+            _too_large(ok, varying)
             return tuple(varying), constants
         p, runs_of = odd
         for r in runs_of:
             r.status, r.reason = ODD, (f"{r.files[0].path}: parameter {p!r} is {r.params[p]!r}, not a number "
                                             f"as in the other runs")
         ok = [r for r in ok if r.status == "ok"]
+
+
+def _too_large(ok: list[RunRecord], varying: list[str]) -> None:
+    """Stop at a value of a varying parameter above `LARGEST_VALUE`, naming a file that has it: its
+    powers overflow (review 101 M4: `modeler report` modeled every series as a constant, without a
+    word, where `fit` stopped naming no file)."""
+    for p in varying:
+        big = [r for r in ok if abs(float(r.params[p])) > LARGEST_VALUE]
+        if big:
+            top = max(big, key=lambda r: abs(float(r.params[p])))
+            raise InputError(f"parameter {p!r}: {top.params[p]!r} (in {top.files[0].path}) is too large to model: "
+                             f"values above {LARGEST_VALUE:g} overflow their powers; give it in larger units "
+                             "(thousands, millions)")
 
 
 #: at most this share of the runs may have a parameter that is not a number where the others have
@@ -543,7 +557,10 @@ def load_runs(paths: Sequence[str | os.PathLike[str]] | Iterable[Path], options:
                 raise RunFileError("empty file")
             run = read_run(p)
         except (RunFileError, OSError) as exc:
-            files.append(FileResult(str(p), "runs", "skipped", str(exc)))
+            said = f"cannot read: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, FileNotFoundError) and p.is_symlink():
+                said += f" (a symbolic link to {os.readlink(p)}, which is not there)"
+            files.append(FileResult(str(p), "runs", "skipped", said))
             cause = exc if isinstance(exc, OSError) else exc.__cause__
             why = ("empty" if str(exc) == "empty file" else
                    f"cannot read: {cause.strerror or cause}" if isinstance(cause, OSError) else "no readable header")

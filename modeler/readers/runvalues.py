@@ -185,6 +185,8 @@ def _note_loss(lineno: int, rec: Any, out: ValueCheck) -> None:
     if rtype is not None and rtype not in _ADDITIVE:
         return
     if rtype == "profile":
+        if rec.get("path") == []:  # a call path of no region: no call path's totals miss it
+            return
         ids = _ids("profile", rec)
         if ids and len(ids) == len(rec.get("path") or ()):
             out.unknown_paths.add(tuple(ids))

@@ -24,6 +24,23 @@ _LAUNCHER_FILE = re.compile(r"^rank\d+\.[A-Za-z][\w-]*\.txt$")
 #: the reason given to such a file, never shown in the error
 LAUNCHER_FILE = "a file of the scaleprobe launcher, not measurements"
 NOT_MEASUREMENTS = "not a scaleprobe run file nor an Extra-P input"
+#: the first bytes of compressed files: (magic, the tool that makes them)
+_COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
+#: how a compressed copy of a measurements file is named (found in folders: review 101 M3)
+COMPRESSED_SUFFIXES = (".gz", ".zst", ".xz", ".bz2")
+
+
+def compressed_reason(path: Path) -> str | None:
+    """Why `path` cannot be read as it is, where it is compressed (by its first bytes), or None."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(6)
+    except OSError:
+        return None
+    for magic, tool in _COMPRESSED:
+        if head.startswith(magic):
+            return f"compressed with {tool}: decompress it first"
+    return None
 
 
 def is_launcher_file(path: Path) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
-from ..replace_file import write_text
+from ..replace_file import why_not_written, write_text
 from ..commands.fit import (add_min_share_option, add_pass_option, companion_series, min_share_of, new_series, per_rank_time,
                             prediction_checks)
 from ..commands.inputs import (add_input_options, load_from_args, name_skipped, output_arg, refuse_output_among_inputs,
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             write_text(out, text)  # whole or not at all: a failed write keeps the old report
         except OSError as e:
-            raise InputError(f"-o: cannot write {out}: {e.strerror or e}") from e
+            raise InputError(f"-o: cannot write {out}: {why_not_written(e)}") from e
     if args.quiet:
         name_skipped(loaded, args, "modeler report")
     else:

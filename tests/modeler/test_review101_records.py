@@ -139,3 +139,119 @@ def test_timeline_draws_the_ranks_beside_one_that_died_at_start_up(tmp_path, dam
     assert len(names) == 1 and names[0].startswith("rank 0"), names
     alone = _modeler("timeline", "run/rank1.2001.jsonl", "-o", "one.json", cwd=tmp_path)
     assert alone.returncode != 0 and "rank1.2001.jsonl" in alone.stderr and "Traceback" not in alone.stderr
+
+
+@pytest.mark.parametrize("command", [["fit", "runs", "-o"], ["report", "runs", "-o"], ["export", "runs", "--extrap"],
+                                     ["timeline", "runs/r1", "-o"]])
+def test_an_output_through_a_file_is_said_once_by_every_command(tmp_path, command):
+    """Review 101 L4: `fit` said "x is a file, not a folder is a file, not a folder"; report, export
+    and timeline said "File exists"."""
+    for p in (1, 2, 4, 8, 16):
+        write_rank_file(tmp_path / "runs" / f"r{p}", run_id=f"r{p}", params={"p": p}, steps=[GOOD_STEP],
+                        profile={(0,): (1, p * 100 * MS, 10 * MS)})
+    (tmp_path / "exist.html").write_text("x")
+    p = _modeler(*command, "exist.html/out.txt", cwd=tmp_path)
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert p.stderr.count("is a file, not a folder") == 1 and "File exists" not in p.stderr, p.stderr
+
+
+def test_a_bad_event_is_left_out_alone(tmp_path):
+    """Review 101 L3: one bad value in an `events` record dropped the whole record (up to 10,000
+    events), and the message gave the layout wrongly ([region, thread, start, duration])."""
+    events = [[0, i * 10, i * 10 + 5, 7] for i in range(10)]
+    events[3] = [0, "x", 35, 7]
+    events[5] = [0, 50, 55]
+    f = write_rank_file(tmp_path / "run", run_id="r", params={"p": 1}, profile={(0,): (1, 100 * MS, 10 * MS)},
+                        records=[{"type": "events", "flush": 1, "events": events, "threads": {"7": "MainThread"}}])
+    run = read_run(f)
+    assert len(run.events) == 8 and run.threads == {7: "MainThread"}
+    [problem] = [p for p in run.problems if "events" in p]
+    assert "2 of its 10 events are not [region, start_ns, end_ns, thread id]" in problem and problem.startswith(f"{f}:")
+
+
+def test_a_profile_record_of_no_region_is_named(tmp_path):
+    """Review 101 L1: `"path": []` was dropped without a word; it is named, and the run's other
+    call paths are kept (it adds to none of them)."""
+    f = write_rank_file(tmp_path / "run", run_id="r", params={"p": 1}, profile={(0,): (1, 100 * MS, 10 * MS)},
+                        records=[{"type": "profile", "flush": 1, "path": [], "visits": 1, "incl_ns": 5, "excl_ns": 5,
+                                  "min_ns": 5, "max_ns": 5, "sumsq_ns": 25.0}])
+    run = read_run(f)
+    assert list(run.profile) == [(0,)]
+    assert any(p.startswith(f"{f}:") and "path=[] names no region" in p for p in run.problems), run.problems
+    from modeler.readers.runvalues import check_values
+
+    check = check_values(f, run)
+    assert check.lost is None and not check.unknown_paths
+
+
+@pytest.mark.parametrize("command", [["fit"], ["report", "-o", "r.html"], ["export", "--extrap", "x.jsonl"]])
+def test_a_parameter_value_too_large_to_model_stops_every_command_naming_its_file(tmp_path, command):
+    """Review 101 M4: `modeler report` took batch=1e40 and modeled every series as a constant,
+    without a word; `fit` stopped naming no file."""
+    for p in (1, 2, 4, 8, 1e40):
+        write_rank_file(tmp_path / "runs" / f"r{p:g}", run_id=f"r{p:g}", params={"p": p},
+                        profile={(0,): (1, 100 * MS, 10 * MS)})
+    p = _modeler(*command[:1], "runs", *command[1:], cwd=tmp_path)
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert "parameter 'p': 1e+40 (in runs/r1e+40/rank0.1000.jsonl) is too large to model" in p.stderr, p.stderr
+
+
+def test_an_extrap_text_file_cut_in_its_last_data_line_is_said(tmp_path):
+    """Review 101 M5: `head -c 500` of an Extra-P text file ended in `DATA 509.8 495.7 5`, the 5 cut
+    from 501.0, read as a measurement without a word. Extra-P's own files end without a line end,
+    so that alone is no sign."""
+    from modeler.readers.extrap import read_extrap_text
+
+    whole = ("PARAMETER x\nPOINTS 1 2 4 8 16\nREGION r\nMETRIC time\n"
+             + "".join(f"DATA {10 * x} {10 * x + 1} {10 * x + 2}\n" for x in (1, 2, 4, 8, 16)))
+    (tmp_path / "whole.txt").write_text(whole.rstrip("\n"))
+    assert not [w for w in read_extrap_text(tmp_path / "whole.txt").warnings if "cut off" in w]
+    (tmp_path / "cut.txt").write_text(whole.rstrip("\n")[:-4])  # "DATA 160 161 162" -> "DATA 160 16"
+    [said] = [w for w in read_extrap_text(tmp_path / "cut.txt").warnings if "cut off" in w]
+    assert said.startswith(f"{tmp_path / 'cut.txt'}:9: the last line may be cut off (no line end, 2 value(s) where")
+
+
+def _sweep(root: Path) -> None:
+    for p in (1, 2, 4, 8, 16):
+        write_rank_file(root / f"r{p}", run_id=f"r{p}", params={"p": p}, profile={(0,): (1, p * 100 * MS, 10 * MS)})
+
+
+def test_a_linked_run_folder_is_read_and_a_link_back_up_is_no_loop(tmp_path):
+    """Review 101 M3: `runs/r8 -> ../elsewhere/r8` was not followed: run r8 left out without a word."""
+    import os
+    import shutil
+
+    _sweep(tmp_path / "elsewhere")
+    (tmp_path / "runs").mkdir()
+    for p in (1, 2, 4, 16):
+        shutil.copytree(tmp_path / "elsewhere" / f"r{p}", tmp_path / "runs" / f"r{p}")
+    os.symlink(tmp_path / "elsewhere" / "r8", tmp_path / "runs" / "r8")
+    os.symlink("..", tmp_path / "runs" / "up")
+    p = _modeler("fit", "runs", cwd=tmp_path)
+    assert p.returncode == 0 and "read 5 of 5 input files" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("named", ["runs", "runs/*/*.jsonl"])
+def test_a_dangling_link_named_like_a_rank_file_is_named_as_unreadable(tmp_path, named):
+    import os
+
+    _sweep(tmp_path / "runs")
+    [f] = (tmp_path / "runs" / "r8").glob("*.jsonl")
+    f.unlink()
+    os.symlink("/nonexistent/rank0.1000.jsonl", f)
+    p = _modeler("fit", named, cwd=tmp_path)
+    assert p.returncode == 3, p.stderr
+    assert ("r8/rank0.1000.jsonl: skipped: cannot read: No such file or directory (a symbolic link to "
+            "/nonexistent/rank0.1000.jsonl, which is not there)") in p.stderr
+
+
+def test_a_compressed_rank_file_in_a_folder_is_named(tmp_path):
+    import gzip
+
+    _sweep(tmp_path / "runs")
+    [f] = (tmp_path / "runs" / "r8").glob("*.jsonl")
+    f.with_name(f.name + ".gz").write_bytes(gzip.compress(f.read_bytes()))
+    f.unlink()
+    p = _modeler("fit", "runs", cwd=tmp_path)
+    assert p.returncode == 3, p.stderr
+    assert "r8/rank0.1000.jsonl.gz: skipped: compressed with gzip: decompress it first" in p.stderr

@@ -228,6 +228,7 @@ def decode(data: bytes) -> tuple[str, str]:
 def _work(job: tuple) -> FileResult:
     relpath, path, pool, prior, backend, timeout, *rest = job
     epoch_callees = rest[0] if rest else frozenset()
+    entry = bool(rest[1]) if len(rest) > 1 else False
     # libcst's native parser takes minutes on some inputs (a chain of 4000 `+` took 60 s, growing
     # faster than quadratically) and cannot be interrupted from Python: SIGALRM's default action
     # ends this worker, and run_jobs reports the file as failed.
@@ -235,14 +236,14 @@ def _work(job: tuple) -> FileResult:
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
         signal.alarm(timeout)
     try:
-        return _instrument_file(relpath, path, pool, prior, backend, epoch_callees)
+        return _instrument_file(relpath, path, pool, prior, backend, epoch_callees, entry)
     finally:
         if timeout:
             signal.alarm(0)
 
 
 def _instrument_file(relpath: str, path: str, pool: tuple, prior: dict, backend: str | NvtxBackend,
-                     epoch_callees: frozenset[str] = frozenset()) -> FileResult:
+                     epoch_callees: frozenset[str] = frozenset(), entry: bool = False) -> FileResult:
     # Deeper than RECURSION_LIMIT, the native parser may overflow the C stack and kill this
     # worker, which run_jobs reports for this file.
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
@@ -255,7 +256,7 @@ def _instrument_file(relpath: str, path: str, pool: tuple, prior: dict, backend:
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
         return FileResult(relpath, "failed", error=decode_failure(relpath, data, exc))
     result = instrument_source(source, relpath, ids=IdAllocator(range(*pool), prior), backend=backend,
-                               epoch_callees=epoch_callees)
+                               epoch_callees=epoch_callees, entry=entry)
     if result.code is not None:
         result.code = result.code.encode(encoding)  # type: ignore[assignment]  # bytes back to the parent
     return result
@@ -438,6 +439,16 @@ class Project:
                 runs.append(main)
         return runs
 
+    def _scripts(self) -> list[str]:
+        """The entries Python runs as scripts (`python OUT/main.py`), not as a package's modules
+        (`python -m pkg.app`, where runpy runs them): those get the runtime header even with no
+        region (`transform.instrument_source`'s `entry`)."""
+        try:
+            entries = self.entries()
+        except InstrumentError:
+            return []
+        return [m for m in entries if entry_package(m, self.own) is None]
+
     def _runs(self, main: str, given: str | None) -> str:
         """The file `python MAIN` runs for the entry `main`: itself, or for a symlink its target,
         whose folder Python puts first on sys.path (review 82 F2: the graph resolved the imports
@@ -555,6 +566,7 @@ class Project:
         callees = self._epoch_callees(targets)
         # a file's loops depend on the other modules' epoch functions: other ones, rewrite again
         fingerprint = self.fingerprint + ":" + _hash("\0".join(sorted(callees)).encode())[:8]
+        entries = set(self._scripts())
         src_manifest = self._source_manifest()
         next_id = max([self.state.get("next_id", 0), *(r.id + 1 for r in src_manifest)])
         jobs, results = [], {}
@@ -605,7 +617,8 @@ class Project:
                 block = [start, start + max(bound, 1)]
                 next_id = block[1]
                 # the outgrown block stays this file's, so its known regions keep their ids
-            jobs.append((rel, str(self.src / rel), tuple(block), prior, self.backend, self.opts.file_timeout, callees))
+            jobs.append((rel, str(self.src / rel), tuple(block), prior, self.backend, self.opts.file_timeout, callees,
+                         rel in entries))
             files_state[rel] = {"hash": digest, "fingerprint": fingerprint, "block": block, "regions": [], "status": "?", "out_size": -1}
         self.state["next_id"] = next_id
         results.update(run_jobs(jobs, max(1, self.opts.jobs)))

@@ -29,8 +29,10 @@ from . import __version__
 #      `import numba as nb`) and `@stencil` leave their function as it is (review 82 F3);
 #  14: a numba @jitclass class is left alone whole (review 84 L2);
 #  15: the runtime header passes the probe ABI and the build to define: `abi=1, build="0.1.0.15"`
-#      (review 89 M1))
-REWRITE_REVISION = 15
+#      (review 89 M1);
+#  16: an entry script with nothing to instrument gets the runtime header all the same, so that it
+#      runs at its own lines and the modules it imports do too (review 100 HIGH-1))
+REWRITE_REVISION = 16
 BUILD = f"{__version__}.{REWRITE_REVISION}"
 # Bumped together with runtime.probe.ABI when the emitted code needs another runtime: a probe added,
 # or one whose arguments or meaning changed (tests/instrumentor/test_review89_abi.py checks they agree)

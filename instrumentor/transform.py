@@ -30,10 +30,14 @@ from .syntax import split_docstring
 
 
 def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: str | emit.Backend = "runtime",
-                      epoch_callees: frozenset[str] = frozenset()) -> FileResult:
+                      epoch_callees: frozenset[str] = frozenset(), entry: bool = False) -> FileResult:
     """Instrument one module's text. Never raises for bad input: a failure is a FileResult.
 
-    `epoch_callees`: functions of the project's other modules that run one epoch (`facts.collect`)."""
+    `epoch_callees`: functions of the project's other modules that run one epoch (`facts.collect`).
+    `entry`: a script the program is run as (`python OUT/main.py`), which gets the runtime's header
+    even with no region: its `define` runs it at its own lines, and installs the finder that does so
+    for the modules it imports (review 100 HIGH-1: a thin `train.py` that imports the model's
+    module left that module at OUT's lines, and TorchScript of its functions raised)."""
     be = emit.get_backend(backend) if isinstance(backend, str) else backend
     try:
         with quiet_warnings(relpath):  # the user's SyntaxWarnings are Python's to show, at run time
@@ -70,7 +74,7 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
         untimed = [u for u in untimed_expressions(tree, source)
                    if not any(a <= u.line <= b for a, b in rewriter.skipped_spans)]
         skipped = sorted(rewriter.skipped + untimed, key=lambda skip: skip.line)
-        if not rewriter.regions:
+        if not rewriter.regions and not (entry and be.name == "runtime"):
             return FileResult(relpath, "unchanged", skipped=skipped)
         split = split_docstring(body[0]) if body else None
         if split is not None:

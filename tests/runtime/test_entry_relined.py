@@ -132,3 +132,25 @@ def test_a_compile_warning_of_the_entry_is_said_once(tmp_path):
     built = run(tmp_path / "out")
     assert (built.returncode, built.stdout) == (0, "True\n"), built.stderr
     assert built.stderr.count("SyntaxWarning") == 1 and "__sp_define__" not in built.stderr, built.stderr
+
+
+def test_the_modules_a_thin_entry_imports_run_at_their_own_lines(tmp_path):
+    """Review 100 HIGH-1's second case: an entry script with nothing to instrument (`from
+    pkg.model import train; train()`) was copied as it was, so the runtime started at the first
+    instrumented module's import, too late for that module: it ran at OUT's lines (its source
+    with the probes for `inspect.getsource` and TorchScript). The entry now gets the header alone."""
+    src = tmp_path / "src"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "__init__.py").write_text("")
+    (src / "pkg" / "model.py").write_text(
+        "import inspect\nimport sys\n\n\ndef train(n):\n    total = 0\n    for i in range(n):\n        total += i\n"
+        "    return total, sys._getframe().f_lineno\n\n\nprint(inspect.getsource(train), end='')\n")
+    (src / "main.py").write_text("from pkg.model import train\nprint(train(3))\n")
+    p = subprocess.run([sys.executable, "-m", "instrumentor", str(src), "-o", str(tmp_path / "out"), "-q"],
+                       capture_output=True, text=True, timeout=120, env=clean_env(PYTHONPATH=str(REPO)))
+    assert p.returncode == 0, p.stderr
+    assert "__sp_define__" in (tmp_path / "out" / "main.py").read_text()
+    original, built = run(src), run(tmp_path / "out")
+    assert original.returncode == 0, original.stderr
+    assert (built.returncode, built.stdout) == (0, original.stdout), built.stderr
+    assert "try:" not in built.stdout

@@ -51,8 +51,9 @@ runpy.run_module("modeler", run_name="__main__")
 """
 
 
-def write_sweep(out: Path, paths: int, ranks: int) -> int:
-    """Run files of `paths` call paths (a tree three levels deep under `main`); their total size."""
+def write_sweep(out: Path, paths: int, ranks: int, steps: int = 0) -> int:
+    """Run files of `paths` call paths (a tree three levels deep under `main`), with `steps` step
+    records and a comm record per 5 steps each; their total size."""
     regions = [{"type": "region", "id": i, "kind": "function", "name": f"f{i}", "file": f"m{i % 7}.py", "line": i}
                for i in range(1, paths + 2)]
     size = 0
@@ -74,6 +75,16 @@ def write_sweep(out: Path, paths: int, ranks: int) -> int:
                 recs.append({"type": "profile", "flush": 1, "path": [1], "visits": 1, "incl_ns": 10**10 * p,
                              "excl_ns": 10**6, "min_ns": 10**10 * p, "max_ns": 10**10 * p, "sumsq_ns": 0.0,
                              "recursive": 0})
+                if steps:
+                    recs.append({"type": "region", "id": paths + 2, "kind": "step", "name": "train:for@3", "file": "m.py",
+                                 "line": 3})
+                for i in range(steps):
+                    recs.append({"type": "step", "region": paths + 2, "index": i, "step": i, "start_ns": i * 10**6,
+                                 "duration_ns": 9 * 10**5 + p * i, "data_wait_ns": 10**4, "comm_ns": 0, "gpu_ns": None,
+                                 "memory": None, "tid": 4711})
+                    if i % 5 == 0:
+                        recs.append({"type": "comm", "flush": 1, "op": "all_reduce", "bytes": 4096 * p, "group_size": ranks,
+                                     "calls": 1, "time_ns": 10**5, "gpu_ns": None, "gpu_calls": 0, "callpath": [1, 2]})
                 recs.append({"type": "end", "status": "ok", "exit_code": 0})
                 text = "".join(json.dumps(r) + "\n" for r in recs)
                 (d / f"rank{rank}.{1000 + rank}.jsonl").write_text(text)

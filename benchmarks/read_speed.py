@@ -4,10 +4,11 @@ ranks put together, the records packed) against parsing the same lines as JSON a
 process, interleaved, CPU time; the ratio is what to compare between commits (absolute times do
 not hold on a shared machine).
 
-    python benchmarks/read_speed.py [--paths 1000] [--ranks 4] [--rounds 5]
+    python benchmarks/read_speed.py [--paths 1000] [--ranks 4] [--rounds 5] [--steps 0]
 
 The sweep is `modeler_memory.write_sweep`'s: one parameter, five points, five repetitions,
-`--ranks` files per run, `--paths` call paths each.
+`--ranks` files per run, `--paths` call paths each, `--steps` step records each (and a comm record
+per 5 steps: the records whose fields the reader checks one by one, review 101).
 """
 
 from __future__ import annotations
@@ -52,10 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--paths", type=positive_int, default=1000, help="call paths per file (default 1000)")
     ap.add_argument("--ranks", type=positive_int, default=4, help="rank files per run (default 4)")
     ap.add_argument("--rounds", type=positive_int, default=5, help="interleaved rounds (default 5; medians are shown)")
+    ap.add_argument("--steps", type=int, default=0, help="step records per file, and a comm record per 5 (default 0)")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="sp-read-"))
     try:
-        size = write_sweep(work / "runs", args.paths, args.ranks)
+        size = write_sweep(work / "runs", args.paths, args.ranks, args.steps)
         files = sorted((work / "runs").rglob("*.jsonl"))
         lines = parse_only(files)
         base, read = [], []

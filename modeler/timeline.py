@@ -123,6 +123,8 @@ def _parse_ranks(text: str | None) -> set[int] | None:
         try:
             if "-" in part:
                 a, b = part.split("-", 1)
+                if int(b) < int(a):  # (review 101 L7: read as no rank at all)
+                    raise InputError(f"--ranks: {part!r} is a range from {a} down to {b}: give it as {b}-{a}")
                 out.update(range(int(a), int(b) + 1))
             elif part:
                 out.add(int(part))

@@ -173,7 +173,7 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
         if not isinstance(callpath, str) or not isinstance(metric, str):
             warnings.append(f"{path}:{ln}: \"callpath\" and \"metric\" must be strings; line skipped")
             continue
-        key = (callpath, metric)
+        key = (callpath or _DEFAULT_CALLPATH, metric or _DEFAULT_METRIC)  # "" as in the text format (review 101 L6)
         group.data.setdefault(key, {}).setdefault(tuple(map(float, coord)), []).extend(map(float, values))
     for why, lines in refused.values():
         warnings.extend(f"{path}:{ln}: {why}; line skipped" for ln in lines[:_SHOWN])

@@ -255,3 +255,26 @@ def test_a_compressed_rank_file_in_a_folder_is_named(tmp_path):
     p = _modeler("fit", "runs", cwd=tmp_path)
     assert p.returncode == 3, p.stderr
     assert "r8/rank0.1000.jsonl.gz: skipped: compressed with gzip: decompress it first" in p.stderr
+
+
+def test_a_reversed_rank_range_is_named():
+    """Review 101 L7: `--ranks 1-0` read as "none of the selected ranks is in the run"."""
+    from modeler.errors import InputError
+    from modeler.timeline import _parse_ranks
+
+    with pytest.raises(InputError, match=r"--ranks: '3-1' is a range from 3 down to 1: give it as 1-3"):
+        _parse_ranks("0,3-1")
+    assert _parse_ranks("0,1-3") == {0, 1, 2, 3}
+
+
+def test_an_empty_extrap_callpath_is_the_default_one_as_in_the_text_format(tmp_path):
+    """Review 101 L6: `"callpath": ""` made a series of no name beside the `<root>` of a line
+    without a callpath."""
+    from modeler.readers.extrap import read_extrap_jsonl
+
+    lines = [{"params": {"x": x}, "callpath": cp, "metric": "time", "value": float(x)}
+             for x in (1, 2, 4, 8, 16) for cp in (("",) if x < 4 else ())] + \
+            [{"params": {"x": x}, "metric": "time", "value": float(x)} for x in (4, 8, 16)]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    ds = read_extrap_jsonl(tmp_path / "a.jsonl")
+    assert [(s.callpath, s.n_points) for s in ds.series] == [("<root>", 5)]

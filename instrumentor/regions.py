@@ -18,7 +18,7 @@ _REGION_WORDS = re.compile(r"\b(?:def|for|while)\b")
 #: the region ids the runtime hands out itself (`runtime.recorder.RESERVED_BASE` and `RESERVED_END`:
 #: the manual API's regions, communication's, the modules `--instrument` compiles), which no build
 #: gives a module: a build with more ids goes on above them
-RUNTIME_IDS = (1 << 16, 1 << 20)
+RUNTIME_IDS = (1 << 16, 1 << 18)
 
 
 def past_runtime_ids(start: int, size: int) -> int:

@@ -133,6 +133,9 @@ def _parse_ranks(text: str | None) -> set[int] | None:
     return out
 
 
+_COMPRESSED_RUN_FILES = tuple(".jsonl" + c for c in (".gz", ".zst", ".xz", ".bz2"))
+
+
 def _read(paths: Sequence[str], warnings: list[str] | None = None) -> list[Any]:
     """The run files under `paths`. An Extra-P export (`modeler export --extrap`) named on the
     command line is an error that says what it is; one found inside a directory is left out, with
@@ -146,8 +149,8 @@ def _read(paths: Sequence[str], warnings: list[str] | None = None) -> list[Any]:
     runs = []
     unread: list[RunFileError] = []
     for path, explicit in expand(paths):
-        if path.suffix != ".jsonl":
-            continue
+        if not path.name.endswith(".jsonl") and not path.name.endswith(_COMPRESSED_RUN_FILES):
+            continue  # (a compressed run file: read_run names it: review 102 LOW-3)
         try:
             runs.append(read_run(path))
         except RunFileError as e:

@@ -87,7 +87,7 @@ def entry_code(path: str, data: bytes) -> CodeType | None:
     while True:
         if os.path.isdir(os.path.join(parent, _linemap.STATE_DIR)):
             install(parent)
-            return _guarded(path, data)
+            return _guarded(path, data, cached=False)  # Python keeps no compiled script either
         up = os.path.dirname(parent)
         if up == parent:
             return None
@@ -170,14 +170,14 @@ class _Loader(importlib.machinery.SourceFileLoader):
         return super().get_source(fullname)
 
 
-def _guarded(path: str, data: bytes) -> CodeType | None:
+def _guarded(path: str, data: bytes, cached: bool = True) -> CodeType | None:
     try:
-        return _original_code(path, data)
+        return _original_code(path, data, cached)
     except Exception:  # noqa: BLE001 - a damaged map or cache: Python compiles OUT's file as usual
         return None
 
 
-def _original_code(path: str, data: bytes) -> CodeType | None:
+def _original_code(path: str, data: bytes, cached: bool = True) -> CodeType | None:
     where = _where(path)
     if where is None:
         return None
@@ -197,7 +197,9 @@ def _original_code(path: str, data: bytes) -> CodeType | None:
         return None  # edited since the build: its lines are no longer the ones OUT was made from
     if hashlib.blake2b(data, digest_size=16).hexdigest() != out_digest:
         return None  # OUT's file was edited after the build: it runs as written, at its own lines
-    cache = _cache_path(path)
+    # an entry script's code is neither read from nor written to the cache: `python main.py` writes
+    # no __pycache__ file for it (review 102 LOW-2)
+    cache = _cache_path(path) if cached else None
     maps = repr((tree.linemaps[relpath], tree.columns.get(relpath))).encode()
     key = hashlib.blake2b(b"\0".join((_CODE_VERSION, data, path.encode("utf-8", "surrogatepass"), digest.encode(), maps)),
                           digest_size=8).digest()

@@ -35,7 +35,7 @@ _UNSET = object()
 # A build gives its modules ids below them, and a build of more ids goes on from RESERVED_END
 # (instrumentor.regions.RUNTIME_IDS), so that a module imported later never has one of them.
 RESERVED_BASE = 1 << 16
-RESERVED_END = 1 << 20
+RESERVED_END = 1 << 18
 
 # An epoch end asks the flush thread for a write; it writes at most this often for such requests
 # (and never more often than SCALEPROBE_FLUSH_INTERVAL), merging the requests in between, so that a
@@ -782,6 +782,8 @@ class Recorder:
         caller (launcher, signal handler), the excepthook, then the SystemExit that ended the
         program (seen leaving `__main__` on 3.12+, else leaving the main thread's outermost
         region or passed to sys.exit/exit()/quit())."""
+        if status is None and exit_code is None and self.status is None and self.exit_code is None:
+            self._note_last_exception()
         status = status or self.status
         if exit_code is None:
             exit_code = self.exit_code
@@ -794,6 +796,15 @@ class Recorder:
         if status in (None, "ok"):
             status = "ok" if exit_code == 0 else "exit"
         return status, exit_code
+
+    def _note_last_exception(self) -> None:
+        """An uncaught exception that a program's own `sys.excepthook` showed, in place of the
+        runtime's, which notes it: Python keeps it in `sys.last_exc` / `sys.last_value` (review 102
+        LOW-4: the end record said `ok`, exit code 0, of a process that exited 1)."""
+        last = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+        if not isinstance(last, BaseException) or isinstance(last, SystemExit):
+            return
+        note_uncaught(self, type(last))
 
     @staticmethod
     def _c_main_exit() -> tuple | None:
@@ -1014,12 +1025,7 @@ def _install_hooks(rec: Recorder) -> None:
     def excepthook(tp, value, tb):
         r = _rec
         if r is not None and not r.finished:
-            if issubclass(tp, KeyboardInterrupt):
-                r.status, r.signal = "signal", r.signal or 2
-            else:
-                r.status = "exception"
-            r.exc_type = f"{tp.__module__}.{tp.__qualname__}"
-            r.exit_code = 1 if r.status == "exception" else 130
+            note_uncaught(r, tp)
         from . import linemap  # shows frames of a built tree at their original files and lines
 
         linemap.show(tp, value, tb, prev_hook)
@@ -1052,6 +1058,16 @@ def _install_hooks(rec: Recorder) -> None:
         # and the version, so both are set up; at least one finalizer is left (a second does nothing)
         _mp_after_fork(rec)
         _register_mp_finalizer()
+
+
+def note_uncaught(r: Recorder, tp: type) -> None:
+    """The end record's status for an uncaught exception of type `tp` that ends the program."""
+    if issubclass(tp, KeyboardInterrupt):
+        r.status, r.signal = "signal", r.signal or 2
+    else:
+        r.status = "exception"
+    r.exc_type = f"{tp.__module__}.{tp.__qualname__}"
+    r.exit_code = 1 if r.status == "exception" else 130
 
 
 def _py_sys_exit(real_exit: Any) -> Any:

@@ -166,12 +166,12 @@ def expand(paths: Iterable[str | os.PathLike[str]],
     seen: set[Path] = set()
 
     def add(p: Path, explicit: bool) -> None:
-        key = p.resolve()
+        key = Path(os.path.realpath(p))  # (Path.resolve raises on a symbolic-link loop: review 102 MED-1)
         if key not in seen:
             seen.add(key)
             out.append((p, explicit))
         elif explicit:  # named after the directory that holds it (review 27): it counts as named
-            out[:] = [(q, True) if q.resolve() == key else (q, e) for q, e in out]
+            out[:] = [(q, True) if Path(os.path.realpath(q)) == key else (q, e) for q, e in out]
 
     for raw in paths:
         text = os.fspath(raw)
@@ -242,7 +242,8 @@ def _files_under(root: Path, unlisted: list[tuple[Path, str]] | None) -> list[Pa
         kept = []
         for d in dirs:
             real = os.path.realpath(os.path.join(folder, d))
-            if not d.startswith(".") and real not in walked and not top.startswith(real + os.sep):
+            # (a link back up is no loop; `/` too: review 102 LOW-1)
+            if not d.startswith(".") and real not in walked and os.path.commonpath([top, real]) != real:
                 walked.add(real)
                 kept.append(d)
         dirs[:] = kept

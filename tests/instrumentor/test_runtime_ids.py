@@ -130,6 +130,6 @@ def test_the_runtime_keeps_its_own_ids_below_a_large_builds():
     rec.add_regions("n", "n.py", [(recorder.RESERVED_BASE + 10, "function", "g", 1)])  # `--instrument`'s, carried
     assert rec.reserve(1) == recorder.RESERVED_BASE + 11
     rec.next_reserved = recorder.RESERVED_END - 1
-    with pytest.raises(ConfigError, match=r"region ids \(65536 to 1048575\) are used up"):
+    with pytest.raises(ConfigError, match=r"region ids \(65536 to 262143\) are used up"):
         rec.reserve(2)
     assert rec.reserve(1) == recorder.RESERVED_END - 1  # a refused reserve gave nothing away

@@ -278,3 +278,38 @@ def test_an_empty_extrap_callpath_is_the_default_one_as_in_the_text_format(tmp_p
     (tmp_path / "a.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     ds = read_extrap_jsonl(tmp_path / "a.jsonl")
     assert [(s.callpath, s.n_points) for s in ds.series] == [("<root>", 5)]
+
+
+def test_a_symbolic_link_loop_named_like_a_run_file_is_named_not_a_traceback(tmp_path):
+    """Review 102 MED-1: `self.jsonl -> self.jsonl` in a run folder, or named, stopped fit with
+    `RuntimeError: Symlink loop` (Path.resolve) once dangling links were kept."""
+    import os
+
+    _sweep(tmp_path / "runs")
+    os.symlink("self.jsonl", tmp_path / "runs" / "r8" / "self.jsonl")
+    for named in ("runs", "runs/r8/self.jsonl"):
+        p = _modeler("fit", named, *(["runs"] if named != "runs" else []), cwd=tmp_path)
+        assert "Traceback" not in p.stderr and p.returncode == 3, p.stderr
+        assert "self.jsonl" in p.stderr and "symbolic links" in p.stderr.lower(), p.stderr
+
+
+def test_a_link_to_the_root_folder_is_not_walked(tmp_path):
+    """Review 102 LOW-1: the 'link back up' test was `startswith(real + "/")`, "//" for `/`: a link
+    to `/` in a run folder made the reader walk the whole file system."""
+    import os
+
+    _sweep(tmp_path / "runs")
+    os.symlink("/", tmp_path / "runs" / "r8" / "rootlink")
+    p = _modeler("fit", "runs", cwd=tmp_path)
+    assert p.returncode == 0 and "read 5 of 5 input files" in p.stderr, p.stderr
+
+
+def test_timeline_names_a_compressed_rank_file(tmp_path):
+    """Review 102 LOW-3: a folder of `rank*.jsonl.gz` said "no run files (*.jsonl)"."""
+    import gzip
+
+    f = _file(tmp_path, steps=[GOOD_STEP])
+    f.with_name(f.name + ".gz").write_bytes(gzip.compress(f.read_bytes()))
+    f.unlink()
+    p = _modeler("timeline", "run", "-o", "tl.json", cwd=tmp_path)
+    assert p.returncode != 0 and "compressed with gzip" in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -154,3 +154,52 @@ def test_the_modules_a_thin_entry_imports_run_at_their_own_lines(tmp_path):
     assert original.returncode == 0, original.stderr
     assert (built.returncode, built.stdout) == (0, original.stdout), built.stderr
     assert "try:" not in built.stdout
+
+
+HOOKED = '''import sys
+
+
+def hook(t, v, tb):
+    n = 0
+    first = tb
+    while tb:
+        n += 1
+        tb = tb.tb_next
+    print("hook", t.__name__, first.tb_lineno, first.tb_frame.f_code.co_name, n, flush=True)
+
+
+def f(kind):
+    for _ in range(1):
+        if kind == "ki":
+            raise KeyboardInterrupt
+        raise KeyError("k")
+
+
+sys.excepthook = hook
+f(sys.argv[1])
+'''
+
+
+@pytest.mark.parametrize("kind, code, status", [("ke", 1, "exception"), ("ki", -2, "signal")])
+def test_a_programs_own_excepthook_gets_the_scripts_traceback(tmp_path, kind, code, status):
+    """Review 102 HIGH-1: a program's own hook (rich, sentry) got a traceback that began at the
+    header's line, then `runtime.probe.define`; LOW-4: with such a hook the end record said `ok`,
+    exit code 0, of a process that exited 1."""
+    src = build(tmp_path, HOOKED)
+    original, built = run(src, kind), run(tmp_path / "out", kind)
+    assert original.returncode == code and original.stdout == f"hook {'KeyError' if kind == 'ke' else 'KeyboardInterrupt'} 21 <module> 2\n"
+    assert (built.returncode, built.stdout, built.stderr) == (original.returncode, original.stdout, original.stderr)
+    end = _end_record(tmp_path)
+    assert end["status"] == status and end["exit_code"] == (1 if kind == "ke" else 130)
+
+
+def test_the_entry_leaves_no_compiled_file(tmp_path):
+    """Review 102 LOW-2: `python OUT/main.py` wrote OUT/__pycache__/main.<tag>.opt-scaleprobe.pyc,
+    where Python keeps no compiled file of a script."""
+    build(tmp_path)
+    built = subprocess.run([sys.executable, "main.py"], cwd=tmp_path / "out", capture_output=True, text=True,
+                           timeout=120, env={k: v for k, v in clean_env(PYTHONPATH=str(REPO), SCALEPROBE_QUIET="1",
+                                                                       SCALEPROBE_OUT=str(tmp_path / "runs")).items()
+                                             if k != "PYTHONDONTWRITEBYTECODE"})
+    assert built.returncode == 0, built.stderr
+    assert not list((tmp_path / "out").rglob("*.pyc")), list((tmp_path / "out").rglob("*.pyc"))

@@ -72,4 +72,4 @@ def test_an_id_in_the_runtimes_own_range_is_said_as_such(tmp_path):
                            "from runtime.probe import define as __sp_define__\n"
                            "__sp_define__(__name__, globals(), 'old.py', ((65536, 'function', 'g', 1),))\n")
     assert p.returncode == 2
-    assert "is in the runtime's own range (65536 to 1048575" in p.stderr and "separate builds" not in p.stderr
+    assert "is in the runtime's own range (65536 to 262143" in p.stderr and "separate builds" not in p.stderr

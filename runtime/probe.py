@@ -96,7 +96,29 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
     if module_globals.get("__sp_define__") is define:  # called once: not one of the module's functions (review 100 LOW-3)
         del module_globals["__sp_define__"]
     if module_name == "__main__" and (code := _entry_relined(sys._getframe(1))) is not None:
-        _run_relined(code, module_globals, sys._getframe(1).f_lineno)
+        # The script at its own lines, ended where it ends (here, not in a function of its own: each
+        # frame between is one more above the script's in `inspect.stack()`): `SystemExit` as it
+        # would end (exit status 0, atexit handlers, threads joined); its own `SystemExit` as it
+        # raised it; an uncaught exception shown by `sys.excepthook` with the script's own traceback,
+        # not the two frames above it (review 102 HIGH-1: a program's rich or sentry hook printed
+        # them), then raised on past a hook that shows nothing, so that Python ends the process as
+        # for any uncaught exception (exit status 1; death by SIGINT for a KeyboardInterrupt).
+        from .launch_toplevel import restore_program_limit, run_toplevel
+
+        _linemap.outer_entry = (code.co_filename, sys._getframe(1).f_lineno)  # (what the runtime's printing leaves out)
+        try:
+            run_toplevel(code, module_globals)  # at a script's depth: the recursion limit's headroom is the same
+        except SystemExit:
+            raise
+        except BaseException as exc:
+            tb = exc.__traceback__
+            exc.__traceback__ = tb = tb.tb_next if tb is not None and tb.tb_frame is sys._getframe() else tb
+            _show_uncaught(exc, tb)
+            sys.excepthook = _shown
+            raise
+        finally:
+            restore_program_limit()
+        raise SystemExit
     if build is not None:
         builds[relpath] = build
     if "__sp_on__" not in _builtins_dict:
@@ -130,34 +152,6 @@ def define(module_name: str, module_globals: dict, relpath: str, regions: Sequen
     return rec.on
 
 
-def _run_relined(code: Any, module_globals: dict, header_line: int) -> NoReturn:
-    """Run the entry script's code at its own lines (`_entry_relined`) and end the script where it
-    ends: `SystemExit` as it would at its end (exit status 0, atexit handlers, threads joined); its
-    own `SystemExit` as it raised it. An uncaught exception is shown by `sys.excepthook` (the
-    program's, or the runtime's) with the traceback the script would have, starting at its own
-    frame, not at the two above it (the header's line, this function's: review 102 HIGH-1, a
-    program's rich or sentry hook printed them); then it goes on up, past a hook that does nothing,
-    so that Python ends the process as for any uncaught exception (exit status 1, or death by
-    SIGINT for a KeyboardInterrupt, `sys.last_exc`)."""
-    from .launch_toplevel import restore_program_limit, run_toplevel
-
-    _linemap.outer_entry = (code.co_filename, header_line)  # (the frames the runtime's own printing leaves out)
-    try:
-        run_toplevel(code, module_globals)  # at a script's depth: the recursion limit's headroom is the same
-    except SystemExit:
-        raise
-    except BaseException as exc:
-        tb = exc.__traceback__
-        own = tb.tb_next if tb is not None and tb.tb_frame is sys._getframe() else tb  # from the script's frame on
-        exc.__traceback__ = own
-        _show_uncaught(exc, own)
-        sys.excepthook = _shown
-        raise
-    finally:
-        restore_program_limit()
-    raise SystemExit
-
-
 def _show_uncaught(exc: BaseException, tb: Any) -> None:
     """What Python does with an uncaught exception before it ends: `sys.excepthook`, and where that
     fails, both tracebacks through Python's own printing."""
@@ -179,7 +173,7 @@ def _show_uncaught(exc: BaseException, tb: Any) -> None:
 
 
 def _shown(*args: Any) -> None:
-    """`sys.excepthook` once `_run_relined` has shown the script's uncaught exception: Python calls
+    """`sys.excepthook` once `define` has shown the relined script's uncaught exception: Python calls
     it as the exception leaves the script, and nothing is shown twice."""
 
 

@@ -203,3 +203,11 @@ def test_the_entry_leaves_no_compiled_file(tmp_path):
                                              if k != "PYTHONDONTWRITEBYTECODE"})
     assert built.returncode == 0, built.stderr
     assert not list((tmp_path / "out").rglob("*.pyc")), list((tmp_path / "out").rglob("*.pyc"))
+
+
+def test_two_frames_and_no_more_are_above_the_script(tmp_path):
+    """Documented (docs/runtime.md): the header's line and `runtime.probe.define` are above the
+    script's own frame; a helper between them would be one more frame for the program to see."""
+    build(tmp_path, "import inspect\n\n\ndef f():\n    return 1\n\n\nprint([fi.function for fi in inspect.stack()], f())\n")
+    built = run(tmp_path / "out")
+    assert (built.returncode, built.stdout) == (0, "['<module>', 'define', '<module>'] 1\n"), built.stderr

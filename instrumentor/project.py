@@ -566,7 +566,7 @@ class Project:
         callees = self._epoch_callees(targets)
         # a file's loops depend on the other modules' epoch functions: other ones, rewrite again
         fingerprint = self.fingerprint + ":" + _hash("\0".join(sorted(callees)).encode())[:8]
-        entries = set(self._scripts())
+        entries = set(self._scripts()) if self.opts.backend == "runtime" else set()
         src_manifest = self._source_manifest()
         next_id = max([self.state.get("next_id", 0), *(r.id + 1 for r in src_manifest)])
         jobs, results = [], {}
@@ -600,6 +600,9 @@ class Project:
                 reuse and entry and entry["hash"] == digest and entry["fingerprint"] == fingerprint
                 and out_file is not None and out_file.exists() and out_file.stat().st_size == entry["out_size"]
                 and (entry["status"] != "instrumented" or _same_hash(out_file, entry.get("out_hash")))
+                # an entry's header alone, where the file became or stopped being an entry (--main)
+                and (rel in entries) <= (entry["status"] != "unchanged")
+                and (rel not in entries) <= (entry["status"] != "instrumented" or bool(entry["regions"]))
             ):
                 summary.reused.append(rel)
                 results[rel] = FileResult(rel, entry["status"], regions=[Region(**r) for r in entry["regions"]],

@@ -133,3 +133,4 @@ def test_the_runtime_keeps_its_own_ids_below_a_large_builds():
     with pytest.raises(ConfigError, match=r"region ids \(65536 to 262143\) are used up"):
         rec.reserve(2)
     assert rec.reserve(1) == recorder.RESERVED_END - 1  # a refused reserve gave nothing away
+

@@ -133,7 +133,8 @@ def _parse_ranks(text: str | None) -> set[int] | None:
     return out
 
 
-_COMPRESSED_RUN_FILES = tuple(".jsonl" + c for c in (".gz", ".zst", ".xz", ".bz2"))
+#: what the warning of a rank file left out for having no header ends with (`_read`, `run`'s exit code)
+_DIED_AT_START = "left out (a rank that died at start-up?)"
 
 
 def _read(paths: Sequence[str], warnings: list[str] | None = None) -> list[Any]:
@@ -145,11 +146,12 @@ def _read(paths: Sequence[str], warnings: list[str] | None = None) -> list[Any]:
     from runtime.runfile import RunFileError, read_run
 
     from .readers import expand
+    from .readers.unusable import COMPRESSED_SUFFIXES
 
     runs = []
     unread: list[RunFileError] = []
     for path, explicit in expand(paths):
-        if not path.name.endswith(".jsonl") and not path.name.endswith(_COMPRESSED_RUN_FILES):
+        if not path.name.endswith(tuple(".jsonl" + c for c in ("", *COMPRESSED_SUFFIXES))):
             continue  # (a compressed run file: read_run names it: review 102 LOW-3)
         try:
             runs.append(read_run(path))
@@ -166,7 +168,7 @@ def _read(paths: Sequence[str], warnings: list[str] | None = None) -> list[Any]:
                 raise InputError(str(e)) from e
             unread.append(e)
     if unread and runs:
-        warnings.extend(f"{e}: left out (a rank that died at start-up?)" for e in unread)  # type: ignore[union-attr]
+        warnings.extend(f"{e}: {_DIED_AT_START}" for e in unread)  # type: ignore[union-attr]
     elif unread:
         raise InputError(str(unread[0])) from unread[0]
     if not runs:
@@ -598,7 +600,7 @@ def run(args: argparse.Namespace) -> int:
     except InputError as e:
         e.warnings[:0] = read_warnings
         raise
-    left_out = any(w.endswith("(a rank that died at start-up?)") for w in read_warnings)
+    left_out = any(w.endswith(_DIED_AT_START) for w in read_warnings)
     # on stderr with `-o -` too (review 74 F5): stdout carries only the JSON
     for w in read_warnings + _warnings(meta):
         print(f"modeler: warning: {w}", file=sys.stderr)

@@ -66,7 +66,7 @@ def backtest_warning(parameters: Sequence[str], series: Sequence[Series], *, com
             continue
         for fm, (s, out, measured, top) in zip(fitted, held):
             with np.errstate(all="ignore"):
-                predicted = fm.predict(s.points[out])
+                predicted = fm.model.evaluate(s.points[out])
             if not (np.all(np.isfinite(predicted)) and np.all(predicted > 0)):
                 continue
             ratio = math.exp(float(np.median(np.log(predicted / measured))))

@@ -147,6 +147,16 @@ LARGEST_VALUE = 1e30
 LARGEST_MEASURED = 1e305
 
 
+def check_magnitudes(dataset: "Dataset") -> None:
+    """An `InputError` naming the first parameter with values above `LARGEST_VALUE` (review 26;
+    review 103 MED-2: the estimator reached numpy's "SVD did not converge" at 1e200)."""
+    for i, p in enumerate(dataset.parameters):
+        top = max((float(abs(s.points[:, i]).max()) for s in dataset.series if len(s.points)), default=0.0)
+        if top > LARGEST_VALUE:
+            raise InputError(f"parameter {p}: values up to {top:g} are too large to model (their powers overflow); "
+                             f"give it in larger units (thousands, millions)", warnings=dataset.warnings)
+
+
 def parameter_name_problem(name: object) -> str | None:
     """Why `name` cannot be a parameter's name, or None: the options name parameters as
     `NAME=VALUE,...` (`--at`, `--where`), and a model prints them in its formula (review 57 F6)."""
@@ -360,9 +370,25 @@ class Dataset:
     #: parameters that `--where`/`--exclude` left with one value, dropped from `parameters`, with
     #: that value (for the error of an option that names one: `target_point.parse_assignments`)
     held: dict[str, float] = field(default_factory=dict)
+    #: how the values of our runs were combined across ranks (`ReadOptions.ranks`) where any were
+    #: read; "mean" for inputs that say nothing of it (Extra-P files, a Dataset built by hand)
+    across_ranks: str = "mean"
+    #: whether `time` is a time per rank, which speedup, efficiency and cost derive from: our runs
+    #: alone combined by mean or max (review 103 MED-1: an Extra-P file's `time` may be a sum over
+    #: ranks, as `modeler export --ranks sum` writes). True for a Dataset built by hand.
+    time_per_rank: bool = True
 
     def __post_init__(self) -> None:
         self.parameters = tuple(self.parameters)
+        # (review 103 LOW-2: a Dataset built by hand with `p` twice predicted 100 where 2 was
+        # measured, the last column winning; a name "" printed `1 * ^(1)`; the readers refuse both)
+        nameless = [i for i, p in enumerate(self.parameters) if not isinstance(p, str) or not p.strip()]
+        if nameless:
+            raise InputError(f"parameter {nameless[0] + 1} of {len(self.parameters)} "
+                             f"({self.parameters[nameless[0]]!r}): a parameter needs a name")
+        twice = sorted({p for p in self.parameters if self.parameters.count(p) > 1})
+        if twice:
+            raise InputError(f"parameter {twice[0]!r} given twice: each column of the points needs a name of its own")
         for s in self.series:
             self._check(s)
 
@@ -387,4 +413,10 @@ class Dataset:
             if (metrics is None or s.metric in metrics) and (callpaths is None or s.callpath in callpaths)
         ]
         warnings = notes_for(self.warnings, keep)
-        return Dataset(self.parameters, keep, warnings, list(self.sources), self.run_shares, dict(self.held))
+        return self.like(keep, warnings)
+
+    def like(self, series: list[Series], warnings: list[str] | None = None) -> "Dataset":
+        """A Dataset of `series` (and `warnings`, else a copy of these) that is read as this one is:
+        the same parameters, sources, run shares, held values and across-ranks reading."""
+        return Dataset(self.parameters, series, list(self.warnings) if warnings is None else warnings,
+                       list(self.sources), self.run_shares, dict(self.held), self.across_ranks, self.time_per_rank)

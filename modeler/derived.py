@@ -167,7 +167,7 @@ def from_time(metric: str, basis: FittedModel, at: Mapping[str, float], paramete
     base = target.copy()
     base[0, list(parameters).index(RANKS_PARAMETER)] = baseline
     with np.errstate(all="ignore"):
-        t, t0 = (float(v) for v in basis.predict(np.concatenate([target, base]))[:2])
+        t, t0 = (float(v) for v in basis.model.evaluate(np.concatenate([target, base]))[:2])
     if basis.metric == "cost":
         t, t0 = t / ranks, t0 / baseline
     if not (math.isfinite(t) and math.isfinite(t0)) or t <= 0 or t0 <= 0:

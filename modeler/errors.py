@@ -20,8 +20,9 @@ class InputError(ModelerError):
 
 
 class NotFittedError(ModelerError, ValueError, AttributeError):
-    """`predict` or a fitted attribute was used before `fit` (a ValueError and an AttributeError,
-    as scikit-learn's own, so code written against either catches it)."""
+    """`predict` was called before `fit` (a ValueError and an AttributeError, as scikit-learn's
+    own, so code written against either catches it). A fitted attribute (`models_`) read before
+    `fit` is a plain AttributeError, as in scikit-learn (review 103 LOW-6)."""
 
 
 class TooFewPointsError(ModelerError):

@@ -19,7 +19,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .dataset import LARGEST_MEASURED, RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series, power_of_two_scale
+from .dataset import (LARGEST_MEASURED, RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series, check_magnitudes,
+                      power_of_two_scale)
 from .errors import InputError, NotFittedError, TooFewPointsError
 from .listing import listing
 from . import passes
@@ -36,6 +37,7 @@ from .pmnf.selection import noise_variance
 from .repstats import by_shape, odd_points, point_stats, table
 from .strong_scaling import choose, falls_along, mix, split, split_alternative, time_view
 from .pointtext import param_text, point_text
+from .predict_points import checked_points
 
 COMPAT_MODES = (None, "extrap")
 #: a series needs this many points, and a parameter this many distinct values, to get a term
@@ -96,10 +98,14 @@ class PMNFModeler:
         self.pass_range = pass_range
 
     def _validate(self) -> str:
-        if self.compat not in COMPAT_MODES:
+        # options are checked for their type first: a numpy array in a membership test raised
+        # TypeError (unhashable) or numpy's ambiguity error, not this InputError (review 103 LOW-4)
+        if not (self.compat is None or isinstance(self.compat, str)) or self.compat not in COMPAT_MODES:
             raise InputError(f"compat must be None or 'extrap', got {self.compat!r}")
-        aggregate = self.aggregate or ("mean" if self.compat == "extrap" else "robust")
-        if aggregate not in REPETITION_AGGREGATES:
+        aggregate = self.aggregate
+        if aggregate is None or (isinstance(aggregate, str) and not aggregate):
+            aggregate = "mean" if self.compat == "extrap" else "robust"
+        if not isinstance(aggregate, str) or aggregate not in REPETITION_AGGREGATES:
             raise InputError(
                 f"aggregate must be one of {', '.join(REPETITION_AGGREGATES)}, got {self.aggregate!r}"
             )
@@ -110,7 +116,7 @@ class PMNFModeler:
             or self.candidates < 1
         ):
             raise InputError(f"candidates must be a positive integer, got {self.candidates!r}")
-        if self.on_too_few not in ("warn", "raise"):
+        if not isinstance(self.on_too_few, str) or self.on_too_few not in ("warn", "raise"):
             raise InputError(f"on_too_few must be 'warn' or 'raise', got {self.on_too_few!r}")
         for name in ("allow_log", "noise_test", "strong_scaling", "pass_range"):
             value = getattr(self, name)
@@ -126,13 +132,16 @@ class PMNFModeler:
             raise TooFewPointsError("the dataset has no series to model")
         for s in dataset.series:
             _check_finite(s, dataset.parameters)
+        check_magnitudes(dataset)
         kept = [(None, wide) if (wide := _too_wide(s)) else _defined_points(s, dataset.parameters)
                 for s in dataset.series]
         series = [k[0] or s for k, s in zip(kept, dataset.series)]
         dataset = Dataset(dataset.parameters, series, dataset.warnings, dataset.sources)
         stats = point_stats(series, aggregate)
         notes = [k[1] + (self._screen(s, dataset.parameters) if k[0] else ()) for s, k in zip(series, kept)]
-        fittable = [i for i, s in enumerate(series) if s.n_points >= MIN_POINTS and kept[i][0]]
+        # no parameter: every row is the one point, its mean the model (review 103 LOW-1: three
+        # rows of a Dataset built by hand without parameters reached the least squares, AttributeError)
+        fittable = [i for i, s in enumerate(series) if s.n_points >= MIN_POINTS and kept[i][0] and dataset.parameters]
         fits = self._fit_groups(dataset, fittable, stats, aggregate)
         if self.compat is None:
             for i, odd in odd_points(series, sorted(fits), stats, aggregate).items():
@@ -203,6 +212,8 @@ class PMNFModeler:
 
     def _screen(self, s: Series, params: tuple[str, ...]) -> tuple[str, ...]:
         """The warnings a series gets for too few points or parameter values (or the error)."""
+        if not params and s.n_points >= MIN_POINTS:
+            return (f"{s.callpath}/{s.metric}: no parameter: its {s.n_points} rows are one point; constant model (mean)",)
         if s.n_points < MIN_POINTS:
             msg = (
                 f"{s.callpath}/{s.metric}: {s.n_points} point(s), "
@@ -327,7 +338,7 @@ class PMNFModeler:
         return Tags(estimator_type=None, target_tags=TargetTags(required=False), requires_fit=True, no_validation=True)
 
     def __repr__(self) -> str:
-        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if v != _OPTIONS[k]]
+        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if not _same(v, _OPTIONS[k])]
         return f"PMNFModeler({', '.join(changed)})"
 
     def predict(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
@@ -342,70 +353,19 @@ class PMNFModeler:
             raise NotFittedError("PMNFModeler.predict called before fit")
         pts = self._points(points)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.array([m.predict(pts) for m in self.models_]).reshape(len(self.models_), len(pts))
+            return np.array([m.model.evaluate(pts) for m in self.models_]).reshape(len(self.models_), len(pts))
 
     def _points(self, points) -> np.ndarray:
         """`points` as an (n, n_parameters) array in the order of `parameters_`, checked."""
-        params = self.parameters_
-        if isinstance(points, Mapping):
-            missing = [p for p in params if p not in points]
-            if missing:
-                raise InputError(f"predict: no values for parameter(s) {', '.join(missing)}")
-            extra = [str(p) for p in points if p not in params]
-            if extra:
-                raise InputError(f"predict: unknown parameter(s) {', '.join(extra)}; the models have {', '.join(params)}")
-            try:
-                cols = [np.atleast_1d(np.asarray(points[p], dtype=float)) for p in params]
-            except (TypeError, ValueError) as e:
-                raise InputError(f"predict: parameter values must be numbers: {e}") from None
-            sizes = {p: c.size for p, c in zip(params, cols)}
-            if any(c.ndim != 1 for c in cols) or len(set(sizes.values())) != 1:
-                shown = ", ".join(f"{p}: {n}" for p, n in sizes.items())
-                raise InputError(f"predict: every parameter needs as many values (one list each); got {shown}")
-            pts = np.stack(cols, axis=1)
-        else:
-            try:
-                pts = np.asarray(points, dtype=float)
-            except (TypeError, ValueError) as e:  # (review 57 F5)
-                raise InputError(f"predict: points must be numbers: {e}") from None
-            if pts.ndim == 1:
-                pts = pts.reshape(1, -1)
-            if pts.ndim != 2:
-                raise InputError(f"predict: points must be a 2-D array (n points, {len(params)} parameters), "
-                                 f"got shape {pts.shape}")
-            if pts.shape[1] != len(params):
-                raise InputError(
-                    f"predict: points have {pts.shape[1]} coordinates, the models have "
-                    f"{len(params)} parameters ({', '.join(params)})"
-                )
-        bad = ~np.isfinite(pts) | (pts < 0)
-        if bad.any():
-            i, j = np.argwhere(bad)[0]
-            raise InputError(f"predict: {params[j]}={param_text(pts[i, j])} at point {i}: values must be finite and not negative "
-                             f"(PMNF models use x^i and log2(x))")
-        for j, name in enumerate(params):
-            at_zero = np.flatnonzero(pts[:, j] == 0)
-            if not at_zero.size:
-                continue
-            for what, test in ((f"log2({name})", _has_log), (f"{name}^(-1)", _has_negative_exponent)):
-                having = [fm for fm in self.models_ if test(fm.model, name)]
-                if having:
-                    fm = having[0]
-                    more = f" and {len(having) - 1} more" if len(having) > 1 else ""
-                    raise InputError(
-                        f"predict: {name}=0 at point {int(at_zero[0])}: {what} is not defined at 0, and the model of "
-                        f"{fm.callpath} [{fm.metric}]{more} has that factor"
-                    )
-        return pts
+        return checked_points(points, self.parameters_, self.models_)
 
 
-def _has_log(model, name: str) -> bool:
-    return any(f.parameter == name and f.log_exponent for t in model.terms for f in t.factors)
-
-
-def _has_negative_exponent(model, name: str) -> bool:
-    """A term falling as 1/ranks (`modeler.strong_scaling`) is not defined at 0 either."""
-    return any(f.parameter == name and f.exponent < 0 for t in model.terms for f in t.factors)
+def _same(value: object, default: object) -> bool:
+    """Whether an option is its default; never raises (review 103 LOW-4: `repr` of an array option
+    raised numpy's "truth value of an array is ambiguous")."""
+    if value is default:
+        return True
+    return type(value) is type(default) and isinstance(value, (str, bool, int, float)) and value == default
 
 
 #: option name -> default

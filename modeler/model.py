@@ -172,7 +172,13 @@ class FittedModel:
     pass_models: tuple[tuple[tuple[int, ...], Model], ...] = field(default=(), compare=False)
 
     def predict(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
-        return self.model.evaluate(points)
+        """The model's values at `points`, given and checked as `PMNFModeler.predict` takes them."""
+        return self.model.evaluate(self._checked(points))
+
+    def _checked(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
+        from .predict_points import checked_points
+
+        return checked_points(points, self.model.parameters, [self])
 
     def prediction_range(
         self, points: np.ndarray | Mapping[str, Sequence[float]], level: float = 0.8
@@ -185,13 +191,20 @@ class FittedModel:
 
         if not self.alternatives:
             return None
+        points = self._checked(points)
         with np.errstate(all="ignore"):
-            own = self.predict(points)
+            own = self.model.evaluate(points)
             lo, hi = with_prediction(*mixture_range(self.alternatives, points, level), own)
-            return hull(lo, hi, self.pass_predictions(points), own)
+            return hull(lo, hi, self.pass_values(points), own)
 
     def pass_predictions(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
         """The `pass_models`' predictions at the points, shape (passes, n_points)."""
+        points = self._checked(points)
+        return self.pass_values(points)
+
+    def pass_values(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
+        """`pass_predictions` at points taken as they are (NaN where a model is not defined), for
+        the modeler's own use."""
         if not self.pass_models:
             return np.empty((0, 0))
         with np.errstate(all="ignore"):

@@ -258,7 +258,7 @@ def _pass_predictions(fm: FittedModel, at: Mapping[str, float]) -> tuple[tuple[t
     """(passes, prediction at `at`) of each of `fm.pass_models`."""
     if not fm.pass_models:
         return ()
-    values = fm.pass_predictions({p: [v] for p, v in at.items()})[:, 0]
+    values = fm.pass_values({p: [v] for p, v in at.items()})[:, 0]
     return tuple((k, float(v)) for (k, _), v in zip(fm.pass_models, values))
 
 
@@ -331,11 +331,11 @@ def rank_models(
     preds = []
     for fm in models:
         with np.errstate(all="ignore"):
-            preds.append(float(fm.predict(point)[0]))
+            preds.append(float(fm.model.evaluate(point)[0]))
     by_key = {(fm.callpath, fm.metric): v for fm, v in zip(models, preds)}
     for fm in companions:
         with np.errstate(all="ignore"):
-            by_key.setdefault((fm.callpath, fm.metric), float(fm.predict(point)[0]))
+            by_key.setdefault((fm.callpath, fm.metric), float(fm.model.evaluate(point)[0]))
     at_text = point_text(parameters, [float(at[p]) for p in parameters])
     target = {p: float(at[p]) for p in parameters}
     left_out = [_pass_predictions(fm, target) for fm in models]
@@ -427,7 +427,7 @@ def _ranks_that_ran_it(
     for fm in fitted:
         if fm.metric == RANKS_TIME and fm.callpath in some and fm.callpath not in out:
             with np.errstate(all="ignore"):
-                value = float(fm.predict(point)[0])
+                value = float(fm.model.evaluate(point)[0])
             out[fm.callpath] = (fm.model, value, target_growth(fm.model, parameters, at, largest)[0])
     return out
 

@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 import argparse
+import numbers
 import re
 import sys
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from ..dataset import LARGEST_VALUE, REPETITION_AGGREGATES, Dataset, Series
+from ..dataset import REPETITION_AGGREGATES, Dataset, Series, check_magnitudes
 from ..backtest import backtest_warning
 from ..contention import wide_runs_warning
 from ..derived import Baselines, baselines, basis_series_needed, some_ranks_series
@@ -89,25 +90,17 @@ def enough_points(dataset: Dataset, min_points: int) -> tuple[Dataset, list[str]
     return Dataset(dataset.parameters, keep, list(dataset.warnings), list(dataset.sources), dataset.run_shares), warnings
 
 
-def _check_magnitudes(dataset: Dataset) -> None:
-    for i, p in enumerate(dataset.parameters):
-        top = max((float(abs(s.points[:, i]).max()) for s in dataset.series if len(s.points)), default=0.0)
-        if top > LARGEST_VALUE:
-            raise InputError(f"parameter {p}: values up to {top:g} are too large to model (their powers overflow); "
-                             f"give it in larger units (thousands, millions)", warnings=dataset.warnings)
-
-
 def fit_dataset(
     dataset: Dataset,
     *,
-    at: str | None = None,
+    at: str | Mapping[str, float] | None = None,
     compat: str | None = None,
     repetitions: str | None = None,
     min_points: int = DEFAULT_MIN_POINTS,
     measured: Dataset | None = None,
-    per_rank_time: bool = True,
+    per_rank_time: bool | None = None,
     min_share: float | str | None = DEFAULT_MIN_SHARE,
-    combine: str = "mean",
+    combine: str | None = None,
     pass_refits: bool = True,
     metrics: Sequence[str] | None = None,
 ) -> Ranking:
@@ -125,7 +118,9 @@ def fit_dataset(
     series of the call paths whose speedup, efficiency or cost is selected: those get their figure
     from a model of the per-rank time as well (`modeler.derived`), where `time` is a time per rank
     (`per_rank_time`: False for `--ranks sum` or `min`, or for Extra-P inputs, whose `time` may be
-    a sum over ranks; never with `compat`).
+    a sum over ranks; never with `compat`). Left out (None), it and `combine` (how a whole relates to
+    its parts' sum, `parts.combination`) are taken from how the inputs were read
+    (`Dataset.time_per_rank`, `Dataset.across_ranks`), as the commands take them.
 
     `min_share` (a fraction, `"1%"`, or None for the default): the models of call paths under that
     share of the run's time at every measured point and at the target are in `Ranking.left_out`,
@@ -134,6 +129,12 @@ def fit_dataset(
 
     `pass_refits`: fit again with each repetition pass left out, and widen the ranges to hold those
     predictions (`modeler.passes`)."""
+    at = _checked_arguments(dataset, at, repetitions, min_points, per_rank_time, combine, pass_refits)
+    source = measured if measured is not None else dataset
+    if per_rank_time is None:
+        per_rank_time = source.time_per_rank
+    if combine is None:
+        combine = combination(source.across_ranks, repetitions)
     min_share = parse_min_share(min_share)
     if isinstance(metrics, str):  # one metric named alone (review 93 LOW-2: read as its letters)
         metrics = [metrics]
@@ -150,7 +151,7 @@ def fit_dataset(
                else "sweep at least one parameter")  # (review 36: a sweep of two, interrupted, was told to sweep)
         raise InputError(f"no parameter varies over the measurements: nothing to model ({why})",
                          warnings=dataset.warnings)
-    _check_magnitudes(dataset)
+    check_magnitudes(dataset)
     data, warnings = enough_points(dataset, min_points)
     if not data.series:
         raise InputError(f"no series has {min_points} or more points (--min-points)", warnings=[*data.warnings, *warnings])
@@ -176,6 +177,35 @@ def fit_dataset(
                        measured=_all_series(data, measured), min_share=min_share,
                        run_shares=(measured if measured is not None else data).run_shares, combine=combine,
                        held=dataset.held)
+
+
+_COMBINATIONS = ("mean", "max", "min", "none")
+
+
+def _checked_arguments(dataset: Any, at: Any, repetitions: Any, min_points: Any, per_rank_time: Any, combine: Any,
+                       pass_refits: Any) -> str | None:
+    """`fit_dataset`'s arguments checked, named as it names them (review 103 LOW-5: some raised
+    AttributeError or TypeError, some were taken silently, some were named as the estimator's
+    options); `at` as text (a mapping of names to values is taken, as `PMNFModeler.predict` takes it)."""
+    if not isinstance(dataset, Dataset):
+        raise InputError(f"fit_dataset expects a modeler.dataset.Dataset, got {type(dataset).__name__}")
+    if repetitions is not None and (not isinstance(repetitions, str) or repetitions not in REPETITION_AGGREGATES):
+        raise InputError(f"repetitions must be None or one of {', '.join(REPETITION_AGGREGATES)}, got {repetitions!r}")
+    if not isinstance(min_points, numbers.Integral) or isinstance(min_points, bool):
+        raise InputError(f"min_points must be a whole number, got {min_points!r}")
+    if combine is not None and (not isinstance(combine, str) or combine not in _COMBINATIONS):
+        raise InputError(f"combine must be None or one of {', '.join(_COMBINATIONS)}, got {combine!r}")
+    for name, value in (("per_rank_time", per_rank_time), ("pass_refits", pass_refits)):
+        if not isinstance(value, bool) and not (name == "per_rank_time" and value is None):
+            raise InputError(f"{name} must be True or False, got {value!r}")
+    if isinstance(at, Mapping):
+        bad = [k for k, v in at.items() if isinstance(v, bool) or not isinstance(v, numbers.Real)]
+        if bad:
+            raise InputError(f"at: the value of {bad[0]!r} is not a number: {at[bad[0]]!r}")
+        return ",".join(f"{k}={float(v)!r}" for k, v in at.items())
+    if at is not None and not isinstance(at, str):
+        raise InputError(f"at must be text such as 'ranks=1024' or a mapping of names to values, got {at!r}")
+    return at
 
 
 def prediction_checks(data: Dataset, models: Sequence, target: Mapping[str, float], measured: Dataset | None,
@@ -226,17 +256,14 @@ def new_series(series: Sequence[Series], have: Sequence[Series]) -> list[Series]
 def combine_of(args: argparse.Namespace, loaded) -> str:
     """How a whole relates to its parts' sum (`parts.combination`): after `--ranks` where runs were
     read (Extra-P inputs say nothing of it) and `--repetitions`."""
-    formats = {f.format for f in loaded.files if f.status == "read"}
-    return combination(getattr(args, "ranks", "mean") if "runs" in formats else "mean",
-                       getattr(args, "repetitions", None))
+    return combination(loaded.dataset.across_ranks, getattr(args, "repetitions", None))
 
 
 def per_rank_time(args: argparse.Namespace, loaded) -> bool:
     """Whether the `time` read is a time per rank, which speedup, efficiency and cost derive from:
     our runs combined with `--ranks mean` or `max` (Extra-P files say nothing of it: `modeler export
-    --ranks sum` writes rank-seconds)."""
-    formats = {f.format for f in loaded.files if f.status == "read"}
-    return getattr(args, "ranks", "mean") in ("mean", "max") and formats <= {"runs"}
+    --ranks sum` writes rank-seconds). Set by the readers (`Dataset.time_per_rank`)."""
+    return loaded.dataset.time_per_rank
 
 
 def run(args: argparse.Namespace) -> int:

@@ -447,6 +447,10 @@ def read_inputs(
     dataset.warnings.extend(unmatched_warnings)
     dataset.warnings.extend(skipped_warning(f) for f in files if f.status == "skipped")
     dataset.warnings.extend(f"{f.path}: {f.reason}" for f in files if f.status == "ignored" and f.reason == BESIDE_RUNS)
+    formats = {f.format for f in files if f.status == "read"}
+    # how the values relate to the ranks, for the API as for the commands (review 103 MED-1)
+    dataset.across_ranks = options.ranks if "runs" in formats else "mean"
+    dataset.time_per_rank = options.ranks in ("mean", "max") and formats <= {"runs"}
     return Loaded(dataset, files, batches)
 
 

@@ -257,7 +257,7 @@ def _run_time(report: Report, ranking: Sequence, stages: list[set[str]] | None,
         names = {row.callpath for row in candidates}
         point = np.array([[target[p] for p in report.parameters]])
         with np.errstate(all="ignore"):
-            costs = [(float(fm.predict(point)[0]), fm.callpath) for fm in companions
+            costs = [(float(fm.model.evaluate(point)[0]), fm.callpath) for fm in companions
                      if fm.metric == "cost" and fm.callpath in names]
         costs = [(c, cp) for c, cp in costs if math.isfinite(c)]
         if not costs:

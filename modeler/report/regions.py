@@ -46,7 +46,7 @@ def rank_regions(
 
 def _row(rm, s: Series, largest_pt: np.ndarray, anchor: str) -> RankingRow:
     fm = rm.fitted
-    base = float(fm.predict(largest_pt)[0])
+    base = float(fm.model.evaluate(largest_pt)[0])
     return RankingRow(
         callpath=fm.callpath,
         formula=fm.model.formula(4),
@@ -149,7 +149,7 @@ def region_view(row: RankingRow, s: Series, fm: FittedModel, params, hold, targe
         def predict(x: np.ndarray, others: Mapping[str, float] = held) -> np.ndarray:
             cols = {q: np.full(len(x), others[q]) for q in others}
             cols[p] = x
-            return fm.predict(cols)
+            return fm.model.evaluate(cols)
 
         tips = [
             f"{p}={svg.param_text(float(s.points[k, axis]))}: median {fmt(float(med[k]))}, "
@@ -210,7 +210,7 @@ def _heat(s: Series, fm: FittedModel, params, hold, target, fmt) -> Markup:
         for x in c0:
             cols = {q: np.array([v]) for q, v in held.items()}
             cols[p0], cols[p1] = np.array([x]), np.array([y])
-            v = float(fm.predict(cols)[0])
+            v = float(fm.model.evaluate(cols)[0])
             m = measured.get((x, y))
             if m is not None:
                 err = (v - m) / m * 100 if m else math.nan

@@ -1325,6 +1325,7 @@ def _watch_targets() -> None:
 
         # this child's own Process object, in the child only
         self.run = functools.partial(call_noting, run, _target_ended) if call_noting is not None else watched
+        _map_bootstrap_traceback(bootstrap.__code__)
         try:
             return bootstrap(self, *args, **kwargs)
         finally:
@@ -1337,6 +1338,43 @@ def _watch_targets() -> None:
 
 
 _watching_targets = [False]
+
+
+def _map_bootstrap_traceback(bootstrap_code: Any) -> None:
+    """`BaseProcess._bootstrap` prints a target's exception with `traceback.print_exc()`, no
+    excepthook: a spawned child showed OUT's file and lines where the original showed its own
+    (review 105 MED-1). That one call (from `_bootstrap`'s own code, with no arguments) prints the
+    traceback mapped back, as the excepthook would; every other call is `print_exc` itself."""
+    import functools
+    import traceback
+
+    original = traceback.print_exc
+    if getattr(original, "_scaleprobe_maps", False):
+        return
+
+    def print_exc(limit: Any = None, file: Any = None, chain: bool = True) -> None:
+        if limit is None and file is None and chain is True and sys._getframe(1).f_code is bootstrap_code:
+            exc = sys.exc_info()[1]
+            text = None
+            if exc is not None:
+                try:
+                    from . import linemap
+
+                    text = linemap.format_exception(exc, exc.__traceback__, _only_if_mapped=True)
+                except Exception:  # noqa: BLE001 - a broken map must never hide the user's error
+                    text = None
+            if text is not None:
+                try:
+                    sys.stderr.write(text)
+                    sys.stderr.flush()
+                    return
+                except (OSError, ValueError, AttributeError):
+                    pass
+        original(limit=limit, file=file, chain=chain)
+
+    functools.update_wrapper(print_exc, original)
+    print_exc._scaleprobe_maps = True  # type: ignore[attr-defined]
+    traceback.print_exc = print_exc
 
 
 def _target_ended(exc: BaseException) -> None:

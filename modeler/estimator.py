@@ -30,6 +30,7 @@ from .pmnf import default_mode, extrap_mode
 from .pmnf.fit import GroupFit
 from .pmnf.hypotheses import exponent_of
 from .grid import followers
+from .end_slope import end_slope_note
 from .heavypoint import heavy_note, heavy_points
 from .pmnf.points import distinct_values, group_by_points
 from .pmnf.quality import quality
@@ -173,6 +174,10 @@ class PMNFModeler:
                 ar2, cv_smape, alternatives = 0.0, None, ()
             if not np.isfinite(rss) and np.all(np.isfinite(values)):
                 notes[i] = notes[i] + (OVERFLOW_NOTE,)
+            if i in fits and self.compat is None:
+                steep = end_slope_note(dataset.parameters, s.points, values, spread, counts, model, f"{s.callpath} [{s.metric}]")
+                if steep:  # (review 104 H1: n^2 + n fitted as n^(7/4), 48% low at 16x, unsaid)
+                    notes[i] = notes[i] + (steep,)
             interval = _interval(spread, counts)
             rows.append((s.callpath, s.metric, model, smape, rss, ar2, cv_smape, s.n_points, interval, notes[i],
                          alternatives))

@@ -1,0 +1,98 @@
+"""Where the values' growth between the two largest measured values of a parameter parts from the
+model's: the model fits its points within a few percent and still predicts far off beyond them.
+
+A sum of two growing terms in one parameter (`1e-6 n^2 + 1e-3 n`, attention's cost) is fitted as
+one term (`n^(7/4)`): within 2.4% of every point, 48% low at 16x the largest `n`, with no warning
+(review 104 H1; the lack-of-fit test reads a model within `misfit.LACK_MIN` of its points as it
+stands). What gives it away is the end of the sweep: there the values grow as `n^1.85`, the model
+as `n^1.74`. This module compares the two local exponents (log-log slopes) along each parameter,
+on the line of points that reaches its largest value, and says where they differ by more than
+`SLOPE_GAP` and by more than `SLOPE_Z` standard errors of the measured slope (from the repetition
+spread, pooled over the points, or, with one run a point, from the model's own residuals).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from .misfit import MEDIAN_SE
+
+#: the least difference of exponents said (x^1.75 against x^1.85 is 5% per doubling)
+SLOPE_GAP = 0.1
+#: ... and the least number of standard errors of the measured slope it must be
+SLOPE_Z = 3.0
+#: the floor of a value's relative standard error (exact data: rounding, not noise)
+MIN_SE = 0.002
+
+
+def end_slope_note(params: Sequence[str], points: np.ndarray, values: np.ndarray, spread: np.ndarray,
+                   counts: np.ndarray, model, name: str = "") -> str | None:
+    """The note for the first parameter along which the measured slope at the largest values parts
+    from the model's (`model`: a `Model` of the series' points; `values`, `spread`, `counts`: its
+    `repstats.PointStats`; `name`: the series' own, which the note starts with), or None."""
+    pts = np.asarray(points, dtype=float)
+    vals = np.asarray(values, dtype=float)
+    for j, p in enumerate(params):
+        line = _top_line(pts, j)
+        if line is None:
+            continue
+        i1, i2 = line
+        x1, x2 = pts[i1, j], pts[i2, j]
+        with np.errstate(all="ignore"):
+            m1, m2 = (float(v) for v in model.evaluate(pts[[i1, i2]]))
+        v1, v2 = float(vals[i1]), float(vals[i2])
+        if not (v1 > 0 and v2 > 0 and m1 > 0 and m2 > 0 and math.isfinite(m1) and math.isfinite(m2)):
+            continue
+        step = math.log(x2 / x1)
+        measured, fitted = math.log(v2 / v1) / step, math.log(m2 / m1) / step
+        gap = measured - fitted
+        if abs(gap) < SLOPE_GAP:
+            continue
+        se = math.hypot(*(_value_se(k, pts, vals, spread, counts, model) for k in (i1, i2))) / step
+        if abs(gap) < SLOPE_Z * se:
+            continue
+        where = f"{name}: between {p}={x1:g} and {p}={x2:g}" if name else f"between {p}={x1:g} and {p}={x2:g}"
+        if gap > 0:
+            return (f"{where} the values grow as {p}^{measured:.2f}, the model as {p}^{fitted:.2f}: the "
+                    f"growth steepens beyond the model's (a sum of terms, such as a*{p} + b*{p}^2 or "
+                    f"a/{p} + b*{p}, is fitted as one term), so its predictions beyond {p}={x2:g} are likely low")
+        return (f"{where} the values grow as {p}^{measured:.2f}, the model as {p}^{fitted:.2f}: the "
+                f"growth eases off below the model's, so its predictions beyond {p}={x2:g} are likely high")
+    return None
+
+
+def _top_line(pts: np.ndarray, j: int) -> tuple[int, int] | None:
+    """The indices of the two largest values of parameter `j` on the line of points (the others
+    held) that reaches its largest value, with at least 3 values above 0 on it; else None."""
+    others = np.delete(pts, j, axis=1)
+    best = None
+    for key in {tuple(r) for r in others}:
+        on = np.flatnonzero((others == np.array(key)).all(axis=1) & (pts[:, j] > 0))
+        xs = pts[on, j]
+        if len(np.unique(xs)) < 3 or len(np.unique(xs)) < len(xs):
+            continue
+        rank = (float(xs.max()), len(xs), key)
+        if best is None or rank > best[0]:
+            order = on[np.argsort(xs)]
+            best = (rank, (int(order[-2]), int(order[-1])))
+    return None if best is None else best[1]
+
+
+def _value_se(k: int, pts: np.ndarray, vals: np.ndarray, spread: np.ndarray, counts: np.ndarray, model) -> float:
+    """The relative standard error of point `k`'s value: the runs' spread, pooled over the points
+    measured more than once (the root mean square: the spread of 5 runs alone is too noisy a
+    measure, and a point whose runs happened to agree said 10% noise was 5%), over the square root
+    of its runs; or, with one run there, the model's relative residuals over every point (which hold
+    any misfit too, so the test is then the more cautious)."""
+    if counts[k] >= 2:
+        repeated = np.asarray(counts) >= 2
+        pooled = float(np.sqrt(np.mean(np.square(np.asarray(spread, dtype=float)[repeated]))))
+        return max(MEDIAN_SE * pooled / math.sqrt(counts[k]), MIN_SE)
+    with np.errstate(all="ignore"):
+        fitted = model.evaluate(pts)
+        r = np.log(vals / fitted)
+    r = r[np.isfinite(r)]
+    return max(float(np.sqrt(np.mean(r * r))) if r.size else math.inf, MIN_SE)

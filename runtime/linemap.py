@@ -285,36 +285,35 @@ def show(tp: type[BaseException], value: BaseException, tb: TracebackType | None
     if next_hook is sys.__excepthook__ and _backport_hook is not None:
         next_hook = _backport_hook  # where the program's import of the backport put it (3.10)
     backport = _is_backport_hook(next_hook)  # it prints traceback.format_exception's text
-    if next_hook is sys.__excepthook__ or backport:
-        try:
-            text = format_exception(value, tb, _only_if_mapped=True, _uncaught=not backport)
-        except Exception:  # noqa: BLE001 - a broken map must never hide the user's error
-            text = None
-        if text is not None:
-            try:
-                sys.stderr.write(text)
-                sys.stderr.flush()
-            except (OSError, ValueError, AttributeError):
-                pass
-            return
+    if (next_hook is sys.__excepthook__ or backport) and print_mapped(value, tb, uncaught=not backport):
+        return
     next_hook(tp, value, tb)
+
+
+def print_mapped(exc: BaseException, tb: TracebackType | None, *, uncaught: bool = False, prefix: str = "") -> bool:
+    """Write `prefix` and the traceback of `exc` mapped back to stderr where it has frames of a
+    built tree (`format_exception`), and say whether it did; False where nothing maps (or the map
+    fails: a broken map must never hide the user's error), for the caller's own printing."""
+    try:
+        text = format_exception(exc, tb, _only_if_mapped=True, _uncaught=uncaught)
+    except Exception:  # noqa: BLE001 - a broken map must never hide the user's error
+        text = None
+    if text is None:
+        return False
+    try:
+        sys.stderr.write(prefix + text)
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    return True
 
 
 def thread_excepthook(args: Any) -> None:
     """threading.excepthook: Python's own text for an uncaught exception in a thread, mapped."""
     nxt = _next_thread_hook if _next_thread_hook is not None else threading.__excepthook__
     if nxt is threading.__excepthook__ and args.exc_type is not SystemExit and args.exc_value is not None:
-        try:
-            text = format_exception(args.exc_value, args.exc_traceback, _only_if_mapped=True, _uncaught=True)
-        except Exception:  # noqa: BLE001 - a broken map must never hide the user's error
-            text = None
-        if text is not None:
-            name = args.thread.name if args.thread is not None else threading.get_ident()
-            try:
-                sys.stderr.write(f"Exception in thread {name}:\n{text}")
-                sys.stderr.flush()
-            except (OSError, ValueError, AttributeError):
-                pass
+        name = args.thread.name if args.thread is not None else threading.get_ident()
+        if print_mapped(args.exc_value, args.exc_traceback, uncaught=True, prefix=f"Exception in thread {name}:\n"):
             return
     nxt(args)
 

@@ -1355,21 +1355,11 @@ def _map_bootstrap_traceback(bootstrap_code: Any) -> None:
     def print_exc(limit: Any = None, file: Any = None, chain: bool = True) -> None:
         if limit is None and file is None and chain is True and sys._getframe(1).f_code is bootstrap_code:
             exc = sys.exc_info()[1]
-            text = None
             if exc is not None:
-                try:
-                    from . import linemap
+                from . import linemap
 
-                    text = linemap.format_exception(exc, exc.__traceback__, _only_if_mapped=True)
-                except Exception:  # noqa: BLE001 - a broken map must never hide the user's error
-                    text = None
-            if text is not None:
-                try:
-                    sys.stderr.write(text)
-                    sys.stderr.flush()
+                if linemap.print_mapped(exc, exc.__traceback__):
                     return
-                except (OSError, ValueError, AttributeError):
-                    pass
         original(limit=limit, file=file, chain=chain)
 
     functools.update_wrapper(print_exc, original)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.envclean import clean_env
+from tests.runtime.test_entry_relined import build
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,16 +50,6 @@ if __name__ == "__main__":
 '''
 
 
-def _build(tmp_path: Path) -> tuple[Path, Path]:
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "main.py").write_text(PROGRAM)
-    p = subprocess.run([sys.executable, "-m", "instrumentor", str(src), "-o", str(tmp_path / "out"), "-q"],
-                       capture_output=True, text=True, timeout=120, env=clean_env(PYTHONPATH=str(REPO)))
-    assert p.returncode == 0, p.stderr
-    return src, tmp_path / "out"
-
-
 def _run(cwd: Path, method: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "main.py", method], cwd=cwd, capture_output=True, text=True, timeout=120,
                           env=clean_env(PYTHONPATH=str(REPO), SCALEPROBE_OUT=str(cwd.parent / "runs"),
@@ -67,7 +58,7 @@ def _run(cwd: Path, method: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
 def test_a_spawned_child_s_traceback_names_the_original_file_and_line(tmp_path, method):
-    src, out = _build(tmp_path)
+    src, out = build(tmp_path, PROGRAM), tmp_path / "out"
     original = _run(src, method)
     built = _run(out, method)
     assert original.returncode == 0 and "target_raise 1" in original.stdout, original.stderr

@@ -12,6 +12,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from .predict_points import checked_points
+
 
 @functools.lru_cache(maxsize=4096)
 def format_exponent(e: float) -> str:
@@ -176,8 +178,6 @@ class FittedModel:
         return self.model.evaluate(self._checked(points))
 
     def _checked(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
-        from .predict_points import checked_points
-
         return checked_points(points, self.model.parameters, [self])
 
     def prediction_range(

@@ -87,7 +87,7 @@ def enough_points(dataset: Dataset, min_points: int) -> tuple[Dataset, list[str]
     if dropped:
         shown = listing(dropped, 5)
         warnings.append(f"{len(dropped)} series left out: measured at fewer than {min_points} points (--min-points): {shown}")
-    return Dataset(dataset.parameters, keep, list(dataset.warnings), list(dataset.sources), dataset.run_shares), warnings
+    return dataset.like(keep), warnings
 
 
 def fit_dataset(
@@ -253,19 +253,6 @@ def new_series(series: Sequence[Series], have: Sequence[Series]) -> list[Series]
     return [s for s in series if (s.callpath, s.metric) not in keys]
 
 
-def combine_of(args: argparse.Namespace, loaded) -> str:
-    """How a whole relates to its parts' sum (`parts.combination`): after `--ranks` where runs were
-    read (Extra-P inputs say nothing of it) and `--repetitions`."""
-    return combination(loaded.dataset.across_ranks, getattr(args, "repetitions", None))
-
-
-def per_rank_time(args: argparse.Namespace, loaded) -> bool:
-    """Whether the `time` read is a time per rank, which speedup, efficiency and cost derive from:
-    our runs combined with `--ranks mean` or `max` (Extra-P files say nothing of it: `modeler export
-    --ranks sum` writes rank-seconds). Set by the readers (`Dataset.time_per_rank`)."""
-    return loaded.dataset.time_per_rank
-
-
 def run(args: argparse.Namespace) -> int:
     from ..cli import EXIT_OK, EXIT_PARTIAL
 
@@ -277,8 +264,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_output_among_inputs("-o", args.output, loaded)  # before the fit, the slow part
     data = select(loaded.dataset, args)
     ranking = fit_dataset(data, at=args.at, compat=args.compat, repetitions=args.repetitions, min_points=args.min_points,
-                          measured=loaded.dataset, per_rank_time=per_rank_time(args, loaded), min_share=min_share,
-                          combine=combine_of(args, loaded), pass_refits=args.pass_refits)
+                          measured=loaded.dataset, min_share=min_share, pass_refits=args.pass_refits)
     if args.top is not None:
         ranking = ranking.top(args.top)
     write_output(render(ranking, args.format), args.output)

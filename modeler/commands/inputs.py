@@ -158,7 +158,7 @@ def select_callpaths(dataset: Dataset, patterns: Sequence[str] | None, measured:
             f"--callpath: the call paths matching {pats} have no {' or '.join(metrics)} (--metric); "
             f"{' and '.join(metrics)} {'is' if len(metrics) == 1 else 'are'} measured at: {where}"
         )
-    return Dataset(dataset.parameters, keep, notes_for(dataset.warnings, keep), dataset.sources, dataset.run_shares)
+    return dataset.like(keep, notes_for(dataset.warnings, keep))
 
 
 def warn(messages: Sequence[str], args: argparse.Namespace) -> None:

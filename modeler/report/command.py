@@ -9,7 +9,7 @@ from pathlib import Path
 from ..dataset import REPETITION_AGGREGATES, Dataset
 from ..errors import InputError
 from ..replace_file import why_not_written, write_text
-from ..commands.fit import (add_min_share_option, add_pass_option, companion_series, min_share_of, new_series, per_rank_time,
+from ..commands.fit import (add_min_share_option, add_pass_option, companion_series, min_share_of, new_series,
                             prediction_checks)
 from ..commands.inputs import (add_input_options, load_from_args, name_skipped, output_arg, refuse_output_among_inputs,
                                select_callpaths)
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     # the top-level regions' cost, which the run time is taken from
     # the shares of the run's time (--min-share): the time of the top-level regions, and of the
     # regions shown for another metric
-    extra, bases = companion_series(selected, dataset, per_rank_time(args, loaded), min_share=min_share)
+    extra, bases = companion_series(selected, dataset, loaded.dataset.time_per_rank, min_share=min_share)
     if metric == "time":
         extra += new_series(headline_series(dataset, groups, ranks), extra)
     both = Dataset(selected.parameters, [*selected.series, *extra], list(selected.warnings), list(selected.sources))

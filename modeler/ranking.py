@@ -19,6 +19,7 @@ import numpy as np
 from .dataset import RunShares, ranks_text
 from .derived import HIGHER_IS_BETTER, RANKS_TIME, Baselines, derived_predictions, disagreement_warning
 from .growth import growth_text, target_growth
+from .level_growth import LEVEL, level_growth_warning, level_weight
 from .model import FittedModel, Model
 from .own_time import own_time_note
 from .parts import PartsCheck, check_parts, parts_sums
@@ -92,6 +93,14 @@ class RankedModel:
     #: why the prediction cannot be (`out_of_range`): a speedup or efficiency below zero, an
     #: imbalance above the target's rank count (review 88 LOW-2); else None
     out_of_range: str | None = None
+    #: where forms in play that stay level (or go the other way) carry at least `LEVEL_WEIGHT` of the
+    #: weight: their share, and the row is ranked with the constants (`ranked_level`); else None
+    level_weight: float | None = None
+
+    def ranked_level(self) -> bool:
+        """Whether the row is ranked as level because the data do not settle its own growth
+        (`level_weight`; review 104 M1: a near-flat region fitted with a steep term came first)."""
+        return self.level_weight is not None and self.parts_growth is None and not self.by_ranks_that_ran_it()
 
     def by_ranks_that_ran_it(self) -> bool:
         """Whether the row is ranked by the growth of the time of the ranks that ran its call path
@@ -105,6 +114,8 @@ class RankedModel:
         of the time of the ranks that ran it where faster (`by_ranks_that_ran_it`)."""
         if self.by_ranks_that_ran_it():
             return self.ranks_growth
+        if self.ranked_level():
+            return LEVEL
         return self.growth if self.parts_growth is None else self.parts_growth
 
     def headline(self) -> tuple[float, str | None]:
@@ -135,6 +146,8 @@ class RankedModel:
             unit=self.unit,
             share=None if self.share is None else self.share.to_json(),
             growth={"exponent": self.growth[0], "log_exponent": self.growth[1]},
+            growth_level_weight=self.level_weight,
+            growth_ranked_level=self.ranked_level(),
             growth_falls_beyond=None if self.falls_beyond is None else
             {"exponent": self.falls_beyond[0], "log_exponent": self.falls_beyond[1]},
             growth_from_parts=None if self.parts_growth is None else
@@ -228,7 +241,8 @@ class _RowWarnings:
                                     beyond_ranks_warning(shown, self.at_text),
                                     disagreement_warning(shown, self.at_text), step_parts_warning(steps, self.at_text),
                                     faster_than_parts_warning(shown),
-                                    slower_than_parts_warning(shown), pass_spread_warning(shown, self.at_text))
+                                    slower_than_parts_warning(shown), pass_spread_warning(shown, self.at_text),
+                                    level_growth_warning(shown))
                         if w)
         if shown_times and (own := own_time_note(self.measured, self.parameters, among=shown_times)):
             warnings.append(own)
@@ -383,7 +397,8 @@ def rank_models(
                                 slower.get(fm.callpath) if fm.metric == "time" else None, refits, falls,
                                 ranks_text(some[fm.callpath]) if fm.callpath in some else None,
                                 ranks_model, ranks_pred, ranks_growth,
-                                out_of_range(fm.metric, pred, {**(held or {}), **at})))
+                                out_of_range(fm.metric, pred, {**(held or {}), **at}),
+                                level_weight(fm, g, parameters, at, largest)))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time

@@ -18,7 +18,7 @@ COLUMNS = (
     "prediction_from_parts", "range_low", "range_high", "prediction_from_time",
     "prediction_from_time_basis", "share_measured", "share_at_target", "share_at_target_low", "doubtful",
     "some_ranks", "prediction_ranks_that_ran_it", "growth_ranks_that_ran_it_exponent",
-    "growth_ranks_that_ran_it_log_exponent", "prediction_out_of_range",
+    "growth_ranks_that_ran_it_log_exponent", "prediction_out_of_range", "growth_level_weight",
 )
 
 
@@ -65,6 +65,8 @@ def render_csv(ranking: Ranking) -> str:
                 _text(r.some_ranks), _num(r.ranks_prediction),
                 *((_num(r.ranks_growth[0]), _num(r.ranks_growth[1])) if r.by_ranks_that_ran_it() else ("", "")),
                 _text(r.out_of_range),
+                # ranked with the constants, its growth not settled (`modeler.level_growth`)
+                _num(r.level_weight if r.ranked_level() else None),
             )
         )
     return buf.getvalue()

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .dataset import Dataset, Series
+from .dataset import RANKS_PARAMETER, Dataset, Series
 from .repstats import by_shape, table
 
 #: a held-out value predicted further than this factor from the measured one is named
@@ -29,9 +29,10 @@ CHECKED = 5
 
 
 def backtest_warning(parameters: Sequence[str], series: Sequence[Series], *, compat: str | None,
-                     aggregate: str | None) -> str | None:
+                     aggregate: str | None, ranks_parameter: str = RANKS_PARAMETER) -> str | None:
     """A warning naming the worst held-out miss beyond `FACTOR` among the `CHECKED` costliest `time`
-    series (each parameter of `MIN_VALUES` values held out at its largest), or None."""
+    series (each parameter of `MIN_VALUES` values held out at its largest), or None; fitted as the
+    command fits them, with `ranks_parameter` the rank count (`Dataset.ranks_parameter`)."""
     from .estimator import PMNFModeler  # the engine is heavy; imported where it runs
 
     how = aggregate or ("mean" if compat == "extrap" else "robust")
@@ -61,7 +62,7 @@ def backtest_warning(parameters: Sequence[str], series: Sequence[Series], *, com
             continue
         try:
             fitted = PMNFModeler(compat=compat, aggregate=aggregate, on_too_few="warn", pass_range=False).fit(
-                Dataset(tuple(parameters), subs)).models_
+                Dataset(tuple(parameters), subs, ranks_parameter=ranks_parameter)).models_
         except Exception:  # noqa: BLE001 - a check; the fit itself has said what is wrong with the data
             continue
         for fm, (s, out, measured, top) in zip(fitted, held):

@@ -377,6 +377,11 @@ class Dataset:
     #: alone combined by mean or max (review 103 MED-1: an Extra-P file's `time` may be a sum over
     #: ranks, as `modeler export --ranks sum` writes). True for a Dataset built by hand.
     time_per_rank: bool = True
+    #: the parameter that counts the ranks the work is split over: the estimator fits every series
+    #: also as values x it (`modeler.strong_scaling`), not only those that fall along it. `ranks`
+    #: unless `--ranks-parameter` (`ReadOptions.ranks_parameter`) names another (review 104 M3: an
+    #: Extra-P file's `p`, whose rising-to-a-plateau ring allreduce came out as `log2(p)`)
+    ranks_parameter: str = RANKS_PARAMETER
 
     def __post_init__(self) -> None:
         self.parameters = tuple(self.parameters)
@@ -417,6 +422,7 @@ class Dataset:
 
     def like(self, series: list[Series], warnings: list[str] | None = None) -> "Dataset":
         """A Dataset of `series` (and `warnings`, else a copy of these) that is read as this one is:
-        the same parameters, sources, run shares, held values and across-ranks reading."""
+        the same parameters, sources, run shares, held values, across-ranks reading and ranks parameter."""
         return Dataset(self.parameters, series, list(self.warnings) if warnings is None else warnings,
-                       list(self.sources), self.run_shares, dict(self.held), self.across_ranks, self.time_per_rank)
+                       list(self.sources), self.run_shares, dict(self.held), self.across_ranks, self.time_per_rank,
+                       self.ranks_parameter)

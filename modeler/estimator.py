@@ -137,7 +137,7 @@ class PMNFModeler:
         kept = [(None, wide) if (wide := _too_wide(s)) else _defined_points(s, dataset.parameters)
                 for s in dataset.series]
         series = [k[0] or s for k, s in zip(kept, dataset.series)]
-        dataset = Dataset(dataset.parameters, series, dataset.warnings, dataset.sources)
+        dataset = dataset.like(series, dataset.warnings)
         stats = point_stats(series, aggregate)
         notes = [k[1] + (self._screen(s, dataset.parameters) if k[0] else ()) for s, k in zip(series, kept)]
         # no parameter: every row is the one point, its mean the model (review 103 LOW-1: three
@@ -209,7 +209,7 @@ class PMNFModeler:
         out: dict[int, list[tuple[tuple[int, ...], Model]]] = {}
         twin = PMNFModeler(**{**self.get_params(), "on_too_few": "warn", "pass_range": False})
         for k, items in sorted(by_pass.items()):
-            refitted = twin.fit(Dataset(dataset.parameters, [s for _, s in items])).models_
+            refitted = twin.fit(dataset.like([s for _, s in items], [])).models_
             for (i, _), fm in zip(items, refitted):
                 if fm.model.terms or not models[i].terms:
                     out.setdefault(i, []).append((k, fm.model))
@@ -243,8 +243,9 @@ class PMNFModeler:
         is of the values x (None: of the values), None or (the other family's fit, its weight in the
         prediction range, the parameter that family is of the values x)); one engine call per set of
         series measured at the same points, and one more per parameter the values x it are fitted
-        for (`modeler.strong_scaling`): `ranks` for every series, any other parameter for the series
-        whose values fall along it (`falls_along`)."""
+        for (`modeler.strong_scaling`): the rank count (`Dataset.ranks_parameter`, `ranks` unless named
+        otherwise) for every series, any other parameter for the series whose values fall along it
+        (`falls_along`)."""
         fits = {}
         params = dataset.parameters
         for members in group_by_points([dataset.series[i].points for i in fittable]).values():
@@ -254,9 +255,9 @@ class PMNFModeler:
             g, q = self._fit_scaled(pts, Y, index, stats, dataset, aggregate)
             for row, i in enumerate(index):
                 fits[i] = (g, row, q, None, None)
-            for col in self._divisors(params, pts):
+            for col in self._divisors(params, pts, dataset.ranks_parameter):
                 x = pts[:, col]
-                if params[col] == RANKS_PARAMETER:
+                if params[col] == dataset.ranks_parameter:
                     ok = np.ones(len(index), dtype=bool)
                 else:  # only where the values fall along it, and no other family is in play
                     ok = falls_along(pts, Y, col) & np.array([fits[i][3] is None and fits[i][4] is None
@@ -284,14 +285,14 @@ class PMNFModeler:
                         fits[i] = (g1, j, q1, None, (g2, float(other[j]), name))
         return fits
 
-    def _divisors(self, params: tuple[str, ...], pts: np.ndarray) -> list[int]:
+    def _divisors(self, params: tuple[str, ...], pts: np.ndarray, ranks: str = RANKS_PARAMETER) -> list[int]:
         """The columns of the parameters the values x them are fitted for too (default mode,
-        `strong_scaling`): those with at least 3 values, all positive, `ranks` first."""
+        `strong_scaling`): those with at least 3 values, all positive, the rank count `ranks` first."""
         if self.compat is not None or not self.strong_scaling:
             return []
         cols = [c for c in range(len(params))
                 if np.all(pts[:, c] > 0) and np.unique(pts[:, c]).size >= MIN_POINTS]
-        return sorted(cols, key=lambda c: params[c] != RANKS_PARAMETER)
+        return sorted(cols, key=lambda c: params[c] != ranks)
 
     def _fit_scaled(self, pts, Y, index, stats, dataset, aggregate, ranks=None):
         """The engine's fit of the rows of Y, and its quality (of Y / ranks where `ranks` is given:

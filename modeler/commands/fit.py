@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from ..dataset import REPETITION_AGGREGATES, Dataset, Series, check_magnitudes
 from ..backtest import backtest_warning
+from ..ranks_name import ranks_name_note
 from ..contention import wide_runs_warning
 from ..derived import Baselines, baselines, basis_series_needed, some_ranks_series
 from ..errors import InputError
@@ -25,7 +26,7 @@ from ..reach import far_target_warning
 from ..ranking import Ranking, nonnegative_keys, rank_models
 from ..target_point import measured_maximum, parse_assignments, parse_at
 from ..share import DEFAULT_MIN_SHARE, parse_min_share, percent, share_series
-from .inputs import (add_input_options, describe_files, load_from_args, name_skipped, output_arg,
+from .inputs import (add_input_options, add_ranks_parameter_option, describe_files, load_from_args, name_skipped, output_arg,
                      refuse_output_among_inputs, select, warn, write_output)
 
 DEFAULT_MIN_POINTS = 3
@@ -37,6 +38,7 @@ _RUN_LEFT_OUT = re.compile(r"run \S+ left out \(")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_input_options(parser)
+    add_ranks_parameter_option(parser)
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     parser.add_argument("--at", metavar="NAME=VALUE,...",
                         help="target point for predictions and the ranking, e.g. ranks=1024,batch=256 "
@@ -159,7 +161,8 @@ def fit_dataset(
     for said in (grid_gaps_warning(data.parameters, [s.points for s in data.series]),
                  moving_together_warning(data.parameters, [s.points for s in data.series], compat),
                  None if compat else scattered_warning(data.parameters, [s.points for s in data.series]),
-                 zero_at_fewest_ranks_warning(data.parameters, data.series)):
+                 zero_at_fewest_ranks_warning(data.parameters, data.series),
+                 None if compat else ranks_name_note(data)):
         if said:
             warnings.append(said)
     derive = per_rank_time and compat is None  # --compat extrap: Extra-P's output, nothing more
@@ -167,7 +170,7 @@ def fit_dataset(
 
     from ..estimator import PMNFModeler  # the engine is heavy; `modeler export` never needs it
 
-    both = Dataset(data.parameters, [*data.series, *extra], list(data.warnings), list(data.sources))
+    both = data.like([*data.series, *extra])
     fitted = PMNFModeler(compat=compat, aggregate=repetitions, pass_range=pass_refits).fit(both).models_
     shown, companions = fitted[: len(data.series)], fitted[len(data.series):]
     warnings += prediction_checks(data, shown, target, measured, repetitions, compat)
@@ -218,7 +221,8 @@ def prediction_checks(data: Dataset, models: Sequence, target: Mapping[str, floa
     points = [s.points for s in data.series]
     said = (far_target_warning(data.parameters, points, target),
             wide_runs_warning(measured.series if measured is not None else data.series, repetitions, compat),
-            backtest_warning(data.parameters, data.series, compat=compat, aggregate=repetitions),
+            backtest_warning(data.parameters, data.series, compat=compat, aggregate=repetitions,
+                             ranks_parameter=data.ranks_parameter),
             unchecked_products_warning(data.parameters, models, points))
     return [w for w in said if w]
 

@@ -51,10 +51,18 @@ def add_input_options(
                         help="do not print warnings (files that could not be read are still named)")
 
 
+def add_ranks_parameter_option(parser: argparse.ArgumentParser) -> None:
+    """`--ranks-parameter NAME`, for the commands that fit models (`modeler.ranks_name`)."""
+    parser.add_argument("--ranks-parameter", metavar="NAME",
+                        help="the parameter that counts the ranks (processes) the work is split over, whose "
+                             "strong-scaling form c + W/NAME is fitted for every series (default: ranks; "
+                             "Extra-P files often call it p)")
+
+
 def read_options(args: argparse.Namespace) -> ReadOptions:
     """How run files are read, from the input options."""
     return ReadOptions(ranks=args.ranks, include_incomplete=args.include_incomplete,
-                       experiments=tuple(args.experiment or ()),
+                       experiments=tuple(args.experiment or ()), ranks_parameter=getattr(args, "ranks_parameter", None),
                        points=parse_point_filter(getattr(args, "where", None), getattr(args, "exclude", None)))
 
 

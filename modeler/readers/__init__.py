@@ -27,6 +27,7 @@ from ..errors import InputError, ModelerError
 from ..listing import listing
 from ..pointfilter import OF_RUNS, PointFilter, drop_single_valued, filter_dataset, nothing_left, point_values, values_of
 from ..pointfilter import excluded_nothing as excluded_nothing_warning
+from ..ranks_name import ranks_parameter
 from .unusable import (COMPRESSED_SUFFIXES, LAUNCHER_FILE, NOT_MEASUREMENTS, compressed_reason, is_launcher_file,
                        no_usable_message)
 
@@ -102,6 +103,9 @@ class ReadOptions:
     experiments: tuple[str, ...] = ()  # only runs of these experiments (empty: all)
     #: only the points (runs, or an Extra-P input's points) this keeps (`--where`, `--exclude`)
     points: PointFilter = PointFilter()
+    #: the parameter that counts the ranks the work is split over (`--ranks-parameter`,
+    #: `Dataset.ranks_parameter`); None: `ranks`
+    ranks_parameter: str | None = None
 
 
 @dataclass(frozen=True)
@@ -451,6 +455,7 @@ def read_inputs(
     # how the values relate to the ranks, for the API as for the commands (review 103 MED-1)
     dataset.across_ranks = options.ranks if "runs" in formats else "mean"
     dataset.time_per_rank = options.ranks in ("mean", "max") and formats <= {"runs"}
+    dataset.ranks_parameter = ranks_parameter(options.ranks_parameter, dataset)
     return Loaded(dataset, files, batches)
 
 

@@ -6,12 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..dataset import REPETITION_AGGREGATES, Dataset
+from ..dataset import REPETITION_AGGREGATES
 from ..errors import InputError
+from ..ranks_name import ranks_name_note
 from ..replace_file import why_not_written, write_text
 from ..commands.fit import (add_min_share_option, add_pass_option, companion_series, min_share_of, new_series,
                             prediction_checks)
-from ..commands.inputs import (add_input_options, load_from_args, name_skipped, output_arg, refuse_output_among_inputs,
+from ..commands.inputs import (add_input_options, add_ranks_parameter_option, load_from_args, name_skipped, output_arg, refuse_output_among_inputs,
                                select_callpaths)
 from .assemble import ReportOptions, build_report, check_options, headline_series, parse_assignments
 
@@ -19,6 +20,7 @@ from .assemble import ReportOptions, build_report, check_options, headline_serie
 def configure(parser: argparse.ArgumentParser) -> None:
     # read as `modeler fit` reads (run files, Extra-P files, globs, --ranks, --include-incomplete, ...)
     add_input_options(parser, metric_default=None)
+    add_ranks_parameter_option(parser)
     parser.add_argument("-o", "--output", metavar="FILE", type=output_arg,
                         help="where to write the report; - for stdout (default: report.html, or stdout for --format markdown)")
     parser.add_argument("--format", choices=("html", "markdown"), default="html", help="html (default) or markdown")
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     run_files = [f.path for f in loaded.files if f.format == "runs"]
     # the runs as the reader put them together (reading them again took a third of the report's time)
     groups = groups_from_runset(loaded.batches[0]) if run_files and loaded.batches else []
-    ranks = getattr(args, "ranks", "mean") if run_files else "mean"
+    ranks = dataset.across_ranks  # `--ranks` where run files were read, else "mean"
     options = ReportOptions(metric=metric, target=target, hold=hold, run_id=args.run, rank=args.rank,
                             top=args.top, title=args.title, ranks=ranks, min_share=min_share,
                             repetitions=args.repetitions)
@@ -102,12 +104,14 @@ def run(args: argparse.Namespace) -> int:
     extra, bases = companion_series(selected, dataset, loaded.dataset.time_per_rank, min_share=min_share)
     if metric == "time":
         extra += new_series(headline_series(dataset, groups, ranks), extra)
-    both = Dataset(selected.parameters, [*selected.series, *extra], list(selected.warnings), list(selected.sources))
+    both = selected.like([*selected.series, *extra])
     models = PMNFModeler(aggregate=args.repetitions, pass_range=args.pass_refits).fit(both).models_
     n = len(selected.series)
     report = build_report(groups, selected, models[:n], options, companions=models[n:], baselines=bases,
                           series_read=dataset.series, run_shares=dataset.run_shares)
     report.warnings.extend(prediction_checks(selected, models[:n], target, dataset, args.repetitions, None))
+    if note := ranks_name_note(selected):
+        report.warnings.append(note)
     text = render_markdown(report, top=max(args.top, 20)) if args.format == "markdown" else render_html(report)
     out = None
     if to_stdout:

@@ -33,7 +33,7 @@ import numpy as np
 from runtime.runfile import profile_rows
 
 from .callpath_text import step
-from .dataset import RANKS_PARAMETER, Dataset, MetricNote, RunShares, Series, SeriesNote, ranks_text
+from .dataset import PER_RANK_COMBINATIONS, RANKS_PARAMETER, Dataset, MetricNote, RunShares, Series, SeriesNote, ranks_text
 from .errors import InputError
 from .listing import listing
 from .pointtext import param_text
@@ -699,7 +699,10 @@ def dataset_from_runs(runset: RunSet, *, ranks: str = "mean", derived: bool = Tr
     # the median over the repetitions at a point, the largest over the points (`modeler.share`)
     run_shares = RunShares(_largest_median(shares), frozenset(roots), _largest_median(own_shares),
                            {cp: tuple(sorted(v)) for cp, v in some_ranks.items()}) if runs else None
-    return Dataset(params, series, warnings, sources, run_shares)
+    # how the ranks were combined, for `fit_dataset` as for the commands (review 106 MED-1: the
+    # Dataset said "mean" and a time per rank under ranks="sum", and speedup came from a summed time)
+    return Dataset(params, series, warnings, sources, run_shares, across_ranks=ranks,
+                   time_per_rank=ranks in PER_RANK_COMBINATIONS)
 
 
 def _largest_median(shares: dict[str, dict[Point, list[float]]]) -> dict[str, float]:

@@ -357,6 +357,10 @@ def notes_for(warnings: Sequence[str], series: Sequence["Series"]) -> list[str]:
     return out
 
 
+#: the `--ranks` combinations under which our runs' `time` is a time per rank (`Dataset.time_per_rank`)
+PER_RANK_COMBINATIONS = ("mean", "max")
+
+
 @dataclass
 class Dataset:
     """All series of an experiment over the same named parameters; `run_shares` where they were
@@ -412,6 +416,10 @@ class Dataset:
         return sorted({s.metric for s in self.series})
 
     def select(self, *, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | None = None) -> "Dataset":
+        """The series of these metrics and call paths (None: all); one name alone is one name (review
+        106 LOW-3: `metrics="exclusive_time"` kept `time` too, a substring of it)."""
+        metrics = [metrics] if isinstance(metrics, str) else metrics
+        callpaths = [callpaths] if isinstance(callpaths, str) else callpaths
         keep = [
             s
             for s in self.series

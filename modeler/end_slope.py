@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from .misfit import MEDIAN_SE
+from .pointtext import param_text, point_text
 
 #: the least difference of exponents said (x^1.75 against x^1.85 is 5% per doubling)
 SLOPE_GAP = 0.1
@@ -55,14 +56,38 @@ def end_slope_note(params: Sequence[str], points: np.ndarray, values: np.ndarray
         se = math.hypot(*(_value_se(k, pts, vals, spread, counts, model) for k in (i1, i2))) / step
         if abs(gap) < SLOPE_Z * se:
             continue
-        where = f"{name}: between {p}={x1:g} and {p}={x2:g}" if name else f"between {p}={x1:g} and {p}={x2:g}"
-        if gap > 0:
-            return (f"{where} the values grow as {p}^{measured:.2f}, the model as {p}^{fitted:.2f}: the "
-                    f"growth steepens beyond the model's (a sum of terms, such as a*{p} + b*{p}^2 or "
-                    f"a/{p} + b*{p}, is fitted as one term), so its predictions beyond {p}={x2:g} are likely low")
-        return (f"{where} the values grow as {p}^{measured:.2f}, the model as {p}^{fitted:.2f}: the "
-                f"growth eases off below the model's, so its predictions beyond {p}={x2:g} are likely high")
+        # the values as measured, and the other parameters where the line holds them (review 106
+        # LOW-2: `n=1.04858e+06` for 1048576; LOW-6: on an irregular grid not always their largest)
+        held = [k for k in range(len(params)) if k != j]
+        at = f" ({point_text([params[k] for k in held], [pts[i2, k] for k in held])})" if held else ""
+        top = f"{p}={param_text(x2)}"
+        where = f"between {p}={param_text(x1)} and {top}{at}"
+        said = (f"{name}: {where}" if name else where) + (
+            f" the values {_goes(measured)} as {p}^{measured:.2f}, the model as {p}^{fitted:.2f}: ")
+        return said + _parting(gap, measured, fitted, p) + (
+            f", so its predictions beyond {top} are likely {'low' if gap > 0 else 'high'}")
     return None
+
+
+def _goes(slope: float) -> str:
+    return "fall" if slope < 0 else "grow"
+
+
+def _parting(gap: float, measured: float, fitted: float, p: str) -> str:
+    """How the values part from the model, in words that hold for rising and falling values alike
+    (review 106 LOW-6: "the growth steepens" where both fell, the values the more slowly)."""
+    if gap > 0:
+        if measured <= 0:
+            return "the values fall more slowly than the model"
+        if fitted < 0:
+            return "the values rise where the model falls"
+        return (f"the growth steepens beyond the model's (a sum of terms, such as a*{p} + b*{p}^2 or a/{p} + b*{p}, "
+                "is fitted as one term)")
+    if fitted <= 0:
+        return "the values fall faster than the model"
+    if measured < 0:
+        return "the values fall where the model rises"
+    return "the growth eases off below the model's"
 
 
 def _top_line(pts: np.ndarray, j: int) -> tuple[int, int] | None:
@@ -98,7 +123,9 @@ def _value_se(k: int, pts: np.ndarray, vals: np.ndarray, spread: np.ndarray, cou
     measured more than once (the root mean square: the spread of 5 runs alone is too noisy a
     measure, and a point whose runs happened to agree said 10% noise was 5%), over the square root
     of its runs; or, with one run there, the model's relative residuals over every point (which hold
-    any misfit too, so the test is then the more cautious)."""
+    any misfit too, so the test is then the more cautious), on the points less the model's
+    coefficients (review 106 LOW-5: a fit of several terms shrinks its own residuals, and two
+    neighbours 2.5 sigma apart by chance got a note, in the wrong direction)."""
     if counts[k] >= 2:
         repeated = np.asarray(counts) >= 2
         pooled = float(np.sqrt(np.mean(np.square(np.asarray(spread, dtype=float)[repeated]))))
@@ -107,4 +134,5 @@ def _value_se(k: int, pts: np.ndarray, vals: np.ndarray, spread: np.ndarray, cou
         fitted = model.evaluate(pts)
         r = np.log(vals / fitted)
     r = r[np.isfinite(r)]
-    return max(float(np.sqrt(np.mean(r * r))) if r.size else math.inf, MIN_SE)
+    free = r.size - 1 - len(model.terms)
+    return max(float(np.sqrt(np.sum(r * r) / free)) if free > 0 else math.inf, MIN_SE)

@@ -177,8 +177,15 @@ class FittedModel:
         """The model's values at `points`, given and checked as `PMNFModeler.predict` takes them."""
         return self.model.evaluate(self._checked(points))
 
-    def _checked(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
-        return checked_points(points, self.model.parameters, [self])
+    def _checked(self, points: np.ndarray | Mapping[str, Sequence[float]], alternatives: bool = False,
+                 passes: bool = False) -> np.ndarray:
+        """`points` checked (`checked_points`) against this model, and against the forms in play
+        (`alternatives`) and the `pass_models` (`passes`) where the figures asked for draw on them."""
+        forms = [(f"the form in play {a.model.formula(4)} of {self.callpath} [{self.metric}]", a.model)
+                 for a in (self.alternatives if alternatives else ())]
+        forms += [(f"the model of {self.callpath} [{self.metric}] without pass(es) {', '.join(map(str, k))}", m)
+                  for k, m in (self.pass_models if passes else ())]
+        return checked_points(points, self.model.parameters, [self], forms)
 
     def prediction_range(
         self, points: np.ndarray | Mapping[str, Sequence[float]], level: float = 0.8
@@ -191,7 +198,7 @@ class FittedModel:
 
         if not self.alternatives:
             return None
-        points = self._checked(points)
+        points = self._checked(points, alternatives=True, passes=True)
         with np.errstate(all="ignore"):
             own = self.model.evaluate(points)
             lo, hi = with_prediction(*mixture_range(self.alternatives, points, level), own)
@@ -199,7 +206,7 @@ class FittedModel:
 
     def pass_predictions(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
         """The `pass_models`' predictions at the points, shape (passes, n_points)."""
-        points = self._checked(points)
+        points = self._checked(points, passes=True)
         return self.pass_values(points)
 
     def pass_values(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:

@@ -17,12 +17,15 @@ from .errors import InputError
 from .pointtext import param_text
 
 
-def checked_points(points: Any, params: Sequence[str], models: Sequence[Any]) -> np.ndarray:
+def checked_points(points: Any, params: Sequence[str], models: Sequence[Any],
+                   forms: Sequence[tuple[str, Any]] = ()) -> np.ndarray:
     """`points` as an (n, len(params)) array in the order of `params`, checked against `models`
     (FittedModels): given as an array or a flat sequence for one point, or as a mapping from
     parameter name to a value or equally many values. Values must be finite, not negative, at most
     `LARGEST_VALUE` (as `--at` takes them), and not 0 for a parameter that one of `models` has a
-    log2 factor or a negative exponent of (log2(0) and 1/0 are not defined)."""
+    log2 factor or a negative exponent of (log2(0) and 1/0 are not defined), nor one of `forms`
+    ((what it is, a Model): the forms a prediction range draws on; review 106 LOW-1: the range was
+    NaN at a 0 that the model itself takes)."""
     params = tuple(params)
     pts = _from_mapping(points, params) if isinstance(points, Mapping) else _from_array(points, params)
     bad = ~np.isfinite(pts) | (pts < 0)
@@ -40,13 +43,13 @@ def checked_points(points: Any, params: Sequence[str], models: Sequence[Any]) ->
         if not at_zero.size:
             continue
         for what, test in ((f"log2({name})", _has_log), (f"{name}^(-1)", _has_negative_exponent)):
-            having = [fm for fm in models if test(fm.model, name)]
+            having = [f"the model of {fm.callpath} [{fm.metric}]" for fm in models if test(fm.model, name)]
+            having += [said for said, model in forms if test(model, name)]
             if having:
-                fm = having[0]
                 more = f" and {len(having) - 1} more" if len(having) > 1 else ""
                 raise InputError(
-                    f"predict: {name}=0 at point {int(at_zero[0])}: {what} is not defined at 0, and the model of "
-                    f"{fm.callpath} [{fm.metric}]{more} has that factor"
+                    f"predict: {name}=0 at point {int(at_zero[0])}: {what} is not defined at 0, and "
+                    f"{having[0]}{more} has that factor"
                 )
     return pts
 
@@ -63,7 +66,8 @@ def _from_mapping(points: Mapping[str, Any], params: tuple[str, ...]) -> np.ndar
     except (TypeError, ValueError) as e:
         raise InputError(f"predict: parameter values must be numbers: {e}") from None
     sizes = {p: c.size for p, c in zip(params, cols)}
-    if any(c.ndim != 1 for c in cols) or len(set(sizes.values())) != 1:
+    # (no parameters: the one point of a fit without any, as `predict([[]])` gives it; review 106 LOW-4)
+    if cols and (any(c.ndim != 1 for c in cols) or len(set(sizes.values())) != 1):
         shown = ", ".join(f"{p}: {n}" for p, n in sizes.items())
         raise InputError(f"predict: every parameter needs as many values (one list each); got {shown}")
     return np.stack(cols, axis=1) if cols else np.empty((1, 0))

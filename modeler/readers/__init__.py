@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from ..dataset import Dataset, RunShares, Series
+from ..dataset import PER_RANK_COMBINATIONS, Dataset, RunShares, Series
 from ..errors import InputError, ModelerError
 from ..listing import listing
 from ..pointfilter import OF_RUNS, PointFilter, drop_single_valued, filter_dataset, nothing_left, point_values, values_of
@@ -454,7 +454,7 @@ def read_inputs(
     formats = {f.format for f in files if f.status == "read"}
     # how the values relate to the ranks, for the API as for the commands (review 103 MED-1)
     dataset.across_ranks = options.ranks if "runs" in formats else "mean"
-    dataset.time_per_rank = options.ranks in ("mean", "max") and formats <= {"runs"}
+    dataset.time_per_rank = options.ranks in PER_RANK_COMBINATIONS and formats <= {"runs"}
     dataset.ranks_parameter = ranks_parameter(options.ranks_parameter, dataset)
     return Loaded(dataset, files, batches)
 

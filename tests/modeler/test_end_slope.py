@@ -76,7 +76,7 @@ def test_along_each_parameter_of_a_grid_on_its_top_line():
     (m,) = _fit(s, params=("x", "y"))
     notes = [w for w in m.warnings if "grow as" in w]
     assert m.model.growth()[0] < 2.9, m.model.formula()  # the fit took the sum for one term of x
-    assert len(notes) == 1 and notes[0].startswith("g [time]: between x=8 and x=16 the values grow as x^1.9"), m.warnings
+    assert len(notes) == 1 and notes[0].startswith("g [time]: between x=8 and x=16 (y=50) the values grow as x^1.9"), m.warnings
 
 
 def test_the_cli_says_it_and_compat_extrap_does_not(tmp_path, capsys):

@@ -221,7 +221,9 @@ def faster_than_parts_warning(rows: Sequence[RankedModel]) -> str | None:
     return (f"{n} time model{'s' if n > 1 else ''} grow{'' if n > 1 else 's'} faster than every one of "
             f"{'their' if n > 1 else 'its'} parts (exclusive time and children), which a sum cannot: "
             f"{'they are' if n > 1 else 'it is'} ranked by the fastest part's growth, marked (parts): "
-            f"{listing(named, 5)}")
+            f"{listing(named, 5)}; the whole's model or its parts' extrapolate wrongly, and which one the "
+            f"measurements do not say (review 108: the parts' sum was as far off as the whole's): compare "
+            f"both with a larger run")
 
 
 def slower_than_parts_warning(rows: Sequence[RankedModel]) -> str | None:
@@ -233,9 +235,9 @@ def slower_than_parts_warning(rows: Sequence[RankedModel]) -> str | None:
     n = len(named)
     return (f"{n} time model{'s' if n > 1 else ''} grow{'' if n > 1 else 's'} slower than parts that carry "
             f"at least {HEAVY_PARTS:.0%} of {'their' if n > 1 else 'its'} time at the target, which a sum "
-            f"cannot: {'they are' if n > 1 else 'it is'} ranked by those parts' growth, marked (parts), and "
-            f"{'their models underestimate' if n > 1 else 'its model underestimates'} larger runs: "
-            f"{listing(named, 5)}")
+            f"cannot: {'they are' if n > 1 else 'it is'} ranked by those parts' growth, marked (parts): "
+            f"{listing(named, 5)}; {'their models likely underestimate' if n > 1 else 'its model likely underestimates'} "
+            f"larger runs, or the parts' models overestimate them: compare both with a larger run")
 
 
 def _time_children(fitted: Mapping[tuple[str, str], FittedModel]) -> dict[str, list[str]]:

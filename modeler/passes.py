@@ -119,9 +119,10 @@ def spread(prediction: float, left_out: Sequence[tuple[tuple[int, ...], float]])
     return max(values) / min(values)
 
 
-def pass_spread_warning(rows: Sequence, at_text: str) -> str | None:
+def pass_spread_warning(rows: Sequence, at_text: str, repetitions: str | None = None) -> str | None:
     """One warning for the shown rows (`ranking.RankedModel`) whose prediction one pass left out
-    moves by more than `PASS_SPREAD`, naming the furthest; None where there is none."""
+    moves by more than `PASS_SPREAD`, naming the furthest; None where there is none. Under
+    `--repetitions min` (`repetitions`) it does not advise it (review 108 F3)."""
     moved = []
     for r in rows:
         s = spread(r.prediction, r.passes)
@@ -142,8 +143,9 @@ def pass_spread_warning(rows: Sequence, at_text: str) -> str | None:
             f"{fold_text(high_k)} ({_ratio(s)} from the smallest of these to the largest{more}): the runs of "
             f"one pass differ from the others' (a machine busy while it ran?), which the repetitions' spread "
             f"does not show, or with fewer runs other forms fit; the 80% ranges are widened to hold these "
-            f"predictions (not those at or below zero); measure again on a quiet machine, or compare "
-            f"--repetitions min")
+            f"predictions (not those at or below zero); measure again on a quiet machine"
+            + ("" if repetitions == "min" else ", or compare --repetitions min (a check, not a remedy: see "
+               "docs/modeler.md)"))
 
 
 def _ratio(s: float) -> str:

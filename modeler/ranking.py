@@ -220,6 +220,7 @@ class _RowWarnings:
     predictions: Mapping[tuple[str, str], float]
     measured: Sequence
     parameters: tuple[str, ...]
+    repetitions: str | None = None
 
     def __call__(self, shown: Sequence[RankedModel], cut: bool = False) -> tuple[str, ...]:
         """The warnings with `shown` the rows; `cut`: rows were cut from the ranking (`Ranking.top`),
@@ -241,7 +242,7 @@ class _RowWarnings:
                                     beyond_ranks_warning(shown, self.at_text),
                                     disagreement_warning(shown, self.at_text), step_parts_warning(steps, self.at_text),
                                     faster_than_parts_warning(shown),
-                                    slower_than_parts_warning(shown), pass_spread_warning(shown, self.at_text),
+                                    slower_than_parts_warning(shown), pass_spread_warning(shown, self.at_text, self.repetitions),
                                     level_growth_warning(shown))
                         if w)
         if shown_times and (own := own_time_note(self.measured, self.parameters, among=shown_times)):
@@ -309,10 +310,13 @@ def rank_models(
     combine: str = "mean",
     largest: Mapping[str, float] | None = None,
     held: Mapping[str, float] | None = None,
+    repetitions: str | None = None,
 ) -> Ranking:
     """The models worst-scaling first; `units` maps (call path, metric) to the unit of its values.
     `held`: the parameters a point filter left with one value (`Dataset.held`), which the target
     holds too: a `ranks` held so bounds an imbalance (`out_of_range`; review 92 LOW-1).
+    `repetitions`: how the repetitions were combined (`--repetitions`), which the advice of the
+    warnings follows (`pass_spread_warning`).
 
     Every `time` prediction is checked against its parts' (`modeler.parts`), using `companions` too:
     models fitted for that check only (exclusive times that were not selected), not ranked. Models
@@ -424,7 +428,7 @@ def rank_models(
     # the warnings speak of the models shown only (review 18: "(70 models)" with 20 shown), also
     # after `Ranking.top` (review 45)
     about_rows = _RowWarnings(tuple(warnings), model_notes, tuple(parts_checks), at_text, nonnegative, by_key,
-                              measured, tuple(parameters))
+                              measured, tuple(parameters), repetitions)
     return Ranking(tuple(parameters), dict(at), tuple(shown), about_rows(shown), min_share, tuple(left_out),
                    about_rows)
 

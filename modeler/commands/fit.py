@@ -179,6 +179,7 @@ def fit_dataset(
                        companions=companions, nonnegative=nonnegative_keys(data.series), baselines=bases,
                        measured=_all_series(data, measured), min_share=min_share,
                        run_shares=(measured if measured is not None else data).run_shares, combine=combine,
+                       repetitions=repetitions,
                        held=dataset.held)
 
 

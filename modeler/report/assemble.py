@@ -133,7 +133,8 @@ def build_report(
     ranking, left_out, folded, parts_notes = rank_regions(
         series, models, params, target, {p: v[-1] for p, v in measured.items() if v}, companions, baselines,
         measured=series_read or dataset.series, min_share=min_share, run_shares=from_runs,
-        combine=combination(opt.ranks if from_runs is not None else "mean", opt.repetitions))
+        combine=combination(opt.ranks if from_runs is not None else "mean", opt.repetitions),
+        repetitions=opt.repetitions)
     region_series = {s.callpath: s for s in series}
 
     regions = [

@@ -23,7 +23,7 @@ def rank_regions(
     series: Sequence[Series], models: Sequence[FittedModel], parameters: Sequence[str],
     target: Mapping[str, float], largest: Mapping[str, float], companions: Sequence[FittedModel] = (),
     baselines: Baselines | None = None, measured: Sequence[Series] = (), min_share: float = 0.0,
-    run_shares: RunShares | None = None, combine: str = "mean",
+    run_shares: RunShares | None = None, combine: str = "mean", repetitions: str | None = None,
 ) -> tuple[list[RankingRow], list[RankingRow], list[str], list[str]]:
     """Rows worst-scaling first (as `modeler fit` ranks them), the rows of the call paths under
     `min_share` of the run's time (`modeler.share`, with the time series in `measured` and the
@@ -36,7 +36,7 @@ def rank_regions(
     ranked = rank_models([by_key[(s.callpath, s.metric)] for s in series if (s.callpath, s.metric) in by_key],
                          parameters, target, companions=companions, nonnegative=nonnegative_keys(series),
                          baselines=baselines, measured=measured, min_share=min_share,
-                         run_shares=run_shares, combine=combine, largest=largest)
+                         run_shares=run_shares, combine=combine, largest=largest, repetitions=repetitions)
     largest_pt = np.array([[largest.get(p, 0.0) for p in parameters]])
     region_series = {s.callpath: s for s in series}
     ranking = [_row(rm, region_series[rm.fitted.callpath], largest_pt, _anchor(i)) for i, rm in enumerate(ranked.rows)]

@@ -177,6 +177,16 @@ def test_the_warning_is_quiet_where_the_passes_agree():
     assert said is not None and "main->step (time)" in said
 
 
+def test_the_warning_does_not_advise_the_aggregate_in_use():
+    """Review 108 F3: under --repetitions min it still said "compare --repetitions min"."""
+    slow = PMNFModeler().fit(Dataset(("n",), [_slow_pass()])).models_
+    said = {how: [w for w in rank_models(slow, ("n",), {"n": 512.0}, repetitions=how).warnings
+                  if "depend on which repetition pass" in w] for how in (None, "median", "min")}
+    assert all(len(v) == 1 for v in said.values())
+    assert "compare --repetitions min" in said[None][0] and "compare --repetitions min" in said["median"][0]
+    assert "--repetitions min" not in said["min"][0] and said["min"][0].endswith("measure again on a quiet machine")
+
+
 def test_pass_range_is_an_option_checked_by_fit():
     with pytest.raises(InputError, match="pass_range must be True or False"):
         PMNFModeler(pass_range="yes").fit(Dataset(("n",), [_slow_pass()]))

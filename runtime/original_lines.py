@@ -6,10 +6,11 @@ in `sys.meta_path`, just before Python's own path finder (import hooks installed
 as pytest's assertion rewriting, keep their modules). From then on, a module of OUT whose file in
 SRC is still the one OUT was built from (`OUT/.scaleprobe/sources.json` holds its hash) is compiled
 from OUT's text with every line and column set back to SRC's, and `linecache` holds SRC's text
-under OUT's file name. The names stay OUT's (`__file__`, `co_filename`), the numbers and the text
-become SRC's, so everything that reads code agrees with itself and with the uninstrumented
-program: `frame.f_lineno`, `inspect.stack()`, `inspect.getsource` of a function, class or module,
-`logging`'s `%(lineno)d`, `warnings`, the tracebacks the program formats itself, a debugger.
+under OUT's file name (read again after `linecache.clearcache()`). The names stay OUT's
+(`__file__`, `co_filename`), the numbers and the text become SRC's, so everything that reads code
+agrees with itself and with the uninstrumented program: `frame.f_lineno`, `inspect.stack()`,
+`inspect.getsource` of a function, class or module, `logging`'s `%(lineno)d`, `warnings`, the
+tracebacks the program formats itself, a debugger.
 
 Under the launcher the entry script is compiled so too (`entry_code`); `python OUT/main.py` compiles
 it before any of this runs, and its header runs it again so compiled (`probe.define`); run by pdb,
@@ -77,6 +78,7 @@ def install(root: str) -> None:
             at = next((i for i, f in enumerate(sys.meta_path) if f is importlib.machinery.PathFinder),
                       len(sys.meta_path))
             sys.meta_path.insert(at, _finder)
+            _keep_source_after_clearcache()
 
 
 def entry_code(path: str, data: bytes) -> CodeType | None:
@@ -220,9 +222,10 @@ def _original_code(path: str, data: bytes, cached: bool = True) -> CodeType | No
     return code
 
 
-def _show_source(path: str, src_data: bytes) -> None:
+def _show_source(path: str, src_data: bytes) -> list[str] | None:
     """linecache holds SRC's text under OUT's file name: the lines the code now names are those.
-    An entry without a modification time is never checked against the file (`linecache.checkcache`)."""
+    An entry without a modification time is never checked against the file (`linecache.checkcache`).
+    The lines, or None where SRC's text cannot be decoded."""
     import io
     import linecache
     from importlib.util import decode_source
@@ -230,10 +233,52 @@ def _show_source(path: str, src_data: bytes) -> None:
     try:
         lines = io.StringIO(decode_source(src_data)).readlines()
     except (SyntaxError, UnicodeDecodeError, LookupError):
-        return
+        return None
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     linecache.cache[path] = (len(src_data), None, lines, path)
+    return lines
+
+
+_linecache_update: Any = None  # linecache.updatecache as it was before _keep_source_after_clearcache
+
+
+def _keep_source_after_clearcache() -> None:
+    """`linecache.clearcache()` drops the entries `_show_source` made, and linecache then read OUT's
+    file for the lines of a module compiled with SRC's lines: every later traceback through it
+    (unittest's reports too), `inspect.getsource`, showed OUT's text at SRC's line numbers (review
+    107 LOW-3: test_traceback's `clearcache()`). linecache reads a file it does not hold with
+    `updatecache` (from getlines, also after a `lazycache` entry): wrapped, it puts SRC's text back
+    for those files and reads every other file as before. A line linecache holds is read as before,
+    with no call of ours (`getline`, `getlines`); an entry of ours has no modification time, so
+    `checkcache()` keeps it."""
+    global _linecache_update
+    import linecache
+
+    if _linecache_update is not None:
+        return
+    _linecache_update = linecache.updatecache
+    linecache.updatecache = _updatecache
+
+
+def _updatecache(filename: str, module_globals: Any = None) -> list[str]:
+    """linecache.updatecache, which for a module compiled with SRC's lines (`compiled`) puts SRC's
+    text in the cache again, as at its import; where SRC can no longer be read, no lines (OUT's
+    would be another file's text at those numbers), as for a file that is gone."""
+    src = compiled.get(filename) if isinstance(filename, str) else None
+    if src is None:
+        return _linecache_update(filename, module_globals)
+    import linecache
+
+    try:
+        with open(src, "rb") as handle:
+            lines = _show_source(filename, handle.read())
+    except OSError:
+        lines = None
+    if lines is None:
+        linecache.cache.pop(filename, None)
+        return []
+    return lines
 
 
 def _compile(data: bytes, src_data: bytes, path: str, lines: list[int], columns: Any,

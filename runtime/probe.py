@@ -19,6 +19,7 @@ or json.
 from __future__ import annotations
 
 import builtins
+import functools
 import sys
 from types import CoroutineType as _CoroutineType, GeneratorType as _GeneratorType
 from typing import Any, AsyncIterator, NoReturn, Sequence
@@ -34,6 +35,10 @@ try:  # the awaitable the wrappers of `async for`/`async with` return (runtime/_
     from ._asyncwrap import around as _around
 except ImportError:  # not built: the wrappers are coroutines (a frame of ours above the awaited one)
     _around = None
+try:  # a type's name as the interpreter's messages print it (review 107 MED-1; an older build lacks it)
+    from ._asyncwrap import tp_name as _c_tp_name
+except ImportError:
+    _c_tp_name = None
 
 #: The probe ABI: what instrumented code may call here and what it means (docs/internals.md section 1).
 #: Bumped with instrumentor/revision.py's PROBE_ABI when emitted code needs another runtime (a probe
@@ -319,9 +324,11 @@ class _AsyncIterCoro(_AsyncIterBase):
             # the builtin anext() calls the type's __anext__ slot on every step, as `async for` does
             # (a method in __slots__, a staticmethod or a partial are bound the way Python binds them)
             step = anext(self._it)
-            if not _awaitable(step):
-                raise TypeError(f"'async for' received an invalid object from __anext__: {type(step).__name__}")
-            return await step  # the item is returned, never kept
+            try:
+                awaited = _anext_awaitable(step)
+            except BaseException as exc:  # noqa: BLE001 - whatever it raised (review 107 MED-1, see _anext_error)
+                raise _anext_error(step, exc) from exc  # (raised here: a shown traceback leaves __anext__ out)
+            return await awaited  # the item is returned, never kept
         finally:
             _resume(g, rids)
 
@@ -346,13 +353,78 @@ class _AsyncIterFrameless(_AsyncIterBase):
 
 
 def _around_step(step: Any, g: dict, rids: tuple[int, ...]) -> Any:
-    """`_around(step)` for `async for`: where `step` gives no iterator to await (no `__await__`, one
-    that returns no iterator or a coroutine), the error `async for` itself raises, from the one
-    `await` gives (review 56 F9: the latter alone, as `await` says it)."""
+    """`_around(step)` for `async for`: where getting the iterator to await from `step` fails (no
+    `__await__`, one that returns no iterator or a coroutine, review 56 F9; one that raises anything,
+    review 107 MED-1: the built program let a ZeroDivisionError or a StopAsyncIteration, which ended
+    the loop, through), the error `async for` itself raises (_anext_error), returned as an awaitable
+    whose first step raises it: only C code runs between the statement and the raise, so it shows
+    at the statement, as without probes, and the regions are re-entered when it is raised."""
     try:
         return _around(step, g, rids)
-    except TypeError as exc:
-        raise TypeError(f"'async for' received an invalid object from __anext__: {type(step).__name__}") from exc
+    except BaseException as exc:  # noqa: BLE001 - the interpreter wraps whatever it was
+        err = _anext_error(step, exc)
+    return _around(_raising(err), g, rids)
+
+
+def _anext_error(step: Any, cause: BaseException) -> TypeError:
+    """What `async for` raises where getting the iterator to await from the step `__anext__` returned
+    fails (GET_ANEXT, _PyErr_FormatFromCause): a TypeError naming the step's type as the interpreter
+    does, whose __cause__ and __context__ are the failure, whatever it was (a KeyboardInterrupt
+    too), the context suppressed; the failure without our frames in its traceback (review 107 MED-1)."""
+    tb = cause.__traceback__
+    while tb is not None and tb.tb_frame.f_code in _AWAIT_CODE:
+        tb = tb.tb_next
+    cause.__traceback__ = tb
+    err = TypeError(f"'async for' received an invalid object from __anext__: {_tp_name(type(step), 100)}")
+    err.__cause__ = cause  # (suppresses the context, as `raise ... from` does)
+    err.__context__ = cause
+    return err
+
+
+def _raising(exc: BaseException) -> Any:
+    """An awaitable whose first step raises `exc` from C code (series._raiser's way, a step later:
+    raised by `__await__` itself, `async for` would wrap it again): a finished generator's throw(),
+    called by the iterator `__await__` returns, with `exc`'s own traceback and __context__."""
+    throw = functools.partial(_series._dead_generator().throw, exc)
+    await_ = staticmethod(functools.partial(iter, throw, _MISSING))
+    return type("anext_error", (), {"__slots__": (), "__await__": await_})()
+
+
+class _Awaiting:
+    """Awaited by the pure fallback in place of a step that is no coroutine: `await` gets the
+    iterator the step's `__await__` returned already (it is called once, as `async for` calls it)."""
+
+    __slots__ = ("_it",)
+
+    def __init__(self, it: Any) -> None:
+        self._it = it
+
+    def __await__(self) -> Any:
+        return self._it
+
+
+def _anext_awaitable(step: Any) -> Any:
+    """What the pure fallback awaits for a step of `async for`: the step itself where it is a
+    coroutine, else the iterator its `__await__` returns, checked as the interpreter checks it
+    (_PyCoro_GetAwaitableIter); raises what that raises (the caller wraps it, review 107 MED-1)."""
+    if _is_coroutine(step):
+        return step
+    kind = type(step)
+    if _lookup(kind, "__await__") is _MISSING:
+        raise TypeError(f"object {_tp_name(kind, 100)} can't be used in 'await' expression")
+    it = _special(step, "__await__")()  # bound as the slot binds it (a C type's: its own slot)
+    if _is_coroutine(it):
+        del it  # dropped here, as the interpreter drops it (its "never awaited" warning)
+        raise TypeError("__await__() returned a coroutine")
+    if _lookup(type(it), "__next__") is _MISSING:
+        raise TypeError(f"__await__() returned non-iterator of type '{_tp_name(type(it), 100)}'")
+    return _Awaiting(it)
+
+
+def _is_coroutine(obj: Any) -> bool:
+    """A coroutine or a generator marked by types.coroutine (what `await` iterates as it is)."""
+    kind = type(obj)
+    return kind is _CoroutineType or (kind is _GeneratorType and bool(obj.gi_code.co_flags & _ITERABLE_COROUTINE))
 
 
 _AsyncIter = _AsyncIterCoro if _around is None else _AsyncIterFrameless
@@ -374,7 +446,13 @@ class _AsyncIterPartial(_AsyncIter):  # type: ignore[valid-type,misc]
             _leave(g, rids)
             try:
                 step = _partial_step(self._it, sys._getframe(1))
-                return await (anext(self._it) if step is _MISSING else step)
+                if step is _MISSING:
+                    step = anext(self._it)
+                try:
+                    awaited = _anext_awaitable(step)
+                except BaseException as exc:  # noqa: BLE001 - as in _AsyncIterCoro (review 107 MED-1)
+                    raise _anext_error(step, exc) from exc
+                return await awaited
             finally:
                 _resume(g, rids)
     else:
@@ -383,12 +461,8 @@ class _AsyncIterPartial(_AsyncIter):  # type: ignore[valid-type,misc]
             _leave(g, rids)
             try:
                 step = _partial_step(self._it, sys._getframe(1))  # (our caller: the user's frame)
-                if step is _MISSING:
-                    step = anext(self._it)
-                    if not _awaitable(step):  # what `await anext(it)` says of it
-                        raise TypeError(f"object {type(step).__name__} can't be used in 'await' expression")
-                    return _around(step, g, rids)
-                return _around_step(step, g, rids)
+                # the statement's error for a step it cannot await, as for any other step (review 107 MED-1)
+                return _around_step(anext(self._it) if step is _MISSING else step, g, rids)
             except BaseException:  # noqa: BLE001 - as in _AsyncIterFrameless
                 _resume(g, rids)
                 raise
@@ -408,10 +482,7 @@ def _partial_step(it: Any, caller: Any) -> Any:
         failed = True
     if failed:  # raised outside the handler: its context is the program's, as the slot's
         raise AttributeError(f"object {_tp_name(type(it))} does not have __anext__ method")
-    step = attr()
-    if not _awaitable(step):
-        raise TypeError(f"'async for' received an invalid object from __anext__: {type(step).__name__}")
-    return step
+    return attr()  # (one that cannot be awaited: the caller raises the statement's error, with its cause)
 
 
 def async_iter(rids: tuple[int, ...], aiterable: Any) -> AsyncIterator[Any]:
@@ -430,14 +501,15 @@ def async_iter(rids: tuple[int, ...], aiterable: Any) -> AsyncIterator[Any]:
         if aiter_ is _UNBOUND:
             raise AttributeError(f"object {_tp_name(kind)} does not have __aiter__ method")
         if aiter_ is _MISSING:
-            raise TypeError(f"'async for' requires an object with __aiter__ method, got {kind.__name__}")
+            raise TypeError(f"'async for' requires an object with __aiter__ method, got {_tp_name(kind, 100)}")
         it = aiter_()
     except BaseException as exc:  # noqa: BLE001 - raised by the `async for` statement itself
         return _series.raise_at_statement(_without_special(exc), "__aiter__")
     anext_ = _lookup(type(it), "__anext__")
     if anext_ is _MISSING:  # found, not bound: anext() binds it at each step
         return _series.raise_at_statement(TypeError(
-            f"'async for' received an object from __aiter__ that does not implement __anext__: {type(it).__name__}"),
+            "'async for' received an object from __aiter__ that does not implement __anext__: "
+            f"{_tp_name(type(it), 100)}"),
             "__aiter__")
     partial = _PARTIAL_WARNS and _lookup(type(anext_), "__get__") is _PARTIAL_GET
     wrapper = _AsyncIterPartial if partial else _AsyncIter
@@ -464,12 +536,24 @@ def _awaitable(obj: Any) -> bool:
 
 def _not_awaitable(method: str, obj: Any) -> str:
     """What `async with` says of a manager whose `method` returned `obj`, which cannot be awaited."""
-    return f"'async with' received an object from {method} that does not implement __await__: {type(obj).__name__}"
+    return (f"'async with' received an object from {method} that does not implement __await__: "
+            f"{_tp_name(type(obj), 100)}")
 
 
-def _tp_name(kind: type) -> str:
-    """`%.50s` of the type's name, as the `__aiter__`/`__anext__` slots name it in their error."""
-    return kind.__name__.encode("utf-8", "surrogatepass")[:50].decode("utf-8", "replace")
+def _tp_name(kind: type, limit: int = 50) -> str:
+    """`%.<limit>s` of the type's tp_name, as the interpreter names a type in its errors (the
+    `__aiter__`/`__anext__` slots `%.50s`, `async for` and `async with` `%.100s`): a class's
+    __name__, a C type's with its module, `collections.deque` (review 107 MED-1)."""
+    if _c_tp_name is not None:
+        name = _c_tp_name(kind)
+    elif kind.__flags__ & _HEAPTYPE or kind.__module__ == "builtins":
+        name = kind.__name__  # (a heap type made from a C spec has its module too: only the extension knows)
+    else:
+        name = f"{kind.__module__}.{kind.__name__}"
+    return name.encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "replace")
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class, whose tp_name is its __name__
 
 
 # Python 3.11+: a manager without __aenter__ or __aexit__ is a TypeError naming the protocol
@@ -599,13 +683,17 @@ def async_ctx(rids: tuple[int, ...], cm: Any) -> Any:
             if not _PROTOCOL_ERRORS:  # Python 3.10: the name of the first one missing
                 raise AttributeError("__aenter__" if aenter is _MISSING else "__aexit__")
             missed = " (missed __aexit__ method)" if aenter is not _MISSING else ""
-            raise TypeError(f"'{kind.__name__}' object does not support the asynchronous context manager protocol{missed}")
+            raise TypeError(f"'{_tp_name(kind, 200)}' object does not support the asynchronous context manager "
+                            f"protocol{missed}")
     except BaseException as exc:  # noqa: BLE001 - raised by the `async with` statement itself
         return _series.raise_at_statement(_without_special(exc), "__aenter__", "__aexit__")
     return _AsyncCtx(rids, cm, aenter, aexit, sys._getframe(1).f_globals)
 
 
 _OWN_CODE = frozenset((_special.__code__, _lookup.__code__))
+#: the frames getting the iterator of a step of `async for` passes (_anext_error leaves them out)
+_AWAIT_CODE = frozenset((_AsyncIterCoro.__anext__.__code__, _AsyncIterPartial.__anext__.__code__,
+                         _around_step.__code__, _anext_awaitable.__code__, _special.__code__))
 
 
 def reserve(n: int, relpath: str | None = None, build: str | None = None) -> int:

@@ -688,7 +688,9 @@ class Recorder:
                 self.throttled[rid] = (visits, mean)
                 impl.set_off(rid, True)
                 out.append({"type": "throttled", "region": rid, "visits": visits, "mean_ns": round(mean, 1)})
-                if self.header.get("rank", 0) == 0:
+                # a notice, as the run file's name at exit: SCALEPROBE_QUIET leaves it out, so that a program's
+                # stderr can be compared or parsed (review 107 LOW-4); the `throttled` record still says it
+                if self.header.get("rank", 0) == 0 and not self.cfg.quiet:
                     name = self.regions.get(rid, ("", f"#{rid}"))[1]
                     print(f"scaleprobe: throttled {name}: {visits} visits at {mean:.0f} ns each", file=sys.stderr)
         return out

@@ -16,7 +16,6 @@ true growth by a whole degree or more, ranked by their own growth and as the ran
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -26,20 +25,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from _args import positive_int  # noqa: E402
+from end_slope_rates import FORMS, XS, _term  # noqa: E402 - the same sweep and forms
 
 from modeler.dataset import Dataset, Series  # noqa: E402
 from modeler.estimator import PMNFModeler  # noqa: E402
 from modeler.growth import growth  # noqa: E402
 from modeler.level_growth import LEVEL, level_weight  # noqa: E402
 
-XS = (4, 8, 16, 32, 64)
-FORMS = [(0.25, 0), (1 / 3, 0), (0.5, 0), (2 / 3, 0), (0.75, 0), (1, 0), (1.25, 0), (1.5, 0), (2, 0), (2.5, 0), (3, 0),
-         (0, 1), (0, 2), (0.5, 1), (1, 1), (1, 2), (2, 1)]
 RISE = {"level": (0.0, 0.0), "flat": (0.05, 0.4), "rising": (1.0, 10.0)}
-
-
-def _term(x: float, form: tuple[float, int]) -> float:
-    return x ** form[0] * math.log2(x) ** form[1]
 
 
 def truths(kind: str, n: int, rng: np.random.Generator) -> list:

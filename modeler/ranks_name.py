@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .dataset import RANKS_PARAMETER, Dataset
 from .errors import InputError
+from .pointtext import param_text
 
 #: parameter names that usually count processes or ranks (lower case)
 RANKS_LIKE = ("p", "np", "nprocs", "procs", "processes", "nranks", "num_ranks", "world_size", "gpus", "ngpus",
@@ -28,7 +29,7 @@ def ranks_parameter(name: str | None, dataset: Dataset) -> str:
     if name in dataset.parameters:
         return name
     if name in dataset.held:
-        raise InputError(f"--ranks-parameter {name}: {name} has one value ({dataset.held[name]:g}) in the points "
+        raise InputError(f"--ranks-parameter {name}: {name} has one value ({param_text(dataset.held[name])}) in the points "
                          "used: it is no parameter of the models")
     raise InputError(f"--ranks-parameter {name}: no parameter {name!r} in the inputs; they have "
                      f"{', '.join(dataset.parameters) or 'none'}")

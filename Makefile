@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test install clean extrap-venv bench-modeler bench-read bench-derived bench-passes bench-instrument bench-probes bench-suspend peer-suites
+.PHONY: demo test install clean extrap-venv bench-modeler bench-read bench-derived bench-shapes bench-passes bench-instrument bench-probes bench-suspend peer-suites
 
 install: $(STAMP)
 
@@ -40,6 +40,11 @@ bench-read: $(STAMP)
 # Speedup and efficiency at 4x the ranks: their own PMNF models against the figure from the per-rank time.
 bench-derived: $(STAMP)
 	$(PY) benchmarks/derived_speedup.py
+
+# Strong-scaling shapes (U shapes, Amdahl, floors, flat series with a slow first run or stragglers)
+# at 4x and 16x the measured ranks: the default modeler against plain PMNF.
+bench-shapes: $(STAMP)
+	$(PY) benchmarks/strong_shapes.py
 
 # The 80% range with and without the refits that leave out each repetition pass: coverage, width, fit time.
 bench-passes: $(STAMP)

@@ -21,10 +21,12 @@ Nothing here is particular to ranks but the name: the estimator fits the values 
 parameter too, for the series whose values fall along it (`falls_along`), and the same rules choose
 (a time per epoch falls as 1/batch: review 61 F7).
 
-A plain constant is split only as c + W/ranks, and only where the data say so beyond their noise
-(`choose`, `lack_of_fit_per_group`, `admits_rise`): values falling as 1/ranks beside a parameter held
-constant for its 2 values get a constant from PMNF (review 49 F3), while flat series with one slow
-first run, falls that level off and U shapes must stay constants (review 53).
+A plain constant is split as c + W/ranks, or as a U shape W/ranks + c * ranks, and only where the
+data say so beyond their noise (`choose`, `lack_of_fit_per_group`, `admits_rise`, `_u_shape`):
+values falling as 1/ranks beside a parameter held constant for its 2 values get a constant from
+PMNF (review 49 F3), and so does a U shape (review 104 H2), while flat series with one slow first
+run, falls that level off and U shapes whose rise the values do not show must stay constants
+(review 53).
 """
 
 from __future__ import annotations
@@ -313,14 +315,35 @@ def lack_of_fit_per_group(plain: GroupFit, ranks: np.ndarray, noise: np.ndarray)
     d0, d1 = n - k0, n - k1
     if d0 < 1 or d1 < 1:
         return no, no
+    s2, d2, known = noise_of_one(plain, ranks, noise)
+    # no estimate of the noise (one run a point, no other parameter on a full grid): that of
+    # c + W/ranks's own residuals, as the F-test of two nested models takes it; it then follows
+    # the values by construction
+    own = ~known & (d1 >= OWN_NOISE_DOF)
+    with np.errstate(all="ignore"):
+        s2 = np.where(own, np.maximum(rss1 / d1, NOISE_FLOOR), s2)
+    d2 = np.where(own, d1, d2)
+    q0, q1 = _f_quantiles(d0, d2, MISS_LEVEL), _f_quantiles(d1, d2, FIT_LEVEL)
+    with np.errstate(all="ignore"):
+        return (known | own) & (rss0 / d0 / s2 > q0), own | (known & (rss1 / d1 / s2 <= q1))
+
+
+def _f_quantiles(d1: float, d2: np.ndarray, q: float) -> np.ndarray:
+    """`_f_quantile` for each of the denominator degrees of freedom `d2` (S,)."""
+    values, inverse = np.unique(d2, return_inverse=True)
+    return np.array([_f_quantile(d1, float(d), q) for d in values])[inverse.reshape(-1)]
+
+
+def noise_of_one(plain: GroupFit, ranks: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: the relative noise variance of one value the lack-of-fit tests take (the
+    repetitions', `noise`, else `interaction_variance`; at least `NOISE_FLOOR`), its degrees of
+    freedom (one per point for the repetitions', see `lack_of_fit_per_group`), and whether it is
+    known at all."""
+    n = plain.y.shape[1]
     inter, d_inter = interaction_variance(plain, ranks)
     repeated = np.isfinite(noise) & (noise > 0)
-    s2 = np.maximum(np.where(repeated, noise, inter), NOISE_FLOOR)
-    q0 = np.where(repeated, _f_quantile(d0, n, MISS_LEVEL), _f_quantile(d0, max(d_inter, 1), MISS_LEVEL))
-    q1 = np.where(repeated, _f_quantile(d1, n, FIT_LEVEL), _f_quantile(d1, max(d_inter, 1), FIT_LEVEL))
-    known = repeated | np.isfinite(inter)
-    with np.errstate(all="ignore"):
-        return known & (rss0 / d0 / s2 > q0), known & (rss1 / d1 / s2 <= q1)
+    s2 = np.maximum(np.where(repeated, noise, np.nan_to_num(inter, nan=0.0)), NOISE_FLOOR)
+    return s2, np.where(repeated, n, max(d_inter, 1)), repeated | np.isfinite(inter)
 
 
 def admits_rise(divided: GroupFit, ranks: np.ndarray, rows: np.ndarray | None = None,
@@ -335,33 +358,81 @@ def admits_rise(divided: GroupFit, ranks: np.ndarray, rows: np.ndarray | None = 
     col = _ranks_column(divided, ranks)
     if divided.alternatives is None or col is None:
         return out
-    near = divided.points[ranks == ranks.max()].astype(float)
-    far = near.copy()
-    far[:, col] *= 4.0
-    both = np.concatenate([near, far])
-
-    def time_of(terms, coef) -> np.ndarray:
-        v = np.full(len(both), float(coef[0]))
-        for c, term in zip(coef[1:], terms):
-            f = np.ones(len(both))
-            for p, h in term:
-                e, j = EXPONENTS[h]
-                f = f * both[:, p] ** float(e) * (np.log2(both[:, p]) ** j if j else 1.0)
-            v = v + c * f
-        return v / both[:, col]
-
     with np.errstate(all="ignore"):
         for s in range(S) if rows is None else np.flatnonzero(rows):
             alternatives = divided.alternatives[s]
             if not alternatives:
                 continue
             top = max(a[0] for a in alternatives)
-            for weight, terms, coef, _ in alternatives:
-                if weight >= share * top:
-                    t = time_of(terms, coef)
-                    if np.any(t[len(near):] > t[: len(near)] * (1.0 + 1e-9)):
-                        out[s] = True
-                        break
+            if any(_rises_beyond(divided.points, ranks, col, terms, coef)
+                   for weight, terms, coef, _ in alternatives if weight >= share * top):
+                out[s] = True
+    return out
+
+
+def _rises_beyond(points: np.ndarray, ranks: np.ndarray, col: int, terms, coef) -> bool:
+    """Whether the model of values x ranks (`terms`, `coef`: constant first) predicts a time at 4x the
+    largest ranks above the one at the largest ranks, at any combination of the other parameters
+    measured there."""
+    near = points[ranks == ranks.max()].astype(float)
+    far = near.copy()
+    far[:, col] *= 4.0
+    both = np.concatenate([near, far])
+    v = np.full(len(both), float(coef[0]))
+    with np.errstate(all="ignore"):
+        for c, term in zip(coef[1:], terms):
+            f = np.ones(len(both))
+            for p, h in term:
+                e, j = EXPONENTS[h]
+                f = f * both[:, p] ** float(e) * (np.log2(both[:, p]) ** j if j else 1.0)
+            v = v + c * f
+        t = v / both[:, col]
+    return bool(np.any(t[len(near):] > t[: len(near)] * (1.0 + 1e-9)))
+
+
+#: without repetitions (and no other parameter on a full grid) the noise is estimated from the
+#: residuals of the model that is taken, only where they have at least this many degrees of freedom:
+#: over ranks 1, 2, 4, 8 (2 for c + W/ranks) such an estimate split flat series with a slow first run
+OWN_NOISE_DOF = 3
+
+#: a U shape is taken only where, at every combination of the other parameters, the value at the
+#: largest ranks lies above the smallest value by this many standard errors of their difference
+RISE_T = 3.0
+
+def rises_again(plain: GroupFit, ranks: np.ndarray, s2: np.ndarray, dof: np.ndarray) -> np.ndarray:
+    """Per row: whether its values turn up again within the measured ranks: at every combination of
+    the other parameters, log(value at the largest ranks / smallest value) is above `RISE_T` times
+    the standard error of a difference of two values (`s2`, (S,): the relative noise variance of
+    one), or above the one-sided 99% quantile of Student's t with `dof` (S,) degrees of freedom times
+    it where that is higher (a noise estimated from few values). False for a row with a value <= 0."""
+    y = plain.y
+    group = _groups(plain, ranks)
+    out = (y > 0).all(-1) & np.isfinite(y).all(-1)
+    d = np.clip(np.asarray(dof, dtype=int), 1, None)
+    t = np.maximum(RISE_T, np.where(d <= len(_T99), np.array(_T99)[np.minimum(d, len(_T99)) - 1], _Z99))
+    with np.errstate(all="ignore"):
+        ly = np.log(np.where(out[:, None], y, 1.0))
+        for g in np.unique(group):
+            idx = np.flatnonzero(group == g)
+            last = idx[ranks[idx] == ranks[idx].max()]
+            out &= ly[:, last].mean(-1) - ly[:, idx].min(-1) > t * np.sqrt(2.0 * s2)
+    return out
+
+
+def follows(g: GroupFit, s2: np.ndarray, dof: np.ndarray) -> np.ndarray:
+    """Per row of `g`: whether its chosen model follows the values within their noise: its relative
+    residual variance against `s2` (S,; with `dof` (S,) degrees of freedom) within the `FIT_LEVEL`
+    quantile of F (the test `lack_of_fit_per_group` puts c + W/ranks to)."""
+    n = g.y.shape[1]
+    k = np.array([1 + len(t) for t in g.terms])
+    out = np.zeros(len(k), dtype=bool)
+    for d in np.unique(n - k):
+        if d < 1:
+            continue
+        rows = (n - k) == d
+        rv = residual_variance(g)[rows]
+        with np.errstate(invalid="ignore"):
+            out[rows] = rv / s2[rows] <= _f_quantiles(float(d), dof[rows], FIT_LEVEL)
     return out
 
 
@@ -449,8 +520,9 @@ def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided:
       about as likely (a U shape whose rise the noise hides over the measured ranks);
     - c >= 0 and W > 0, and c + W/ranks passes the evidence and CV tests against the constant.
     That row of `divided` (and of `cv_divided`) is then replaced by the c + W/ranks fit in place,
-    and the constant keeps at least `CONSTANT_FLOOR` of the prediction range. Any other constant is
-    never split, nor mixed."""
+    and the constant keeps at least `CONSTANT_FLOOR` of the prediction range. A constant whose
+    values turn up again keeps the engine's divided model where `_u_shape` says so. Any other
+    constant is never split, nor mixed."""
     fallback = np.minimum(residual_variance(plain), residual_variance(divided))
     lw_p, lw_d = evidence(plain, noise, fallback), evidence(divided, noise, fallback)
     has_terms = np.array([len(t) > 0 for t in plain.terms])
@@ -460,6 +532,10 @@ def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided:
     other = np.where(has_terms, np.where(keep, 1.0 - p_divided, p_divided), 0.0)
     candidates = ~has_terms
     ranks = _ranks_of(divided)
+    u_shape = _u_shape(plain, divided, ranks, noise, ~has_terms, lw_p, lw_d, cv_plain, cv_divided)
+    keep |= u_shape
+    other = np.where(u_shape, 1.0 - p_divided, other)
+    candidates &= ~u_shape
     if candidates.any() and ranks is not None:
         fall, within, slope = falls(plain, divided, noise, residual=True)
         fall_out, _, slope_out = falls(plain, divided, noise, ranks > ranks.min(), residual=True)
@@ -489,6 +565,38 @@ def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided:
             other[row] = max(1.0 - p_l, CONSTANT_FLOOR)
         keep = keep | split_constant
     return keep, other
+
+
+def _u_shape(plain: GroupFit, divided: GroupFit, ranks: np.ndarray | None, noise: np.ndarray, rows: np.ndarray,
+             lw_p: np.ndarray, lw_d: np.ndarray, cv_plain: np.ndarray, cv_divided: np.ndarray) -> np.ndarray:
+    """Per row: whether a plain constant (`rows`) is a U shape in ranks, such as W/ranks + c * ranks,
+    and the engine's model of values x ranks (W + c * ranks^2) is kept: the constant misses the
+    values beyond their noise (F-test at `MISS_LEVEL`; without repetitions, the noise is
+    `interaction_variance` or else the divided model's residual variance), the values turn up again within the
+    measured ranks (`rises_again`), the divided model follows them within their noise (`follows`)
+    and rises again beyond the largest ranks too, and it passes the evidence and CV tests against
+    the constant (review 104 H2: 96% low at 16x the ranks before)."""
+    col = None if ranks is None else _ranks_column(plain, ranks)
+    u = rows & np.array([len(t) > 0 for t in divided.terms])
+    if col is None or not u.any():
+        return np.zeros_like(u)
+    with np.errstate(invalid="ignore"):
+        u &= (lw_d > lw_p + EVIDENCE) & (cv_divided < MARGIN * cv_plain)
+    s2, dof, known = noise_of_one(plain, ranks, noise)
+    # no estimate of the noise: that of the divided model's own residuals (it then follows its
+    # values by construction), as for c + W/ranks in `lack_of_fit_per_group`
+    n = plain.y.shape[1]
+    k = np.array([1 + len(t) for t in divided.terms])
+    u &= known | (n - k >= OWN_NOISE_DOF)
+    s2 = np.where(known, s2, np.maximum(residual_variance(divided), NOISE_FLOOR))
+    dof = np.where(known, dof, np.maximum(n - k, 1))
+    with np.errstate(invalid="ignore"):
+        u &= residual_variance(plain) / s2 > _f_quantiles(float(n - 1), dof, MISS_LEVEL)
+    if u.any():
+        u &= rises_again(plain, ranks, s2, dof) & follows(divided, s2, dof)
+    for s in np.flatnonzero(u):
+        u[s] = _rises_beyond(divided.points, ranks, col, divided.terms[s], divided.coef[s])
+    return u
 
 
 def mix(own: tuple[Alternative, ...], other: tuple[Alternative, ...], other_weight: float,

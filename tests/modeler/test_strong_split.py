@@ -129,10 +129,17 @@ def test_lack_of_fit_against_the_repetitions_or_the_other_parameter():
     misses1, fits1 = lack_of_fit_per_group(_group_fit(y, pts), ranks, np.full(3, np.nan))
     assert misses1[1] and not fits1[1]
     assert not misses1[2]
-    # without another parameter and without repetitions nothing can be told: no split
+    # without another parameter and without repetitions the noise is c + W/ranks's own residual
+    # variance (the F-test of nested models; session 34): the constant misses the fall beyond it, the
+    # U shape is missed by both alike, and c + W/ranks follows its values by construction
     alone = _group_fit(y[:, ::2], ranks[::2, None])
     misses0, fits0 = lack_of_fit_per_group(alone, ranks[::2], np.full(3, np.nan))
-    assert not misses0.any() and not fits0.any()
+    assert misses0.tolist() == [True, False, False]
+    assert fits0.all()
+    # over 4 rank counts those residuals keep 2 degrees of freedom, too few (`OWN_NOISE_DOF`): no split
+    short = _group_fit(y[:, :8:2], ranks[:8:2, None])
+    misses_s, fits_s = lack_of_fit_per_group(short, ranks[:8:2], np.full(3, np.nan))
+    assert not misses_s.any() and not fits_s.any()
 
 
 def test_a_form_that_rises_again_is_seen_among_the_alternatives():

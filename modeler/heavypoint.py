@@ -4,8 +4,9 @@ The default mode weighs each value by 1/y² (`pmnf.single.relative_weights`): ru
 multiplicative. A value near zero but not zero (a region barely entered at the smallest point, a
 timer's resolution) then takes nearly all of the weight and pins the fit: `0.1 * x^2` over x = 1..16
 with its first value 1e-6 came back as `-0.062 + 0.062 * x^(9/4)`, 76% high at x = 64, with nothing
-said but the miss (`modeler.misfit`). A value of exactly 0 switches the series to uniform weights.
-The weighting stays (a floor on it moved the benchmark); the model names the point instead.
+said but the miss (`modeler.misfit`). A series with a value of exactly 0 has its values floored at a
+tenth of its median (`single.relative_weights`). The weighting stays (a floor on it moved the
+benchmark); the model names the point instead.
 
 A point is named where it carries more than half of the fit's total weight and the others, fitted
 with the same form without it, put it at more than `NEAR_ZERO` times its size. Weight alone does not

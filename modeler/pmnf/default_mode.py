@@ -58,6 +58,9 @@ LOO_FROM_NOISE = 0.02
 #: is below this at every point (Extra-P's term-contribution rule, at the accuracy of run-time
 #: measurements instead of 0.05%): see `selection.tiny_terms`
 MIN_TERM_SHARE = TERM_SHARE
+#: the leave-one-out score of `selection.loo_when_noisy` measures each left-out point's error against
+#: at least this share of the series' median |value| (`loo_weights`)
+LOO_FLOOR = 0.1
 
 
 def default_candidates(n_parameters: int) -> int:
@@ -157,6 +160,7 @@ def fit_group(
     if aggregate not in ("min", "max"):
         odd = outlier_weights(spread, reps, aggregate)
         w = w * odd
+    w_loo = loo_weights(Y, odd, LOO_FLOOR) if P == 1 else w
     ext = extrapolation_points(points)
     E = len(ext)
     # the extrapolation points ride along with zero weight: their fitted values are the predictions
@@ -225,7 +229,7 @@ def fit_group(
         rss[rows] = (w[rows, None, :] * (Y[rows, None, :] - res.fitted[..., :n]) ** 2).sum(-1)
         if P == 1:
             with np.errstate(invalid="ignore", over="ignore"):
-                loo_rss[rows] = (w[rows, None, :] * res.loo[..., :n] ** 2).sum(-1)
+                loo_rss[rows] = (w_loo[rows, None, :] * res.loo[..., :n] ** 2).sum(-1)
         pred[rows] = res.fitted[..., n:]
         lw = log_weights(np.where(usable[rows], rss[rows], np.inf), n_coef, n, noise[rows], prior)
         tops.append(top_hypotheses(lw, res.coef, res.xtwx_inv))
@@ -269,6 +273,22 @@ def fit_group(
         stack(tops), lambda s, m: _terms_of(hyps[m], cands, s), s2, (final_lw, terms, res.coef, res.xtwx_inv), flat
     )
     return GroupFit(index, points, Y, X, res.coef, w, terms, alternatives)
+
+
+def loo_weights(Y: np.ndarray, odd: np.ndarray, floor: float) -> np.ndarray:
+    """Weights (S, n) of the squared leave-one-out residuals in the one-parameter score
+    (`selection.loo_when_noisy`): relative (`relative_weights`, times the outlier factors `odd`), but
+    each point's error measured against at least `floor` times the series' median |value|.
+
+    A value far below the rest (a ring allreduce on one rank, a log term at x = 1: 0.05 beside 8
+    to 500) is predicted from the others with an error of the others' size; relative to its own
+    value that is 400-600% and outweighs every other point 1000-fold, so the score picks the forms
+    that happen to pass near that one value (terms that are 0 at x = 1: log factors) over the law
+    the other points follow (review 111: `8 (p-1)/p + 0.05` at 5% noise, 17 of 40 draws taken as
+    c/p + a log2(p)^2/p). What matters for extrapolation is an error against the series' scale."""
+    scale = 1.0 / np.sqrt(relative_weights(Y))
+    typical = np.median(np.abs(Y), axis=-1, keepdims=True)
+    return odd / np.maximum(scale, floor * typical) ** 2
 
 
 def _terms_of(hypothesis: tuple, cands: list[np.ndarray], s: int) -> list[TermSpec]:

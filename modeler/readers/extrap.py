@@ -280,6 +280,10 @@ def read_extrap_text(path: str | Path) -> Dataset:
         elif field == "POINTS":
             if not parameters:
                 raise InputError(f"{where}: POINTS before any PARAMETER")
+            stray = _COORD.sub(" ", rest)
+            if "(" in stray or ")" in stray:  # review 110 LOW-3: was "mixes ( v ) groups and bare values"
+                raise InputError(f"{where}: POINTS has an unbalanced or nested parenthesis near "
+                                 f"{stray.strip()[:20]!r}: write each point as ( v1 v2 ... )")
             groups = _COORD.findall(rest) if "(" in rest else rest.split() if len(parameters) == 1 else None
             if groups and "(" in rest and _COORD.sub(" ", rest).strip():  # (review 57 F7: dropped unsaid)
                 raise InputError(f"{where}: POINTS mixes ( v ) groups and bare values "

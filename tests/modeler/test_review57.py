@@ -287,6 +287,15 @@ def test_points_that_mix_groups_and_bare_values_name_the_points_line(tmp_path):
         read_extrap_text(t)
 
 
+@pytest.mark.parametrize("points", ["( 20 ) ( 30 ) ( 40", "( 20 ) 30 ) ( 40 )", "( ( 20 ) ) ( 30 ) ( 40 )"])
+def test_an_unbalanced_parenthesis_is_named_as_such(tmp_path, points):
+    """Review 110 LOW-3: an unclosed ( was reported as mixing groups and bare values."""
+    t = tmp_path / "paren.txt"
+    t.write_text(f"PARAMETER x\nPOINTS {points}\nREGION r\nMETRIC time\n" + "DATA 1\n" * 3)
+    with pytest.raises(InputError, match=f"^{t}:2: POINTS has an unbalanced or nested parenthesis"):
+        read_extrap_text(t)
+
+
 def test_a_device_is_not_said_to_be_missing(capsys):
     rc = cli.main(["fit", "/dev/null"])
     assert rc == cli.EXIT_ERROR

@@ -77,6 +77,18 @@ def test_a_rise_the_sweep_does_not_show_stays_unsplit():
     assert not any(e > 0 or j for e, j in _ranks_exponents(fm)), fm.model
 
 
+def test_a_fall_that_levels_off_is_not_given_a_rise_it_does_not_show():
+    """A fall that levels off at the last rank counts (one run a point, 1% noise, from
+    benchmarks/strong_shapes.py's `floor`) was taken as W/ranks + 0.00051 * ranks^2 * log2(ranks):
+    146x the truth at 16x the ranks. Now c + W/ranks (`_unseen_rise`)."""
+    ranks = np.array([1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0])
+    values = np.array([20.19, 10.2, 6.76, 5.06, 3.35, 2.53, 1.83, 1.82])
+    data = Dataset(("ranks",), [Series("main->f", "time", ranks[:, None], tuple(values[:, None]))])
+    fm = PMNFModeler().fit(data).models_[0]
+    assert not any(e > 0 or j for e, j in _ranks_exponents(fm)), fm.model
+    assert 0 < _predict(fm, 256.0) < 1.82
+
+
 def test_u_shape_through_the_cli_under_another_rank_name(tmp_path, capsys):
     rng = np.random.default_rng(3)
     ps = (1, 2, 4, 8, 16, 32, 64)

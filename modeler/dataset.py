@@ -398,8 +398,23 @@ class Dataset:
         twice = sorted({p for p in self.parameters if self.parameters.count(p) > 1})
         if twice:
             raise InputError(f"parameter {twice[0]!r} given twice: each column of the points needs a name of its own")
+        self._check_ranks_parameter()
         for s in self.series:
             self._check(s)
+
+    def _check_ranks_parameter(self) -> None:
+        """`ranks_parameter` is one of the parameters, or the default `ranks`, which inputs without a
+        rank count lack. Review 109 F7: `ranks_parameter="P"` for a parameter `p`
+        fitted without the rank-count forms and said nothing; `--ranks-parameter` is checked, with
+        its own words, where the inputs are read (`modeler.ranks_name`)."""
+        name = self.ranks_parameter
+        if name == RANKS_PARAMETER or name in self.parameters:
+            return
+        if isinstance(name, str) and name in self.held:
+            raise InputError(f"ranks_parameter {name!r}: {name} has one value in the points used: "
+                             "it is no parameter of the models")
+        raise InputError(f"ranks_parameter {name!r}: no parameter {name!r} in the dataset; it has "
+                         f"{', '.join(self.parameters) or 'none'}")
 
     def _check(self, s: Series) -> None:
         if s.points.shape[1] != len(self.parameters):

@@ -250,7 +250,8 @@ class PMNFModeler:
         params = dataset.parameters
         for members in group_by_points([dataset.series[i].points for i in fittable]).values():
             index = [fittable[m] for m in members]
-            pts = _one_of_each_moving_pair(dataset.series[index[0]].points, params, self.compat)
+            pts = _one_of_each_moving_pair(dataset.series[index[0]].points, params, self.compat,
+                                           dataset.ranks_parameter)
             Y = np.array([stats[i].values for i in index])
             g, q = self._fit_scaled(pts, Y, index, stats, dataset, aggregate)
             for row, i in enumerate(index):
@@ -454,7 +455,8 @@ def _rows(g: GroupFit, rows: np.ndarray) -> GroupFit:
     pick = lambda a: None if a is None else [a[r] for r in rows]  # noqa: E731
     return GroupFit([g.index[r] for r in rows], g.points, g.y[rows], g.X[rows], g.coef[rows], g.w[rows],
                     pick(g.terms), pick(g.alternatives),
-                    None if g.reported is None else tuple(v[rows] for v in g.reported))
+                    None if g.reported is None else tuple(v[rows] for v in g.reported),
+                    None if g.predictors is None else g.predictors[rows])
 
 
 def _quality_rows(q, rows: np.ndarray):
@@ -547,13 +549,15 @@ def _interval(spread: np.ndarray, reps: Sequence[int]) -> tuple[float, float] | 
     return (max(0.0, 1.0 - 2.0 * s), 1.0 + 2.0 * s)
 
 
-def _one_of_each_moving_pair(pts: np.ndarray, params: Sequence[str], compat: str | None) -> np.ndarray:
+def _one_of_each_moving_pair(pts: np.ndarray, params: Sequence[str], compat: str | None,
+                             ranks: str = RANKS_PARAMETER) -> np.ndarray:
     """The points the engine fits: where two parameters move together at every point (`grid.followers`,
     said in a warning), the one that follows held at its first value, so that the model follows the
     other alone (review 59 F8: p = n at every point, values = p, was fitted as a constant with SMAPE
-    93%, since no line of points varies one parameter alone). Extra-P's own rules (`--compat extrap`)
-    stay as they are."""
-    follow = {} if compat is not None else followers(pts, params)
+    93%, since no line of points varies one parameter alone). The rank count `ranks`
+    (`Dataset.ranks_parameter`) is the one followed, whatever it is named (review 109 F1). Extra-P's
+    own rules (`--compat extrap`) stay as they are."""
+    follow = {} if compat is not None else followers(pts, params, ranks)
     if not follow:
         return pts
     pts = pts.copy()

@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .dataset import RANKS_PARAMETER
 from .listing import listing
 from .pmnf.points import distinct_values, extrap_lines
 from .pointtext import point_text
@@ -48,12 +49,14 @@ def _rows(points: np.ndarray) -> set[tuple[float, ...]]:
     return {tuple(float(f"{v:.12g}") for v in row) for row in points}
 
 
-def followers(points: np.ndarray, parameters: Sequence[str]) -> dict[int, int]:
+def followers(points: np.ndarray, parameters: Sequence[str], ranks: str = RANKS_PARAMETER) -> dict[int, int]:
     """The parameters (positions) whose values go together with another's at every one of `points`
     (n, len(parameters)): each value of one with a single value of the other, and the other way
     round (`ranks` = `nodes` x 4, a global batch of 32 x ranks), at 2 or more values. Each maps to
-    the one it follows: the earlier in `parameters`, or `ranks`, which speedup and strong scaling
-    are about. Their effects cannot be told apart; the engine fits the one followed alone."""
+    the one it follows: the earlier in `parameters`, or the rank count `ranks`
+    (`Dataset.ranks_parameter`), which speedup and strong scaling are about (review 109 F1: a rank
+    count named `p` by `--ranks-parameter` followed `n`, and lost its plateau form). Their effects
+    cannot be told apart; the engine fits the one followed alone."""
     pts = np.asarray(points, dtype=float)
     if pts.ndim != 2 or pts.shape[1] < 2:
         return {}
@@ -65,21 +68,22 @@ def followers(points: np.ndarray, parameters: Sequence[str]) -> dict[int, int]:
         pairs = {(row[i], row[j]) for row in rows}
         first, second = {a for a, _ in pairs}, {b for _, b in pairs}
         if len(first) >= 2 and len(pairs) == len(first) == len(second):
-            if parameters[j] == "ranks":
+            if parameters[j] == ranks:
                 out[i] = j
             else:
                 out[j] = i
     return out
 
 
-def moving_together_warning(parameters: Sequence[str], points: Sequence[np.ndarray], compat: str | None = None
-                            ) -> str | None:
+def moving_together_warning(parameters: Sequence[str], points: Sequence[np.ndarray], compat: str | None = None,
+                            ranks: str = RANKS_PARAMETER) -> str | None:
     """A warning naming the parameters whose values go together at every point measured
-    (`followers`), or None (review 59 F8: p = n at every point got a doubtful constant and no
-    word why). Under `compat` (Extra-P's rules) the models do not follow one of them alone."""
+    (`followers`, with `ranks` the rank count), or None (review 59 F8: p = n at every point got a
+    doubtful constant and no word why). Under `compat` (Extra-P's rules) the models do not follow
+    one of them alone."""
     if len(parameters) < 2 or not points:
         return None
-    follow = followers(_union(parameters, points), parameters)
+    follow = followers(_union(parameters, points), parameters, ranks)
     if not follow:
         return None
     pairs = ", ".join(f"{parameters[j]} with {parameters[i]}" for j, i in sorted(follow.items()))
@@ -91,15 +95,17 @@ def moving_together_warning(parameters: Sequence[str], points: Sequence[np.ndarr
             f"changes and the other does not")
 
 
-def scattered_warning(parameters: Sequence[str], points: Sequence[np.ndarray]) -> str | None:
+def scattered_warning(parameters: Sequence[str], points: Sequence[np.ndarray], ranks: str = RANKS_PARAMETER
+                      ) -> str | None:
     """A warning naming the parameters of 3 or more values that no line of 3 or more points varies
     alone (the others held), or None: a scattered design, a Latin hypercube. The engine ranks their
     terms on all points (`pmnf.points.marginal_line`), where the other parameters blur them (review
-    61 F1: such a parameter got no term at all, and exact data came back as a constant)."""
+    61 F1: such a parameter got no term at all, and exact data came back as a constant). `ranks`:
+    the rank count, which the engine keeps where another moves with it (`followers`)."""
     if len(parameters) < 2 or not points:
         return None
     union = _union(parameters, points)
-    follow = followers(union, parameters)
+    follow = followers(union, parameters, ranks)
     union[:, list(follow)] = union[0, list(follow)]  # held, as the engine holds them
     distinct = np.array(sorted(_rows(union)))
     # the engine's own test: the lines Extra-P's rule would fit each parameter on (`extrap_lines`)

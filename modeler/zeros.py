@@ -11,22 +11,24 @@ from typing import Sequence
 
 import numpy as np
 
-from .dataset import Series
+from .dataset import RANKS_PARAMETER, Series
 from .listing import listing
 from .pointtext import param_text
 
-RANKS = "ranks"
 #: the other ranks values a series needs for the warning: with fewer, the zeros are most of it
 MIN_OTHER_VALUES = 3
 #: the metrics whose baseline is the fewest ranks where the time is above 0 (`modeler.aggregate`)
 DERIVED_FROM_TIME = ("speedup", "parallel_efficiency")
 
 
-def zero_at_fewest_ranks_warning(parameters: Sequence[str], series: Sequence[Series]) -> str | None:
-    """The warning, or None."""
-    if RANKS not in parameters:
+def zero_at_fewest_ranks_warning(parameters: Sequence[str], series: Sequence[Series],
+                                 ranks_parameter: str = RANKS_PARAMETER) -> str | None:
+    """The warning, or None; `ranks_parameter`: the parameter that counts the ranks
+    (`Dataset.ranks_parameter`: review 109 F2, a rank count named `p` by `--ranks-parameter` got no
+    warning)."""
+    if ranks_parameter not in parameters:
         return None
-    i = list(parameters).index(RANKS)
+    i = list(parameters).index(ranks_parameter)
     named, fewest, timed = [], None, []
     derived = {s.callpath for s in series if s.metric in DERIVED_FROM_TIME}
     for s in series:
@@ -45,10 +47,10 @@ def zero_at_fewest_ranks_warning(parameters: Sequence[str], series: Sequence[Ser
                 timed.append(s.callpath)
     if not named:
         return None
-    n = len(named)
-    return (f"{n} series {'are' if n > 1 else 'is'} 0 at the fewest ranks ({RANKS}={param_text(fewest)}) and above 0 at every "
+    n, at = len(named), f"{ranks_parameter}={param_text(fewest)}"
+    return (f"{n} series {'are' if n > 1 else 'is'} 0 at the fewest ranks ({at}) and above 0 at every "
             f"other point (communication, which one rank does not do): {listing(named, 5)}; a model of all the points bends "
-            f"to fit the zeros, and so does each caller's: --exclude {RANKS}={param_text(fewest)} models the others"
+            f"to fit the zeros, and so does each caller's: --exclude {at} models the others"
             + (f"; the speedup and parallel_efficiency of {'these call paths' if len(timed) > 1 else timed[0]} "
                f"are relative to the fewest ranks where {'their' if len(timed) > 1 else 'its'} time is above 0"
                if timed else ""))

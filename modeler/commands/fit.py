@@ -158,10 +158,11 @@ def fit_dataset(
     if not data.series:
         raise InputError(f"no series has {min_points} or more points (--min-points)", warnings=[*data.warnings, *warnings])
     target = parse_at(at, data.parameters, measured_maximum(data), dataset.held)
-    for said in (grid_gaps_warning(data.parameters, [s.points for s in data.series]),
-                 moving_together_warning(data.parameters, [s.points for s in data.series], compat),
-                 None if compat else scattered_warning(data.parameters, [s.points for s in data.series]),
-                 zero_at_fewest_ranks_warning(data.parameters, data.series),
+    points, ranks = [s.points for s in data.series], data.ranks_parameter
+    for said in (grid_gaps_warning(data.parameters, points),
+                 moving_together_warning(data.parameters, points, compat, ranks),
+                 None if compat else scattered_warning(data.parameters, points, ranks),
+                 zero_at_fewest_ranks_warning(data.parameters, data.series, ranks),
                  None if compat else ranks_name_note(data)):
         if said:
             warnings.append(said)

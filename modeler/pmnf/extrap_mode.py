@@ -3,7 +3,8 @@
 One parameter: the 'Basic' single-parameter modeler (`single.extrap_single`) on the mean of the
 repetitions. Several parameters: single-parameter fits along Extra-P's lines (`points.extrap_lines`),
 constants dropped, the kept terms combined in Extra-P's structures, refitted on all points and
-chosen by in-sample SMAPE, skipping hypotheses with a term under 0.05% of a value.
+chosen by in-sample SMAPE, skipping hypotheses with a term under 0.05% of a value; the adjusted R^2
+counts the factors of the terms as its predictors, as Extra-P's does (`GroupFit.predictors`).
 """
 
 from __future__ import annotations
@@ -106,4 +107,6 @@ def fit_group(points: np.ndarray, Y: np.ndarray, index: list[int], allow_log: bo
             X[s, :, : 1 + len(st)] = A[i, chosen[i], :, : 1 + len(st)]
             coef[s, : 1 + len(st)] = cc[i, : 1 + len(st)]
             terms[s] = [tuple((pat[q], int(hyp[s, pat[q]])) for q in term) for term in st]
-    return GroupFit(index, points, Y, X, coef, np.ones((S, n)), terms)
+    # Extra-P's MultiParameterHypothesis counts each factor as a predictor of the adjusted R^2
+    factors = np.array([sum(len(term) for term in t) for t in terms], dtype=int)
+    return GroupFit(index, points, Y, X, coef, np.ones((S, n)), terms, predictors=factors)

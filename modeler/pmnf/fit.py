@@ -32,6 +32,10 @@ class GroupFit:
     #: (SMAPE, RSS) per series as the engine reports them where they are not the in-sample values
     #: (Extra-P's single-parameter modeler reports its leave-one-out costs); None: in-sample
     reported: tuple[np.ndarray, np.ndarray] | None = None
+    #: per series, the number of predictors the adjusted R^2 counts where it is not the number of
+    #: terms: Extra-P's multi-parameter hypotheses count the factors of every term (review 110
+    #: MED-1: `x * y` is two); None: the terms
+    predictors: np.ndarray | None = None
 
     def scaled(self, factor: np.ndarray) -> "GroupFit":
         """The same fit for values multiplied by `factor` (S,): what fitting `y * factor` gives,
@@ -48,7 +52,7 @@ class GroupFit:
         if self.reported is not None:
             reported = (self.reported[0], self.reported[1] * f * f)
         return GroupFit(self.index, self.points, self.y * f[:, None], self.X, self.coef * f[:, None],
-                        self.w, self.terms, alternatives, reported)
+                        self.w, self.terms, alternatives, reported, self.predictors)
 
 
 def term_columns(bases: list[np.ndarray], hyp: np.ndarray, term: tuple[int, ...]) -> np.ndarray:

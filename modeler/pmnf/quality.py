@@ -32,7 +32,7 @@ def quality(g: GroupFit) -> Quality:
     n_terms = np.array([len(t) for t in g.terms])
     with np.errstate(divide="ignore", invalid="ignore"):
         r2 = np.where(tss > 0, 1.0 - rss / tss, np.where(rss == 0, 1.0, 0.0))
-        dof = n - n_terms - 1
+        dof = n - _predictors(g, n_terms) - 1
         ar2 = np.where(dof > 0, 1.0 - (1.0 - r2) * (n - 1) / np.where(dof > 0, dof, 1), r2)
         # a constant explains none of the variation, whatever rounding leaves in tss and rss (a
         # split model's constant of values x ranks is c * ranks^(-1) of the values: not constant)
@@ -50,3 +50,11 @@ def quality(g: GroupFit) -> Quality:
         loo_pred = y - np.where(ok, resid / np.where(ok, denom, 1.0), np.nan)
         cv = np.where(ok.all(-1), smape_terms(loo_pred, y).sum(-1) / n, np.nan)
     return Quality(smape, rss, ar2, cv)
+
+
+def _predictors(g: GroupFit, n_terms: np.ndarray) -> np.ndarray:
+    """The predictors the adjusted R^2 counts, per series: the terms, or what the engine says it
+    counts (`GroupFit.predictors`: Extra-P's multi-parameter hypotheses count factors; review 110
+    MED-1: a product of parameters counted as one term put `--compat extrap`'s adjusted R^2 above
+    the one Extra-P prints)."""
+    return n_terms if g.predictors is None else np.asarray(g.predictors)

@@ -56,7 +56,8 @@ def test_a_value_near_zero_that_the_fit_hinges_on_is_named():
 
 @pytest.mark.parametrize("first, compat", [(0.0, None), (0.1, None), (1e-6, "extrap")])
 def test_no_note_for_a_zero_a_clean_value_or_extraps_fit(first, compat):
-    # a zero switches to uniform weights; compat="extrap" fits absolute errors
+    # a zero's weight is floored at a tenth of the median (review 111), and the others put it near
+    # 0; compat="extrap" fits absolute errors
     assert not [w for w in _tiny_first(first, compat).warnings if "near zero" in w]
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from .pmnf.fit import GroupFit
 from .pmnf.lstsq import wls
-from .pmnf.single import relative_weights
+from .pmnf.single import weight_scale
 from .pointtext import point_text
 
 #: a point carrying more than this share of a fit's total weight is looked at
@@ -54,7 +54,7 @@ def heavy_points(g: GroupFit) -> list[tuple[int, float, float] | None]:
         there = np.einsum("rk,rk->r", g.X[look, top[look]], res.coef)
         # its size as the fit weighs it: |value|, or for a series with a 0 the floor the weights
         # give it (a 0 the others put near 0 was named before: review 111)
-        size = 1.0 / np.sqrt(relative_weights(g.y[look]))[np.arange(look.size), top[look]]
+        size = weight_scale(g.y[look])[np.arange(look.size), top[look]]
         near = np.isfinite(there) & (np.abs(there) > NEAR_ZERO * size)
     for j in np.flatnonzero(near):
         s = int(look[j])

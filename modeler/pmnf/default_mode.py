@@ -41,7 +41,7 @@ from .selection import (
     PENALTY, TERM_SHARE, class_prior, extrapolation_points, log_weights, loo_when_noisy, min_risk, noise_scale,
     noise_variance, outlier_weights, tiny_terms,
 )
-from .single import ranked_single, relative_weights
+from .single import ranked_single, relative_weights, weight_scale
 from .structures import default_structures, extrap_structures
 
 #: the noise test on the constant model works at 1%: z is the standard normal 99% quantile
@@ -286,7 +286,7 @@ def loo_weights(Y: np.ndarray, odd: np.ndarray, floor: float) -> np.ndarray:
     that happen to pass near that one value (terms that are 0 at x = 1: log factors) over the law
     the other points follow (review 111: `8 (p-1)/p + 0.05` at 5% noise, 17 of 40 draws taken as
     c/p + a log2(p)^2/p). What matters for extrapolation is an error against the series' scale."""
-    scale = 1.0 / np.sqrt(relative_weights(Y))
+    scale = weight_scale(Y)
     typical = np.median(np.abs(Y), axis=-1, keepdims=True)
     return odd / np.maximum(scale, floor * typical) ** 2
 

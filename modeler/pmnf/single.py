@@ -115,7 +115,13 @@ def extrap_single(x: np.ndarray, Y: np.ndarray, allow_log: bool = True) -> Singl
 
 def relative_weights(Y: np.ndarray) -> np.ndarray:
     """Least-squares weights that make residuals relative (1/y^2); for a series with a 0, with each
-    |y| floored at `ZERO_FLOOR` times the series' median |y|."""
+    |y| floored at `ZERO_FLOOR` times the series' median |y| (`weight_scale`)."""
+    return 1.0 / weight_scale(Y) ** 2
+
+
+def weight_scale(Y: np.ndarray) -> np.ndarray:
+    """What each residual is measured against in `relative_weights`: |y|, floored for a series with
+    a 0 (1 where all are 0)."""
     Y = np.asarray(Y, dtype=float)
     absy = np.abs(Y)
     has_zero = (absy == 0).any(axis=-1, keepdims=True)
@@ -126,8 +132,7 @@ def relative_weights(Y: np.ndarray) -> np.ndarray:
     typical = np.median(absy, axis=-1, keepdims=True)
     typical = np.where(typical == 0, np.mean(absy, axis=-1, keepdims=True), typical)
     scale = np.where(has_zero, np.maximum(absy, ZERO_FLOOR * typical), absy)
-    scale = np.where(scale == 0, 1.0, scale)
-    return 1.0 / scale**2
+    return np.where(scale == 0, 1.0, scale)
 
 
 @dataclass(frozen=True)

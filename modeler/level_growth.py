@@ -9,14 +9,18 @@ carries the forms in play with their weights (`FittedModel.alternatives`, `model
 Where the forms that do not go the model's way (level, or the other way: toward the target,
 `growth.target_growth`) carry at least `LEVEL_WEIGHT` of that weight, the low end of the 80%
 prediction range is theirs, and the model's growth is not taken as settled: the row is ranked
-with the constant models, its growth shown with a `?`, and a warning names it.
+with the constant models, its growth shown with a `?`, and a warning names it. As a part (exclusive
+time or child) it is level to the parts' rules (`parts_growth.parts_growths`), and a whole/parts
+contradiction that goes away with it at the level end of its range is none
+(`parts_growth.unsettled_contradictions`; review 109 F3).
 
 How often, and to what effect, is measured by `benchmarks/level_growth_rates.py`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Sequence
+import math
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from .growth import growth_text, target_growth
 from .listing import listing
@@ -50,6 +54,45 @@ def level_weight(fm: FittedModel, growth: tuple[float, float], parameters: Seque
             other += a.weight
     share = other / total
     return share if share >= LEVEL_WEIGHT else None
+
+
+def unsettled_growths(models: Iterable[FittedModel], parameters: Sequence[str], at: Mapping[str, float],
+                      largest: Mapping[str, float] | None) -> dict[tuple[str, str], tuple[float, float]]:
+    """(call path, metric) -> own growth toward `at` (`growth.target_growth`) of each of `models`
+    whose growth is not settled (`level_weight`), the first model of a key only. The parts' rules take
+    such a part as level, as its row is ranked (`parts_growth.parts_growths`; review 109 F3: the
+    near-flat child of review 104 M1, ranked level on its own row, still ranked its parent first
+    through the parts' rule)."""
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    seen: set[tuple[str, str]] = set()
+    for fm in models:
+        key = (fm.callpath, fm.metric)
+        if key in seen:
+            continue
+        seen.add(key)
+        g = target_growth(fm.model, parameters, at, largest)[0]
+        if level_weight(fm, g, parameters, at, largest) is not None:
+            out[key] = g
+    return out
+
+
+def level_ends(unsettled: Mapping[tuple[str, str], tuple[float, float]],
+               predictions: Mapping[tuple[str, str], float],
+               ranges: Mapping[tuple[str, str], tuple[float, float] | None]) -> dict[tuple[str, str], float]:
+    """(call path, metric) -> the value at the target of each model whose growth is not settled
+    (`unsettled_growths`) were it level: the end of its 80% prediction range that its level forms
+    hold (at least `LEVEL_WEIGHT` of the weight, so at least the share outside the range on that
+    side), the low end of a rising model's, the high end of a falling one's; its prediction where no
+    range is known. The whole/parts checks hold a contradiction only where it stands with these
+    values too (`parts_growth.unsettled_contradictions`)."""
+    out = {}
+    for key, g in unsettled.items():
+        value = predictions.get(key)
+        rng = ranges.get(key)
+        if value is None or rng is None or not math.isfinite(value):
+            continue
+        out[key] = min(rng[0], value) if g > LEVEL else max(rng[1], value)
+    return out
 
 
 def level_growth_warning(rows: Sequence["RankedModel"]) -> str | None:

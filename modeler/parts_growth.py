@@ -8,9 +8,10 @@ themselves are `modeler.parts`'.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Collection, Iterable, Mapping, Sequence
 
 from .growth import growth, growth_text
+from .level_growth import LEVEL
 from .listing import listing
 from .model import FittedModel
 from .parts import SEPARATOR, PartsCheck, disagrees, times
@@ -56,18 +57,20 @@ def contradiction(prediction: float, from_parts: float | None, combine: str = "m
 
 
 def blamed_parts(models: Iterable[FittedModel], predictions: Mapping[tuple[str, str], float],
-                 sums: Mapping[str, PartsCheck]) -> dict[tuple[str, str], str]:
+                 sums: Mapping[str, PartsCheck], unsettled: Collection[str] = ()) -> dict[tuple[str, str], str]:
     """The parts charged with a whole/parts contradiction, with why: where a call path's `time`
     model and its parts' (`doubt`) disagree, which of them is wrong cannot be told from the numbers
     alone, so the whole is marked, and so is the part whose fit is the poorest when it is poorer than
     the whole's (none where the whole is a constant below its parts) (review 18: a loop was marked while the constant that its child's clearly growing,
-    noisy values were fitted with, SMAPE 60%, was not). Keys: (call path, metric) of the part."""
+    noisy values were fitted with, SMAPE 60%, was not). None for the call paths in `unsettled`,
+    whose contradiction a growth the data do not settle makes (`unsettled_contradictions`). Keys:
+    (call path, metric) of the part."""
     fitted = {(fm.callpath, fm.metric): fm for fm in models}
     children = _time_children(fitted)
     out: dict[tuple[str, str], str] = {}
     for cp, check in sums.items():
         whole = fitted.get((cp, "time"))
-        if whole is None or worse_than_constant(whole) or contradiction(
+        if whole is None or cp in unsettled or worse_than_constant(whole) or contradiction(
                 predictions.get((cp, "time"), math.nan), check.parts, check.combine, check.with_exclusive) is None:
             continue
         if not whole.model.terms and check.parts > check.whole:
@@ -90,10 +93,14 @@ def blamed_parts(models: Iterable[FittedModel], predictions: Mapping[tuple[str, 
 
 
 def parts_growths(models: Iterable[FittedModel], sums: Mapping[str, PartsCheck],
-                  predictions: Mapping[tuple[str, str], float] | None = None) -> dict[str, tuple[float, float]]:
+                  predictions: Mapping[tuple[str, str], float] | None = None,
+                  unsettled: Collection[tuple[str, str]] = ()) -> dict[str, tuple[float, float]]:
     """Per call path whose `time` model's growth its parts (its exclusive time and its children's
     times) contradict, the growth its parts give it. A child's own figure here is its parts' where
-    it has one; deepest first. Two ways:
+    it has one; a part whose growth the data do not settle (`unsettled`: (call path, metric), from
+    `level_growth.unsettled_growths`) is level, as its row is ranked (review 109 F3: a near-flat
+    child fitted n^2 * log2(n)^2, ranked level itself, ranked its constant parent first, above a
+    region with 16000x its time); deepest first. Two ways:
 
     - faster than every one of its parts, all modeled: the growth of the fastest part. A sum cannot
       grow faster than its fastest part, so such a model overstates its growth, and ranked by it a
@@ -116,7 +123,7 @@ def parts_growths(models: Iterable[FittedModel], sums: Mapping[str, PartsCheck],
         whole = fitted.get((cp, "time"))
         if whole is None or cp not in children:
             continue
-        parts = [(g, v) for g, v, _ in _parts(cp, fitted, children[cp], sums, values, out)]
+        parts = [(g, v) for g, v, _ in _parts(cp, fitted, children[cp], sums, values, out, unsettled=unsettled)]
         mine = growth(whole.model)
         if (cp, "exclusive_time") in fitted and sums[cp].with_exclusive:
             fastest = max(g for g, _ in parts)
@@ -132,9 +139,11 @@ def parts_growths(models: Iterable[FittedModel], sums: Mapping[str, PartsCheck],
 def outgrown_wholes(models: Iterable[FittedModel], sums: Mapping[str, PartsCheck],
                     predictions: Mapping[tuple[str, str], float],
                     ranges: Mapping[tuple[str, str], tuple[float, float] | None],
-                    growths: Mapping[str, tuple[float, float]]) -> set[str]:
+                    growths: Mapping[str, tuple[float, float]],
+                    unsettled: Collection[tuple[str, str]] = ()) -> set[str]:
     """The call paths whose `time` model grows slower than parts that carry `HEAVY_PARTS` of its
-    time at the target (`growths`, from `parts_growths`, above its own growth), and do so even at
+    time at the target (`growths`, from `parts_growths` with the same `unsettled`, above its own
+    growth), and do so even at
     the low ends of their 80% ranges (`ranges`; a part's value where its range is not known),
     against the high end of the whole's (its prediction where that is not known): with
     its parts' sum above it, the model misses a part's growth, and the sum is its time whatever the
@@ -150,7 +159,7 @@ def outgrown_wholes(models: Iterable[FittedModel], sums: Mapping[str, PartsCheck
         if whole is None or cp not in sums or cp not in children or not faster > growth(whole.model):
             continue
         parts = [(g, v if low is None else low)
-                 for g, v, low in _parts(cp, fitted, children[cp], sums, predictions, growths, ranges)]
+                 for g, v, low in _parts(cp, fitted, children[cp], sums, predictions, growths, ranges, unsettled)]
         # half of the whole's high end, not of its prediction (review 84 MED-1: a part of range 6 to
         # 394 s made a flat 10 s run, range 6.2 to 13.8 s, 3.4 min)
         check = sums[cp]
@@ -165,22 +174,56 @@ def _parts(cp: str, fitted: Mapping[tuple[str, str], FittedModel], children: Seq
            sums: Mapping[str, PartsCheck], values: Mapping[tuple[str, str], float],
            growths: Mapping[str, tuple[float, float]],
            ranges: Mapping[tuple[str, str], tuple[float, float] | None] | None = None,
+           unsettled: Collection[tuple[str, str]] = (),
            ) -> list[tuple[tuple[float, float], float, float | None]]:
     """(growth, time at the target, the low end of its 80% range or None) of each part of `cp`:
     its exclusive time where modeled, and each child, with the growth its own parts give it
-    (`growths`) and its figure (`_figure`)."""
+    (`growths`) and its figure (`_figure`); level where its own growth is not settled (`unsettled`)."""
+    def own_growth(key: tuple[str, str]) -> tuple[float, float]:
+        return LEVEL if key in unsettled else growth(fitted[key].model)
+
     def low(key: tuple[str, str]) -> float | None:
         rng = (ranges or {}).get(key)
         value = values.get(key, math.nan)
         return None if rng is None or not math.isfinite(value) else max(0.0, min(rng[0], value))
 
     own = fitted.get((cp, "exclusive_time"))
-    out = [(growth(own.model), values.get((cp, "exclusive_time"), math.nan), low((cp, "exclusive_time")))] \
-        if own is not None else []
+    out = [(own_growth((cp, "exclusive_time")), values.get((cp, "exclusive_time"), math.nan),
+            low((cp, "exclusive_time")))] if own is not None else []
     for kid in children:
         kid_low = sums[kid].figure_low if kid in sums else low((kid, "time"))
-        out.append((growths.get(kid, growth(fitted[(kid, "time")].model)), _figure(kid, sums, values), kid_low))
+        out.append((growths[kid] if kid in growths else own_growth((kid, "time")), _figure(kid, sums, values), kid_low))
     return out
+
+
+def unsettled_contradictions(sums: Mapping[str, PartsCheck], predictions: Mapping[tuple[str, str], float],
+                             level_sums: Mapping[str, PartsCheck],
+                             level_predictions: Mapping[tuple[str, str], float]) -> set[str]:
+    """The call paths whose `time` model and parts' sum contradict each other at the target
+    (`contradiction`) only through a growth the data do not settle: made again with every such
+    model at its value were it level (`level_predictions`, `level_growth.level_ends`, and the sums
+    of those, `level_sums`), they agree. Such a contradiction is no sign against the whole's model
+    (`doubt`) nor against a part's (`blamed_parts`): the unsettled model is ranked level and says so
+    itself (review 109 F3: a flat `main` was marked `!` because its near-flat child, fitted n^2 *
+    log2(n)^2 and ranked level, extrapolated to 88x its time). One that only the level values make
+    is not counted either: a contradiction is counted where it holds both ways."""
+    out = set()
+    for cp, check in sums.items():
+        level = level_sums.get(cp)
+        if level is None:
+            continue
+        whole = predictions.get((cp, "time"), math.nan)
+        if contradiction(whole, check.parts, check.combine, check.with_exclusive) is not None and contradiction(
+                level_predictions.get((cp, "time"), whole), level.parts, level.combine, level.with_exclusive) is None:
+            out.add(cp)
+    return out
+
+
+def settled_checks(checks: Iterable[PartsCheck], level_sums: Mapping[str, PartsCheck]) -> list[PartsCheck]:
+    """Of the whole/parts contradictions `checks` (`parts.check_parts`), those that also stand in
+    `level_sums`, the sums made again with every growth the data do not settle taken level
+    (`unsettled_contradictions`): the warning names no contradiction that such a growth alone makes."""
+    return [c for c in checks if c.callpath not in level_sums or level_sums[c.callpath].contradicts()]
 
 
 #: the share of a whole's time at the target that parts growing faster than it must carry for

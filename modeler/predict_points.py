@@ -25,7 +25,9 @@ def checked_points(points: Any, params: Sequence[str], models: Sequence[Any],
     `LARGEST_VALUE` (as `--at` takes them), and not 0 for a parameter that one of `models` has a
     log2 factor or a negative exponent of (log2(0) and 1/0 are not defined), nor one of `forms`
     ((what it is, a Model): the forms a prediction range draws on; review 106 LOW-1: the range was
-    NaN at a 0 that the model itself takes)."""
+    NaN at a 0 that the model itself takes). A form that is one of `models` (the chosen model is
+    among its forms in play, and a pass model may equal it) is counted once, as that model (review
+    109 F6: "the model of a [time] and 6 more" counted the model twice)."""
     params = tuple(params)
     pts = _from_mapping(points, params) if isinstance(points, Mapping) else _from_array(points, params)
     bad = ~np.isfinite(pts) | (pts < 0)
@@ -44,7 +46,7 @@ def checked_points(points: Any, params: Sequence[str], models: Sequence[Any],
             continue
         for what, test in ((f"log2({name})", _has_log), (f"{name}^(-1)", _has_negative_exponent)):
             having = [f"the model of {fm.callpath} [{fm.metric}]" for fm in models if test(fm.model, name)]
-            having += [said for said, model in forms if test(model, name)]
+            having += [said for said, model in forms if test(model, name) and not _one_of(model, models)]
             if having:
                 more = f" and {len(having) - 1} more" if len(having) > 1 else ""
                 raise InputError(
@@ -89,6 +91,12 @@ def _from_array(points: Any, params: tuple[str, ...]) -> np.ndarray:
             f"{len(params)} parameters ({', '.join(params)})"
         )
     return pts
+
+
+def _one_of(model: Any, models: Sequence[Any]) -> bool:
+    """Whether `model` is the model of one of `models` (FittedModels): equal, or written alike (a
+    form in play refitted to the same coefficients up to rounding)."""
+    return any(model == fm.model or model.formula() == fm.model.formula() for fm in models)
 
 
 def _has_log(model: Any, name: str) -> bool:

@@ -4,7 +4,9 @@ at a target point (`--at ranks=1024,batch=256`).
 Growth is the dominant term's total exponent and total log exponent; a dominant term with a
 negative coefficient means the value eventually falls, so it ranks below every constant. For
 speedup and parallel efficiency, where more is better, the order is reversed: the fastest-falling
-model ranks first.
+model ranks first. Among the models of one growth, those of several metrics are grouped by the
+metric (`metric_order`: times first) before their values are compared, which only within one
+metric's unit mean anything.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ import numpy as np
 from .dataset import RunShares, ranks_text
 from .derived import HIGHER_IS_BETTER, RANKS_TIME, Baselines, derived_predictions, disagreement_warning
 from .growth import growth_text, target_growth
-from .level_growth import LEVEL, level_growth_warning, level_weight
+from .level_growth import LEVEL, level_ends, level_growth_warning, level_weight, unsettled_growths
 from .model import FittedModel, Model
 from .own_time import own_time_note
 from .parts import PartsCheck, check_parts, parts_sums
 from .parts_growth import (blamed_parts, doubt, faster_than_parts_warning, outgrown_wholes, parts_growths,
-                           slower_than_parts_warning, worse_than_constant)
+                           settled_checks, slower_than_parts_warning, unsettled_contradictions, worse_than_constant)
 from .passes import hull, pass_spread_warning
 from .rank_warnings import (below_zero_warning, beyond_ranks_warning, miss_warnings, out_of_range, poor_fit_warning,
                             step_parts_warning)
@@ -36,6 +38,33 @@ from .pointtext import point_text
 
 #: the share of the forms' predictions that the prediction range covers
 RANGE_LEVEL = 0.8
+
+#: the order of the metrics' groups among the rows of one growth (`metric_order`): the times, in
+#: seconds, first, then rank-seconds, bytes, counts and the ratios, each its own; the values of a
+#: row are compared with those of its group only (review 110 LOW-2: under `--metric all`, a peak
+#: memory of 2.56e+05 B came above a cost of 51 s and a run time of 0.74 s of the same growth)
+METRIC_GROUPS: tuple[frozenset[str], ...] = (
+    frozenset({"time", "exclusive_time", "step_time", "epoch_time", "data_wait", "step_comm_time",
+               "step_gpu_time", "gpu_time", "comm_time", "comm_gpu_time"}),
+    frozenset({"cost"}),
+    frozenset({"peak_memory", "peak_rss"}),
+    frozenset({"comm_bytes"}),
+    frozenset({"visits"}),
+    frozenset({"comm_calls"}),
+    frozenset({"imbalance"}),
+    frozenset({"speedup"}),
+    frozenset({"parallel_efficiency"}),
+)
+
+
+def metric_order(metric: str) -> tuple[int, str]:
+    """Where `metric`'s rows go among the rows of one growth: its group's place in `METRIC_GROUPS`,
+    ("" within it: by value); a metric of no group (an Extra-P input's own) after them, by name.
+    The order stays the same whatever metrics are ranked, and one metric alone is left as it was."""
+    for i, group in enumerate(METRIC_GROUPS):
+        if metric in group:
+            return i, ""
+    return len(METRIC_GROUPS), metric
 
 
 @dataclass(frozen=True)
@@ -96,6 +125,9 @@ class RankedModel:
     #: where forms in play that stay level (or go the other way) carry at least `LEVEL_WEIGHT` of the
     #: weight: their share, and the row is ranked with the constants (`ranked_level`); else None
     level_weight: float | None = None
+    #: for `time`: its parts' sum (`from_parts`) contradicts its prediction only through a growth the
+    #: data do not settle, its own or a part's (`parts_growth.unsettled_contradictions`): no doubt then
+    parts_unsettled: bool = False
 
     def ranked_level(self) -> bool:
         """Whether the row is ranked as level because the data do not settle its own growth
@@ -136,8 +168,10 @@ class RankedModel:
         return self.headline()[0]
 
     def doubtful(self) -> str | None:
-        """Why this row's growth is not to be read as it stands, or None: see `doubt` and `blamed_parts`."""
-        return doubt(self.fitted, self.prediction, self.from_parts, self.combine, self.parts_exclusive) or self.blamed
+        """Why this row's growth is not to be read as it stands, or None: see `doubt` and `blamed_parts`;
+        not its parts' contradiction where only an unsettled growth makes it (`parts_unsettled`)."""
+        parts = None if self.parts_unsettled else self.from_parts
+        return doubt(self.fitted, self.prediction, parts, self.combine, self.parts_exclusive) or self.blamed
 
     def to_json(self) -> dict:
         d = self.fitted.to_json()
@@ -360,24 +394,33 @@ def rank_models(
     ranges = _ranges(models, target, preds, left_out)
     range_of = _all_ranges(models, ranges, companions, by_key, target)
     sums = parts_sums(by_key, range_of, combine)
+    # a part whose growth the data do not settle is level to the parts' rules, as its row is ranked
+    # (review 109 F3)
+    unsettled = unsettled_growths([fm for fm in [*models, *companions] if fm.metric in ("time", "exclusive_time")],
+                                  parameters, at, largest)
     # the rows keep the growths of this first pass; the sums are made again with the wholes that
     # their parts outgrow (review 80), so that the shares, the figures and the run time agree, until
     # no more are: a caller judged on a child's figure from before (review 84 MED-2)
-    slower = parts_growths([*models, *companions], sums, by_key)
-    outgrown = outgrown_wholes([*models, *companions], sums, by_key, range_of, slower)
+    slower = parts_growths([*models, *companions], sums, by_key, unsettled)
+    outgrown = outgrown_wholes([*models, *companions], sums, by_key, range_of, slower, unsettled)
     while outgrown - {cp for cp, c in sums.items() if c.outgrown}:
         sums = parts_sums(by_key, range_of, combine, outgrown)
-        again = parts_growths([*models, *companions], sums, by_key)
-        outgrown = outgrown | outgrown_wholes([*models, *companions], sums, by_key, range_of, again)
-    parts_checks = check_parts(by_key, sums)
+        again = parts_growths([*models, *companions], sums, by_key, unsettled)
+        outgrown = outgrown | outgrown_wholes([*models, *companions], sums, by_key, range_of, again, unsettled)
+    # a whole/parts contradiction counts where it also stands with the unsettled growths level
+    ends = level_ends(unsettled, by_key, range_of)
+    level_by_key = {**by_key, **ends}
+    level_sums = parts_sums(level_by_key, range_of, combine, outgrown) if ends else sums
+    hinged = unsettled_contradictions(sums, by_key, level_sums, level_by_key) if ends else set()
+    parts_checks = settled_checks(check_parts(by_key, sums), level_sums)
     some = dict(run_shares.some_ranks) if run_shares is not None else {}
     # the time of the ranks that ran a call path only some ranks ran: its cost model over ranks, where
     # speedup, efficiency and cost derive from a per-rank time (`baselines`)
     per_rank = _ranks_that_ran_it([*models, *companions], some, parameters, point, at, largest) \
         if baselines is not None else {}
     derived = derived_predictions(models, companions, at, parameters, baselines, some)
-    blamed = blamed_parts([*models, *companions], by_key, sums)
-    share_of = _shares(measured, models, companions, by_key, range_of, sums, run_shares, blamed)
+    blamed = blamed_parts([*models, *companions], by_key, sums, hinged)
+    share_of = _shares(measured, models, companions, by_key, range_of, sums, run_shares, blamed, hinged)
     own_of = _own_shares(measured, models, ranges, by_key, share_of, run_shares, blamed, sums)
     rows = []
     for fm, pred, rng, ft, refits in zip(models, preds, ranges, derived, left_out):
@@ -402,7 +445,8 @@ def rank_models(
                                 ranks_text(some[fm.callpath]) if fm.callpath in some else None,
                                 ranks_model, ranks_pred, ranks_growth,
                                 out_of_range(fm.metric, pred, {**(held or {}), **at}),
-                                level_weight(fm, g, parameters, at, largest)))
+                                level_weight(fm, g, parameters, at, largest),
+                                fm.metric == "time" and fm.callpath in hinged))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time
@@ -411,8 +455,10 @@ def rank_models(
         pred = sign * value if math.isfinite(value) else -math.inf
         g = r.rank_growth()
         # a growth of its own before the same growth taken from parts: the region that grows so
-        # ahead of the callers it lifts (review 71 F3: `main`, with the larger time, came first)
-        return (-sign * g[0], -sign * g[1], r.parts_growth is not None, -pred, r.fitted.callpath, r.fitted.metric)
+        # ahead of the callers it lifts (review 71 F3: `main`, with the larger time, came first);
+        # values compared within one metric's group only (`metric_order`)
+        return (-sign * g[0], -sign * g[1], metric_order(r.fitted.metric), r.parts_growth is not None, -pred,
+                r.fitted.callpath, r.fitted.metric)
 
     rows.sort(key=key)
     kept = kept_callpaths(share_of, min_share)
@@ -486,16 +532,17 @@ def _all_ranges(models: Sequence[FittedModel], ranges: Sequence[tuple[float, flo
 def _shares(measured: Sequence, models: Sequence[FittedModel], companions: Sequence[FittedModel],
             by_key: Mapping[tuple[str, str], float], range_of: Mapping[tuple[str, str], tuple[float, float] | None],
             sums: Mapping[str, PartsCheck], run_shares: RunShares | None = None,
-            blamed: Collection[tuple[str, str]] = ()) -> dict[str, Share]:
+            blamed: Collection[tuple[str, str]] = (), unsettled: Collection[str] = ()) -> dict[str, Share]:
     """Each call path's share of the run's time (`modeler.share`): measured in `measured` (and
     `run_shares`), and at the target from the `time` models (the low end from their 80% ranges;
-    none from a doubtful one, `doubt`, or one `blamed` for its caller's contradiction), or from
+    none from a doubtful one, `doubt`, or one `blamed` for its caller's contradiction, but for a
+    contradiction that only a growth the data do not settle makes, `unsettled`), or from
     their parts' sums where clearly above them (`_time_figures`)."""
     if not measured:
         return {}
     def doubtful_time(fm: FittedModel) -> bool:
         check = sums.get(fm.callpath)
-        if check is None:
+        if check is None or fm.callpath in unsettled:
             return doubt(fm, by_key[(fm.callpath, "time")], None) is not None
         return doubt(fm, by_key[(fm.callpath, "time")], check.parts, check.combine, check.with_exclusive) is not None
 

@@ -367,7 +367,7 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
     row = next((r for r in ranking if r.callpath == report.predicted_root), None)
     if row is not None and row.miss:  # review 25: nothing said a model far from its own runs
         out.append(f"its model {row.miss}")
-    parts = None if row is None else row.from_parts
+    parts = None if row is None or row.parts_unsettled else row.from_parts
     if per_rank and report.predicted_model is not None and not (report.predicted_model > 0 and own > 0):
         # review 43: a model below zero was lifted to 0 and divided by
         out.append(f"its own time model predicts {value(report.predicted_model)}, no time at all: it extrapolates "
@@ -385,7 +385,9 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
         above = PARTS_DISAGREE if exclusive is None or report.predicted_root in exclusive else None
         if disagrees(ratio, above, PARTS_DISAGREE, combine):
             out.append(f"its parts' models add up to {value(parts)} ({times(ratio)}): one of them extrapolates badly")
-    inside = [r for r in ranking if r.callpath.startswith(report.predicted_root + "->") and math.isfinite(r.predicted)]
+    # a region whose growth the data do not settle says nothing of a growth the run's model misses
+    inside = [r for r in ranking if r.callpath.startswith(report.predicted_root + "->") and math.isfinite(r.predicted)
+              and not r.unsettled]
     deepest = max(inside, key=lambda r: r.predicted, default=None)
     if per_rank and deepest is not None and own > 0 \
             and deepest.predicted > INSIDE_ABOVE * own:

@@ -75,6 +75,11 @@ class RankingRow:
     time_figure: float | None = None
     #: why its growth is not to be read as it stands (`RankedModel.doubtful`), or None
     doubtful: str | None = None
+    #: whether the data do not settle its growth (`RankedModel.ranked_level`), and whether its parts'
+    #: sum contradicts it only through such a growth (`RankedModel.parts_unsettled`): neither is
+    #: taken for a fault of the run's model in the run-time caveats (review 109)
+    unsettled: bool = False
+    parts_unsettled: bool = False
     #: how its model misses its own measurements (`modeler.misfit`), or None
     miss: str | None = None
     #: whether its growth is the bad kind, the page's red pill: a time (or any more-is-worse value)

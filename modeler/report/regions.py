@@ -76,6 +76,8 @@ def _row(rm, s: Series, largest_pt: np.ndarray, anchor: str) -> RankingRow:
         from_parts=rm.from_parts,
         time_figure=rm.time_figure,
         doubtful=rm.doubtful(),
+        unsettled=rm.ranked_level(),
+        parts_unsettled=rm.parts_unsettled,
         miss=fm.miss,
         bad=scales_badly(fm.metric, rm.rank_growth()),
     )

@@ -152,6 +152,20 @@ def test_reviewer_input_ranks_attention_first_and_leaves_main_unmarked(tmp_path)
     assert "main->embed (time)" in r.stderr  # the unsettled growth is still named
 
 
+def test_report_run_time_is_not_doubted_through_an_unsettled_part(tmp_path):
+    """The report's run-time caveats took the unsettled `embed` as a growth the run's model misses:
+    "its parts' models add up to 49.1 (0.011x)" and "main->embed, a region inside it, is predicted
+    at 49.1 (88x the run)"."""
+    f = tmp_path / "parent.txt"
+    f.write_text(PARENT2.split("REGION attention")[0])
+    r = subprocess.run([sys.executable, "-m", "modeler", "report", str(f), "--at", "n=131072", "--format",
+                        "markdown"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert r.returncode == 0, r.stderr
+    run_time = next(line for line in r.stdout.splitlines() if line.startswith("Predicted run time"))
+    assert "`main`" in run_time
+    assert "add up to" not in r.stdout and "a region inside it" not in r.stdout
+
+
 # --- F4 ---------------------------------------------------------------------------------------
 
 

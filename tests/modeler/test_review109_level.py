@@ -22,35 +22,25 @@ from modeler.model import Alternative, Factor, FittedModel, Model, Term
 from modeler.parts import parts_sums
 from modeler.parts_growth import parts_growths
 from modeler.ranking import rank_models
+from tests.modeler.test_level_growth import SIZES
 
 REPO = Path(__file__).resolve().parents[2]
 
 # the reviewer's parent2.txt: review 104's near-flat `embed` (0.5 + 1e-5 n, 10% noise) under a
 # constant `main` (0.56, 10% noise, no exclusive time), beside `attention` (~1e-6 n^2)
-PARENT2 = """PARAMETER n
-POINTS 512 1024 2048 4096 8192
-REGION main
-METRIC time
-DATA 0.674291 0.416883 0.583414 0.528205 0.534652
-DATA 0.547927 0.446881 0.547012 0.511548 0.746088
-DATA 0.572644 0.540253 0.544248 0.522589 0.500912
-DATA 0.538115 0.586989 0.546641 0.613634 0.548811
-DATA 0.561359 0.646566 0.590526 0.531707 0.549761
-REGION main->embed
-METRIC time
-DATA 0.583726 0.594149 0.510121 0.533617 0.529882
-DATA 0.500916 0.457771 0.451539 0.529583 0.521659
-DATA 0.525162 0.529733 0.536278 0.504444 0.435311
-DATA 0.440852 0.597646 0.543431 0.471413 0.49952
-DATA 0.605624 0.664842 0.645948 0.60386 0.601596
-REGION attention
-METRIC time
-DATA 0.838641 0.860678 0.774206 0.676237 0.832236
-DATA 2.15332 2.02387 2.0617 2.02586 2.13552
-DATA 6.38979 5.69312 6.28343 5.83207 5.46806
-DATA 20.708 22.775 21.6315 21.7178 23.8136
-DATA 79.8947 76.3294 74.4359 86.3863 72.3779
-"""
+def _region_data(text: str, name: str) -> str:
+    """The DATA lines of region `name` in an Extra-P text input."""
+    return text.split(f"REGION {name}\nMETRIC time\n")[1].split("REGION")[0]
+
+
+PARENT2 = ("PARAMETER n\nPOINTS 512 1024 2048 4096 8192\nREGION main\nMETRIC time\n"
+           + "".join(f"DATA {row}\n" for row in ("0.674291 0.416883 0.583414 0.528205 0.534652",
+                                                 "0.547927 0.446881 0.547012 0.511548 0.746088",
+                                                 "0.572644 0.540253 0.544248 0.522589 0.500912",
+                                                 "0.538115 0.586989 0.546641 0.613634 0.548811",
+                                                 "0.561359 0.646566 0.590526 0.531707 0.549761"))
+           + "REGION main->embed\nMETRIC time\n" + _region_data(SIZES, "embed")
+           + "REGION attention\nMETRIC time\n" + _region_data(SIZES, "attention"))
 
 N = ("n",)
 AT = {"n": 1e4}

@@ -209,12 +209,17 @@ def test_children_that_add_up_above_the_run_time_get_a_caveat():
     report = build_report([], ds, [_fitted("main", Model(("n",), 0.0, (Term(0.4, (Factor("n", 1.0),)),)))])
     report.target = {"n": 32.0}  # beyond the measured points
     report.predicted_total = 6.63
-    row = lambda cp, v: SimpleNamespace(callpath=cp, predicted=v, time_figure=None, miss=None, from_parts=None)  # noqa: E731
+    row = lambda cp, v, unsettled=False: SimpleNamespace(  # noqa: E731
+        callpath=cp, predicted=v, time_figure=None, miss=None, from_parts=None, unsettled=unsettled,
+        parts_unsettled=False)
     rows = [row("main", 6.63), row("main->fit", 6.79), row("main->seed", 1.38), row("main->fit->step", 6.0)]
     said = assemble._caveats(report, rows, ds.series)
     assert any(c.startswith("the regions directly inside it add up to 8.17 s (1.23x the run)") for c in said), said
     # one child alone under 1.2x and no sibling: none
     assert not any("directly inside" in c for c in assemble._caveats(report, rows[:2], ds.series))
+    # a child whose growth the data do not settle is not counted (review 109 F3)
+    rows[2] = row("main->seed", 1.38, unsettled=True)
+    assert not any("directly inside" in c for c in assemble._caveats(report, rows, ds.series))
 
 
 # LOW-6, LOW-8 --------------------------------------------------------------------------------

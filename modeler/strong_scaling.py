@@ -569,6 +569,17 @@ def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided:
     return keep, other
 
 
+def _noise_or_own(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`noise_of_one`, and where it knows none, the divided model's own residual variance with its
+    degrees of freedom (it then follows its values by construction), as for c + W/ranks in
+    `lack_of_fit_per_group`."""
+    s2, dof, known = noise_of_one(plain, ranks, noise)
+    k = np.array([1 + len(t) for t in divided.terms])
+    s2 = np.where(known, s2, np.maximum(residual_variance(divided), NOISE_FLOOR))
+    return s2, np.where(known, dof, np.maximum(plain.y.shape[1] - k, 1)), known
+
+
 def _unseen_rise(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.ndarray, keep: np.ndarray,
                  cv_plain: np.ndarray, cv_divided: np.ndarray) -> None:
     """The kept divided models (`keep`) that rise again beyond the largest ranks where the values
@@ -587,11 +598,8 @@ def _unseen_rise(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: n
             if _rises_beyond(divided.points, ranks, col, divided.terms[s], divided.coef[s])]
     if not rows:
         return
-    s2, dof, known = noise_of_one(plain, ranks, noise)
-    n = plain.y.shape[1]
-    k = np.array([1 + len(t) for t in divided.terms])
-    s2 = np.where(known, s2, np.maximum(residual_variance(divided), NOISE_FLOOR))
-    seen = rises_again(plain, ranks, s2, np.where(known, dof, np.maximum(n - k, 1)))
+    s2, dof, _ = _noise_or_own(plain, divided, ranks, noise)
+    seen = rises_again(plain, ranks, s2, dof)
     rows = [s for s in rows if not seen[s]]
     if rows:  # and c + W/ranks follows them within their noise (a turn it misses is one: review 53)
         follows_lin = lack_of_fit_per_group(plain, ranks, noise)[1]
@@ -622,14 +630,9 @@ def _u_shape(plain: GroupFit, divided: GroupFit, ranks: np.ndarray | None, noise
         return np.zeros_like(u)
     with np.errstate(invalid="ignore"):
         u &= (lw_d > lw_p + EVIDENCE) & (cv_divided < MARGIN * cv_plain)
-    s2, dof, known = noise_of_one(plain, ranks, noise)
-    # no estimate of the noise: that of the divided model's own residuals (it then follows its
-    # values by construction), as for c + W/ranks in `lack_of_fit_per_group`
+    s2, dof, known = _noise_or_own(plain, divided, ranks, noise)
     n = plain.y.shape[1]
-    k = np.array([1 + len(t) for t in divided.terms])
-    u &= known | (n - k >= OWN_NOISE_DOF)
-    s2 = np.where(known, s2, np.maximum(residual_variance(divided), NOISE_FLOOR))
-    dof = np.where(known, dof, np.maximum(n - k, 1))
+    u &= known | (dof >= OWN_NOISE_DOF)
     with np.errstate(invalid="ignore"):
         u &= residual_variance(plain) / s2 > _f_quantiles(float(n - 1), dof, MISS_LEVEL)
     if u.any():

@@ -48,12 +48,17 @@ def functions(kind: str, n: int, rng: np.random.Generator) -> list:
     return out
 
 
+def noisy_series(truths, noise: float, rng: np.random.Generator) -> list[Series]:
+    """One series per true function over `XS`, 5 runs a point with normal relative noise."""
+    return [Series(f"c{k}", "time", [[x] for x in XS],
+                   [[f(x) * (1 + noise * rng.standard_normal()) for _ in range(5)] for x in XS])
+            for k, f in enumerate(truths)]
+
+
 def rates(kind: str, noise: float, n: int, seed: int) -> str:
     rng = np.random.default_rng(seed)
     truths = functions(kind, n, rng)
-    series = [Series(f"c{k}", "time", [[x] for x in XS],
-                     [[f(x) * (1 + noise * rng.standard_normal()) for _ in range(5)] for x in XS])
-              for k, f in enumerate(truths)]
+    series = noisy_series(truths, noise, rng)
     said, right, err_said, err_not = 0, 0, [], []
     for m, f in zip(PMNFModeler().fit(Dataset(("x",), series)).models_, truths):
         err = float(m.predict([[4 * XS[-1]]])[0]) / f(4 * XS[-1]) - 1

@@ -28,9 +28,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from _args import positive_int  # noqa: E402
-from end_slope_rates import FORMS, XS, _term  # noqa: E402 - the same sweep and forms
+from end_slope_rates import FORMS, XS, _term, noisy_series  # noqa: E402 - the same sweep, forms and noise
 
-from modeler.dataset import Dataset, Series  # noqa: E402
+from modeler.dataset import Dataset  # noqa: E402
 from modeler.estimator import PMNFModeler  # noqa: E402
 from modeler.growth import growth  # noqa: E402
 from modeler.level_growth import LEVEL, level_weight  # noqa: E402
@@ -52,9 +52,7 @@ def truths(kind: str, n: int, rng: np.random.Generator) -> list:
 def rates(kind: str, noise: float, n: int, seed: int) -> str:
     rng = np.random.default_rng(seed)
     pairs = truths(kind, n, rng)
-    series = [Series(f"c{k}", "time", [[x] for x in XS],
-                     [[f(x) * (1 + noise * rng.standard_normal()) for _ in range(5)] for x in XS])
-              for k, (_, f) in enumerate(pairs)]
+    series = noisy_series([f for _, f in pairs], noise, rng)
     at = {"x": 4.0 * XS[-1]}
     grows = ranked_level = over_own = over_ranked = under_own = under_ranked = 0
     for m, (truth, _) in zip(PMNFModeler().fit(Dataset(("x",), series)).models_, pairs):

@@ -56,7 +56,9 @@ def followers(points: np.ndarray, parameters: Sequence[str], ranks: str = RANKS_
     the one it follows: the earlier in `parameters`, or the rank count `ranks`
     (`Dataset.ranks_parameter`), which speedup and strong scaling are about (review 109 F1: a rank
     count named `p` by `--ranks-parameter` followed `n`, and lost its plateau form). Their effects
-    cannot be told apart; the engine fits the one followed alone."""
+    cannot be told apart; the engine fits the one followed alone, which follows none (review 112
+    LOW-2: with `a`, `b`, `p` together and `p` the rank count, `b` followed `a`, which followed `p`,
+    and the warning said the models follow `a`, held)."""
     pts = np.asarray(points, dtype=float)
     if pts.ndim != 2 or pts.shape[1] < 2:
         return {}
@@ -72,7 +74,9 @@ def followers(points: np.ndarray, parameters: Sequence[str], ranks: str = RANKS_
                 out[i] = j
             else:
                 out[j] = i
-    return out
+    # a chain is one step (b follows a, which then follows the rank count, which follows none): each
+    # maps to the one it ends at
+    return {j: out.get(i, i) for j, i in out.items()}
 
 
 def moving_together_warning(parameters: Sequence[str], points: Sequence[np.ndarray], compat: str | None = None,

@@ -65,8 +65,24 @@ def end_slope_note(params: Sequence[str], points: np.ndarray, values: np.ndarray
         said = (f"{name}: {where}" if name else where) + (
             f" the values {_goes(measured)} as {p}^{measured:.2f}, the model as {p}^{fitted:.2f}: ")
         return said + _parting(gap, measured, fitted, p) + (
-            f", so its predictions beyond {top} are likely {'low' if gap > 0 else 'high'}")
+            f", so its predictions beyond {top} are likely {_direction(pts, i2, j, model, measured, gap)}")
     return None
+
+
+def _direction(pts: np.ndarray, i2: int, j: int, model, measured: float, gap: float) -> str:
+    """'low' or 'high': the model's own growth from the largest value of parameter `j` to 4x it
+    against the measured slope carried on (review 113: a model that turns up just beyond the sweep
+    was said to be likely low from its slope at the end, where it was 25x too high). Where the
+    model cannot be evaluated there, the sign of `gap`."""
+    far = pts[[i2]].copy()
+    far[0, j] *= 4.0
+    with np.errstate(all="ignore"):
+        m2, m4 = (float(model.evaluate(q)[0]) for q in (pts[[i2]], far))
+    if not (math.isfinite(m4) and m2 > 0):
+        return "low" if gap > 0 else "high"
+    if m4 <= 0:
+        return "low"
+    return "low" if math.log(m4 / m2) / math.log(4.0) < measured else "high"
 
 
 def _goes(slope: float) -> str:
@@ -136,3 +152,45 @@ def _value_se(k: int, pts: np.ndarray, vals: np.ndarray, spread: np.ndarray, cou
     r = r[np.isfinite(r)]
     free = r.size - 1 - len(model.terms)
     return max(float(np.sqrt(np.sum(r * r) / free)) if free > 0 else math.inf, MIN_SE)
+
+
+#: the least rise from the largest measured value to 4x it that `unseen_rise_note` says
+RISE_SAID = 1.1
+
+
+def unseen_rise_note(params: Sequence[str], points: np.ndarray, values: np.ndarray, spread: np.ndarray,
+                     counts: np.ndarray, model, param: str, name: str = "") -> str | None:
+    """The note for a model that turns up again beyond the largest value of `param` (at 4x it, at
+    least `RISE_SAID` times its value there) where the measured values, on the line of points that
+    reaches that value, do not rise: the value there is within 3 standard errors of a difference
+    of the line's smallest (review 113: `max(9.3 / ranks, 0.61)` over ranks 1 to 16 was fitted as
+    `9.269 * ranks^(-1) + 2.937e-05 * ranks^2 * log2(ranks)`, 25x the truth at 16x the ranks, and
+    the only note said its predictions were likely low). None otherwise."""
+    if param not in params:
+        return None
+    j = list(params).index(param)
+    pts = np.asarray(points, dtype=float)
+    vals = np.asarray(values, dtype=float)
+    line = _top_line(pts, j)
+    if line is None:
+        return None
+    top = line[1]
+    on = np.flatnonzero(np.all(np.delete(pts, j, axis=1) == np.delete(pts[top], j), axis=1))
+    far = pts[[top]].copy()
+    far[0, j] *= 4.0
+    with np.errstate(all="ignore"):
+        m_top, m_far = (float(model.evaluate(p)[0]) for p in (pts[[top]], far))
+    if not (m_top > 0 and math.isfinite(m_far) and m_far > RISE_SAID * m_top):
+        return None
+    if not (vals[on] > 0).all():
+        return None
+    se = _value_se(top, pts, vals, spread, counts, model)
+    if math.log(vals[top] / vals[on].min()) > 3.0 * math.sqrt(2.0) * se:
+        return None  # the values turn up within the sweep: the rise is measured
+    held = [k for k in range(len(params)) if k != j]
+    at = f" ({point_text([params[k] for k in held], [pts[top, k] for k in held])})" if held else ""
+    x2 = f"{param}={param_text(pts[top, j])}"
+    said = (f"the model turns up beyond {x2}{at}: {m_far:.4g} at {param}={param_text(far[0, j])}, "
+            f"{m_far / m_top:.1f}x its value at {x2}, but the measured values do not rise: the rise comes from how "
+            f"the fall slows, not from the values; measure beyond {x2} before trusting it")
+    return f"{name}: {said}" if name else said

@@ -30,7 +30,7 @@ from .pmnf import default_mode, extrap_mode
 from .pmnf.fit import GroupFit
 from .pmnf.hypotheses import exponent_of
 from .grid import followers
-from .end_slope import end_slope_note
+from .end_slope import end_slope_note, unseen_rise_note
 from .heavypoint import heavy_note, heavy_points
 from .pmnf.points import distinct_values, group_by_points
 from .pmnf.quality import quality
@@ -176,6 +176,9 @@ class PMNFModeler:
                 notes[i] = notes[i] + (OVERFLOW_NOTE,)
             if i in fits and self.compat is None:
                 steep = end_slope_note(dataset.parameters, s.points, values, spread, counts, model, f"{s.callpath} [{s.metric}]")
+                rise = (unseen_rise_note(dataset.parameters, s.points, values, spread, counts, model, fits[i][3],
+                                         f"{s.callpath} [{s.metric}]") if fits[i][3] else None)
+                steep = rise or steep  # a model that turns up beyond: not "likely low" (review 113)
                 if steep:  # (review 104 H1: n^2 + n fitted as n^(7/4), 48% low at 16x, unsaid)
                     notes[i] = notes[i] + (steep,)
             interval = _interval(spread, counts)
@@ -276,7 +279,16 @@ class PMNFModeler:
                 reps = np.array([stats[i].counts for i in sub])
                 noise = (noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max")
                          else np.full(len(sub), np.nan))
-                keep, other = choose(g1, g2, q.cv_smape[rows], q2.cv_smape, noise)
+                # both families at one power-of-two scale near 1, as they were fitted (values of
+                # 1e200 overflowed c + W/ranks's fit, and the U shape 100/r + 0.5 r was split as
+                # c + W/r at 1 and not at 1e200)
+                scale = power_of_two_scale(Y[ok])
+                g1u, g2u = g1.scaled(1.0 / scale), g2.scaled(1.0 / scale)
+                keep, other, taken = choose(g1u, g2u, q.cv_smape[rows], q2.cv_smape, noise)
+                if taken.any():  # rows replaced in place: the model reported, and its own quality (review 114)
+                    with np.errstate(over="ignore"):  # as in _fit_scaled: covariances beyond 1e308 are inf
+                        g2 = g2u.scaled(scale)
+                    _requalify(q2, g2u, np.flatnonzero(taken), scale)
                 q1 = _quality_rows(q, rows) if (other > 0).any() else None  # once: per series it was quadratic (review 54 F1)
                 name = params[col]
                 for j, i in enumerate(sub):
@@ -457,6 +469,18 @@ def _rows(g: GroupFit, rows: np.ndarray) -> GroupFit:
                     pick(g.terms), pick(g.alternatives),
                     None if g.reported is None else tuple(v[rows] for v in g.reported),
                     None if g.predictors is None else g.predictors[rows])
+
+
+def _requalify(q, unit: GroupFit, rows: np.ndarray, scale: np.ndarray) -> None:
+    """The quality `q` of rows `rows` computed anew in place from `unit`, the fit of those values
+    over `scale` (S,) (near 1, as `_fit_scaled` does): `strong_scaling.choose` replaces such rows
+    by c + W/ranks, and their SMAPE, RSS and adjusted R^2 were still the replaced model's (review
+    114: 15.66% printed for a model whose own SMAPE is 14.96%)."""
+    fresh = quality(_rows(unit, rows))
+    with np.errstate(over="ignore"):
+        fresh = dataclasses.replace(fresh, rss=fresh.rss * scale[rows] ** 2)
+    for f in dataclasses.fields(q):
+        getattr(q, f.name)[rows] = getattr(fresh, f.name)
 
 
 def _quality_rows(q, rows: np.ndarray):

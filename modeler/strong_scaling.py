@@ -370,14 +370,15 @@ def admits_rise(divided: GroupFit, ranks: np.ndarray, rows: np.ndarray | None = 
     return out
 
 
-def _rises_beyond(points: np.ndarray, ranks: np.ndarray, col: int, terms, coef) -> bool:
-    """Whether the model of values x ranks (`terms`, `coef`: constant first) predicts a time at 4x the
-    largest ranks above the one at the largest ranks, at any combination of the other parameters
-    measured there."""
+def _times_beyond(points: np.ndarray, ranks: np.ndarray, col: int, terms, coef,
+                  factors: tuple[float, ...]) -> np.ndarray:
+    """The times (len(factors) + 1, m) that the model of values x ranks (`terms`, `coef`: constant
+    first) predicts at the largest ranks and at `factors` times them, at each of the m combinations
+    of the other parameters measured there."""
     near = points[ranks == ranks.max()].astype(float)
-    far = near.copy()
-    far[:, col] *= 4.0
-    both = np.concatenate([near, far])
+    both = np.concatenate([near] * (len(factors) + 1))
+    for k, f in enumerate(factors, 1):
+        both[k * len(near):(k + 1) * len(near), col] *= f
     v = np.full(len(both), float(coef[0]))
     with np.errstate(all="ignore"):
         for c, term in zip(coef[1:], terms):
@@ -386,8 +387,15 @@ def _rises_beyond(points: np.ndarray, ranks: np.ndarray, col: int, terms, coef) 
                 e, j = EXPONENTS[h]
                 f = f * both[:, p] ** float(e) * (np.log2(both[:, p]) ** j if j else 1.0)
             v = v + c * f
-        t = v / both[:, col]
-    return bool(np.any(t[len(near):] > t[: len(near)] * (1.0 + 1e-9)))
+        return (v / both[:, col]).reshape(len(factors) + 1, len(near))
+
+
+def _rises_beyond(points: np.ndarray, ranks: np.ndarray, col: int, terms, coef) -> bool:
+    """Whether the model of values x ranks (`terms`, `coef`: constant first) predicts a time at 4x the
+    largest ranks above the one at the largest ranks, at any combination of the other parameters
+    measured there."""
+    near, far = _times_beyond(points, ranks, col, terms, coef, (4.0,))
+    return bool(np.any(far > near * (1.0 + 1e-9)))
 
 
 #: without repetitions (and no other parameter on a full grid) the noise is estimated from the
@@ -503,9 +511,10 @@ def _take_row(into: GroupFit, row: int, src: GroupFit) -> None:
 
 
 def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided: np.ndarray,
-           noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+           noise: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row: (whether the divided form is kept, the weight of the other family in the
-    prediction range). `divided` is the `time_view` of the fit of values x ranks.
+    prediction range, whether the row of `divided` was replaced in place: its quality is then no
+    longer that of the engine's fit). `divided` is the `time_view` of the fit of values x ranks.
 
     A plain model with terms faces the evidence and CV tests against the engine's divided model. A
     plain constant says either that the values are flat or that no PMNF term follows them (PMNF has
@@ -532,8 +541,9 @@ def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided:
     other = np.where(has_terms, np.where(keep, 1.0 - p_divided, p_divided), 0.0)
     candidates = ~has_terms
     ranks = _ranks_of(divided)
+    taken = np.zeros_like(keep)
     if keep.any() and ranks is not None:
-        _unseen_rise(plain, divided, ranks, noise, keep, cv_plain, cv_divided)
+        _unseen_rise(plain, divided, ranks, noise, keep, cv_plain, cv_divided, taken)
     u_shape = _u_shape(plain, divided, ranks, noise, ~has_terms, lw_p, lw_d, cv_plain, cv_divided)
     keep |= u_shape
     other = np.where(u_shape, 1.0 - p_divided, other)
@@ -563,10 +573,44 @@ def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided:
         for row in np.flatnonzero(split_constant):
             _take_row(divided, int(row), lin)
             cv_divided[row] = cv_l[row]
+            taken[row] = True
             p_l = 1.0 / (1.0 + np.exp(np.clip(lw_p[row] - lw_l[row], -700, 700)))
             other[row] = max(1.0 - p_l, CONSTANT_FLOOR)
         keep = keep | split_constant
-    return keep, other
+    if ranks is not None:
+        exact = _exact(plain, divided, ranks, ~has_terms & ~keep, cv_plain, cv_divided)
+        keep |= exact
+        other = np.where(exact, 1.0 - p_divided, other)
+    return keep, other, taken
+
+
+#: a relative residual variance at or below this (0.001% rms) is rounding, not noise: no measured
+#: time follows a model with some degrees of freedom to spare that closely (review 114)
+EXACT_VAR = 1e-10
+
+
+def _exact(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, rows: np.ndarray, cv_plain: np.ndarray,
+           cv_divided: np.ndarray) -> np.ndarray:
+    """Per row: whether a plain constant (`rows`) that misses its values gives way to the engine's
+    model of values x ranks because that follows them exactly (relative residual variance at most
+    `EXACT_VAR`, with 2 degrees of freedom or more left), cross-validates better by `MARGIN` and
+    stays above 0 up to 16x the largest ranks. The tests above guard against noise, and without
+    repetitions take c + W/ranks's residuals for it, so noise-free values that c + W/ranks does not
+    follow passed none of them (review 114: `100/x + 0.5 * log2(x)` over x = 2..128, exact in the
+    divided form, was the constant 5.655, 66% off its own values; noise-free U shapes W/r + c r
+    were constants)."""
+    col = _ranks_column(plain, ranks)
+    out = rows.copy()
+    if col is None or not out.any():
+        return np.zeros_like(out)
+    k = np.array([1 + len(t) for t in divided.terms])
+    with np.errstate(invalid="ignore"):
+        out &= ((residual_variance(divided) <= EXACT_VAR) & (residual_variance(plain) > EXACT_VAR)
+                & (plain.y.shape[1] - k >= 2) & (cv_divided < MARGIN * cv_plain))
+    for s in np.flatnonzero(out):
+        out[s] = bool(np.all(_times_beyond(divided.points, ranks, col, divided.terms[s], divided.coef[s],
+                                           (4.0, 16.0)) > 0))
+    return out
 
 
 def _noise_or_own(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.ndarray
@@ -581,10 +625,10 @@ def _noise_or_own(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: 
 
 
 def _unseen_rise(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.ndarray, keep: np.ndarray,
-                 cv_plain: np.ndarray, cv_divided: np.ndarray) -> None:
+                 cv_plain: np.ndarray, cv_divided: np.ndarray, taken: np.ndarray) -> None:
     """The kept divided models (`keep`) that rise again beyond the largest ranks where the values
     do not turn up within the measured ranks (`rises_again`, the noise as in `_u_shape`), and that
-    c + W/ranks follows within their noise (`lack_of_fit_per_group`), are replaced by it in place (`divided` and `cv_divided`), where that has c >= 0, W > 0 and
+    c + W/ranks follows within their noise (`lack_of_fit_per_group`), are replaced by it in place (`divided` and `cv_divided`; marked in `taken`), where that has c >= 0, W > 0 and
     cross-validates better than the plain model by `MARGIN`: a fall that levels off at the last
     rank counts (a serial part, a communication floor) was taken as W/ranks + c * ranks^2 *
     log2(ranks) with c ~ 5e-4, its rise unseen over ranks 1..16 and 100-170x the truth at 16x the
@@ -613,6 +657,16 @@ def _unseen_rise(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: n
         if W > 0 and c >= 0 and cv_l[s] < MARGIN * cv_plain[s]:
             _take_row(divided, int(s), lin)
             cv_divided[s] = cv_l[s]
+            taken[s] = True
+
+
+#: a U shape is taken on a noise estimate of its own (repetitions, or `interaction_variance`) only
+#: where that has at least this many degrees of freedom: over ranks 1, 2, 4, 8 beside a 2-valued
+#: parameter with one run a point, the interaction variance has 3, and one draw 15x below the true
+#: noise passed the miss, rise and follow tests together, while no true U shape was found there
+#: (review 113). The divided model's own residual variance (the nested models' F-test) keeps
+#: `OWN_NOISE_DOF`: at 4 it lost most U shapes over ranks 1, 2, 4, 8, 16 with one run
+U_NOISE_DOF = 4
 
 
 def _u_shape(plain: GroupFit, divided: GroupFit, ranks: np.ndarray | None, noise: np.ndarray, rows: np.ndarray,
@@ -631,8 +685,9 @@ def _u_shape(plain: GroupFit, divided: GroupFit, ranks: np.ndarray | None, noise
     with np.errstate(invalid="ignore"):
         u &= (lw_d > lw_p + EVIDENCE) & (cv_divided < MARGIN * cv_plain)
     s2, dof, known = _noise_or_own(plain, divided, ranks, noise)
-    n = plain.y.shape[1]
     u &= known | (dof >= OWN_NOISE_DOF)
+    u &= ~known | (dof >= U_NOISE_DOF)
+    n = plain.y.shape[1]
     with np.errstate(invalid="ignore"):
         u &= residual_variance(plain) / s2 > _f_quantiles(float(n - 1), dof, MISS_LEVEL)
     if u.any():

@@ -74,15 +74,20 @@ def _direction(pts: np.ndarray, i2: int, j: int, model, measured: float, gap: fl
     against the measured slope carried on (review 113: a model that turns up just beyond the sweep
     was said to be likely low from its slope at the end, where it was 25x too high). Where the
     model cannot be evaluated there, the sign of `gap`."""
-    far = pts[[i2]].copy()
-    far[0, j] *= 4.0
-    with np.errstate(all="ignore"):
-        m2, m4 = (float(model.evaluate(q)[0]) for q in (pts[[i2]], far))
+    m2, m4 = _here_and_4x(pts, i2, j, model)
     if not (math.isfinite(m4) and m2 > 0):
         return "low" if gap > 0 else "high"
     if m4 <= 0:
         return "low"
     return "low" if math.log(m4 / m2) / math.log(4.0) < measured else "high"
+
+
+def _here_and_4x(pts: np.ndarray, k: int, j: int, model) -> tuple[float, float]:
+    """The model's values at point `k` and there with parameter `j` 4x larger."""
+    far = pts[[k]].copy()
+    far[0, j] *= 4.0
+    with np.errstate(all="ignore"):
+        return float(model.evaluate(pts[[k]])[0]), float(model.evaluate(far)[0])
 
 
 def _goes(slope: float) -> str:
@@ -176,10 +181,7 @@ def unseen_rise_note(params: Sequence[str], points: np.ndarray, values: np.ndarr
         return None
     top = line[1]
     on = np.flatnonzero(np.all(np.delete(pts, j, axis=1) == np.delete(pts[top], j), axis=1))
-    far = pts[[top]].copy()
-    far[0, j] *= 4.0
-    with np.errstate(all="ignore"):
-        m_top, m_far = (float(model.evaluate(p)[0]) for p in (pts[[top]], far))
+    m_top, m_far = _here_and_4x(pts, top, j, model)
     if not (m_top > 0 and math.isfinite(m_far) and m_far > RISE_SAID * m_top):
         return None
     if not (vals[on] > 0).all():
@@ -190,7 +192,7 @@ def unseen_rise_note(params: Sequence[str], points: np.ndarray, values: np.ndarr
     held = [k for k in range(len(params)) if k != j]
     at = f" ({point_text([params[k] for k in held], [pts[top, k] for k in held])})" if held else ""
     x2 = f"{param}={param_text(pts[top, j])}"
-    said = (f"the model turns up beyond {x2}{at}: {m_far:.4g} at {param}={param_text(far[0, j])}, "
+    said = (f"the model turns up beyond {x2}{at}: {m_far:.4g} at {param}={param_text(4.0 * pts[top, j])}, "
             f"{m_far / m_top:.1f}x its value at {x2}, but the measured values do not rise: the rise comes from how "
             f"the fall slows, not from the values; measure beyond {x2} before trusting it")
     return f"{name}: {said}" if name else said

@@ -827,16 +827,20 @@ _HEADER_WHOLE = (("rank", 0), ("world_size", 1), ("local_rank", 0), ("pid", 0), 
 def _bad_header(rec: dict[str, Any]) -> str | None:
     """Why the header's rank or process fields cannot be right, or None (a field left out or null
     is not checked: older files and helper processes leave some out)."""
+    whole = {}
     for key, low in _HEADER_WHOLE:
         v = rec.get(key)
         if v is None:
             continue
         try:
-            n = _whole_value(v, key)
+            n = whole[key] = _whole_value(v, key)
         except _NotANumber as e:
             return str(e)
         if n < low:
             return f"{key}={v!r} is below {low}"
+    if "rank" in whole and "world_size" in whole and whole["rank"] >= whole["world_size"]:
+        # (review 118 LOW-3: such a file stood in for another rank of its run, unnamed)
+        return f"rank={rec['rank']!r} is not below world_size={rec['world_size']!r}"
     return None
 
 

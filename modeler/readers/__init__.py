@@ -28,8 +28,8 @@ from ..listing import listing
 from ..pointfilter import OF_RUNS, PointFilter, drop_single_valued, filter_dataset, nothing_left, point_values, values_of
 from ..pointfilter import excluded_nothing as excluded_nothing_warning
 from ..ranks_name import ranks_parameter
-from .unusable import (COMPRESSED_SUFFIXES, LAUNCHER_FILE, NOT_MEASUREMENTS, compressed_reason, is_launcher_file,
-                       no_usable_message)
+from .unusable import (COMPRESSED_SUFFIXES, LAUNCHER_FILE, NOT_MEASUREMENTS, compressed_reason, damaged_reason,
+                       is_launcher_file, no_usable_message)
 
 
 #: why an Extra-P input found in a directory beside run files is not read
@@ -307,11 +307,44 @@ def merge(datasets: Sequence[Dataset]) -> Dataset:
     return Dataset(
         params,
         series,
-        [w for d in datasets for w in d.warnings],
+        [w for d in datasets for w in d.warnings] + _given_twice(datasets, params),
         [s for d in datasets for s in d.sources],
         RunShares.merged([d.run_shares for d in datasets]),
         {k: v for k, v in datasets[0].held.items() if all(d.held.get(k) == v for d in datasets[1:])},
     )
+
+
+def _given_twice(datasets: Sequence[Dataset], params: Sequence[str]) -> list[str]:
+    """A warning for each two inputs that hold the very same values at most of the (call path,
+    metric, point)s they share, some not whole numbers: the same measurements given twice (runs and
+    their export, named both), which would count twice as repetitions (review 118 LOW-4: said
+    nowhere). Counts alike in two experiments (visits) are no sign."""
+    cells: dict[tuple[str, str, tuple[float, ...]], list[tuple[int, np.ndarray]]] = {}
+    for i, d in enumerate(datasets):
+        order = [d.parameters.index(p) for p in params]
+        for s in d.series:
+            for pt, reps in zip(s.points[:, order], s.repetitions):
+                cells.setdefault((s.callpath, s.metric, tuple(pt.tolist())), []).append((i, reps))
+    shared: dict[tuple[int, int], list[int]] = {}  # (input, input): [cells shared, same values, same and not whole]
+    for entries in cells.values():
+        for a in range(len(entries)):
+            for b in range(a + 1, len(entries)):
+                (i, x), (j, y) = entries[a], entries[b]
+                if i == j:
+                    continue
+                counts = shared.setdefault((min(i, j), max(i, j)), [0, 0, 0])
+                counts[0] += 1
+                if x.shape == y.shape and np.array_equal(x, y):
+                    counts[1] += 1
+                    counts[2] += bool(np.any(x != np.round(x)))
+    out = []
+    for (i, j), (n, same, fractional) in shared.items():
+        if fractional and 2 * same > n:
+            a, b = _sources(datasets[i].sources, "an input"), _sources(datasets[j].sources, "another input")
+            out.append(f"{a} and {b} hold the same values at {same} of the {n} (call path, metric, point)s they share: "
+                       f"the same measurements given twice (runs and their export?) count twice as repetitions, "
+                       f"which narrows the ranges; give one of them")
+    return out
 
 
 def read_inputs(
@@ -350,6 +383,9 @@ def read_inputs(
         if fmt is None and (why := compressed_reason(path)) is not None:
             files.append(FileResult(str(path), None, "skipped", why))  # in a folder too (review 101 M3)
             continue
+        if fmt is None and not explicit and (why := damaged_reason(path)) is not None:
+            files.append(FileResult(str(path), None, "skipped", why))  # named, in a folder too
+            continue
         if fmt is None:
             # inside a directory, other files (logs, notes) are expected; a file named explicitly is not
             status = "skipped" if explicit else "ignored"
@@ -374,6 +410,7 @@ def read_inputs(
         raise InputError(f"--experiment: no run of experiment {options.experiments[0]!r}: the inputs are Extra-P "
                          f"files, which name no experiment ({listing(extrap_inputs, 3, 'more')})")
     datasets: list[Dataset] = []
+    origins: list[list[int]] = []  # the indices in `files` of each dataset's files
     batches: list[Any] = []
     copies: list[str] = []
     narrowed: set[str] = set()  # parameters that --where/--exclude left with one value in an Extra-P input
@@ -387,9 +424,11 @@ def read_inputs(
             # cannot be put together): that error stops the command
             ds, results, *extra = reader(fpaths, options)
             batches.extend(extra)
+            first = len(files)
             files.extend(results)
             if ds.series or ds.parameters:
                 datasets.append(ds)
+                origins.append([first + i for i, r in enumerate(results) if r.status == "read"])
         else:
             seen: dict[bytes, Path] = {}
             for p in fpaths:
@@ -415,11 +454,13 @@ def read_inputs(
                         files.append(FileResult(str(p), fmt, "deselected", f"no point selected ({options.points})"))
                         continue
                     narrowed |= single
+                origins.append([len(files)])
                 files.append(FileResult(str(p), fmt, "read"))
                 datasets.append(ds)
 
     runsets = [b for b in batches if hasattr(b, "unmatched")]
     unmatched_warnings = _excluded_nothing(options.points, filtered_points, runsets) if filtered_points else []
+    datasets = _most_common_parameters(_aligned(datasets), origins, files)
     # a skipped file's own warnings (its bad lines) come first: they say why it was skipped
     noticed = [w for f in files if f.status == "skipped" for w in f.warnings]
     if not datasets and unfiltered:
@@ -434,7 +475,7 @@ def read_inputs(
     # (review 78 MED-4: an Extra-P file's own `ranks: 1` stayed a parameter, `--at ranks=1024` was
     # taken and the file would not merge with runs whose constant it is); what --where/--exclude
     # left one value of (`narrowed`) is among them
-    dataset = drop_single_valued(merge(_aligned(datasets)), _all_parameters(datasets) | narrowed)
+    dataset = drop_single_valued(merge(datasets), _all_parameters(datasets) | narrowed)
     if filtered_points and runsets:  # said over both kinds of input at once, not by the runs alone
         said_by_runs = {excluded_nothing_warning(c, OF_RUNS) for r in runsets for c in r.unmatched}
         dataset.warnings[:] = [w for w in dataset.warnings if w not in said_by_runs]
@@ -484,6 +525,36 @@ def _aligned(datasets: Sequence[Dataset]) -> list[Dataset]:
         out.append(Dataset((*d.parameters, *missing), series, d.warnings, d.sources, d.run_shares,
                            {k: v for k, v in d.held.items() if k not in missing}))
     return out
+
+
+def _most_common_parameters(datasets: Sequence[Dataset], origins: Sequence[Sequence[int]],
+                            files: list[FileResult]) -> list[Dataset]:
+    """The datasets over the parameters that most input files share; the files of the others are
+    made `skipped` in `files`, naming their parameters (review 118 MED-2: one Extra-P file over other
+    parameters stopped a batch of good ones, where a run over other parameters is left out). Where
+    no set of parameters has more files than every other, all are kept, for `merge` to refuse."""
+    groups: dict[frozenset[str], list[int]] = {}
+    for i, d in enumerate(datasets):
+        groups.setdefault(frozenset(d.parameters), []).append(i)
+    if len(groups) < 2:
+        return list(datasets)
+    weight = {key: sum(max(len(origins[i]), 1) for i in members) for key, members in groups.items()}
+    most, second = sorted(weight.values(), reverse=True)[:2]
+    if most == second:
+        return list(datasets)
+    best = max(weight, key=weight.__getitem__)
+    kept = datasets[groups[best][0]].parameters
+    for key, members in groups.items():
+        if key == best:
+            continue
+        for i in members:
+            why = (f"its parameters ({', '.join(datasets[i].parameters)}) differ from those of the other inputs "
+                   f"({', '.join(kept)}: {most} of {sum(weight.values())} files): model it separately")
+            for j in origins[i]:
+                f = files[j]
+                files[j] = FileResult(f.path, f.format, "skipped", why,
+                                      tuple(datasets[i].warnings) if len(origins[i]) == 1 else f.warnings)
+    return [datasets[i] for i in groups[best]]
 
 
 def _excluded_nothing(points: PointFilter, extrap_points: set[tuple[tuple[str, float], ...]],

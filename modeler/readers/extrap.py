@@ -32,23 +32,36 @@ _DEFAULT_CALLPATH = "<root>"
 _DEFAULT_METRIC = "<default>"
 
 
+#: meaningful lines the sniffer reads past a first line that is damaged (cut off, a typo)
+_SNIFF_LINES = 8
+
+
 def sniff_extrap(path: str | Path) -> str | None:
-    """"extrap-jsonl", "extrap-text" or None, from the first meaningful line of the file."""
+    """"extrap-jsonl", "extrap-text" or None, from the first meaningful lines of the file: the
+    first that is an Extra-P JSON object or starts with a text-format field decides, up to
+    `_SNIFF_LINES` of them (review 118 MED-1: a first line cut off or with a typo made the whole
+    file "not measurements", and in a folder it was dropped without a word: the reader now names
+    that line and reads the others). A line that is JSON of another kind decides None."""
     try:
         with open(path, encoding="utf-8-sig", errors="replace") as f:  # a BOM (Windows editors) is not content
+            seen = 0
             for _, line in zip(range(200), f):
                 s = line.strip()
                 if not s or s.startswith("#"):
                     continue
+                seen += 1
+                if seen > _SNIFF_LINES:
+                    return None
                 if s.startswith("{"):
                     try:
                         obj = json.loads(s)
                     except ValueError:
-                        return None
+                        continue  # damaged: the next line decides
                     if isinstance(obj, dict) and isinstance(obj.get("params"), dict) and "value" in obj:
                         return "extrap-jsonl"
                     return None
-                return "extrap-text" if s.split(None, 1)[0] in _TEXT_FIELDS else None
+                if s.split(None, 1)[0] in _TEXT_FIELDS:
+                    return "extrap-text"
     except (OSError, UnicodeError):
         return None
     return None
@@ -63,6 +76,26 @@ def _finite_numbers(values: list) -> bool:
 
 #: missing points named in a warning, at most
 _SHOWN = 5
+
+
+#: how the metrics that cannot be below 0 are named (times, counts, byte amounts, and what is
+#: derived from them), lower case: the name or its end
+_NEVER_NEGATIVE = ("time", "visits", "calls", "bytes", "speedup", "efficiency", "cost", "imbalance", "memory", "rss")
+
+
+def _never_negative(metric: str) -> bool:
+    return metric.lower().endswith(_NEVER_NEGATIVE)
+
+
+def _negative_warnings(path: Path, negative: list[tuple[int, str, float]]) -> list[str]:
+    """`file:line: ...` for the first lines whose values of a metric that cannot be negative are
+    (review 118 LOW-1: read without a word; the run files' reader skips such a record), then a count.
+    The values are kept: Extra-P takes any number."""
+    out = [f"{path}:{ln}: a value of metric {metric!r} is negative ({value:g}), which a time, count or amount "
+           f"cannot be: kept as given; check how the file was made" for ln, metric, value in negative[:_SHOWN]]
+    if len(negative) > _SHOWN:
+        out.append(f"{path}: {len(negative) - _SHOWN} more line(s) with negative values, up to line {negative[-1][0]}")
+    return out
 
 
 def _point_text(coord: tuple[float, ...]) -> str:
@@ -119,6 +152,7 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
     warnings: list[str] = []
     groups: dict[frozenset, _ParamGroup] = {}
     refused: dict[frozenset, tuple[str, list[int]]] = {}  # parameter sets with a name refused: why, lines
+    negative: list[tuple[int, str, float]] = []  # (line, metric, value) where a time or count is negative
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -174,7 +208,10 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
             warnings.append(f"{path}:{ln}: \"callpath\" and \"metric\" must be strings; line skipped")
             continue
         key = (callpath or _DEFAULT_CALLPATH, metric or _DEFAULT_METRIC)  # "" as in the text format (review 101 L6)
+        if min(values) < 0 and _never_negative(metric):
+            negative.append((ln, metric, min(values)))
         group.data.setdefault(key, {}).setdefault(tuple(map(float, coord)), []).extend(map(float, values))
+    warnings.extend(_negative_warnings(path, negative))
     for why, lines in refused.values():
         warnings.extend(f"{path}:{ln}: {why}; line skipped" for ln in lines[:_SHOWN])
         if len(lines) > _SHOWN:
@@ -256,6 +293,7 @@ def read_extrap_text(path: str | Path) -> Dataset:
     data: dict[tuple[str, str], dict[tuple[float, ...], list[float]]] = {}
     callpath, metric = "", ""
     next_point = 0
+    negative: list[tuple[int, str, float]] = []  # (line, metric, value) where a time or count is negative
     for ln, raw in numbered:
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -316,7 +354,7 @@ def read_extrap_text(path: str | Path) -> Dataset:
             metric, next_point, last_data = rest, 0, None
         elif field == "DATA":
             before_last = last_data[1] if last_data is not None else None
-            last_data = (ln, len(rest.split()))
+            last_data = (ln, len(rest.split()), rest.rsplit(None, 1)[-1] if rest else "")
             if not points:
                 raise InputError(f"{where}: DATA before any POINTS")
             if next_point >= len(points):
@@ -341,6 +379,8 @@ def read_extrap_text(path: str | Path) -> Dataset:
                 warnings.append(f"{where}: {len(values) - len(finite)} of {len(values)} values are not finite{big} ({bad}); "
                                 f"the other {len(finite)} kept at point {_named(parameters, point)} for {callpath}")
                 values = finite
+            if min(values) < 0 and _never_negative(metric):
+                negative.append((ln, metric, min(values)))
             data.setdefault((callpath or _DEFAULT_CALLPATH, metric or _DEFAULT_METRIC), {}).setdefault(
                 point, []
             ).extend(values)
@@ -348,9 +388,13 @@ def read_extrap_text(path: str | Path) -> Dataset:
             continue
         else:
             raise InputError(f"{where}: unknown field {field!r} (expected one of {', '.join(_TEXT_FIELDS)})")
-    if (last_data is not None and before_last is not None and last_data[1] < before_last
-            and last_line == last_data[0] and not raw_bytes.endswith((b"\n", b"\r"))):
+    if last_data is not None and last_line == last_data[0] and not raw_bytes.endswith((b"\n", b"\r")):
         # (Extra-P's own files end without a line end: that alone says nothing)
-        warnings.append(f"{path}:{last_data[0]}: the last line may be cut off (no line end, {last_data[1]} value(s) "
-                        f"where the DATA line before has {before_last}): its last value may be a cut number")
+        if before_last is not None and last_data[1] < before_last:
+            warnings.append(f"{path}:{last_data[0]}: the last line may be cut off (no line end, {last_data[1]} "
+                            f"value(s) where the DATA line before has {before_last}): its last value may be a cut number")
+        elif last_data[2].endswith("."):  # (review 118 LOW-2: `0.0010891` cut to `0.` was read as 0)
+            warnings.append(f"{path}:{last_data[0]}: the last line may be cut off (no line end, and its last value "
+                            f"{last_data[2]!r} ends in a point): its last value may be a cut number")
+    warnings.extend(_negative_warnings(path, negative))
     return _to_dataset(path, parameters, data, warnings, declared=points)

@@ -8,6 +8,7 @@ said once with their count.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -40,6 +41,35 @@ def compressed_reason(path: Path) -> str | None:
     for magic, tool in _COMPRESSED:
         if head.startswith(magic):
             return f"compressed with {tool}: decompress it first"
+    return None
+
+
+def damaged_reason(path: Path) -> str | None:
+    """Why a `.jsonl` file found in a folder that no reader claims looks like a damaged measurements
+    file rather than another tool's log, or None: binary content, or a first line that is not JSON
+    (review 118 MED-1: such a file in a folder was counted as ignored and never named). JSON lines of
+    another kind are a log, ignored."""
+    if path.suffix != ".jsonl":
+        return None
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1 << 16)
+    except OSError:
+        return None
+    if b"\0" in head:
+        return f"{path}: binary content, not JSON lines (a damaged measurements file?)"
+    lines = head.split(b"\n")
+    for number, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith(b"#"):
+            continue
+        if number == len(lines) and len(head) == 1 << 16:
+            return None  # a first line longer than what was read: not judged
+        try:
+            json.loads(line)
+        except ValueError:
+            return f"{path}:{number}: not JSON (a damaged measurements file?)"
+        return None
     return None
 
 

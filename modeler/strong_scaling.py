@@ -98,6 +98,12 @@ MISS_LEVEL, FIT_LEVEL = 0.99, 0.95
 #: of the heaviest form's weight keeps a constant from being split (`admits_rise`)
 RISE_SHARE = 0.1
 
+#: ... and only where those rising forms hold together at least this share of the weight of all the
+#: forms: one rising form at 10-20% of the heaviest's weight, 5-9% of the whole, kept Amdahl's
+#: 10 + 100/ranks over ranks 1..64 (5 runs, 10% noise) a constant 60% off at 16x the ranks in 5 of
+#: 40 draws, and over ranks 2..64 in 11 of 40 (2 and 4 now; research 117, review 104 L1)
+RISE_TOTAL = 0.25
+
 
 #: a parameter other than `ranks` gets the values x it fitted only for the series whose values fall
 #: along it by this many standard errors of the slope of log(value) on log(parameter) (`falls_along`)
@@ -347,12 +353,12 @@ def noise_of_one(plain: GroupFit, ranks: np.ndarray, noise: np.ndarray) -> tuple
 
 
 def admits_rise(divided: GroupFit, ranks: np.ndarray, rows: np.ndarray | None = None,
-                share: float = RISE_SHARE) -> np.ndarray:
-    """Per row of the engine's fit of values x ranks (`time_view`): whether one of its forms in play
-    with at least `share` of the heaviest one's weight predicts a time at 4x the largest ranks above
-    the one at the largest ranks (at any combination of the other parameters measured there): a
-    shape that rises again, which the values do not rule out. Only the rows where `rows` (S,) is
-    True are looked at (False elsewhere)."""
+                share: float = RISE_SHARE, total: float = RISE_TOTAL) -> np.ndarray:
+    """Per row of the engine's fit of values x ranks (`time_view`): whether its forms in play (at
+    least `share` of the heaviest one's weight) that predict a time at 4x the largest ranks above
+    the one at the largest ranks (at any combination of the other parameters measured there) hold
+    together at least `total` of the weight of all its forms: a shape that rises again, which the
+    values do not rule out. Only the rows where `rows` (S,) is True are looked at (False elsewhere)."""
     S = divided.y.shape[0]
     out = np.zeros(S, dtype=bool)
     col = _ranks_column(divided, ranks)
@@ -364,9 +370,9 @@ def admits_rise(divided: GroupFit, ranks: np.ndarray, rows: np.ndarray | None = 
             if not alternatives:
                 continue
             top = max(a[0] for a in alternatives)
-            if any(_rises_beyond(divided.points, ranks, col, terms, coef)
-                   for weight, terms, coef, _ in alternatives if weight >= share * top):
-                out[s] = True
+            rising = sum(weight for weight, terms, coef, _ in alternatives
+                         if weight >= share * top and _rises_beyond(divided.points, ranks, col, terms, coef))
+            out[s] = rising > 0 and rising >= total * sum(a[0] for a in alternatives)
     return out
 
 

@@ -8,7 +8,8 @@ prediction is taken as normal, centred on its value with the variance its coeffi
 there, and the alternatives are mixed by weight; `mixture_range` returns the central `level` of
 that mixture (the 10% and 90% quantiles for 0.8). How often it holds the truth is measured by
 `benchmarks/modeler_vs_extrap.py` (docs/modeling.md): the weights come from a selection tuned
-to pick forms, so the range is a guide, not a calibrated interval. The ranges shown with a
+to pick forms, so the range is a guide, not a calibrated interval (with one run per point the
+covariances take the corrected noise of `modeler.pmnf.selection.range_noise`). The ranges shown with a
 prediction are stretched to hold it (`with_prediction`).
 """
 

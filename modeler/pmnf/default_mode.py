@@ -39,7 +39,7 @@ from .points import extrap_lines, line_values, marginal_line
 from .refine import refine_exponents, structure_design
 from .selection import (
     PENALTY, TERM_SHARE, class_prior, extrapolation_points, log_weights, loo_when_noisy, min_risk, noise_scale,
-    noise_variance, outlier_weights, tiny_terms,
+    noise_variance, outlier_weights, range_noise, tiny_terms,
 )
 from .single import ranked_single, relative_weights, weight_scale
 from .structures import default_structures, extrap_structures
@@ -202,6 +202,7 @@ def fit_group(
     complexity = np.array([len(t) * 100 + sum(len(x) for x in t) for _, t in hyps])
 
     n_coef = np.array([1 + len(t) for _, t in hyps])
+    n_exp = np.array([sum(a >= 0 for a in assign) for assign, _ in hyps])  # exponents searched
     noise = noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max") else np.full(S, np.nan)
     # values whose repetitions vary are measurements, with systematic errors of about a percent
     # between points that the repetitions do not show: terms below that share are refused there
@@ -265,12 +266,14 @@ def fit_group(
     ]
     # the forms in play for the prediction range: the heaviest hypotheses and the final model
     # (refined exponents may not be among them), weighed alike; a series the noise test found
-    # flat keeps only its constant
+    # flat keeps only its constant; with one run per point the covariances take the residual
+    # variance corrected for the search and for its few degrees of freedom (`selection.range_noise`)
     s2 = noise_scale(rss, n_coef, n, noise)
     final_rss = (w * (Y - res.fitted) ** 2).sum(-1)
     final_lw = -0.5 * final_rss / s2 - PENALTY * 0.5 * np.log(n) * n_coef[chosen] + prior[chosen]
     alternatives = collect(
-        stack(tops), lambda s, m: _terms_of(hyps[m], cands, s), s2, (final_lw, terms, res.coef, res.xtwx_inv), flat
+        stack(tops), lambda s, m: _terms_of(hyps[m], cands, s), range_noise(rss, n_coef, n_exp, n, noise, s2),
+        (final_lw, terms, res.coef, res.xtwx_inv), flat
     )
     return GroupFit(index, points, Y, X, res.coef, w, terms, alternatives)
 

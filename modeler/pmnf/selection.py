@@ -141,6 +141,50 @@ def noise_scale(rss: np.ndarray, n_coef: np.ndarray, n: int, noise: np.ndarray) 
     return np.maximum(np.where(np.isnan(noise), fallback, np.maximum(noise, fallback)), NOISE_FLOOR)
 
 
+#: the standard normal's 90% quantile: the upper end of the 80% prediction range (`ranking.RANGE_LEVEL`)
+RANGE_Z = 1.2815515655446004
+
+
+def student_quantile(z: float, p: float, nu: np.ndarray) -> np.ndarray:
+    """The p-quantile of Student's t with `nu` degrees of freedom, `z` being the standard normal's
+    p-quantile: exact for 1 and 2 degrees of freedom, beyond by Abramowitz & Stegun 26.7.5 (four
+    terms; at p = 0.9 within 4e-4 from 3 on). scipy.stats would cost more to import than a fit."""
+    nu = np.maximum(np.asarray(nu, dtype=float), 1.0)
+    g1 = (z**3 + z) / 4
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
+    series = z + g1 / nu + g2 / nu**2 + g3 / nu**3 + g4 / nu**4
+    one = np.tan(np.pi * (p - 0.5))
+    two = (2 * p - 1) / np.sqrt(2 * p * (1 - p))
+    return np.where(nu < 1.5, one, np.where(nu < 2.5, two, series))
+
+
+def range_noise(rss: np.ndarray, n_coef: np.ndarray, n_exp: np.ndarray, n: int, noise: np.ndarray,
+                s2: np.ndarray) -> np.ndarray:
+    """Per series (S,), the noise variance that scales the covariances of the forms in play (the
+    prediction range, `modeler.pmnf.alternatives`): `s2` (`noise_scale`) where the repetitions give
+    a noise (`noise` not nan), unchanged. Where they give none (one run per point), `s2` is the best
+    fit's residual variance, which is low for two reasons that the range must not inherit:
+    - the best of the hypotheses is the one that fitted the noise best: counting each searched
+      exponent (`n_exp` (M,): the parameters with a term) as a fitted coefficient, RSS / (n - k - q)
+      is about unbiased on the benchmark's functions (mean over 900 draws 1.03-1.25 x the true
+      variance with one parameter, 1.00-1.04 with two; RSS / (n - k): 0.68-0.83 and 0.91-0.94);
+    - it is an estimate from nu = n - k - q residuals (2 with five points and one parameter): a form's
+      prediction is then Student-t, not normal; its covariance is scaled by (t_nu / z)^2 at the 80%
+      range's quantile, so that the normal's 80% range is the t's (other levels are not matched).
+    The weights are left alone: they decide the strong-scaling form (`strong_scaling.admits_rise`)
+    and the level-growth flags (`modeler.level_growth`), which must not move (research 116)."""
+    dof = np.maximum(n - n_coef - n_exp, 1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        per = np.where(np.isfinite(rss), rss / dof[None, :], np.inf)
+    best = np.argmin(per, axis=1)
+    fallback = per[np.arange(len(per)), best]
+    fallback = np.where(np.isfinite(fallback), fallback, 0.0)
+    scale = (student_quantile(RANGE_Z, 0.9, dof[best]) / RANGE_Z) ** 2
+    return np.where(np.isnan(noise), np.maximum(fallback * scale, s2), s2)
+
+
 def log_weights(
     rss: np.ndarray, n_coef: np.ndarray, n: int, noise: np.ndarray, log_prior: np.ndarray | None = None
 ) -> np.ndarray:

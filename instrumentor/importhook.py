@@ -24,6 +24,7 @@ from . import __version__, spawnhook
 from .linemap import MAP_FORMAT
 from .quiet import quiet_warnings
 from .foreign import foreign
+from .fileerrors import decode_failure
 from .project import RECURSION_LIMIT as _RECURSION_LIMIT, decode
 from .regions import IdAllocator, region_bound
 from .revision import REWRITE_REVISION
@@ -136,18 +137,27 @@ class Instrumenter:
             except (OSError, ValueError):
                 entry = None
         if entry is None:
-            source, _ = decode(data)
-            bound = region_bound(source)
-            result = _instrument_deep(source, relpath, bound, self.backend)
-            from runtime.original_lines import indent_shifts  # the hook runs in a process of the runtime
+            try:
+                source, _ = decode(data)
+            except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+                # review 119 M2: Python 3.11 runs a file with a byte that is not UTF-8 in a comment,
+                # which ran uninstrumented without a word; Python's own loader says why it refuses one
+                entry = {"code": None, "n": 0, "linemap": None, "shifts": None, "columns": None,
+                         "error": decode_failure(relpath, data, exc)}
+                transient, source = False, data
+            else:
+                bound = region_bound(source)
+                result = _instrument_deep(source, relpath, bound, self.backend)
+                from runtime.original_lines import indent_shifts  # the hook runs in a process of the runtime
 
-            shifts = indent_shifts(source, result.code, result.linemap) if result.code else None
-            entry = {"code": result.code, "n": bound, "linemap": result.linemap, "shifts": shifts,
-                     "columns": result.columns, "error": result.error}
-            if result.error and not _compiles(source, path):
+                shifts = indent_shifts(source, result.code, result.linemap) if result.code else None
+                entry = {"code": result.code, "n": bound, "linemap": result.linemap, "shifts": shifts,
+                         "columns": result.columns, "error": result.error}
+                transient = result.transient
+            if entry["error"] and not _compiles(source, path):
                 entry["invalid"] = True  # Python's own loader reports it, exactly as without scaleprobe
             # a failure of this process (recursion, memory) is tried again next time
-            if cache_file is not None and not result.transient:
+            if cache_file is not None and not transient:
                 _write_atomic(cache_file, json.dumps(entry))
         if entry.get("error") and not entry.get("invalid"):  # computed or cached: said once per process
             print(f"scaleprobe: not instrumented: {entry['error']}", file=sys.stderr)
@@ -158,8 +168,8 @@ class Instrumenter:
         """Whether the module does not compile even uninstrumented (a syntax error)."""
         try:
             return bool(self._rewrite(path, path.read_bytes()).get("invalid"))
-        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
-            return True  # unreadable or undecodable: the same
+        except OSError:
+            return True  # unreadable: Python's loader says why
 
     def compile(self, path: Path, data: bytes) -> CodeType:
         entry = self._rewrite(path, data)
@@ -202,7 +212,7 @@ def _instrument_deep(source: str, relpath: str, bound: int, backend: str):
         sys.setrecursionlimit(limit)
 
 
-def _compiles(source: str, path: Path) -> bool:
+def _compiles(source: str | bytes, path: Path) -> bool:
     try:
         with quiet_warnings(str(path)):  # shown when the module is compiled for real
             compile(source, str(path), "exec", dont_inherit=True)

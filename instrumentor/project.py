@@ -9,6 +9,7 @@ region ids stay the same across re-runs).
 from __future__ import annotations
 
 import difflib
+import errno
 import hashlib
 import io
 import json
@@ -30,7 +31,7 @@ from pathlib import Path, PurePosixPath
 from . import __version__
 from .emit import NvtxBackend
 from .errors import InstrumentError
-from .fileerrors import cannot_read, decode_failure, io_failure
+from .fileerrors import cannot_read, decode_failure, io_failure, parse_failure
 from .foreign import environment, foreign_name, installed_outside
 from .graph import ImportFacts, ImportGraph, cache_entry, cached_facts, entry_package, resolve, scan_imports
 from .linemap import MAP_FORMAT
@@ -352,13 +353,45 @@ def run_jobs(jobs: list[tuple], workers: int, work=_work) -> dict[str, FileResul
     return results
 
 
+def _resolve(path: Path, name: str) -> Path:
+    """`path` resolved; a symlink loop on the way is an InstrumentError naming it (review 119 M1: a
+    traceback and exit 1; 3.11's resolve() raises RuntimeError for it, 3.13's OSError)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else os.strerror(errno.ELOOP)
+        loop = isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP
+        raise InstrumentError(f"{name}: {'a symlink loop' if loop else 'cannot be resolved'} ({why})") from None
+
+
+def _scan_failure(rel: str, data: bytes, exc: Exception) -> str:
+    """Why the module `rel` does not parse, as the build says it (`_instrument_file`)."""
+    try:
+        source, _ = decode(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as bad:
+        return decode_failure(rel, data, bad)
+    return parse_failure(rel, source, exc)
+
+
+def _broken_link(path: Path) -> str | None:
+    """What the symlink `path` is where it leads to no file (`a symlink loop`, `a broken symlink to
+    x.py`); None for a link that leads somewhere, or no link."""
+    if not path.is_symlink():
+        return None
+    try:
+        path.stat()
+    except OSError as exc:
+        return "a symlink loop" if exc.errno == errno.ELOOP else f"a broken symlink to {os.readlink(path)}"
+    return None
+
+
 class Project:
     def __init__(self, opts: Options) -> None:
         self.opts = opts
-        self.src = opts.src.resolve()
+        self.src = _resolve(opts.src, str(opts.src))
         if not self.src.is_dir():
             raise InstrumentError(f"{opts.src}: {'not a directory' if self.src.exists() else 'does not exist'}")
-        self.out = opts.out.resolve() if opts.out is not None else None
+        self.out = _resolve(opts.out, f"-o {opts.out}") if opts.out is not None else None
         if self.out is not None and (self.out == self.src or self.src in self.out.parents):
             raise InstrumentError(f"-o {opts.out}: the output must not be the source directory or inside it")
         self.unreadable: list[tuple[str, str]] = []  # folders (`rel/`) and files of SRC that could not be looked at
@@ -427,6 +460,8 @@ class Project:
                                           f"(`{main.rstrip('/')}/__main__.py`, or the script `python` runs)")
                 hint = "" if os.path.isabs(given) else " (--main is relative to SRC)"
                 raise InstrumentError(f"--main {given}: no such file under {self.opts.src}{hint}")
+            if (link := _broken_link(self.src / main)) is not None:  # review 119 L2: built nothing, exit 0
+                raise InstrumentError(f"--main {given}: is {link}; name the file Python runs")
         runs = []
         for given, main in zip([*self.opts.mains] or [None], mains):
             main = self._runs(main, given)
@@ -494,7 +529,7 @@ class Project:
             # `--main ../src/main.py` given relative to SRC may still name a file inside it (review 40)
             path = Path(os.path.normpath(os.path.join(os.path.abspath(self.opts.src), main)))
         if path.is_absolute():  # inside SRC as given, SRC resolved, or through a symlinked folder
-            pairs = ((path, Path(os.path.abspath(self.opts.src))), (path, self.src), (path.parent.resolve() / path.name, self.src))
+            pairs = ((path, Path(os.path.abspath(self.opts.src))), (path, self.src), (_resolve(path.parent, f"--main {main}") / path.name, self.src))
             path = next((p.relative_to(root) for p, root in pairs if root in p.parents), Path(".."))
         if path.parts[:1] == ("..",):
             raise InstrumentError(f"--main {main}: not inside SRC {self.opts.src}: the entry file must be one of "
@@ -502,7 +537,8 @@ class Project:
         return path.as_posix()
 
     def graph(self, unread: list[str] | None = None) -> ImportGraph:
-        """The import graph; a module it could not read is added to `unread` (`rel: cannot read: why`)."""
+        """The import graph; a module it could not read or parse is added to `unread` (`rel: cannot
+        read: why`, `rel:line: syntax error: why`)."""
         entries = self.entries()
         cache = self.state.setdefault("imports", {})
 
@@ -517,7 +553,12 @@ class Project:
             # kept under the scanner's version: lists an earlier scanner made are made again (review 68 L3)
             facts = cached_facts(cache.get(rel), digest)
             if facts is None:
-                facts = scan_imports(data, rel)
+                try:
+                    facts = scan_imports(data, rel)
+                except (SyntaxError, ValueError) as exc:  # named as the build names it (review 119 M3: exit 0, unnamed)
+                    if unread is not None and (why := _scan_failure(rel, data, exc)) not in unread:
+                        unread.append(why)
+                    raise
                 cache[rel] = cache_entry(digest, facts)
             return facts
 
@@ -528,7 +569,10 @@ class Project:
         return graph
 
     def _no_entry(self) -> str:
-        return f"{self.opts.src}: no entry file (no main.py; name one with --main or use --all)"
+        # review 119 L2: a main.py that is a symlink loop was "no main.py"
+        link = None if self.opts.mains else _broken_link(self.src / "main.py")
+        missing = "no main.py" if link is None else f"main.py is {link}"
+        return f"{self.opts.src}: no entry file ({missing}; name one with --main or use --all)"
 
     def _summary(self) -> Summary:
         """A summary that starts with the folders and files of SRC that could not be looked at."""

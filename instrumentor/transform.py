@@ -16,7 +16,7 @@ import libcst as cst
 from . import emit
 from .errors import InstrumentError
 from .facts import collect, loop_warnings, untimed_expressions
-from .fileerrors import null_byte_line
+from .fileerrors import parse_failure
 from .header import add_header
 from .linemap import changed_lines, compute_linemap
 from .positions import column_points
@@ -43,11 +43,9 @@ def instrument_source(source: str, relpath: str, *, ids: IdAllocator, backend: s
         with quiet_warnings(relpath):  # the user's SyntaxWarnings are Python's to show, at run time
             tree = ast.parse(source, filename=relpath)
     except SyntaxError as exc:  # NUL bytes: a SyntaxError without a line (3.10: a ValueError)
-        line = exc.lineno or null_byte_line(source) or 1
-        return FileResult(relpath, "failed", error=f"{relpath}:{line}: syntax error: {exc.msg}")
+        return FileResult(relpath, "failed", error=parse_failure(relpath, source, exc))
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, too deeply nested
-        line = (null_byte_line(source) if isinstance(exc, ValueError) else None) or 1
-        return FileResult(relpath, "failed", error=f"{relpath}:{line}: cannot parse: {type(exc).__name__}: {exc}",
+        return FileResult(relpath, "failed", error=parse_failure(relpath, source, exc),
                           transient=not isinstance(exc, ValueError))
     if max(map(len, source.splitlines()), default=0) > 2000:
         depth, line = max_depth(tree)

@@ -40,17 +40,22 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 def _one_value_warning(opts: Options, name: str, values: list) -> list[str]:
-    """A single value that is numbers joined by another separator than `,` (`batch=32;64`, `32 64`):
-    a sweep that makes one run where several were meant (review 36)."""
+    """A single value that is numbers joined by another separator than `,` (`batch=32;64`, `32 64`),
+    or in a sweep file's string by any (`batch = "32,64"`): a sweep that makes one run where several
+    were meant (review 36)."""
     if len(values) != 1 or not isinstance(values[0], str):
         return []
     text = opts.design.spelled.get(name, {}).get(values[0], str(values[0]))
-    for sep in (";", "|", ":", " ", "/"):
-        parts = [p for p in text.split(sep) if p]
-        if len(parts) > 1 and all(_NUMBER.fullmatch(p.strip()) for p in parts):
-            where = opts.sweep_origin.get(name, "--sweep")
-            return [f"scaleprobe launch: warning: {where}: {name}={text!r} is one value, not {len(parts)}: values are "
-                    f"separated by ',' ({name}={','.join(p.strip() for p in parts)}); one run is made with it"]
+    where = opts.sweep_origin.get(name, "--sweep")
+    # a sweep file's string may hold a ',' too: `n = "1,2"` (review 119 L3)
+    from_file = where.startswith("--sweep-file")
+    for sep in (";", "|", ":", " ", "/", *([","] if from_file else [])):
+        parts = [p.strip() for p in text.split(sep) if p.strip()]
+        if len(parts) > 1 and all(_NUMBER.fullmatch(p) for p in parts):
+            fix = (f"a sweep file lists them as an array ({name} = [{', '.join(parts)}])" if from_file
+                   else f"values are separated by ',' ({name}={','.join(parts)})")
+            return [f"scaleprobe launch: warning: {where}: {name}={text!r} is one value, not {len(parts)}: {fix}; "
+                    "one run is made with it"]
     return []
 
 

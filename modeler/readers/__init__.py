@@ -319,31 +319,36 @@ def _given_twice(datasets: Sequence[Dataset], params: Sequence[str]) -> list[str
     metric, point)s they share, some not whole numbers: the same measurements given twice (runs and
     their export, named both), which would count twice as repetitions (review 118 LOW-4: said
     nowhere). Counts alike in two experiments (visits) are no sign."""
-    cells: dict[tuple[str, str, tuple[float, ...]], list[tuple[int, np.ndarray]]] = {}
+    cells: list[set[tuple[str, str, tuple[float, ...]]]] = []
+    alike: dict[tuple[str, str, tuple[float, ...], bytes], list[int]] = {}  # equal values: the inputs holding them
     for i, d in enumerate(datasets):
         order = [d.parameters.index(p) for p in params]
+        mine = set()
         for s in d.series:
             for pt, reps in zip(s.points[:, order], s.repetitions):
-                cells.setdefault((s.callpath, s.metric, tuple(pt.tolist())), []).append((i, reps))
-    shared: dict[tuple[int, int], list[int]] = {}  # (input, input): [cells shared, same values, same and not whole]
-    for entries in cells.values():
-        for a in range(len(entries)):
-            for b in range(a + 1, len(entries)):
-                (i, x), (j, y) = entries[a], entries[b]
-                if i == j:
-                    continue
-                counts = shared.setdefault((min(i, j), max(i, j)), [0, 0, 0])
+                cell = (s.callpath, s.metric, tuple(pt.tolist()))
+                mine.add(cell)
+                alike.setdefault((*cell, np.asarray(reps, dtype=float).tobytes()), []).append(i)
+        cells.append(mine)
+    same: dict[tuple[int, int], list[int]] = {}  # (input, input): [same values, same and not whole]
+    for key, holders in alike.items():
+        holders = sorted(set(holders))
+        if len(holders) < 2:
+            continue
+        values = np.frombuffer(key[3])
+        for a in range(len(holders)):
+            for b in range(a + 1, len(holders)):
+                counts = same.setdefault((holders[a], holders[b]), [0, 0])
                 counts[0] += 1
-                if x.shape == y.shape and np.array_equal(x, y):
-                    counts[1] += 1
-                    counts[2] += bool(np.any(x != np.round(x)))
+                counts[1] += bool(np.any(values != np.round(values)))
     out = []
-    for (i, j), (n, same, fractional) in shared.items():
-        if fractional and 2 * same > n:
+    for (i, j), (n_same, fractional) in same.items():
+        shared = len(cells[i] & cells[j])
+        if fractional and 2 * n_same > shared:
             a, b = _sources(datasets[i].sources, "an input"), _sources(datasets[j].sources, "another input")
-            out.append(f"{a} and {b} hold the same values at {same} of the {n} (call path, metric, point)s they share: "
-                       f"the same measurements given twice (runs and their export?) count twice as repetitions, "
-                       f"which narrows the ranges; give one of them")
+            out.append(f"{a} and {b} hold the same values at {n_same} of the {shared} (call path, metric, point)s they "
+                       f"share: the same measurements given twice (runs and their export?) count twice as "
+                       f"repetitions, which narrows the ranges; give one of them")
     return out
 
 

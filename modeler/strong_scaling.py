@@ -31,15 +31,13 @@ run, falls that level off and U shapes whose rise the values do not show must st
 
 from __future__ import annotations
 
-import functools
-import math
-
 import numpy as np
 
 from .model import Alternative, Factor, Model, Term
 from .pmnf.fit import GroupFit
 from .pmnf.hypotheses import EXPONENTS
 from .pmnf.quality import quality
+from .pmnf.quantiles import f_quantiles
 from .pmnf.selection import NOISE_FLOOR, PENALTY
 
 #: the split form is kept only where its cross-validated SMAPE is below this times the plain
@@ -203,54 +201,6 @@ def falls(plain: GroupFit, divided: GroupFit, noise: np.ndarray, keep: np.ndarra
     return (out, np.where(positive, rv, np.nan), slope) if residual else out
 
 
-def _beta_cf(a: float, b: float, x: float) -> float:
-    """The continued fraction of the incomplete beta function (modified Lentz; Numerical Recipes
-    6.4)."""
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-14:
-            break
-    return h
-
-
-def _beta_cdf(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _beta_cf(a, b, x) / a
-    return 1.0 - front * _beta_cf(b, a, 1.0 - x) / b
-
-
-@functools.lru_cache(maxsize=256)
-def _f_quantile(d1: float, d2: float, q: float) -> float:
-    """The `q` quantile of Fisher's F(d1, d2), from the beta distribution's by bisection (scipy.stats
-    would cost more to import than the whole fit)."""
-    a, b = 0.5 * d1, 0.5 * d2
-    lo, hi = 0.0, 1.0
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if _beta_cdf(a, b, mid) < q:
-            lo = mid
-        else:
-            hi = mid
-    x = 0.5 * (lo + hi)
-    return d2 * x / (d1 * (1.0 - x)) if x < 1.0 else math.inf
-
-
 def _groups(plain: GroupFit, ranks: np.ndarray) -> np.ndarray:
     """Per point, the index of its combination of the other parameters' values (0 for all where
     ranks is the only parameter)."""
@@ -329,15 +279,9 @@ def lack_of_fit_per_group(plain: GroupFit, ranks: np.ndarray, noise: np.ndarray)
     with np.errstate(all="ignore"):
         s2 = np.where(own, np.maximum(rss1 / d1, NOISE_FLOOR), s2)
     d2 = np.where(own, d1, d2)
-    q0, q1 = _f_quantiles(d0, d2, MISS_LEVEL), _f_quantiles(d1, d2, FIT_LEVEL)
+    q0, q1 = f_quantiles(d0, d2, MISS_LEVEL), f_quantiles(d1, d2, FIT_LEVEL)
     with np.errstate(all="ignore"):
         return (known | own) & (rss0 / d0 / s2 > q0), own | (known & (rss1 / d1 / s2 <= q1))
-
-
-def _f_quantiles(d1: float, d2: np.ndarray, q: float) -> np.ndarray:
-    """`_f_quantile` for each of the denominator degrees of freedom `d2` (S,)."""
-    values, inverse = np.unique(d2, return_inverse=True)
-    return np.array([_f_quantile(d1, float(d), q) for d in values])[inverse.reshape(-1)]
 
 
 def noise_of_one(plain: GroupFit, ranks: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -446,7 +390,7 @@ def follows(g: GroupFit, s2: np.ndarray, dof: np.ndarray) -> np.ndarray:
         rows = (n - k) == d
         rv = residual_variance(g)[rows]
         with np.errstate(invalid="ignore"):
-            out[rows] = rv / s2[rows] <= _f_quantiles(float(d), dof[rows], FIT_LEVEL)
+            out[rows] = rv / s2[rows] <= f_quantiles(float(d), dof[rows], FIT_LEVEL)
     return out
 
 
@@ -658,13 +602,22 @@ def _unseen_rise(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: n
     if rows:  # and c + W/ranks follows them within their noise (a turn it misses is one: review 53)
         follows_lin = lack_of_fit_per_group(plain, ranks, noise)[1]
         rows = [s for s in rows if follows_lin[s]]
+    _take_linear(plain, divided, noise, rows, cv_plain, cv_divided, taken)
+
+
+def _take_linear(plain: GroupFit, divided: GroupFit, noise: np.ndarray, rows: list, cv_plain: np.ndarray,
+                 cv_divided: np.ndarray, taken: np.ndarray, also=None) -> None:
+    """Replace the `rows` of `divided` (and `cv_divided`; marked in `taken`) by c + W/ranks in place
+    where that has c >= 0, W > 0, cross-validates better than the plain model by `MARGIN` and, with
+    `also` (a function of the c + W/ranks fit giving a mask (S,)), passes that too."""
     lin = cost_linear(plain, divided, noise) if rows else None
     if lin is None:
         return
     cv_l = quality(lin).cv_smape
+    passes = also(lin) if also is not None else np.ones(len(cv_l), dtype=bool)
     for s in rows:
         W, c = lin.coef[s, 0], lin.coef[s, 1]
-        if W > 0 and c >= 0 and cv_l[s] < MARGIN * cv_plain[s]:
+        if W > 0 and c >= 0 and cv_l[s] < MARGIN * cv_plain[s] and passes[s]:
             _take_row(divided, int(s), lin)
             cv_divided[s] = cv_l[s]
             taken[s] = True
@@ -706,21 +659,17 @@ def _unclear_form(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: 
         near, *far = _times_beyond(divided.points, ranks, col, terms, divided.coef[s], (4.0, UNCLEAR_REACH))
         if not any(np.any(f > near * (1.0 + 1e-9)) for f in far):
             cand.append(s)
-    lin = cost_linear(plain, divided, noise) if cand else None
-    if lin is None:
-        return
-    follows_lin = lack_of_fit_per_group(plain, ranks, noise)[1]
-    fallback = np.fmin(residual_variance(divided), residual_variance(lin))
-    lw_d, lw_l = evidence(divided, noise, fallback), evidence(lin, noise, fallback)
-    cv_l = quality(lin).cv_smape
-    closer = residual_variance(lin) <= residual_variance(divided)
-    for s in cand:
-        W, c = lin.coef[s, 0], lin.coef[s, 1]
-        if (follows_lin[s] and W > 0 and c >= 0 and lw_d[s] < lw_l[s] + EVIDENCE
-                and cv_l[s] < MARGIN * cv_plain[s] and (closer[s] or not exact[s])):
-            _take_row(divided, int(s), lin)
-            cv_divided[s] = cv_l[s]
-            taken[s] = True
+    if cand:
+        follows_lin = lack_of_fit_per_group(plain, ranks, noise)[1]
+        cand = [s for s in cand if follows_lin[s]]
+
+    def alike(lin: GroupFit) -> np.ndarray:
+        rv_d, rv_l = residual_variance(divided), residual_variance(lin)
+        fallback = np.fmin(rv_d, rv_l)
+        return ((evidence(divided, noise, fallback) < evidence(lin, noise, fallback) + EVIDENCE)
+                & ((rv_l <= rv_d) | ~exact))
+
+    _take_linear(plain, divided, noise, cand, cv_plain, cv_divided, taken, alike)
 
 
 #: a U shape is taken on a noise estimate of its own (repetitions, or `interaction_variance`) only
@@ -752,7 +701,7 @@ def _u_shape(plain: GroupFit, divided: GroupFit, ranks: np.ndarray | None, noise
     u &= ~known | (dof >= U_NOISE_DOF)
     n = plain.y.shape[1]
     with np.errstate(invalid="ignore"):
-        u &= residual_variance(plain) / s2 > _f_quantiles(float(n - 1), dof, MISS_LEVEL)
+        u &= residual_variance(plain) / s2 > f_quantiles(float(n - 1), dof, MISS_LEVEL)
     if u.any():
         u &= rises_again(plain, ranks, s2, dof) & follows(divided, s2, dof)
     for s in np.flatnonzero(u):

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .quantiles import t_quantiles
+
 #: relative noise variance below which two fits are equally exact (rounding error of the fits)
 NOISE_FLOOR = 1e-18
 #: weight of the per-coefficient penalty, in units of BIC's ln(n)/2; 4 recovered more forms
@@ -145,21 +147,6 @@ def noise_scale(rss: np.ndarray, n_coef: np.ndarray, n: int, noise: np.ndarray) 
 RANGE_Z = 1.2815515655446004
 
 
-def student_quantile(z: float, p: float, nu: np.ndarray) -> np.ndarray:
-    """The p-quantile of Student's t with `nu` degrees of freedom, `z` being the standard normal's
-    p-quantile: exact for 1 and 2 degrees of freedom, beyond by Abramowitz & Stegun 26.7.5 (four
-    terms; at p = 0.9 within 4e-4 from 3 on). scipy.stats would cost more to import than a fit."""
-    nu = np.maximum(np.asarray(nu, dtype=float), 1.0)
-    g1 = (z**3 + z) / 4
-    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
-    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
-    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
-    series = z + g1 / nu + g2 / nu**2 + g3 / nu**3 + g4 / nu**4
-    one = np.tan(np.pi * (p - 0.5))
-    two = (2 * p - 1) / np.sqrt(2 * p * (1 - p))
-    return np.where(nu < 1.5, one, np.where(nu < 2.5, two, series))
-
-
 def range_noise(rss: np.ndarray, n_coef: np.ndarray, n_exp: np.ndarray, n: int, noise: np.ndarray,
                 s2: np.ndarray) -> np.ndarray:
     """Per series (S,), the noise variance that scales the covariances of the forms in play (the
@@ -181,7 +168,7 @@ def range_noise(rss: np.ndarray, n_coef: np.ndarray, n_exp: np.ndarray, n: int, 
     best = np.argmin(per, axis=1)
     fallback = per[np.arange(len(per)), best]
     fallback = np.where(np.isfinite(fallback), fallback, 0.0)
-    scale = (student_quantile(RANGE_Z, 0.9, dof[best]) / RANGE_Z) ** 2
+    scale = (t_quantiles(0.9, dof[best]) / RANGE_Z) ** 2
     return np.where(np.isnan(noise), np.maximum(fallback * scale, s2), s2)
 
 

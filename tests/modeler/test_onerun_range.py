@@ -9,7 +9,8 @@ import pytest
 
 from modeler.dataset import Dataset, Series
 from modeler.estimator import PMNFModeler
-from modeler.pmnf.selection import NOISE_FLOOR, RANGE_Z, noise_scale, range_noise, student_quantile
+from modeler.pmnf.quantiles import t_quantiles
+from modeler.pmnf.selection import NOISE_FLOOR, RANGE_Z, noise_scale, range_noise
 
 from _synthetic import make_case, target_point
 
@@ -17,7 +18,7 @@ from _synthetic import make_case, target_point
 def test_student_quantile_at_the_80_percent_range():
     # scipy.stats.t.ppf(0.9, nu) for nu = 1, 2, 3, 5, 20
     want = [3.0776835371752544, 1.8856180831641272, 1.637744353696209, 1.4758840488244815, 1.3253407069850465]
-    assert student_quantile(RANGE_Z, 0.9, np.array([1, 2, 3, 5, 20])) == pytest.approx(want, abs=5e-4)
+    assert t_quantiles(0.9, np.array([1, 2, 3, 5, 20])) == pytest.approx(want, abs=5e-4)
 
 
 def test_one_run_noise_counts_the_searched_exponents_and_the_t_quantile():

@@ -164,7 +164,7 @@ def test_a_form_that_rises_again_is_seen_among_the_alternatives():
 
 def test_the_f_quantiles_are_exact():
     stats = pytest.importorskip("scipy.stats")
-    from modeler.strong_scaling import _f_quantile
+    from modeler.pmnf.quantiles import f_quantile as _f_quantile
 
     for q in (0.99, 0.95, 0.5):
         for d1 in (1, 2, 3, 6, 10, 40):

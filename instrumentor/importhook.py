@@ -321,6 +321,20 @@ def owned(path: Path) -> bool:
     return _installed is not None and _installed.owns(Path(path), "__main__")
 
 
+def left_as_is(path: Path | str) -> str | None:
+    """Why the hook runs the file at `path` uninstrumented (`main.py:1: cannot read: ...`: a byte
+    it cannot decode, where Python runs the file as it is), or None; nothing is printed."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+        decode(data)
+    except OSError:
+        return None  # Python's loader says why
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        return decode_failure(path.name, data, exc)
+    return None
+
+
 def instrument_entry(path: Path | str) -> CodeType:
     """The entry script's code object, instrumented, with original file name and lines: the name
     as given, made absolute (review 79 F7: a symlinked entry's traceback showed its target, where

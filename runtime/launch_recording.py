@@ -43,7 +43,10 @@ def nothing_recorded(cfg: Config, opts: Options, runs: str = "the run") -> str |
         return (f"scaleprobe launch: warning: {runs} completed without a run file: {main} is an NVTX-only build "
                 "(instrument --backend nvtx), which writes none; its regions are NVTX ranges, which a profiler "
                 "records: add --nsys, or build with the default backend (instrument SRC -o build/) for run files")
-    if opts.instrument:
+    if opts.instrument and main is not None and (left := _left_as_is(main)) is not None:
+        # review 119, left open then: "found nothing to record" followed the line that said why
+        why = f"--instrument could not instrument {main}, which ran as it is ({left})"
+    elif opts.instrument:
         why = ("--instrument found nothing to record under the project root "
                "(--project-root, default: the script's directory; with -m, the directory holding the "
                "module's top-level package)")
@@ -57,6 +60,15 @@ def nothing_recorded(cfg: Config, opts: Options, runs: str = "the run") -> str |
     if cfg.ranks:
         why = f"does SCALEPROBE_RANKS={cfg.ranks!r} select none of the ranks? Else: {why}"
     return f"scaleprobe launch: warning: {runs} completed but no run file was written: {why}"
+
+
+def _left_as_is(path: Path) -> str | None:
+    """Why --instrument's hook ran the entry `path` uninstrumented, where it says (a byte it cannot decode)."""
+    try:
+        from instrumentor.importhook import left_as_is
+    except ImportError:
+        return None
+    return left_as_is(path)
 
 
 def _nvtx_build(path: Path) -> bool:

@@ -169,3 +169,32 @@ def test_l2_a_project_without_main_py_still_says_so(src, tmp_path, capsys):
     assert main([str(src), "-o", str(tmp_path / "out")]) == 2
     assert err_lines(capsys) == [f"instrument: error: {src}: no entry file (no main.py; name one with --main or use "
                                  "--all)"]
+
+
+# -- left open in review 119, mended in session 37 -------------------------------------------------------
+
+
+def test_graph_names_a_module_python_parses_but_the_build_cannot_read_and_still_follows_it(src, tmp_path, capsys):
+    (src / "helper.py").write_bytes(b"import data\n" + HELPER)  # the byte is in a comment: ast.parse takes it
+    (src / "data.py").write_text("X = 1\n")
+    assert main([str(src), "--graph"]) == 1
+    out = capsys.readouterr().out
+    assert out[out.index("files failed:"):].splitlines() == ["files failed: 1", f"  helper.py:4: {NOT_UTF8}"], out
+    assert "own modules reached (3):\n  data.py\n  helper.py\n  main.py\n" in out  # its imports followed
+    # the build says the same of it
+    assert main([str(src), "-o", str(tmp_path / "out")]) == 1
+    assert f"  helper.py:4: {NOT_UTF8}" in capsys.readouterr().out.splitlines()
+
+
+def test_the_launcher_says_the_entry_itself_ran_uninstrumented_and_why(tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "main.py").write_bytes(b"# caf\xe9\ndef g():\n    return 1\n\n\ng()\n")
+    done = subprocess.run([sys.executable, "-m", "runtime.launch", "--out", str(tmp_path / "runs"), "--instrument",
+                           "--cache-dir", str(tmp_path / "cache"), "--", "proj/main.py"], cwd=tmp_path,
+                          env=clean_env(PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    warning = done.stderr.splitlines()[-1]
+    assert warning == ("scaleprobe launch: warning: the run completed but no run file was written: --instrument could "
+                       f"not instrument proj/main.py, which ran as it is (main.py:1: {NOT_UTF8})"), done.stderr
+    assert "found nothing to record" not in done.stderr

@@ -184,8 +184,13 @@ def test_broken_or_foreign_record_is_an_error_naming_it(tmp_path):
         read_record(tmp_path)
 
 
+# above Linux's largest pid_max (2**22): no live process has it (pid 12 was alive on a fresh machine, and its
+# file was kept as a live writer's)
+NO_SUCH_PID = 2**22 + 1
+
+
 def test_clear_attempt_removes_only_rank_outputs(tmp_path):
-    for name in ("rank0.12.jsonl", "rank1.error.txt", "rank0.nsys-rep", "launch.json", "notes.txt"):
+    for name in (f"rank0.{NO_SUCH_PID}.jsonl", "rank1.error.txt", "rank0.nsys-rep", "launch.json", "notes.txt"):
         (tmp_path / name).write_text("x")
     clear_attempt(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["launch.json", "notes.txt"]

@@ -148,7 +148,8 @@ def test_scheduled_rank_into_an_earlier_attempt_replaces_its_own_files(tmp_path)
 
 
 def test_clear_attempt_of_one_rank_leaves_the_other_ranks_files(tmp_path):
-    names = ("rank1.12.jsonl", "rank1.error.txt", "rank1.nsys-rep", "rank10.3.jsonl", "rank0.4.jsonl", "launch.json")
+    # a pid above Linux's largest pid_max (2**22), never alive (pid 12 was, on a fresh machine: the file was kept)
+    names = (f"rank1.{2**22 + 1}.jsonl", "rank1.error.txt", "rank1.nsys-rep", "rank10.3.jsonl", "rank0.4.jsonl", "launch.json")
     for name in names:
         (tmp_path / name).write_text("x")
     clear_attempt(tmp_path, 1)

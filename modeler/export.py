@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Sequence, TextIO
 
+import numpy as np
+
 from .dataset import RANKS_PARAMETER, Dataset
 from .errors import InputError
 from .listing import listing
@@ -34,6 +36,8 @@ class ExportSummary:
     #: the reader of the stream written to went away before the end (`modeler export --extrap - |
     #: head`): how many lines it got is not known, and "wrote" would claim them all
     cut_off: bool = False
+    #: series exported whose repetitions came from two or more passes, which the format cannot carry
+    passes_dropped: int = 0
 
     def describe(self) -> str:
         what = f"{self.lines} lines ({self.series} series at {self.points} points)"
@@ -56,6 +60,10 @@ class ExportSummary:
             shown = listing(self.left_out, 10)
             notes.append(f"{len(self.left_out)} series left out of the export: not measured at every point, "
                          f"and Extra-P refuses gaps: {shown}")
+        if self.passes_dropped:  # review 121 MED-3: the fit of the export gave other ranges, unsaid
+            notes.append(f"the repetition passes of {self.passes_dropped} series are not kept (Extra-P's format has "
+                         "no place for them): a fit of this file has no refits with a pass left out, so its 80% "
+                         "ranges can be narrower than those of a fit of the runs")
         return notes
 
 
@@ -93,6 +101,8 @@ def extrap_lines(dataset: Dataset, summary: ExportSummary) -> list[str]:
             summary.left_out.append(f"<empty call path> [{s.metric}]")
             continue
         summary.series += 1
+        if s.passes is not None and len(np.unique(np.concatenate(s.passes))) > 1:
+            summary.passes_dropped += 1
         for pt, reps in zip(s.points, s.repetitions):
             rec = {
                 "params": {p: _number(v) for p, v in zip(dataset.parameters, pt)},

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import numbers
+import os
 import re
 import sys
 from typing import Any, Mapping, Sequence
@@ -39,7 +40,8 @@ _RUN_LEFT_OUT = re.compile(r"run \S+ left out \(")
 def configure(parser: argparse.ArgumentParser) -> None:
     add_input_options(parser)
     add_ranks_parameter_option(parser)
-    parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="output format (default: from -o's suffix, .json, .md, .csv; else table)")
     parser.add_argument("--at", metavar="NAME=VALUE,...",
                         help="target point for predictions and the ranking, e.g. ranks=1024,batch=256 "
                              "(parameters not named: their largest measured value)")
@@ -271,9 +273,10 @@ def run(args: argparse.Namespace) -> int:
     data = select(loaded.dataset, args)
     ranking = fit_dataset(data, at=args.at, compat=args.compat, repetitions=args.repetitions, min_points=args.min_points,
                           measured=loaded.dataset, min_share=min_share, pass_refits=args.pass_refits)
+    ranked = len(ranking.rows)
     if args.top is not None:
         ranking = ranking.top(args.top)
-    write_output(render(ranking, args.format), args.output)
+    write_output(render(ranking, output_format(args.format, args.output)), args.output)
     warn(ranking.warnings, args)
     name_skipped(loaded, args)
     if not args.quiet:
@@ -282,8 +285,37 @@ def run(args: argparse.Namespace) -> int:
                 f"(--min-share)" if left else "")
         if own:
             note += f", the exclusive time of {len(own)} more (--min-share)"
-        print(f"modeler: {describe_files(loaded)}; {len(ranking.rows)} model(s){note}", file=sys.stderr)
+        shown = f"{len(ranking.rows)} model(s)" if len(ranking.rows) == ranked else \
+            f"{len(ranking.rows)} of {ranked} model(s) (--top {args.top})"  # review 121 LOW-2: the cut was not counted
+        print(f"modeler: {describe_files(loaded)}; {shown}{note}{other_metrics_note(args, loaded.dataset, data)}",
+              file=sys.stderr)
     return EXIT_PARTIAL if loaded.skipped else EXIT_OK
+
+
+_SUFFIX_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".csv": "csv"}
+
+
+def output_format(given: str | None, output: str | None) -> str:
+    """--format, else the format -o's suffix names (review 121 LOW-8: `-o models.json` wrote the
+    text table), else the table."""
+    if given is not None:
+        return given
+    suffix = os.path.splitext(output or "")[1].lower()
+    return _SUFFIX_FORMATS.get(suffix, "table")
+
+
+def other_metrics_note(args: argparse.Namespace, measured: Dataset, data: Dataset) -> str:
+    """`; metric time (also measured: Time, bytes: --metric)` where no --metric was given and the
+    inputs hold metrics that were not modeled (review 121 MED-2: an Extra-P file's series under
+    `Time` beside `time` were neither shown nor mentioned)."""
+    if args.metric is not None:
+        return ""
+    modeled = set(data.metrics())
+    others = [m for m in measured.metrics() if m not in modeled]
+    if not others:
+        return ""
+    return (f"; metric {', '.join(sorted(modeled))} (also measured: {listing(others, 4)}: --metric NAME, or "
+            "--metric all)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -26,6 +26,7 @@ from ..dataset import LARGEST_MEASURED, LARGEST_VALUE, Dataset, Series, paramete
 from ..errors import InputError
 from ..listing import listing
 from ..pointtext import param_text, point_text
+from .skipped import Skipped
 
 _TEXT_FIELDS = ("PARAMETER", "POINTS", "REGION", "METRIC", "DATA", "EXPERIMENT")
 _DEFAULT_CALLPATH = "<root>"
@@ -153,6 +154,7 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
     groups: dict[frozenset, _ParamGroup] = {}
     refused: dict[frozenset, tuple[str, list[int]]] = {}  # parameter sets with a name refused: why, lines
     negative: list[tuple[int, str, float]] = []  # (line, metric, value) where a time or count is negative
+    skipped = Skipped()
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -163,54 +165,60 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
         try:
             obj = _loads(line)
         except ValueError as exc:
-            why = getattr(exc, "msg", None) or str(exc).split(":")[0]
-            warnings.append(f"{path}:{ln}: not valid JSON ({why}); line skipped")
-            continue
+            try:  # NaN or Infinity, which Python's json reads: refused below as not finite, its series named
+                obj = json.loads(line)
+            except ValueError:
+                why = getattr(exc, "msg", None) or str(exc).split(":")[0]
+                skipped.add(f"not valid JSON ({why})", ln)
+                continue
         if not isinstance(obj, dict) or not isinstance(obj.get("params"), dict) or "value" not in obj:
-            warnings.append(f"{path}:{ln}: needs an object with \"params\" and \"value\"; line skipped")
+            skipped.add("needs an object with \"params\" and \"value\"", ln, _series(obj))
             continue
         params = obj["params"]
         if not params:
-            warnings.append(f"{path}:{ln}: \"params\" is empty; line skipped")
+            skipped.add("\"params\" is empty", ln, _series(obj))
             continue
         key = frozenset(params)
         group = groups.get(key)
         if group is None:  # names checked once a parameter set (review 60: per line, the reader took 1.4x)
             if key in refused:
                 refused[key][1].append(ln)
+                skipped.add(None, ln, _series(obj))
                 continue
             why = next((w for w in map(parameter_name_problem, params) if w), None)
             if why:  # said once the file is read: five lines, then a count (review 78 LOW-2)
                 refused[key] = (why, [ln])
+                skipped.add(None, ln, _series(obj))
                 continue
             group = groups[key] = _ParamGroup(list(params))
         group.lines.append(ln)
         coord = [params[p] for p in group.parameters]
         if not _finite_numbers(coord):
-            warnings.append(f"{path}:{ln}: parameter values must be finite numbers; line skipped")
+            skipped.add("parameter values must be finite numbers", ln, _series(obj))
             continue
         if max(map(abs, coord)) > LARGEST_VALUE:  # (review 57 F7: the whole command stopped, naming no file)
-            warnings.append(f"{path}:{ln}: parameter values above {LARGEST_VALUE:g} are too large to model (their "
-                            f"powers overflow): give them in larger units; line skipped")
+            skipped.add(f"parameter values above {LARGEST_VALUE:g} are too large to model (their powers overflow): "
+                        "give them in larger units", ln, _series(obj))
             continue
         value = obj["value"]
         values = value if isinstance(value, list) else [value]
         if not values or not _finite_numbers(values):
-            warnings.append(f"{path}:{ln}: \"value\" must be a finite number or a list of them; line skipped")
+            skipped.add("\"value\" must be a finite number or a list of them", ln, _series(obj))
             continue
         if max(map(abs, values)) > LARGEST_MEASURED:  # (review 57 F2)
-            warnings.append(f"{path}:{ln}: values above {LARGEST_MEASURED:g} are too large to model (their sums "
-                            f"overflow); line skipped")
+            skipped.add(f"values above {LARGEST_MEASURED:g} are too large to model (their sums overflow)", ln,
+                        _series(obj))
             continue
         callpath = obj.get("callpath", _DEFAULT_CALLPATH)
         metric = obj.get("metric", _DEFAULT_METRIC)
         if not isinstance(callpath, str) or not isinstance(metric, str):
-            warnings.append(f"{path}:{ln}: \"callpath\" and \"metric\" must be strings; line skipped")
+            skipped.add("\"callpath\" and \"metric\" must be strings", ln)
             continue
         key = (callpath or _DEFAULT_CALLPATH, metric or _DEFAULT_METRIC)  # "" as in the text format (review 101 L6)
         if min(values) < 0 and _never_negative(metric):
             negative.append((ln, metric, min(values)))
         group.data.setdefault(key, {}).setdefault(tuple(map(float, coord)), []).extend(map(float, values))
+    warnings.extend(skipped.line_warnings(path))
     warnings.extend(_negative_warnings(path, negative))
     for why, lines in refused.values():
         warnings.extend(f"{path}:{ln}: {why}; line skipped" for ln in lines[:_SHOWN])
@@ -236,7 +244,24 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
         if len(group.lines) > _SHOWN:
             warnings.append(f"{path}: {len(group.lines) - _SHOWN} more line(s) whose {why}, up to line "
                             f"{group.lines[-1]}; skipped")
+        skipped.add_series(group.data)
+    if not chosen.data:
+        n = len(chosen.lines)
+        raise InputError(f"{path}: every measurement line was skipped ({n} line{'s' if n > 1 else ''} over "
+                         f"{', '.join(chosen.parameters)})", warnings=warnings)
+    warnings.extend(skipped.lost_warnings(path, chosen.data))
     return _to_dataset(path, chosen.parameters, chosen.data, warnings)
+
+
+def _series(obj: object) -> tuple[str, str] | None:
+    """(callpath, metric) of a line that is skipped, where it names them as strings (their defaults
+    where it names none), as a kept line's series is keyed."""
+    if not isinstance(obj, dict):
+        return None
+    callpath, metric = obj.get("callpath", _DEFAULT_CALLPATH), obj.get("metric", _DEFAULT_METRIC)
+    if not isinstance(callpath, str) or not isinstance(metric, str):
+        return None
+    return callpath or _DEFAULT_CALLPATH, metric or _DEFAULT_METRIC
 
 
 class _ParamGroup:

@@ -63,6 +63,8 @@ class RankingRow:
     anchor: str
     #: the central 80% of the forms' predictions at the target (`modeler.uncertainty`), or None
     forms: tuple[float, float] | None = None
+    #: whether `forms` holds the fits with each repetition pass left out (run files name their passes)
+    pass_refits: bool = False
     #: for speedup, parallel_efficiency and cost: (the same figure from the call path's per-rank
     #: time, "time" or "cost": the model it came from), as `modeler fit` gives it; `modeler.derived`
     from_time: tuple[float, str] | None = None

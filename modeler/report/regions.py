@@ -71,6 +71,7 @@ def _row(rm, s: Series, largest_pt: np.ndarray, anchor: str) -> RankingRow:
         warnings=tuple(fm.warnings),
         anchor=anchor,
         forms=rm.range,
+        pass_refits=bool(rm.passes),
         from_time=rm.from_time,
         share=rm.share,
         from_parts=rm.from_parts,

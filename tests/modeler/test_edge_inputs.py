@@ -59,7 +59,7 @@ def test_a_file_whose_every_line_is_bad_names_the_lines_and_the_file_once(tmp_pa
     err = capsys.readouterr().err
     assert f"{f}:1: parameter values must be finite numbers; line skipped" in err
     assert f"{f}:5: parameter values must be finite numbers" in err
-    assert f"no usable measurements ({f}: every measurement line was skipped (5))" in err
+    assert f"no usable measurements ({f}: every measurement line was skipped (5 lines over n))" in err
 
 
 # -- negative parameter values ------------------------------------------------------------------

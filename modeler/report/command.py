@@ -12,7 +12,7 @@ from ..ranks_name import ranks_name_note
 from ..replace_file import why_not_written, write_text
 from ..commands.fit import (add_min_share_option, add_pass_option, companion_series, min_share_of, new_series,
                             prediction_checks)
-from ..commands.inputs import (add_input_options, add_ranks_parameter_option, load_from_args, name_skipped, output_arg, refuse_output_among_inputs,
+from ..commands.inputs import (unknown_metric, add_input_options, add_ranks_parameter_option, load_from_args, name_skipped, output_arg, refuse_output_among_inputs,
                                select_callpaths)
 from .assemble import ReportOptions, build_report, check_options, headline_series, parse_assignments
 
@@ -46,7 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _choose_metric(asked: str | None, metrics: list[str]) -> str:
     if asked is not None:
         if asked not in metrics:
-            raise InputError(f"--metric: no metric {asked!r} in the inputs; they have {', '.join(metrics)}")
+            raise InputError(unknown_metric([asked], metrics))
         return asked
     if "time" in metrics or not metrics:
         return "time"

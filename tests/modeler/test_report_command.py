@@ -57,7 +57,7 @@ def test_markdown_goes_to_stdout(runs):
     [
         (["--at", "nodes=4"], "--at: unknown parameter 'nodes'"),
         (["--hold", "batch"], "--hold: 'batch' is not NAME=VALUE"),
-        (["--metric", "watts"], "--metric: no metric 'watts'"),
+        (["--metric", "watts"], "--metric: watts not measured; available: "),
         (["--run", "nope"], "--run: no run 'nope'"),
     ],
 )

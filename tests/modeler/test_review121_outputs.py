@@ -127,3 +127,17 @@ def test_the_reports_range_speaks_of_pass_refits_only_where_there_were_passes(tm
     assert "80% range of the forms that fit, holding the fits with each repetition pass left out" in pages["runs"]
     assert 'title="80% range of the forms that fit"' in pages["extrap"]
     assert "repetition pass left out" not in pages["extrap"]
+
+
+def test_fit_and_report_word_an_unknown_metric_alike_and_say_where_speedup_comes_from(tmp_path, capsys):
+    runs = _runs(tmp_path)
+    said = []
+    for command in (["fit", str(runs)], ["report", str(runs), "-o", str(tmp_path / "r.html")]):
+        assert cli.main([*command, "--metric", "tim"]) == cli.EXIT_ERROR
+        said.append(capsys.readouterr().err.splitlines()[-1])
+    assert said[0] == said[1] and said[0].startswith("modeler: error: --metric: tim not measured; available: "), said
+    assert "derived" not in said[0]
+    assert cli.main(["fit", str(runs), "--metric", "speedup"]) == cli.EXIT_ERROR
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        "(speedup: derived from the time where the rank count is a parameter, named 'ranks' or given with "
+        "--ranks-parameter)")

@@ -231,11 +231,14 @@ def left_out_note(count: int, fraction: float, own_only: int = 0) -> str:
     """`12 call paths under 1% of the run's time (at every measured point and at the target) left out;
     --min-share 0 shows all`; `own_only`: call paths shown whose exclusive time was left out (review 27:
     they were counted as left out)."""
-    own = (f"{'; ' if count else ''}the exclusive time of {own_only} call path{'s' if own_only != 1 else ''} shown "
-           f"(its own time under {percent(fraction)})" if own_only else "")
-    paths = (f"{count} call path{'s' if count != 1 else ''} under {percent(fraction)} of the run's time (at every "
-             f"measured point and at the target)" if count else "")
-    return f"{paths}{own} left out; --min-share 0 shows all"
+    said = []
+    if count:
+        said.append(f"{count} call path{'s' if count != 1 else ''} under {percent(fraction)} of the run's time (at "
+                    f"every measured point and at the target) left out")
+    if own_only:  # review 121 LOW-8: "... of 8 call paths shown (...) left out" read as the call paths left out
+        said.append(f"the exclusive time of {own_only} of the call paths shown left out (its own time under "
+                    f"{percent(fraction)})")
+    return "; ".join(said) + "; --min-share 0 shows all"
 
 
 def share_series(data: Sequence[Series], measured: Sequence[Series], min_points: int = 3) -> list[Series]:

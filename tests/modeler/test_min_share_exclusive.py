@@ -99,6 +99,6 @@ def test_a_call_path_whose_time_is_shown_is_not_counted_as_left_out(tmp_path, ca
     assert cli.main(["fit", str(runs), "--metric", "time,exclusive_time", "--at", "n=64"]) == 0
     out, err = capsys.readouterr()
     footer = out.strip().splitlines()[-1]
-    assert "the exclusive time of" in footer and "call paths shown (its own time under 1%) left out" in footer
+    assert "the exclusive time of" in footer and "of the call paths shown left out (its own time under 1%)" in footer
     assert "under 1% of the run's time (at every" not in footer  # no call path is left out whole
     assert "the exclusive time of" in err.strip().splitlines()[-1]

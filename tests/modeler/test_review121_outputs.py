@@ -141,3 +141,25 @@ def test_fit_and_report_word_an_unknown_metric_alike_and_say_where_speedup_comes
     assert capsys.readouterr().err.splitlines()[-1].endswith(
         "(speedup: derived from the time where the rank count is a parameter, named 'ranks' or given with "
         "--ranks-parameter)")
+
+
+def test_where_no_parameter_varies_fit_stops_and_report_still_writes_the_page(tmp_path, capsys):
+    f = _write(tmp_path / "flat.jsonl", [{"params": {"p": 4}, "callpath": cp, "metric": "time", "value": [1.0, 1.1]}
+                                         for cp in ("main", "main->a")])
+    assert cli.main(["fit", str(f)]) == cli.EXIT_ERROR
+    assert capsys.readouterr().err.splitlines()[-1] == ("modeler: error: no parameter varies over the measurements: "
+                                                         "nothing to model (sweep at least one parameter)")
+    page = tmp_path / "flat.html"
+    assert cli.main(["report", str(f), "-o", str(page)]) == 0
+    capsys.readouterr()
+    assert "target n/a" in page.read_text()
+
+
+def test_the_footer_says_which_exclusive_times_were_left_out_without_reading_as_call_paths_left_out():
+    from modeler.share import left_out_note
+    assert left_out_note(0, 0.01, 8) == ("the exclusive time of 8 of the call paths shown left out (its own time under "
+                                         "1%); --min-share 0 shows all")
+    assert left_out_note(57, 0.01, 8).startswith("57 call paths under 1% of the run's time (at every measured point "
+                                                  "and at the target) left out; the exclusive time of 8 of the")
+    assert left_out_note(1, 0.01) == ("1 call path under 1% of the run's time (at every measured point and at the "
+                                      "target) left out; --min-share 0 shows all")

@@ -45,8 +45,15 @@ def short_number(v: float, digits: int = 3) -> str:
     if a >= 1e6 or a < 1e-3:
         return f"{v:.{max(1, digits - 1)}g}"
     if a >= 1e4:
-        return f"{v / 1e3:.{digits}g}k"
-    return f"{v:.{digits}g}"
+        return _no_exponent(v / 1e3, digits) + "k"
+    return _no_exponent(v, digits)
+
+
+def _no_exponent(v: float, digits: int) -> str:
+    """`v` to `digits` significant digits, its integer part whole where `g` would write an exponent
+    (review 121 LOW-7: 4093 was `4.09e+03` in the report and `4093` in the table; 999.7 `1e+03`)."""
+    text = f"{v:.{digits}g}"
+    return f"{v:.0f}" if "e" in text else text
 
 
 def _tick_number(v: float, digits: int) -> str:

@@ -163,3 +163,9 @@ def test_the_footer_says_which_exclusive_times_were_left_out_without_reading_as_
                                                   "and at the target) left out; the exclusive time of 8 of the")
     assert left_out_note(1, 0.01) == ("1 call path under 1% of the run's time (at every measured point and at the "
                                       "target) left out; --min-share 0 shows all")
+
+
+def test_the_reports_numbers_from_1000_up_have_no_exponent_where_the_table_has_none():
+    from modeler.report.svg import short_number
+    assert [short_number(v) for v in (4093.2, 1027, -4093, 999.7, 999_999, 16_400, 0.25, 1.5e6, 3e-5)] == \
+        ["4093", "1027", "-4093", "1000", "1000k", "16.4k", "0.25", "1.5e+06", "3e-05"]

@@ -43,7 +43,9 @@ def _text(v: object) -> str:
 def render_csv(ranking: Ranking) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
+    # the target point, one column a parameter (review 121 LOW-3: the predictions' point was not in the file)
+    at = tuple(float(v) for v in ranking.at.values())
+    w.writerow((*COLUMNS, *(_text(f"at_{p}") for p in ranking.at)))
     for i, r in enumerate(ranking.rows, 1):
         fm = r.fitted
         w.writerow(
@@ -67,6 +69,7 @@ def render_csv(ranking: Ranking) -> str:
                 _text(r.out_of_range),
                 # ranked with the constants, its growth not settled (`modeler.level_growth`)
                 _num(r.level_weight if r.ranked_level() else None),
+                *map(_num, at),
             )
         )
     return buf.getvalue()

@@ -169,3 +169,10 @@ def test_the_reports_numbers_from_1000_up_have_no_exponent_where_the_table_has_n
     from modeler.report.svg import short_number
     assert [short_number(v) for v in (4093.2, 1027, -4093, 999.7, 999_999, 16_400, 0.25, 1.5e6, 3e-5)] == \
         ["4093", "1027", "-4093", "1000", "1000k", "16.4k", "0.25", "1.5e+06", "3e-05"]
+
+
+def test_the_csv_says_the_point_its_predictions_are_for(tmp_path, capsys):
+    f = _write(tmp_path / "in.jsonl", _good_rows())
+    assert cli.main(["fit", str(f), "--min-share", "0", "--format", "csv", "--at", "p=64"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(rows) == 2 and all((r["at_p"], r["at_q"]) == ("64.0", "32.0") for r in rows), rows  # q: its largest

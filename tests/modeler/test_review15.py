@@ -50,7 +50,7 @@ def test_a_run_time_its_parts_contradict_is_said(tmp_path):
                    ({"width": w}, "main->train", 1e-4 * w * w)]
     line = _report(tmp_path, _write(tmp_path / "in.jsonl", values), "width=4096")
     # a whole below its parts: the run time is its parts' (review 25), and the model's figure is said
-    assert "**1.68e+03** (`main`, the longest top-level region, from its parts' models)" in line
+    assert "**1678** (`main`, the longest top-level region, from its parts' models)" in line
     assert "Caveat: its own time model predicts 10" in line
     # a whole far above its parts: its own figure, and the parts' said
     values = []

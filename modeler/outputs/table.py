@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from ..ranking import Ranking
 from .columns import HEADERS, cells, doubtful_legend, left_out_text, target_text
 
@@ -23,6 +25,19 @@ def visible(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def display_width(text: str) -> int:
+    """Terminal columns `text` takes: East Asian wide and full-width characters two, combining
+    marks none (review 121 LOW-1: a row with `計算` in its call path stood 2 columns right of the others)."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    fill = " " * max(0, width - display_width(text))
+    return fill + text if right else text + fill
+
+
 def render_table(ranking: Ranking) -> str:
     rows = [tuple(visible(c) for c in cells(i, r)) for i, r in enumerate(ranking.rows, 1)]
     cp = HEADERS.index("callpath")
@@ -32,7 +47,7 @@ def render_table(ranking: Ranking) -> str:
     for full, s in short.items():
         owners.setdefault(s, set()).add(full)
     rows = [r[:cp] + ((short[r[cp]] if len(owners[short[r[cp]]]) == 1 else r[cp]),) + r[cp + 1 :] for r in rows]
-    widths = [max([len(h)] + [len(r[j]) for r in rows]) for j, h in enumerate(HEADERS)]
+    widths = [max([len(h)] + [display_width(r[j]) for r in rows]) for j, h in enumerate(HEADERS)]
 
     def line(cols: tuple[str, ...]) -> str:
         out = []
@@ -40,7 +55,7 @@ def render_table(ranking: Ranking) -> str:
             if j == len(HEADERS) - 1:
                 out.append(c)  # no padding after the last column
             else:
-                out.append(c.rjust(widths[j]) if h in _RIGHT else c.ljust(widths[j]))
+                out.append(_pad(c, widths[j], h in _RIGHT))
         return "  ".join(out).rstrip()
 
     params = ", ".join(ranking.parameters) or "none"

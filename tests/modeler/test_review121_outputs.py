@@ -176,3 +176,18 @@ def test_the_csv_says_the_point_its_predictions_are_for(tmp_path, capsys):
     assert cli.main(["fit", str(f), "--min-share", "0", "--format", "csv", "--at", "p=64"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert len(rows) == 2 and all((r["at_p"], r["at_q"]) == ("64.0", "32.0") for r in rows), rows  # q: its largest
+
+
+def test_the_table_aligns_rows_whose_call_paths_hold_wide_characters(tmp_path, capsys):
+    from modeler.outputs.table import display_width
+    f = _write(tmp_path / "in.jsonl", _rows("main") + _rows("main->Ωmega→ü_計算", value=lambda n: [2.0 * n + 1, 2.02 * n + 1])
+               + _rows("main->e\u0301t\u00e9", value=lambda n: [3.0 * n, 3.03 * n]))
+    assert cli.main(["fit", str(f), "--min-share", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[1]
+    rows = lines[3:6]
+    assert [r.split()[1] for r in rows] == ["main->e\u0301t\u00e9", "main->Ωmega→ü_計算", "main"], rows
+    at = display_width(header[:header.index("metric")])
+    for row in rows:  # each row's metric column starts where the header's does, in terminal columns
+        assert display_width(row[:row.index(" time ") + 1]) == at, (header, row)
+    assert display_width("計算") == 4 and display_width("e\u0301") == 1 and display_width("abc") == 3

@@ -25,7 +25,7 @@ from .linemap import MAP_FORMAT
 from .quiet import quiet_warnings
 from .foreign import foreign
 from .fileerrors import decode_failure
-from .project import RECURSION_LIMIT as _RECURSION_LIMIT, decode
+from .project import RECURSION_LIMIT as _RECURSION_LIMIT, decode, decode_problem
 from .regions import IdAllocator, region_bound
 from .revision import REWRITE_REVISION
 from .transform import instrument_source
@@ -327,12 +327,9 @@ def left_as_is(path: Path | str) -> str | None:
     path = Path(path)
     try:
         data = path.read_bytes()
-        decode(data)
     except OSError:
         return None  # Python's loader says why
-    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
-        return decode_failure(path.name, data, exc)
-    return None
+    return decode_problem(path.name, data)
 
 
 def instrument_entry(path: Path | str) -> CodeType:

@@ -364,13 +364,19 @@ def _resolve(path: Path, name: str) -> Path:
         raise InstrumentError(f"{name}: {'a symlink loop' if loop else 'cannot be resolved'} ({why})") from None
 
 
-def _scan_failure(rel: str, data: bytes, exc: Exception) -> str:
-    """Why the module `rel` does not parse, as the build says it (`_instrument_file`)."""
+def decode_problem(rel: str, data: bytes) -> str | None:
+    """`rel:line: cannot read: why` where the build cannot decode the module's bytes (a byte not in
+    its encoding, also in a comment, which Python 3.11 lets pass; an unknown coding cookie), else None."""
     try:
-        source, _ = decode(data)
+        decode(data)
     except (SyntaxError, UnicodeDecodeError, LookupError) as bad:
         return decode_failure(rel, data, bad)
-    return parse_failure(rel, source, exc)
+    return None
+
+
+def _scan_failure(rel: str, data: bytes, exc: Exception) -> str:
+    """Why the module `rel` does not parse, as the build says it (`_instrument_file`)."""
+    return decode_problem(rel, data) or parse_failure(rel, decode(data)[0], exc)
 
 
 def _broken_link(path: Path) -> str | None:
@@ -549,14 +555,10 @@ class Project:
                 if unread is not None and cannot_read(rel, exc) not in unread:  # once, if reached under two names
                     unread.append(cannot_read(rel, exc))
                 raise
-            if unread is not None:
-                # review 119, left open then: Python parses a byte that is not UTF-8 in a comment, the
-                # build does not read it: --graph names it as the build does, and follows its imports
-                try:
-                    decode(data)
-                except (SyntaxError, UnicodeDecodeError, LookupError) as bad:
-                    if (why := decode_failure(rel, data, bad)) not in unread:
-                        unread.append(why)
+            # review 119, left open then: Python parses a byte that is not UTF-8 in a comment, the
+            # build does not read it: --graph names it as the build does, and follows its imports
+            if unread is not None and (why := decode_problem(rel, data)) and why not in unread:
+                unread.append(why)
             digest = _hash(data)
             # kept under the scanner's version: lists an earlier scanner made are made again (review 68 L3)
             facts = cached_facts(cache.get(rel), digest)

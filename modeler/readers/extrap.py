@@ -26,7 +26,7 @@ from ..dataset import LARGEST_MEASURED, LARGEST_VALUE, Dataset, Series, paramete
 from ..errors import InputError
 from ..listing import listing
 from ..pointtext import param_text, point_text
-from .skipped import Skipped
+from .skipped import SHOWN, Skipped
 
 _TEXT_FIELDS = ("PARAMETER", "POINTS", "REGION", "METRIC", "DATA", "EXPERIMENT")
 _DEFAULT_CALLPATH = "<root>"
@@ -75,9 +75,6 @@ def _finite_numbers(values: list) -> bool:
     return _NUMBER_TYPES.issuperset(map(type, values)) and all(map(math.isfinite, values))
 
 
-#: missing points named in a warning, at most
-_SHOWN = 5
-
 
 #: how the metrics that cannot be below 0 are named (times, counts, byte amounts, and what is
 #: derived from them), lower case: the name or its end
@@ -93,9 +90,9 @@ def _negative_warnings(path: Path, negative: list[tuple[int, str, float]]) -> li
     (review 118 LOW-1: read without a word; the run files' reader skips such a record), then a count.
     The values are kept: Extra-P takes any number."""
     out = [f"{path}:{ln}: a value of metric {metric!r} is negative ({value:g}), which a time, count or amount "
-           f"cannot be: kept as given; check how the file was made" for ln, metric, value in negative[:_SHOWN]]
-    if len(negative) > _SHOWN:
-        out.append(f"{path}: {len(negative) - _SHOWN} more line(s) with negative values, up to line {negative[-1][0]}")
+           f"cannot be: kept as given; check how the file was made" for ln, metric, value in negative[:SHOWN]]
+    if len(negative) > SHOWN:
+        out.append(f"{path}: {len(negative) - SHOWN} more line(s) with negative values, up to line {negative[-1][0]}")
     return out
 
 
@@ -132,7 +129,7 @@ def _to_dataset(
             continue
         missing = [c for c in (declared or sorted(all_points)) if c not in by_point]
         if missing:
-            shown = listing([_point_text(c) for c in missing], _SHOWN)
+            shown = listing([_point_text(c) for c in missing], SHOWN)
             warnings.append(
                 f"{path}: {callpath}/{metric} has no value at {len(missing)} of {len(all_points)} points "
                 f"({shown}); modeled on the points it has"
@@ -209,21 +206,19 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
             skipped.add(f"values above {LARGEST_MEASURED:g} are too large to model (their sums overflow)", ln,
                         _series(obj))
             continue
-        callpath = obj.get("callpath", _DEFAULT_CALLPATH)
-        metric = obj.get("metric", _DEFAULT_METRIC)
-        if not isinstance(callpath, str) or not isinstance(metric, str):
+        key = _series(obj)
+        if key is None:
             skipped.add("\"callpath\" and \"metric\" must be strings", ln)
             continue
-        key = (callpath or _DEFAULT_CALLPATH, metric or _DEFAULT_METRIC)  # "" as in the text format (review 101 L6)
-        if min(values) < 0 and _never_negative(metric):
-            negative.append((ln, metric, min(values)))
+        if min(values) < 0 and _never_negative(key[1]):
+            negative.append((ln, key[1], min(values)))
         group.data.setdefault(key, {}).setdefault(tuple(map(float, coord)), []).extend(map(float, values))
     warnings.extend(skipped.line_warnings(path))
     warnings.extend(_negative_warnings(path, negative))
     for why, lines in refused.values():
-        warnings.extend(f"{path}:{ln}: {why}; line skipped" for ln in lines[:_SHOWN])
-        if len(lines) > _SHOWN:
-            warnings.append(f"{path}: {len(lines) - _SHOWN} more line(s) skipped for the same parameter name, up to "
+        warnings.extend(f"{path}:{ln}: {why}; line skipped" for ln in lines[:SHOWN])
+        if len(lines) > SHOWN:
+            warnings.append(f"{path}: {len(lines) - SHOWN} more line(s) skipped for the same parameter name, up to "
                             f"line {lines[-1]}")
     if not groups and refused:  # (review 78 LOW-2: "no line has \"params\" with a name", where every line had)
         why, lines = max(refused.values(), key=lambda r: len(r[1]))
@@ -240,9 +235,9 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
             continue
         why = (f"parameters {sorted(group.parameters)} differ from the file's {sorted(chosen.parameters)} (those of "
                f"{len(chosen.lines)} of its lines)")
-        warnings.extend(f"{path}:{ln}: {why}; line skipped" for ln in group.lines[:_SHOWN])
-        if len(group.lines) > _SHOWN:
-            warnings.append(f"{path}: {len(group.lines) - _SHOWN} more line(s) whose {why}, up to line "
+        warnings.extend(f"{path}:{ln}: {why}; line skipped" for ln in group.lines[:SHOWN])
+        if len(group.lines) > SHOWN:
+            warnings.append(f"{path}: {len(group.lines) - SHOWN} more line(s) whose {why}, up to line "
                             f"{group.lines[-1]}; skipped")
         skipped.add_series(group.data)
     if not chosen.data:
@@ -254,8 +249,8 @@ def read_extrap_jsonl(path: str | Path) -> Dataset:
 
 
 def _series(obj: object) -> tuple[str, str] | None:
-    """(callpath, metric) of a line that is skipped, where it names them as strings (their defaults
-    where it names none), as a kept line's series is keyed."""
+    """(callpath, metric) of a line, where it names them as strings (their defaults where it names
+    none or "", as in the text format: review 101 L6); None where one is not a string."""
     if not isinstance(obj, dict):
         return None
     callpath, metric = obj.get("callpath", _DEFAULT_CALLPATH), obj.get("metric", _DEFAULT_METRIC)

@@ -9,7 +9,7 @@ from typing import Iterable
 
 from ..listing import listing
 
-#: lines named a reason, series named a file; the rest are counted
+#: the lines named a reason, series named a file, missing points named a series: the rest are counted
 SHOWN = 5
 
 

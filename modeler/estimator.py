@@ -49,6 +49,10 @@ MIN_POINTS = 3
 #: JSON null, and the range was missing with no word why.
 OVERFLOW_NOTE = ("values too large in size for the RSS and the 80% range (their squares overflow floating "
                  "point): neither is given; give the values in larger units")
+#: the same for values so small in size that the squares of their residuals underflow (below
+#: about 1e-154; review 121 LOW-5: an RSS of 0 and an 80% range of no width at 1e-170)
+UNDERFLOW_NOTE = ("values too small in size for the RSS and the 80% range (their squares underflow floating "
+                  "point): neither is given; give the values in smaller units")
 #: Extra-P's recommendation; fewer values of a parameter are modeled with a warning
 RECOMMENDED_VALUES = 5
 
@@ -174,6 +178,12 @@ class PMNFModeler:
                 ar2, cv_smape, alternatives = 0.0, None, ()
             if not np.isfinite(rss) and np.all(np.isfinite(values)):
                 notes[i] = notes[i] + (OVERFLOW_NOTE,)
+            elif rss < np.finfo(float).tiny and smape > 1e-6:
+                # the squares of residuals below about 1e-154 underflow, and with them the
+                # covariances: an RSS of 0 and a range of no width for a fit that is not exact
+                # (one exact to rounding, its SMAPE near 1e-13%, has its RSS of 0 and no width)
+                notes[i] = notes[i] + (UNDERFLOW_NOTE,)
+                rss, alternatives = float("nan"), ()
             if i in fits and self.compat is None:
                 steep = end_slope_note(dataset.parameters, s.points, values, spread, counts, model, f"{s.callpath} [{s.metric}]")
                 rise = (unseen_rise_note(dataset.parameters, s.points, values, spread, counts, model, fits[i][3],

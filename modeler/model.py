@@ -113,11 +113,17 @@ class Model:
             best = max(best, g)
         return best
 
-    def formula(self, digits: int = 6) -> str:
+    def formula(self, digits: int | None = 6) -> str:
+        """The model as text, its coefficients to `digits` significant digits; `None`: each the
+        shortest text that reads back as the same float (JSON and CSV, whose `model` is then the
+        model that `terms` and `prediction` are of; review 121 LOW-4: 6 digits there, 6.9e-6 apart)."""
+        def text(v: float) -> str:
+            return repr(float(v)) if digits is None else f"{v:.{digits}g}"
+
         # a model split over ranks (modeler.strong_scaling) often has no constant left: not "0 + ..."
-        parts = [] if self.constant == 0 and self.terms else [f"{self.constant:.{digits}g}"]
+        parts = [] if self.constant == 0 and self.terms else [text(self.constant)]
         for t in self.terms:
-            coef = f"{t.coefficient:.{digits}g}"
+            coef = text(t.coefficient)
             body = " * ".join(f.formula() for f in t.factors if f.formula())
             parts.append(f"{coef} * {body}" if body else coef)
         return " + ".join(parts).replace("+ -", "- ")
@@ -127,7 +133,7 @@ class Model:
 
     def to_json(self) -> dict:
         return {
-            "model": self.formula(),
+            "model": self.formula(digits=None),
             "constant": float(self.constant),
             "terms": [t.to_json() for t in self.terms],
         }
@@ -229,6 +235,6 @@ class FittedModel:
             interval=None if self.interval is None else [float(v) for v in self.interval],
             warnings=list(self.warnings),
             miss=self.miss,
-            alternatives=[{"weight": float(a.weight), "model": a.model.formula()} for a in self.alternatives],
+            alternatives=[{"weight": float(a.weight), "model": a.model.formula(digits=None)} for a in self.alternatives],
         )
         return d

@@ -196,7 +196,7 @@ class RankedModel:
             prediction_out_of_range=self.out_of_range,
             some_ranks=None if self.some_ranks is None else {
                 "ranks": self.some_ranks,
-                "model": None if self.ranks_model is None else self.ranks_model.formula(),
+                "model": None if self.ranks_model is None else self.ranks_model.formula(digits=None),
                 "prediction": _finite_or_none(self.ranks_prediction),
                 "growth": None if self.ranks_growth is None else
                 {"exponent": self.ranks_growth[0], "log_exponent": self.ranks_growth[1]},

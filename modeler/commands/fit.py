@@ -9,6 +9,7 @@ import argparse
 import numbers
 import os
 import re
+import shutil
 import sys
 from typing import Any, Mapping, Sequence
 
@@ -54,6 +55,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_min_share_option(parser)
     add_pass_option(parser)
     parser.add_argument("--top", type=int, metavar="N", help="show only the N worst-scaling models")
+    parser.add_argument("--width", type=int, metavar="COLUMNS",
+                        help="fit the table within this many terminal columns, leaving out the columns of least "
+                             "use first (default: the terminal's width where stdout is one; 0: every column)")
     parser.add_argument("-o", "--output", metavar="FILE", type=output_arg, help="write the output here instead of to stdout")
 
 
@@ -266,6 +270,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.top is not None and args.top < 1:
         raise InputError(f"--top: must be at least 1, got {args.top}")
+    if args.width is not None and args.width < 0:
+        raise InputError(f"--width: must be 0 (every column) or more, got {args.width}")
     min_share = min_share_of(args)  # checked before the inputs are read
     parse_assignments(args.at, "--at")  # its form too (an empty --at); the names once the parameters are known
     loaded = load_from_args(args)
@@ -276,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
     ranked = len(ranking.rows)
     if args.top is not None:
         ranking = ranking.top(args.top)
-    write_output(render(ranking, output_format(args.format, args.output)), args.output)
+    write_output(render(ranking, output_format(args.format, args.output), table_width(args)), args.output)
     warn(ranking.warnings, args)
     name_skipped(loaded, args)
     if not args.quiet:
@@ -290,6 +296,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"modeler: {describe_files(loaded)}; {shown}{note}{other_metrics_note(args, loaded.dataset, data)}",
               file=sys.stderr)
     return EXIT_PARTIAL if loaded.skipped else EXIT_OK
+
+
+def table_width(args: argparse.Namespace) -> int | None:
+    """--width (0: no limit), else the terminal's columns where the table goes to one (COLUMNS
+    where set), else no limit: a table piped or written with -o keeps every column."""
+    if args.width is not None:
+        return args.width or None
+    if args.output not in (None, "-") or not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
 
 
 _SUFFIX_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".csv": "csv"}

@@ -23,7 +23,10 @@ RENDERERS: dict[str, Callable[[Ranking], str]] = {
 FORMATS = tuple(RENDERERS)
 
 
-def render(ranking: Ranking, fmt: str = "table") -> str:
+def render(ranking: Ranking, fmt: str = "table", width: int | None = None) -> str:
+    """`ranking` in the format `fmt`; the table within `width` terminal columns where given."""
+    if fmt == "table":
+        return render_table(ranking, width)
     try:
         renderer = RENDERERS[fmt]
     except KeyError:

@@ -50,7 +50,7 @@ def render_csv(ranking: Ranking) -> str:
         fm = r.fitted
         w.writerow(
             (
-                i, _text(fm.callpath), _text(fm.metric), _text(fm.model.formula(digits=17)), _num(fm.model.constant),
+                i, _text(fm.callpath), _text(fm.metric), _text(fm.model.formula(digits=None)), _num(fm.model.constant),
                 _num(r.growth[0]), _num(r.growth[1]),
                 *((_num(r.parts_growth[0]), _num(r.parts_growth[1])) if r.parts_growth is not None else ("", "")),
                 _num(fm.smape), _num(fm.rss), _num(fm.ar2),

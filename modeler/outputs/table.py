@@ -38,21 +38,45 @@ def _pad(text: str, width: int, right: bool) -> str:
     return fill + text if right else text + fill
 
 
-def render_table(ranking: Ranking) -> str:
+# what a terminal too narrow for every column loses first (the model, the call path, its growth,
+# the prediction and the 80% range stay); `metric` only where every row has the same one
+NARROWING = ("RSS", "adj.R2", "CV SMAPE%", "points", "SMAPE%", "run spread", "metric")
+MIN_CALLPATH = 24
+MIN_MODEL = 30  # the model is the last column and may wrap past this
+
+
+def render_table(ranking: Ranking, width: int | None = None) -> str:
+    """The table; within `width` terminal columns where given (None: every column, as wide as
+    its cells), by leaving out the columns of `NARROWING` in turn and then shortening call paths
+    further, as far as `MIN_CALLPATH` (review 121 LOW-1: 300-character rows on an 80-column
+    terminal). What was left out is said below the table."""
     rows = [tuple(visible(c) for c in cells(i, r)) for i, r in enumerate(ranking.rows, 1)]
     cp = HEADERS.index("callpath")
-    short = {r[cp]: shorten_callpath(r[cp]) for r in rows}
-    # two call paths that differ only in the part cut off would look the same: show them whole
-    owners: dict[str, set[str]] = {}
-    for full, s in short.items():
-        owners.setdefault(s, set()).add(full)
-    rows = [r[:cp] + ((short[r[cp]] if len(owners[short[r[cp]]]) == 1 else r[cp]),) + r[cp + 1 :] for r in rows]
-    widths = [max([len(h)] + [display_width(r[j]) for r in rows]) for j, h in enumerate(HEADERS)]
+    full = [r[cp] for r in rows]
+    keep = list(range(len(HEADERS)))
+    callpath_width = MAX_CALLPATH
+    dropped: list[str] = []
+    if width is not None:
+        one_metric = len({r[HEADERS.index("metric")] for r in rows}) <= 1
+        for name in NARROWING:
+            if _row_width(rows, keep, _shortened(full, callpath_width), cp) <= width:
+                break
+            if name == "metric" and not one_metric:
+                continue
+            keep.remove(HEADERS.index(name))
+            dropped.append(name)
+        while callpath_width > MIN_CALLPATH and _row_width(rows, keep, _shortened(full, callpath_width), cp) > width:
+            callpath_width -= 1
+    shown = _shortened(full, callpath_width)
+    rows = [r[:cp] + (c,) + r[cp + 1 :] for r, c in zip(rows, shown)]
+    headers = tuple(HEADERS[j] for j in keep)
+    rows = [tuple(r[j] for j in keep) for r in rows]
+    widths = [max([len(h)] + [display_width(r[j]) for r in rows]) for j, h in enumerate(headers)]
 
     def line(cols: tuple[str, ...]) -> str:
         out = []
-        for j, (h, c) in enumerate(zip(HEADERS, cols)):
-            if j == len(HEADERS) - 1:
+        for j, (h, c) in enumerate(zip(headers, cols)):
+            if j == len(headers) - 1:
                 out.append(c)  # no padding after the last column
             else:
                 out.append(_pad(c, widths[j], h in _RIGHT))
@@ -61,14 +85,38 @@ def render_table(ranking: Ranking) -> str:
     params = ", ".join(ranking.parameters) or "none"
     lines = [
         f"{len(ranking.rows)} model(s) over {params}; sorted by asymptotic growth, then by the value at {target_text(ranking) or 'the measured maximum'}",
-        line(HEADERS),
-        line(tuple("-" * w for w in widths[:-1]) + ("-" * len(HEADERS[-1]),)),
+        line(headers),
+        line(tuple("-" * w for w in widths[:-1]) + ("-" * len(headers[-1]),)),
     ]
     lines.extend(line(r) for r in rows)
     if not rows:
         lines.append("(no models)")
+    if dropped:
+        metric = f" (every row's: {visible(ranking.rows[0].fitted.metric)})" if "metric" in dropped else ""
+        lines.append(f"columns left out to fit {width} terminal columns: {', '.join(dropped)}{metric}; "
+                     "--width 0 shows every column (or --format csv, json)")
     if legend := doubtful_legend(ranking):
         lines.append(legend)
     if ranking.left_out:
         lines.append(visible(left_out_text(ranking)))
     return "\n".join(lines) + "\n"
+
+
+def _shortened(callpaths: list[str], width: int) -> list[str]:
+    """Call paths shortened to `width`, except where two would then read the same: those whole."""
+    short = [shorten_callpath(c, width) for c in callpaths]
+    owners: dict[str, set[str]] = {}
+    for full, s in zip(callpaths, short):
+        owners.setdefault(s, set()).add(full)
+    return [s if len(owners[s]) == 1 else full for full, s in zip(callpaths, short)]
+
+
+def _row_width(rows: list[tuple[str, ...]], keep: list[int], callpaths: list[str], cp: int) -> int:
+    """The widest row's terminal columns over the columns `keep`, the model counted as at most
+    `MIN_MODEL` (it is last and may wrap)."""
+    total = 0
+    for j in keep:
+        cells_j = callpaths if j == cp else [r[j] for r in rows]
+        w = max([len(HEADERS[j])] + [display_width(c) for c in cells_j])
+        total += min(w, MIN_MODEL) if j == len(HEADERS) - 1 else w
+    return total + 2 * (len(keep) - 1)

@@ -38,35 +38,42 @@ def _pad(text: str, width: int, right: bool) -> str:
     return fill + text if right else text + fill
 
 
-# what a terminal too narrow for every column loses first (the model, the call path, its growth,
-# the prediction and the 80% range stay); `metric` only where every row has the same one
-NARROWING = ("RSS", "adj.R2", "CV SMAPE%", "points", "SMAPE%", "run spread", "metric")
+# what a terminal too narrow for every column loses first: these columns (`metric` only where
+# every row has the same one), then call path characters down to MIN_CALLPATH, then the columns of
+# LAST_NARROWING; the model, the call path, its growth, the prediction and the 80% range stay
+NARROWING = ("RSS", "adj.R2", "points", "CV SMAPE%", "metric")
+LAST_NARROWING = ("SMAPE%", "run spread")
 MIN_CALLPATH = 24
 MIN_MODEL = 30  # the model is the last column and may wrap past this
 
 
 def render_table(ranking: Ranking, width: int | None = None) -> str:
     """The table; within `width` terminal columns where given (None: every column, as wide as
-    its cells), by leaving out the columns of `NARROWING` in turn and then shortening call paths
-    further, as far as `MIN_CALLPATH` (review 121 LOW-1: 300-character rows on an 80-column
-    terminal). What was left out is said below the table."""
+    its cells), narrowed in the order of `NARROWING` (review 121 LOW-1: 230-character rows on an
+    80-column terminal). What was left out is said below the table."""
     rows = [tuple(visible(c) for c in cells(i, r)) for i, r in enumerate(ranking.rows, 1)]
     cp = HEADERS.index("callpath")
     full = [r[cp] for r in rows]
     keep = list(range(len(HEADERS)))
     callpath_width = MAX_CALLPATH
     dropped: list[str] = []
-    if width is not None:
+
+    def too_wide() -> bool:
+        return width is not None and _row_width(rows, keep, _shortened(full, callpath_width), cp) > width
+
+    def drop(names: tuple[str, ...]) -> None:
         one_metric = len({r[HEADERS.index("metric")] for r in rows}) <= 1
-        for name in NARROWING:
-            if _row_width(rows, keep, _shortened(full, callpath_width), cp) <= width:
-                break
-            if name == "metric" and not one_metric:
-                continue
-            keep.remove(HEADERS.index(name))
-            dropped.append(name)
-        while callpath_width > MIN_CALLPATH and _row_width(rows, keep, _shortened(full, callpath_width), cp) > width:
-            callpath_width -= 1
+        for name in names:
+            if not too_wide():
+                return
+            if name != "metric" or one_metric:
+                keep.remove(HEADERS.index(name))
+                dropped.append(name)
+
+    drop(NARROWING)
+    while callpath_width > MIN_CALLPATH and too_wide():
+        callpath_width -= 1
+    drop(LAST_NARROWING)
     shown = _shortened(full, callpath_width)
     rows = [r[:cp] + (c,) + r[cp + 1 :] for r, c in zip(rows, shown)]
     headers = tuple(HEADERS[j] for j in keep)
@@ -92,8 +99,8 @@ def render_table(ranking: Ranking, width: int | None = None) -> str:
     if not rows:
         lines.append("(no models)")
     if dropped:
-        metric = f" (every row's: {visible(ranking.rows[0].fitted.metric)})" if "metric" in dropped else ""
-        lines.append(f"columns left out to fit {width} terminal columns: {', '.join(dropped)}{metric}; "
+        named = [f"metric (every row's: {visible(ranking.rows[0].fitted.metric)})" if d == "metric" else d for d in dropped]
+        lines.append(f"columns left out to fit {width} terminal columns: {', '.join(named)}; "
                      "--width 0 shows every column (or --format csv, json)")
     if legend := doubtful_legend(ranking):
         lines.append(legend)

@@ -14,7 +14,7 @@ import pytest
 from modeler import cli
 from modeler.commands.fit import table_width
 from modeler.outputs.columns import HEADERS
-from modeler.outputs.table import MIN_CALLPATH, NARROWING, display_width
+from modeler.outputs.table import LAST_NARROWING, MIN_CALLPATH, NARROWING, display_width
 
 N = (1, 2, 4, 8, 16)
 LONG = "main->train->Trainer.step->DistributedDataParallel.forward->Model.forward"
@@ -52,12 +52,23 @@ def test_a_narrow_width_leaves_out_the_columns_of_least_use_first_and_says_so(tm
     model_at = display_width(header[:header.index("model")])
     assert model_at + len("model") <= 100 and len(rule) <= 100
     assert all(len(r[:model_at]) <= 100 for r in rows)
-    assert lines[6] == ("columns left out to fit 100 terminal columns: RSS, adj.R2, CV SMAPE%, points, SMAPE%, "
-                        "run spread, metric (every row's: time); --width 0 shows every column (or --format csv, json)")
+    assert lines[6] == ("columns left out to fit 100 terminal columns: RSS, adj.R2, points, CV SMAPE%, metric "
+                        "(every row's: time), SMAPE%, run spread; --width 0 shows every column (or --format csv, json)")
     # shortened from the left, never below MIN_CALLPATH, the innermost regions kept
     shown = [r.split()[1] for r in rows]
     assert any(s.startswith("...") and LONG.endswith(s[3:]) for s in shown), shown
     assert all(len(s) >= MIN_CALLPATH for s in shown if s.startswith("..."))
+
+
+def test_call_paths_are_shortened_before_the_last_columns_go(tmp_path, capsys):
+    f = _write(tmp_path / "in.jsonl", _series())
+    lines = _table(capsys, str(f), "--width", "125")
+    assert _columns(lines[1]) == ["#", "callpath", "growth", "at target", "run spread", "80% range", "SMAPE%", "model"]
+    assert min(len(r.split()[1]) for r in lines[3:6] if r.split()[1].startswith("...")) > MIN_CALLPATH
+    assert not set(LAST_NARROWING) & set(lines[6].split(": ")[1].split("; ")[0].split(", ")), lines[6]
+    lines = _table(capsys, str(f), "--width", "120")  # SMAPE% goes only once the call paths are down to the least
+    assert "SMAPE%" not in _columns(lines[1]) and "run spread" in _columns(lines[1])
+    assert min(len(r.split()[1]) for r in lines[3:6] if r.split()[1].startswith("...")) == MIN_CALLPATH
 
 
 def test_columns_go_in_their_order_and_only_as_many_as_the_width_needs(tmp_path, capsys):
@@ -78,7 +89,8 @@ def test_the_metric_column_stays_where_the_rows_have_different_metrics(tmp_path,
     lines = _table(capsys, str(f), str(g), "--metric", "all", "--width", "60")
     assert "metric" in _columns(lines[1]), lines[1]
     note = next(x for x in lines if x.startswith("columns left out"))
-    assert note.endswith("run spread; --width 0 shows every column (or --format csv, json)"), note
+    assert "metric" not in note and note.endswith("CV SMAPE%, SMAPE%, run spread; --width 0 shows every column "
+                                                  "(or --format csv, json)"), note
 
 
 def test_call_paths_that_would_read_the_same_shortened_stay_whole(tmp_path, capsys):

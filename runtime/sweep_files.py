@@ -38,6 +38,12 @@ def ended_files(directory: Path) -> list[str]:
 def _last_record(path: Path) -> str | None:
     """The type of the file's last complete record; None when it cannot be read, ends in the middle
     of a line, or its last line is no record."""
+    record = _last(path)
+    return record.get("type") if record is not None else None
+
+
+def _last(path: Path) -> dict | None:
+    """The file's last complete record (a dict with a string `type`), or None as `_last_record`."""
     try:
         with open(path, "rb") as handle:
             size = handle.seek(0, 2)
@@ -59,7 +65,7 @@ def _last_record(path: Path) -> str | None:
         record = json.loads(body[cut + 1:])
     except ValueError:
         return None
-    return record.get("type") if isinstance(record, dict) and isinstance(record.get("type"), str) else None
+    return record if isinstance(record, dict) and isinstance(record.get("type"), str) else None
 
 
 def _header(path: Path) -> dict | None:
@@ -177,3 +183,26 @@ def removed_while_running(outcome: Outcome) -> Outcome:
     if outcome.status in ("failed", "timeout"):
         return dataclasses.replace(outcome, error=f"{outcome.error or outcome.status}; {why}")
     return outcome
+
+
+def done_before_the_signal(outcome: Outcome, directory: Path, ranks: int) -> Outcome:
+    """An interrupted run whose every rank had already finished: `ok`, the signal kept to stop the
+    sweep after it (as one that comes as the ranks end). Finished means each of its `ranks` ranks
+    has its own run file ending with an `ok` end record: a rank writes `signal` there instead where
+    the launcher's stop mark came before its end (`Recorder._finish`), so a program that caught
+    Ctrl-C and exited 0 mid-run stays interrupted (review 123 LOW-2: a run whose 4 ranks had written
+    their `ok` end records was recorded `interrupted` and made again on resume)."""
+    if outcome.status != "interrupted" or ranks < 1:
+        return outcome
+    done = set()
+    for path in run_files(directory):
+        header = _header(path)
+        if header is None or header.get("type") != "header" or is_helper_process(header):
+            continue
+        end = _last(path)
+        if end is None or end.get("type") != "end" or end.get("status") != "ok":
+            return outcome
+        done.add(header.get("rank"))
+    if done != set(range(ranks)):
+        return outcome
+    return dataclasses.replace(outcome, status="ok", exit_code=0, error=None)

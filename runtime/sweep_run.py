@@ -22,8 +22,8 @@ from runtime.launch_ranks import Member, Outcome, SignalInbox, free_port, run_me
 from runtime.launch_errors import LaunchError
 from runtime.sweep_design import Run, legacy_directories
 from runtime.sweep_progress import Progress
-from runtime.sweep_files import (directory_identity, ended_files, removed_while_running, unended_rank_files,
-                                 without_end_record)
+from runtime.sweep_files import (directory_identity, done_before_the_signal, ended_files, removed_while_running,
+                                 unended_rank_files, without_end_record)
 from runtime.sweep_state import (Claim, RunRecord, claim, clear_attempt, completion, place, recorded_nothing,
                                  write_record)
 from runtime.sweep_values import substitute
@@ -360,6 +360,8 @@ def _run_one(opts: Options, run: Run, cfg: Config,
     if directory_identity(run.directory) != identity:
         outcome = removed_while_running(outcome)
     outcome = without_end_record(outcome, unended_rank_files(run.directory), run.directory)
+    if not opts.ranks_by_program:
+        outcome = done_before_the_signal(outcome, run.directory, run.ranks)
     record.files = ended_files(run.directory)
     record.status, record.exit_code = outcome.status, outcome.exit_code
     record.failed_rank, record.error, record.wall_s = outcome.failed_rank, outcome.error, round(outcome.wall_s, 3)

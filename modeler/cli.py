@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import difflib
 import errno
 import importlib
 import io
@@ -20,7 +21,7 @@ import os
 import sys
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Iterator, Sequence
+from typing import Iterator, NoReturn, Sequence
 
 from . import __version__
 from .errors import ModelerError
@@ -216,6 +217,35 @@ def _escaping_streams() -> Iterator[None]:
                 stream.reconfigure(errors=before)
 
 
+#: options of the launcher given to the modeler by mistake, and what the modeler has instead
+_LAUNCHER_OPTIONS = {"--repeat": "--repetitions (how the runs are combined; the launcher's --repeat makes them)",
+                     "--sweep": "--where or --at (the launcher's --sweep makes the runs)"}
+
+
+class _HintingParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """argparse's error, with a hint where an unknown option is like one of ours or the
+        launcher's, and where `--at a=1 b=2` left `b=2` over (review 123 LOW-8)."""
+        if message.startswith("unrecognized arguments:"):
+            known = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            hints, value_of_option = [], False
+            for token in message.split(":", 1)[1].split():
+                name = token.split("=", 1)[0]
+                if name.startswith("--"):
+                    close = _LAUNCHER_OPTIONS.get(name) or next(iter(difflib.get_close_matches(name, known, 1, 0.75)), None)
+                    if close:
+                        hints.append(f"{name}: did you mean {close}?")
+                    value_of_option = "=" not in token
+                    continue
+                if "=" in token and not token.startswith("-") and not value_of_option:
+                    hints.append(f"{token}: --at and --where take their NAME=VALUE pairs in one argument, separated "
+                                 "by ',' (--at ranks=1024,batch=256)")
+                value_of_option = False
+            if hints:
+                message += "; " + "; ".join(dict.fromkeys(hints))
+        super().error(message)
+
+
 def main(argv: Sequence[str] | None = None, *, registry: dict[str, Command] | None = None) -> int:
     """Run the modeler's command line; returns the exit code (see the EXIT_* constants)."""
     with _escaping_streams(), _stderr_outlives_its_reader():
@@ -235,7 +265,7 @@ def _main(argv: Sequence[str] | None, registry: dict[str, Command] | None) -> in
     args = None
     try:
         module = load_command(ns.command, registry)
-        parser = argparse.ArgumentParser(
+        parser = _HintingParser(
             prog=f"modeler {ns.command}",
             description=(module.__doc__ or registry[ns.command].summary).strip().splitlines()[0],
         )

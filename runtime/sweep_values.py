@@ -10,6 +10,7 @@ number a float cannot hold in full (`1e-400` would be recorded as 0.0).
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import sys
@@ -115,8 +116,10 @@ def substitute(args: Iterable[str], texts: Mapping[str, object], repetition: int
             return "{" + match.group(1) + "}"
         name = match.group(2)
         if name not in values:
+            close = difflib.get_close_matches(name, sorted(values), n=1, cutoff=0.6)
             raise LaunchError(f"{what} {arg!r} names {{{name}}}, which is no parameter "
-                              f"(known: {', '.join(sorted(values))})")
+                              f"(known: {', '.join(sorted(values))})"
+                              + (f"; did you mean {{{close[0]}}}?" if close else ""))  # review 123 LOW-8
         return values[name]
 
     args = list(args)

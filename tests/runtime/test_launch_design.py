@@ -111,8 +111,11 @@ def test_swept_and_fixed_at_once_is_refused():
 
 def test_substitute_refuses_unknown_names_and_leaves_other_braces():
     assert substitute(['{"k": 1}', "{n}"], {"n": 3}, 0) == ['{"k": 1}', "3"]
-    with pytest.raises(LaunchError, match=r"names \{m\}, which is no parameter"):
+    with pytest.raises(LaunchError, match=r"names \{m\}, which is no parameter \(known: n, repetition\)$"):
         substitute(["{m}"], {"n": 3}, 0)
+    # a near miss is named (review 123 LOW-8: `{batc}` listed the names but did not point at batch)
+    with pytest.raises(LaunchError, match=r"names \{batc\}, .*\(known: batch, repetition\); did you mean \{batch\}\?$"):
+        substitute(["--batch-size={batc}"], {"batch": 3}, 0)
 
 
 def test_point_name_is_safe_for_file_systems():

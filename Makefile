@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test install clean extrap-venv bench-modeler bench-read bench-derived bench-shapes bench-passes bench-instrument bench-probes bench-suspend peer-suites
+.PHONY: demo test install clean extrap-venv bench-modeler bench-read bench-derived bench-shapes bench-comm bench-passes bench-instrument bench-probes bench-suspend peer-suites
 
 install: $(STAMP)
 
@@ -45,6 +45,11 @@ bench-derived: $(STAMP)
 # at 4x and 16x the measured ranks: the default modeler against plain PMNF.
 bench-shapes: $(STAMP)
 	$(PY) benchmarks/strong_shapes.py
+
+# Collective communication and data-parallel steps (ring and tree all-reduce, all-gather, weak- and
+# strong-scaling steps) at 4x and 16x the measured ranks: default, plain PMNF and --compat extrap.
+bench-comm: $(STAMP)
+	$(PY) benchmarks/comm_shapes.py
 
 # The 80% range with and without the refits that leave out each repetition pass: coverage, width, fit time.
 bench-passes: $(STAMP)

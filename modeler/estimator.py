@@ -296,7 +296,8 @@ class PMNFModeler:
                 g1u, g2u = g1.scaled(1.0 / scale), g2.scaled(1.0 / scale)
                 repeated = reps >= 2  # repetitions that agree exactly at every repeated point: counts
                 exact = repeated.any(-1) & ~(repeated & (spread > 0)).any(-1)
-                keep, other, taken = choose(g1u, g2u, q.cv_smape[rows], q2.cv_smape, noise, exact)
+                keep, other, taken = choose(g1u, g2u, q.cv_smape[rows], q2.cv_smape, noise, exact,
+                                             bool(self.allow_log), params[col] == dataset.ranks_parameter)
                 if taken.any():  # rows replaced in place: the model reported, and its own quality (review 114)
                     with np.errstate(over="ignore"):  # as in _fit_scaled: covariances beyond 1e308 are inf
                         g2 = g2u.scaled(scale)

@@ -39,6 +39,7 @@ from .pmnf.hypotheses import EXPONENTS
 from .pmnf.quality import quality
 from .pmnf.quantiles import f_quantiles
 from .pmnf.selection import NOISE_FLOOR, PENALTY
+from .pmnf.single import ZERO_FLOOR
 
 #: the split form is kept only where its cross-validated SMAPE is below this times the plain
 #: form's; 1.0 (without the evidence test) took it for 4-7% of call paths drawn from the PMNF
@@ -106,6 +107,23 @@ RISE_TOTAL = 0.25
 #: a parameter other than `ranks` gets the values x it fitted only for the series whose values fall
 #: along it by this many standard errors of the slope of log(value) on log(parameter) (`falls_along`)
 FALL_T = 3.0
+
+
+def cv_better(a: GroupFit, b: GroupFit, cv_a: np.ndarray, cv_b: np.ndarray, margin: float = MARGIN) -> np.ndarray:
+    """Per row: whether form `a` cross-validates better than form `b` by `margin` (its SMAPE below
+    `margin` times `b`'s). Where either SMAPE is undefined (nan: a value near 0 among larger ones
+    carries nearly all the weight of the relative fit, and the hat matrix's leverage there is 1 to
+    rounding), their `floored_cv` compare instead. Before (research 124), no form passed against an
+    undefined one: `0.004 + 110 (p-1)/p` over ranks 1..32 (a collective's call overhead on one
+    rank), 5 runs at 5% noise, kept the plain `0.004 + 28 * log2(ranks)` or `-33 + 33 *
+    ranks^(1/2)` in 22 of 40 draws, 76-217% high at 4x the ranks, against `c - W/ranks` with nearly
+    all the weight of evidence."""
+    with np.errstate(invalid="ignore"):
+        out = cv_a < margin * cv_b
+        undefined = np.isnan(cv_a) | np.isnan(cv_b)
+        if undefined.any():
+            out = np.where(undefined, floored_cv(a) < margin * floored_cv(b), out)
+    return out
 
 
 def falls_along(points: np.ndarray, Y: np.ndarray, col: int, t: float = FALL_T) -> np.ndarray:
@@ -453,25 +471,28 @@ def cost_linear(plain: GroupFit, divided: GroupFit, noise: np.ndarray) -> GroupF
     return GroupFit(plain.index, plain.points, y, X, coef, w, terms, alternatives, None)
 
 
-def _take_row(into: GroupFit, row: int, src: GroupFit) -> None:
-    """Row `row` of `into` replaced by that of `src` in place (padding the design where needed)."""
+def _take_row(into: GroupFit, row: int, src: GroupFit, src_row: int | None = None) -> None:
+    """Row `row` of `into` replaced by that of `src` (its row `src_row`, `row` by default) in place
+    (padding the design where needed)."""
+    r = row if src_row is None else src_row
     k = src.X.shape[-1]
     if into.X.shape[-1] < k:
         pad = k - into.X.shape[-1]
         into.X = np.concatenate([into.X, np.zeros(into.X.shape[:2] + (pad,))], axis=-1)
         into.coef = np.concatenate([into.coef, np.zeros((into.coef.shape[0], pad))], axis=-1)
     into.X[row] = 0.0
-    into.X[row, :, :k] = src.X[row]
+    into.X[row, :, :k] = src.X[r]
     into.coef[row] = 0.0
-    into.coef[row, :k] = src.coef[row]
-    into.w[row] = src.w[row]
-    into.terms[row] = src.terms[row]
+    into.coef[row, :k] = src.coef[r]
+    into.w[row] = src.w[r]
+    into.terms[row] = src.terms[r]
     if into.alternatives is not None:
-        into.alternatives[row] = src.alternatives[row]
+        into.alternatives[row] = src.alternatives[r]
 
 
 def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided: np.ndarray,
-           noise: np.ndarray, exact: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+           noise: np.ndarray, exact: np.ndarray | None = None, allow_log: bool = True,
+           collectives: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row: (whether the divided form is kept, the weight of the other family in the
     prediction range, whether the row of `divided` was replaced in place: its quality is then no
     longer that of the engine's fit). `divided` is the `time_view` of the fit of values x ranks;
@@ -496,12 +517,16 @@ def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided:
     constant is never split, nor mixed. A kept W/ranks alone gives way to c + W/ranks where the
     serial part shows per combination of the other parameters (`_hidden_serial`), and a plain model
     that falls to 0 or below within 16x the largest ranks where c + W/ranks follows the values
-    (`_below_zero`)."""
+    (`_below_zero`). Last, for the rank count (`collectives`; not without log terms, `allow_log`),
+    the model kept gives way to a collective's time, c + W/ranks + a * ranks or + a * log2(ranks),
+    where the evidence and a leave-one-out error say so (`modeler.latency`). Where a form's cross-validated
+    SMAPE is undefined (a value near 0 among larger ones: leverage 1), the CV tests compare refitted
+    leave-one-out errors (`cv_better`)."""
     fallback = np.minimum(residual_variance(plain), residual_variance(divided))
     lw_p, lw_d = evidence(plain, noise, fallback), evidence(divided, noise, fallback)
     has_terms = np.array([len(t) > 0 for t in plain.terms])
     with np.errstate(invalid="ignore"):
-        keep = has_terms & (lw_d > lw_p + EVIDENCE) & (cv_divided < MARGIN * cv_plain)
+        keep = has_terms & (lw_d > lw_p + EVIDENCE) & cv_better(divided, plain, cv_divided, cv_plain)
     p_divided = 1.0 / (1.0 + np.exp(np.clip(lw_p - lw_d, -700, 700)))
     other = np.where(has_terms, np.where(keep, 1.0 - p_divided, p_divided), 0.0)
     candidates = ~has_terms
@@ -543,7 +568,7 @@ def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided:
         W, c = lin.coef[:, 0], lin.coef[:, 1]
         with np.errstate(invalid="ignore"):
             split_constant = (candidates & (c >= 0) & (W > 0) & (lw_l > lw_p + EVIDENCE)
-                              & (cv_l < MARGIN * cv_plain))
+                              & cv_better(lin, plain, cv_l, cv_plain))
         for row in np.flatnonzero(split_constant):
             _take_row(divided, int(row), lin)
             cv_divided[row] = cv_l[row]
@@ -555,6 +580,14 @@ def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided:
         exact = _exact(plain, divided, ranks, ~has_terms & ~keep, cv_plain, cv_divided)
         keep |= exact
         other = np.where(exact, 1.0 - p_divided, other)
+    if ranks is not None and collectives and allow_log:
+        from .latency import latency  # it builds on this module's tests
+
+        took, lw_c, lw_plain = latency(plain, divided, ranks, noise, keep, taken)
+        if took.any():
+            keep = keep | took
+            with np.errstate(invalid="ignore"):
+                other = np.where(took, 1.0 / (1.0 + np.exp(np.clip(lw_c - lw_plain, -700, 700))), other)
     return keep, other, taken
 
 
@@ -580,7 +613,7 @@ def _exact(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, rows: np.ndarr
     k = np.array([1 + len(t) for t in divided.terms])
     with np.errstate(invalid="ignore"):
         out &= ((residual_variance(divided) <= EXACT_VAR) & (residual_variance(plain) > EXACT_VAR)
-                & (plain.y.shape[1] - k >= 2) & (cv_divided < MARGIN * cv_plain))
+                & (plain.y.shape[1] - k >= 2) & cv_better(divided, plain, cv_divided, cv_plain))
     for s in np.flatnonzero(out):
         out[s] = bool(np.all(_times_beyond(divided.points, ranks, col, divided.terms[s], divided.coef[s],
                                            (4.0, 16.0)) > 0))
@@ -636,9 +669,10 @@ def _take_linear(plain: GroupFit, divided: GroupFit, noise: np.ndarray, rows: li
         return
     cv_l = quality(lin).cv_smape
     passes = also(lin) if also is not None else np.ones(len(cv_l), dtype=bool)
+    better = cv_better(lin, plain, cv_l, cv_plain, margin)
     for s in rows:
         W, c = lin.coef[s, 0], lin.coef[s, 1]
-        if W > 0 and c >= 0 and cv_l[s] < margin * cv_plain[s] and passes[s]:
+        if W > 0 and c >= 0 and better[s] and passes[s]:
             _take_row(divided, int(s), lin)
             cv_divided[s] = cv_l[s]
             taken[s] = True
@@ -777,7 +811,7 @@ def _u_shape(plain: GroupFit, divided: GroupFit, ranks: np.ndarray | None, noise
     if col is None or not u.any():
         return np.zeros_like(u)
     with np.errstate(invalid="ignore"):
-        u &= (lw_d > lw_p + EVIDENCE) & (cv_divided < MARGIN * cv_plain)
+        u &= (lw_d > lw_p + EVIDENCE) & cv_better(divided, plain, cv_divided, cv_plain)
     s2, dof, known = _noise_or_own(plain, divided, ranks, noise)
     u &= known | (dof >= OWN_NOISE_DOF)
     u &= ~known | (dof >= U_NOISE_DOF)
@@ -848,3 +882,30 @@ def split_alternative(a: Alternative, name: str) -> Alternative:
     model, A = split(a.model, name)
     with np.errstate(all="ignore"):  # covariances of values near the float range may be inf
         return Alternative(a.weight, model, A @ a.cov @ A.T)
+
+
+
+def floored_cv(g: GroupFit) -> np.ndarray:
+    """Per row, the mean absolute leave-one-out error (percent) of its chosen form (fitted with the
+    weights `g.w`), each left-out value's error measured against at least `ZERO_FLOOR` times the
+    series' median |value| (as `default_mode.loo_weights`): a value of 0 or near it (a collective on
+    one rank) is missed by every form alike relative to itself, and would rule a relative score. The
+    left-out residuals are e / (1 - h) from the hat matrix, and refitted without the point where its
+    leverage h is 1 to rounding (a value near 0 among larger ones carries nearly all the weight of the
+    relative fit: the shortcut gives nothing there, and `quality`'s cross-validated SMAPE is nan)."""
+    y, X = g.y, g.X
+    S, n = y.shape
+    w = np.where(np.isfinite(g.w), g.w, 0.0)
+    with np.errstate(all="ignore"):
+        sw = np.sqrt(w)
+        Xw = X * sw[..., None]
+        resid = y - np.einsum("snk,sk->sn", X, g.coef)
+        h = np.einsum("snk,skl,snl->sn", Xw, np.linalg.pinv(np.einsum("snk,snl->skl", Xw, Xw)), Xw)
+        ok = (1.0 - h) > 1e-6
+        loo = np.where(ok, resid / np.where(ok, 1.0 - h, 1.0), 0.0)  # exact for least squares: e / (1 - h)
+        for s, i in zip(*np.nonzero(~ok)):  # leverage 1 to rounding: refitted without the point
+            rest = np.arange(n) != i
+            coef = np.linalg.pinv(Xw[s, rest]) @ (sw[s, rest] * y[s, rest])
+            loo[s, i] = y[s, i] - X[s, i] @ coef
+        scale = np.maximum(np.abs(y), ZERO_FLOOR * np.median(np.abs(y), axis=-1, keepdims=True))
+        return (np.abs(loo) / scale).mean(-1) * 100.0

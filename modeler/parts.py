@@ -75,6 +75,9 @@ class PartsCheck:
     #: parts' sum above it, that the model misses a part's growth; with that sum more than `BELOW`
     #: above the model, the sum replaces the model whatever the ranges (`below_parts`; review 80)
     outgrown: bool = False
+    #: the sum of the high ends of the parts' 80% ranges, as `parts_low` of the low ends (None where
+    #: some range is not known)
+    parts_high: float | None = None
 
     @property
     def figure_low(self) -> float | None:
@@ -121,6 +124,51 @@ class PartsCheck:
         base = float(self.parts) if self.below_parts() or below_zero else float(self.whole)
         return max(base, self.floor) if math.isfinite(base) else base
 
+    def range_span(self, faster_than_parts: bool = False, unsettled: bool = False) -> tuple[float, float] | None:
+        """(low, high): the span of its parts that the whole's 80% range is to hold where they are
+        credible, or None (review 123 MED-1: `c + a*n + b*n^2`, fitted with one term between n and
+        n^2, was 6% below its parts' sum at 2x, the sum right, and the range held neither the sum nor
+        the truth). A whole equals its parts, so the range holds them and, on their side of the
+        model, is bounded by them (`ranking._holding`):
+
+        - above its model: its time figure where that is not its model's prediction (`time_figure`:
+          its parts' sum where clearly above it, a child's figure clearly above it), or its parts'
+          sum above it by less than `BELOW`, with the same evidence: the low ends of the parts' 80%
+          ranges above the high end of the whole's, or its model outgrown by its heavy parts
+          (`outgrown`); from the sum of the low ends of the parts' ranges (`parts_low`) to that of
+          their high ends (`parts_high`). Not under `max`, where a whole below its parts is no
+          contradiction (`contradicts`);
+        - below its model, where its model grows faster than every one of its parts, its exclusive
+          time among them (`faster_than_parts`: `parts_growth.parts_growths`), which a sum cannot:
+          from `parts_low` to `parts_high`. Not under `min`.
+
+        Its far end is no further from the parts' sum than the whole's own range from its model, in
+        ratio: one part with a wide range would make it useless.
+
+        None where the contradiction comes only from a growth the data do not settle (`unsettled`:
+        `parts_growth.unsettled_contradictions`), save for the time figure, which stands anyway."""
+        whole, parts = self.whole, self.parts
+        figure = self.time_figure()
+        low = parts if self.parts_low is None or not math.isfinite(self.parts_low) else min(parts, self.parts_low)
+        high = parts if self.parts_high is None or not math.isfinite(self.parts_high) else max(parts, self.parts_high)
+        if whole > 0 and math.isfinite(whole):
+            # its far end no further from the sum than the whole's own range from its model (one part's
+            # wide range, review 27's 0.25 to 560 s, would make the range useless)
+            if parts > whole and self.whole_high is not None and math.isfinite(self.whole_high):
+                high = max(parts, min(high, parts * self.whole_high / whole))
+            if parts < whole and self.whole_low is not None and math.isfinite(self.whole_low):
+                low = min(parts, max(low, parts * self.whole_low / whole))
+        if math.isfinite(figure) and figure != whole:
+            return (low, high) if figure == parts else (figure, figure)
+        if unsettled or not (math.isfinite(whole) and math.isfinite(parts) and whole > 0 and parts > 0):
+            return None
+        if parts > whole and self.combine in ("mean", "min"):
+            clear = self.parts_low is not None and self.whole_high is not None and self.parts_low > self.whole_high
+            return (low, high) if clear or self.outgrown else None
+        if parts < whole and self.combine in ("mean", "max") and self.with_exclusive and faster_than_parts:
+            return low, high
+        return None
+
     @property
     def what(self) -> str:
         """What the parts are, in words."""
@@ -156,6 +204,10 @@ def parts_sums(predictions: Mapping[tuple[str, str], float],
         rng = ranges.get(key)
         return None if rng is None else max(0.0, min(rng[0], predictions[key]))
 
+    def high(key: tuple[str, str]) -> float | None:
+        rng = ranges.get(key)
+        return None if rng is None else max(0.0, rng[1], predictions[key])
+
     def part(value: float) -> float:
         # a part predicted below zero adds nothing to a time, never less (review 43: a child's -10.9
         # took a parent's parts' sum to -3.7, and its caller's to 0.87 where the truth was 16)
@@ -177,6 +229,7 @@ def parts_sums(predictions: Mapping[tuple[str, str], float],
         whole_high = None if whole_rng is None else max(whole_rng[1], whole)
         parts, deep, floor = (part(excl) if excl is not None else 0.0), False, 0.0
         lows: list[float | None] = [low((cp, "exclusive_time"))] if excl is not None else []
+        highs: list[float | None] = [high((cp, "exclusive_time"))] if excl is not None else []
         for kid in children[cp]:
             below = out.get(kid)
             # a child counts with its parts where they agree with its model or clearly replace it,
@@ -185,10 +238,12 @@ def parts_sums(predictions: Mapping[tuple[str, str], float],
             if below is not None and (below.below_parts() or (below.with_exclusive and not below.contradicts())):
                 parts += part(below.parts)
                 lows.append(below.parts_low)
+                highs.append(below.parts_high)
                 deep = True
             else:
                 parts += part(predictions[(kid, "time")])
                 lows.append(low((kid, "time")))
+                highs.append(high((kid, "time")))
             figure = below.time_figure() if below is not None else predictions[(kid, "time")]
             kid_low = below.figure_low if below is not None else low((kid, "time"))
             # a child whose parts outgrow it stands for its figure here too (review 84 MED-2: a
@@ -197,9 +252,10 @@ def parts_sums(predictions: Mapping[tuple[str, str], float],
             if math.isfinite(figure) and (outgrown_kid or kid_low is None or whole_high is None or kid_low > whole_high):
                 floor = max(floor, figure)
         parts_low = None if any(v is None for v in lows) else float(sum(v for v in lows if v is not None))
+        parts_high = None if any(v is None for v in highs) else float(sum(v for v in highs if v is not None))
         out[cp] = PartsCheck(cp, whole, parts, len(children[cp]), excl is not None, deep, parts_low=parts_low,
                              whole_high=whole_high, combine=combine, floor=floor, whole_low=low((cp, "time")),
-                             outgrown=cp in outgrown)
+                             outgrown=cp in outgrown, parts_high=parts_high)
     return out
 
 

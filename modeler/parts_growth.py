@@ -206,15 +206,19 @@ def unsettled_contradictions(sums: Mapping[str, PartsCheck], predictions: Mappin
     (`doubt`) nor against a part's (`blamed_parts`): the unsettled model is ranked level and says so
     itself (review 109 F3: a flat `main` was marked `!` because its near-flat child, fitted n^2 *
     log2(n)^2 and ranked level, extrapolated to 88x its time). One that only the level values make
-    is not counted either: a contradiction is counted where it holds both ways."""
+    is not counted either: a contradiction is counted where it holds both ways, the same way round
+    (review 123 LOW-4: a whole below its parts, above them with the level values, was counted)."""
     out = set()
     for cp, check in sums.items():
         level = level_sums.get(cp)
         if level is None:
             continue
         whole = predictions.get((cp, "time"), math.nan)
-        if contradiction(whole, check.parts, check.combine, check.with_exclusive) is not None and contradiction(
-                level_predictions.get((cp, "time"), whole), level.parts, level.combine, level.with_exclusive) is None:
+        if contradiction(whole, check.parts, check.combine, check.with_exclusive) is None:
+            continue
+        level_whole = level_predictions.get((cp, "time"), whole)
+        if contradiction(level_whole, level.parts, level.combine, level.with_exclusive) is None \
+                or (level_whole < level.parts) != (whole < check.parts):
             out.add(cp)
     return out
 
@@ -222,8 +226,15 @@ def unsettled_contradictions(sums: Mapping[str, PartsCheck], predictions: Mappin
 def settled_checks(checks: Iterable[PartsCheck], level_sums: Mapping[str, PartsCheck]) -> list[PartsCheck]:
     """Of the whole/parts contradictions `checks` (`parts.check_parts`), those that also stand in
     `level_sums`, the sums made again with every growth the data do not settle taken level
-    (`unsettled_contradictions`): the warning names no contradiction that such a growth alone makes."""
-    return [c for c in checks if c.callpath not in level_sums or level_sums[c.callpath].contradicts()]
+    (`unsettled_contradictions`), the same way round: the warning names no contradiction that such a
+    growth alone makes (review 123 LOW-4: a whole below its parts was named at one target because the
+    level values put it above them, and not at a larger one, where they put it within bounds)."""
+    out = []
+    for c in checks:
+        level = level_sums.get(c.callpath)
+        if level is None or (level.contradicts() and (level.whole < level.parts) == (c.whole < c.parts)):
+            out.append(c)
+    return out
 
 
 #: the share of a whole's time at the target that parts growing faster than it must carry for
@@ -257,7 +268,7 @@ def _heavy_growth(parts: Sequence[tuple[tuple[float, float], float]], whole: flo
 def faster_than_parts_warning(rows: Sequence[RankedModel]) -> str | None:
     """One warning naming the rows ranked by their parts' slower growth (`RankedModel.parts_growth`), or None."""
     named = [f"{r.fitted.callpath} ({growth_text(r.growth)}, parts {growth_text(r.parts_growth)})"
-             for r in rows if r.parts_growth is not None and r.parts_growth < r.growth]
+             for r in rows if r.fitted.metric == "time" and r.parts_growth is not None and r.parts_growth < r.growth]
     if not named:
         return None
     n = len(named)
@@ -272,7 +283,7 @@ def faster_than_parts_warning(rows: Sequence[RankedModel]) -> str | None:
 def slower_than_parts_warning(rows: Sequence[RankedModel]) -> str | None:
     """One warning naming the rows ranked by their heavy parts' faster growth (`parts_growths`), or None."""
     named = [f"{r.fitted.callpath} ({growth_text(r.growth)}, parts {growth_text(r.parts_growth)})"
-             for r in rows if r.parts_growth is not None and r.parts_growth > r.growth]
+             for r in rows if r.fitted.metric == "time" and r.parts_growth is not None and r.parts_growth > r.growth]
     if not named:
         return None
     n = len(named)

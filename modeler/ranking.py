@@ -20,8 +20,9 @@ import numpy as np
 
 from .dataset import RunShares, ranks_text
 from .derived import HIGHER_IS_BETTER, RANKS_TIME, Baselines, derived_predictions, disagreement_warning
-from .growth import growth_text, target_growth
+from .growth import growth, growth_text, target_growth
 from .level_growth import LEVEL, level_ends, level_growth_warning, level_weight, unsettled_growths
+from .loop_parts import step_parts_growth_warning, step_verdicts
 from .model import FittedModel, Model
 from .own_time import own_time_note
 from .parts import PartsCheck, check_parts, parts_sums
@@ -76,9 +77,11 @@ class RankedModel:
     high: float | None
     unit: str = ""
     #: for `time`: the call path's exclusive time plus its children's times, predicted at the same
-    #: point (None without children); see `modeler.parts`
+    #: point (None without children); see `modeler.parts`; for a loop's `step_time` and `epoch_time`,
+    #: the loop's, over the step's share of it (`loop_parts.step_verdicts`)
     from_parts: float | None = None
-    #: the central 80% of the predictions of the forms in play (`modeler.uncertainty`), or None
+    #: the central 80% of the predictions of the forms in play (`modeler.uncertainty`), made to hold
+    #: its parts where they are credible (`parts.PartsCheck.range_span`, `_holding`), or None
     range: tuple[float, float] | None = None
     #: for speedup, parallel_efficiency and cost: (the same figure from a model of the per-rank
     #: time, the metric of that model: "time" or "cost"), None where there is none; `modeler.derived`
@@ -88,7 +91,8 @@ class RankedModel:
     #: why this model is charged with its caller's whole/parts contradiction (`blamed_parts`), or None
     blamed: str | None = None
     #: for `time`: its parts' sum where it is clearly above the prediction, or a child's figure clearly
-    #: above it (`parts.PartsCheck.time_figure`): its time in the shares and the run's time; else None
+    #: above it (`parts.PartsCheck.time_figure`): its time in the shares and the run's time; for a
+    #: loop's `step_time` and `epoch_time`, the loop's, over the step's share; else None
     time_figure: float | None = None
     #: how the ranks' values were combined (`--ranks`: `doubt`)
     combine: str = "mean"
@@ -98,7 +102,8 @@ class RankedModel:
     #: for `time`: the growth its parts (its exclusive time, its children's times) give it where they
     #: contradict `growth`: its fastest part's, below it (a sum cannot grow faster than its fastest
     #: part), or that of parts carrying most of its time, above it (nor slower than those); it ranks
-    #: by it (`parts_growths`); else None
+    #: by it (`parts_growths`); for a loop's `step_time` and `epoch_time`, the loop's, where it goes
+    #: beyond the step's own growth as beyond the loop's (`loop_parts.step_verdicts`); else None
     parts_growth: tuple[float, float] | None = None
     #: (passes, the prediction of the model fitted without the runs of those repetition passes) for
     #: each pass or group (`FittedModel.pass_models`); empty where the runs do not name their passes
@@ -276,7 +281,8 @@ class _RowWarnings:
                                     beyond_ranks_warning(shown, self.at_text),
                                     disagreement_warning(shown, self.at_text), step_parts_warning(steps, self.at_text),
                                     faster_than_parts_warning(shown),
-                                    slower_than_parts_warning(shown), pass_spread_warning(shown, self.at_text, self.repetitions),
+                                    slower_than_parts_warning(shown), step_parts_growth_warning(shown),
+                                    pass_spread_warning(shown, self.at_text, self.repetitions),
                                     level_growth_warning(shown))
                         if w)
         if shown_times and (own := own_time_note(self.measured, self.parameters, among=shown_times)):
@@ -301,6 +307,21 @@ def _ranges(
                 a, b = hull(lo[j:j + 1], hi[j:j + 1], np.array([[v] for _, v in refits]), own[j:j + 1])
                 lo[j], hi[j] = a[0], b[0]
     return [(float(a), float(b)) if math.isfinite(a) and math.isfinite(b) else None for a, b in zip(lo, hi)]
+
+
+def _holding(rng: tuple[float, float] | None, prediction: float,
+             span: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The range `rng` of a model's `prediction` made to hold `span`, the parts' (low, high) that a
+    whole equals (`PartsCheck.range_span`): stretched to their far end; where they are above the
+    prediction, also raised to their low end, never past the prediction: an inclusive time is at
+    least its parts (parts below a time model, which grows faster than every one of them, are no
+    such bound: which of the two is wrong the numbers do not say); as it is where either is not known."""
+    if rng is None or span is None or not (all(math.isfinite(v) for v in span) and math.isfinite(prediction)):
+        return rng
+    low, high = span
+    if high > prediction:
+        return max(rng[0], min(prediction, low)), max(rng[1], high)
+    return min(rng[0], low), rng[1]
 
 
 def _pass_predictions(fm: FittedModel, at: Mapping[str, float]) -> tuple[tuple[tuple[int, ...], float], ...]:
@@ -422,6 +443,12 @@ def rank_models(
     blamed = blamed_parts([*models, *companions], by_key, sums, hinged)
     share_of = _shares(measured, models, companions, by_key, range_of, sums, run_shares, blamed, hinged)
     own_of = _own_shares(measured, models, ranges, by_key, share_of, run_shares, blamed, sums)
+    # a time model that grows faster than every one of its parts (`parts_growths`): its range holds
+    # their sum (`PartsCheck.range_span`), as that of one whose parts clearly outgrow it does
+    fitted_of = {(fm.callpath, fm.metric): fm for fm in [*companions, *models]}
+    faster = {cp for cp, g in slower.items() if (cp, "time") in fitted_of and g < growth(fitted_of[(cp, "time")].model)}
+    # a loop's step and epoch time take its time's verdict (review 123 MED-1)
+    steps = step_verdicts([*models, *companions], sums, measured, parameters, target, slower, faster, hinged)
     rows = []
     for fm, pred, rng, ft, refits in zip(models, preds, ranges, derived, left_out):
         low = high = None
@@ -435,18 +462,28 @@ def rank_models(
         figure = check.time_figure() if check is not None else None
         if figure is not None and (not math.isfinite(pred) or figure == pred):
             figure = None
+        parts_growth = slower.get(fm.callpath) if fm.metric == "time" else None
+        with_exclusive = check is None or check.with_exclusive
+        unsettled = fm.metric == "time" and fm.callpath in hinged
+        # the range holds the parts' figure where they are credible (review 123 MED-1)
+        hold = check.range_span(fm.callpath in faster, unsettled) if check is not None else None
+        step = steps.get((fm.callpath, fm.metric))
+        if step is not None:
+            parts, figure, hold, parts_growth = step.from_parts, step.figure, step.held, step.parts_growth
+            with_exclusive, unsettled = step.with_exclusive, step.unsettled
+        if figure is not None and not math.isfinite(pred):
+            figure = None
+        rng = _holding(rng, pred, hold)
         g, falls = target_growth(fm.model, parameters, at, largest)
         ranks_model, ranks_pred, ranks_growth = per_rank.get(fm.callpath, (None, None, None)) \
             if fm.metric == "time" else (None, None, None)
         rows.append(RankedModel(fm, g, pred, low, high, unit, parts, rng, ft, share,
-                                blamed.get((fm.callpath, fm.metric)), figure, combine,
-                                check is None or check.with_exclusive,
-                                slower.get(fm.callpath) if fm.metric == "time" else None, refits, falls,
+                                blamed.get((fm.callpath, fm.metric)), figure, combine, with_exclusive,
+                                parts_growth, refits, falls,
                                 ranks_text(some[fm.callpath]) if fm.callpath in some else None,
                                 ranks_model, ranks_pred, ranks_growth,
                                 out_of_range(fm.metric, pred, {**(held or {}), **at}),
-                                level_weight(fm, g, parameters, at, largest),
-                                fm.metric == "time" and fm.callpath in hinged))
+                                level_weight(fm, g, parameters, at, largest), unsettled))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time

@@ -23,6 +23,7 @@ from ..grid import grid_gaps_warning, moving_together_warning, scattered_warning
 from ..zeros import zero_at_fewest_ranks_warning
 from ..listing import listing
 from ..outputs import FORMATS, render
+from ..loop_parts import loop_parts_series
 from ..parts import combination, parts_series
 from ..reach import far_target_warning
 from ..ranking import Ranking, nonnegative_keys, rank_models
@@ -250,6 +251,7 @@ def companion_series(data: Dataset, measured: Dataset | None, derive: bool,
     cost series of the call paths run by some ranks only, which rank their time), and with
     `min_share`, the time series that the shares at the target need (`modeler.share`)."""
     extra = parts_series(data, measured, min_points)
+    extra += new_series(loop_parts_series(data, measured, min_points), extra)
     times = basis_series_needed(data, measured, min_points) if derive else []
     extra += new_series(times, extra)
     if derive:  # the time of the ranks that ran a call path only some ranks ran (its cost / ranks)

@@ -64,7 +64,11 @@ def test_a_whole_that_its_heavy_parts_outgrow_takes_their_sum_whatever_the_range
     assert main.prediction == pytest.approx(3.083, abs=1e-3)
     assert main.from_parts == pytest.approx(0.01 + 1.4 + 0.01 + 6.3)
     lows = rows["main->setup"].range[0] + rows["main->fit->step"].range[0] + 0.02  # and the exclusive times'
-    assert lows == pytest.approx(2.15, abs=0.01) and lows < main.range[1] == pytest.approx(4.36, abs=0.01)
+    own_high = 3.083 + Z * 1.0  # the high end of main's own 80% range
+    assert lows == pytest.approx(2.15, abs=0.01) and lows < own_high == pytest.approx(4.36, abs=0.01)
+    # its range holds its parts (review 123 MED-1): from their low ends, up to their sum as far above it
+    # as its own high end is above its model
+    assert main.range == pytest.approx((lows, 7.72 * own_high / main.prediction), abs=0.01)
     assert main.time_figure == pytest.approx(7.72)  # was None: the model's 3.08
     assert main.parts_growth == (2.5, 0.0)  # the growth the rows are ranked by stays the first pass's
     assert rows["main->fit"].time_figure is None  # its model agrees with its parts

@@ -45,7 +45,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _args import float_list, positive_int  # noqa: E402
+from _args import choice_list, synthetic_sweep_options  # noqa: E402
 
 from modeler.dataset import Dataset, Series  # noqa: E402
 from modeler.estimator import PMNFModeler  # noqa: E402
@@ -119,25 +119,16 @@ def _errors(dataset: Dataset, truth: np.ndarray, options: dict, targets) -> np.n
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--paths", type=positive_int, default=40, help="call paths per family, setting and layout")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--noise", type=float_list(0.0), default=[0.01, 0.05, 0.1], help="comma-separated noise levels")
-    ap.add_argument("--runs", type=float_list(1.0), default=[1, 5], help="comma-separated runs per point")
-    ap.add_argument("--families", default=",".join(FAMILIES), help="comma-separated, of: " + ", ".join(FAMILIES))
+    synthetic_sweep_options(ap, FAMILIES)
     ap.add_argument("--sweeps", choices=("both", "one", "no-one"), default="both",
                     help="ranks 1..32 (one), 2..32 (no-one) or both")
     ap.add_argument("--modelers", default=",".join(MODELERS), help="comma-separated, of: " + ", ".join(MODELERS))
     ap.add_argument("--layouts", default=",".join(LAYOUTS),
                     help="comma-separated, of: alone (ranks only), beside (ranks x size); pooled per row")
     args = ap.parse_args(argv)
-    families = [f.strip() for f in args.families.split(",")]
-    modelers = [m.strip() for m in args.modelers.split(",")]
-    layouts = [m.strip() for m in args.layouts.split(",")]
-    for what, given, known in (("families", families, FAMILIES), ("modelers", modelers, MODELERS),
-                               ("layouts", layouts, LAYOUTS)):
-        unknown = [f for f in given if f not in known]
-        if unknown:
-            ap.error(f"--{what}: unknown {', '.join(unknown)}")
+    families = choice_list(ap, "--families", args.families, FAMILIES)
+    modelers = choice_list(ap, "--modelers", args.modelers, MODELERS)
+    layouts = choice_list(ap, "--layouts", args.layouts, LAYOUTS)
     sweeps = {"both": list(SWEEPS), "one": ["1..32"], "no-one": ["2..32"]}[args.sweeps]
     print(f"relative error (%) of the time at 4x and 16x the largest measured ranks (128, 512), layouts "
           f"{'+'.join(layouts)} pooled; {args.paths} call paths each per layout; modelers: {' | '.join(modelers)}")

@@ -33,7 +33,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _args import float_list, positive_int  # noqa: E402
+from _args import choice_list, synthetic_sweep_options  # noqa: E402
 
 from modeler.dataset import Dataset, Series  # noqa: E402
 from modeler.estimator import PMNFModeler  # noqa: E402
@@ -117,16 +117,9 @@ def _score(dataset: Dataset, truth) -> np.ndarray:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trees", type=positive_int, default=12, help="call trees per family, noise and runs")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--noise", type=float_list(0.0), default=[0.01, 0.05, 0.1], help="comma-separated noise levels")
-    ap.add_argument("--runs", type=float_list(1.0), default=[1, 5], help="comma-separated runs per point")
-    ap.add_argument("--families", default=",".join(FAMILIES), help="comma-separated, of: " + ", ".join(FAMILIES))
+    synthetic_sweep_options(ap, FAMILIES, "--trees", 12, "call trees per family, noise and runs")
     args = ap.parse_args(argv)
-    families = [f.strip() for f in args.families.split(",")]
-    unknown = [f for f in families if f not in FAMILIES]
-    if unknown:
-        ap.error(f"--families: unknown {', '.join(unknown)}")
+    families = choice_list(ap, "--families", args.families, FAMILIES)
     print(f"80% range of the loop's time, main's time and the loop's step_time at 2x and 4x the largest measured "
           f"values: held (% of {args.trees} trees) / median width over the truth (%)")
     head = " ".join(f"{name + '@' + k:>14}" for name in ("loop", "main", "step") for k in ("2x", "4x"))

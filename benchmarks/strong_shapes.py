@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _args import float_list, positive_int  # noqa: E402
+from _args import choice_list, float_list, synthetic_sweep_options  # noqa: E402
 
 from modeler.dataset import Dataset, Series  # noqa: E402
 from modeler.estimator import PMNFModeler  # noqa: E402
@@ -99,17 +99,10 @@ FAMILIES = ("ushape", "ushape_log", "ushape_sqrt", "amdahl", "floor", "flat", "s
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--paths", type=positive_int, default=40, help="call paths per family, setting and layout")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--noise", type=float_list(0.0), default=[0.01, 0.05, 0.1], help="comma-separated noise levels")
-    ap.add_argument("--runs", type=float_list(1.0), default=[1, 5], help="comma-separated runs per point")
+    synthetic_sweep_options(ap, FAMILIES)
     ap.add_argument("--ranks", type=float_list(1.0), default=list(RANKS), help="comma-separated rank counts measured")
-    ap.add_argument("--families", default=",".join(FAMILIES), help="comma-separated, of: " + ", ".join(FAMILIES))
     args = ap.parse_args(argv)
-    families = [f.strip() for f in args.families.split(",")]
-    unknown = [f for f in families if f not in FAMILIES]
-    if unknown:
-        ap.error(f"--families: unknown {', '.join(unknown)}")
+    families = choice_list(ap, "--families", args.families, FAMILIES)
     targets = _targets(args.ranks)
     print(f"relative error (%) of the time at ranks={targets[0]:g} and {targets[1]:g} (4x, 16x the largest measured), "
           f"ranks alone and beside g; {args.paths} call paths each; plain PMNF | default")

@@ -13,7 +13,7 @@ import numpy as np
 
 from .pmnf.fit import GroupFit
 from .pmnf.hypotheses import EXPONENTS, basis
-from .pmnf.selection import NOISE_FLOOR
+from .pmnf.selection import NOISE_FLOOR, PENALTY
 from .pmnf.single import ZERO_FLOOR
 from .strong_scaling import (EVIDENCE, EXACT_VAR, MARGIN, _LINEAR, _ranks_column, _take_row, _times_beyond, evidence,
                              floored_cv, residual_variance)
@@ -23,19 +23,28 @@ from .strong_scaling import (EVIDENCE, EXACT_VAR, MARGIN, _LINEAR, _ranks_column
 #: ranks * log2(ranks) (a time in log2(ranks): a tree, recursive doubling)
 COMM_TERMS = (EXPONENTS.index((2, 0)), EXPONENTS.index((1, 1)))
 
+#: with one run, a form that leaves fewer residual degrees of freedom than this must look like a
+#: collective's (`_zero_at_one`): its residual variance stands for the unknown noise, and noise alone
+#: passes the evidence test for one more coefficient as F(1, dof) above PENALTY * ln(n) + 2 * EVIDENCE,
+#: 7% of the time with 2 degrees of freedom (5 rank counts), 2% with 4, 0.3% with 9, 0.03% with 20
+#: (6 rank counts x 5 sizes, where a compute-plus-ring step gained: review 126 MED-1)
+FEW_DOF = 10
+
 #: `latency` needs at least this many rank counts: c + W/ranks + a * h(ranks) has 3 coefficients
 COMM_MIN_RANKS = 5
 
 
 def cost_comm(plain: GroupFit, ranks: np.ndarray, col: int, h: int, other: int | None = None,
-              u: np.ndarray | None = None) -> GroupFit:
+              u: np.ndarray | None = None, parts: tuple[bool, bool] = (True, True)) -> GroupFit:
     """Per row, the weighted least-squares fit of c + W/ranks + a * t(ranks)/ranks to the values (t:
     the cost-form hypothesis `h`, ranks^2 or ranks * log2(ranks)), as a `time_view` of the cost form
     W + c * ranks + a * t(ranks); beside another parameter (column `other`, hypothesis `u` (S,) per
     row), c + W/ranks + (c' + W'/ranks) * u(other) + a * t(ranks)/ranks, the cost form W + c * ranks
     + W' * u + c' * ranks * u + a * t(ranks): the work and the message scale with `other`, the
-    latency does not. The weights are those of `plain` (relative, outliers down-weighted, zeros
-    floored); one alternative each, its covariance scaled by the relative residual variance."""
+    latency does not. `parts`: whether the W' * u / ranks and the c' * u columns are in the form
+    (`latency` tries it without either where that does as well: review 126 MED-2). The weights are
+    those of `plain` (relative, outliers down-weighted, zeros floored); one alternative each, its
+    covariance scaled by the relative residual variance."""
     y = plain.y
     S, n = y.shape
     e, j = EXPONENTS[h]
@@ -44,7 +53,7 @@ def cost_comm(plain: GroupFit, ranks: np.ndarray, col: int, h: int, other: int |
     spec_u = None
     if other is not None:
         U = basis(plain.points[:, other])[u]  # (S, n)
-        cols += [U / ranks, U]
+        cols += [U / ranks] * parts[0] + [U] * parts[1]
     cols.append(np.broadcast_to(t / ranks, (S, n)))
     X = np.stack(cols, -1)
     k = X.shape[-1]
@@ -60,7 +69,7 @@ def cost_comm(plain: GroupFit, ranks: np.ndarray, col: int, h: int, other: int |
         spec = [((col, _LINEAR),)]
         if other is not None:
             spec_u = (other, int(u[s]))
-            spec += [(spec_u,), tuple(sorted(((col, _LINEAR), spec_u)))]
+            spec += [(spec_u,)] * parts[0] + [tuple(sorted(((col, _LINEAR), spec_u)))] * parts[1]
         spec.append(((col, h),))
         terms.append(spec)
     alternatives = [[(1.0, list(terms[s]), coef[s].copy(), s2[s] * Ginv[s])] for s in range(S)]
@@ -73,16 +82,25 @@ def _other_terms(g: GroupFit, row: int, other: int) -> set:
 
 
 def latency(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.ndarray, keep: np.ndarray,
-             taken: np.ndarray):
+             taken: np.ndarray, exact: np.ndarray | None = None):
     """Per row: whether the model kept (the divided one where `keep`, else the plain one) gives way to
     a collective's time, c + W/ranks + a * ranks or + a * log2(ranks) (`cost_comm`; beside one other
-    parameter, the work and message terms scaled by that parameter's term in the kept models), in
-    place in `divided` (marked in `taken`); with the log weight of evidence of that form and of the
-    plain model (S,). A ring all-reduce takes 2 (p-1)/p n/B + 2 (p-1) alpha: its bandwidth part
-    saturates and its latency part grows linearly, and a data-parallel step adds W/p to it; the
-    PMNF forms hold one term per parameter, and c + W/ranks (or a cost term such as
-    ranks^(2/3) * log2(ranks)) left the latency out, 30-50% low at 16x the ranks even at 1% noise
-    (research 124). Taken where:
+    parameter, the work and message terms scaled by that parameter's term in the kept models, or not
+    at all), in place in `divided` (marked in `taken`); with the log weight of evidence of that form
+    and of the plain model (S,), as the prediction range weighs them. A ring all-reduce takes 2 (p-1)/p
+    n/B + 2 (p-1) alpha: its bandwidth part saturates and its latency part grows linearly, and a
+    data-parallel step adds W/p to it; the PMNF forms hold one term per parameter, and c + W/ranks (or
+    a cost term such as ranks^(2/3) * log2(ranks)) left the latency out, 30-50% low at 16x the ranks
+    even at 1% noise (research 124). Beside the other parameter, the forms tried are those with the
+    terms u of that parameter in the kept models, each also without its c' * u or W' * u / ranks
+    column, and the form without the parameter (a fixed-size all-reduce beside the batch size: review
+    126 MED-3); the one chosen is the likeliest, each coefficient costing the engine's penalty, the
+    noise that of the repetitions or else the residual variance of the form that leaves the least (a
+    column that holds only rounding is dropped: `- 7.8e-15 * n` read `falling (deg 1)`, review 126
+    MED-2); with one run, the forms without a column of the other parameter only where the values
+    look like a collective's (`_zero_at_one`) or the form follows them exactly (taken where they did
+    not, concave rises plus a size term such as c + a * ranks^(2/3) * log2(ranks) + b * size went
+    from 3% to 50% high at 16x the ranks in 4 of 25,600 draws). Taken where:
     - a > 0 and the time stays above 0 up to 16x the largest ranks (and is not below
       -`ZERO_FLOOR` x the median value at a measured point: a ring on one rank takes 0);
     - its weight of evidence is `EVIDENCE` above the kept model's (the noise as in `choose`);
@@ -96,12 +114,25 @@ def latency(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.nda
       overshot U shapes whose rise is log2(ranks) or ranks^(1/2) 2-5x at 16x the ranks with one run
       (`benchmarks/strong_shapes.py`), and with the turn unseen a data-parallel step in strong
       scaling, W/ranks + a ring, went from a 90th percentile of 104% to 589% at 16x the ranks with
-      one run at 10% noise (`benchmarks/comm_shapes.py`).
+      one run at 10% noise (`benchmarks/comm_shapes.py`);
+    - with one run (the noise unknown; `exact` (S,) marks repetitions that agree exactly, counts,
+      whose noise is nan too but known to be 0), values it does not follow exactly and fewer than `FEW_DOF`
+      residual degrees of freedom, the values look like a collective's where there is no other: on
+      one rank, at each value of the other parameter, the time is within `ZERO_FLOOR` x the median
+      value there of 0 (measured where one rank was run, the form's value there otherwise:
+      `_zero_at_one`). The evidence then takes the form's own residual variance for the noise, and
+      with 2-5 degrees of freedom left a concave rise such as c + a * log2(ranks) or c + a *
+      ranks^(1/2) passed as c - W/ranks + a * ranks 1-7% of the time (46 of 12,800 one-run paths over
+      ranks alone, median error at 16x the ranks 8.6% -> 90%; review 126 MED-1). Where the kept model
+      was the divided one, its alternatives stay in the prediction range, weighed by its evidence
+      against the form (review 126 LOW-4).
     Series with more than 2 parameters that vary, or fewer than `COMM_MIN_RANKS` rank counts, are
     left as they are, and so is every series without log terms (`allow_log=False`, `choose`): a
     linear latency alone took a tree's a * log2(ranks) and was 2x high at 16x the ranks."""
     S, n = plain.y.shape
     none = np.zeros(S, dtype=bool)
+    # the noise unknown: one run, and not repetitions that agree exactly (`exact`: counts)
+    unknown_noise = np.isnan(noise) & ~(none if exact is None else np.asarray(exact, dtype=bool))
     col = _ranks_column(plain, ranks)
     pts = plain.points
     if col is None or np.unique(ranks).size < COMM_MIN_RANKS:
@@ -112,40 +143,65 @@ def latency(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.nda
     other = moving[0] if moving else None
     y = plain.y
     eligible = (y >= 0).all(-1) & (y > 0).any(-1) & np.isfinite(y).all(-1)
-    # candidate forms per row: (u, h), u the other parameter's terms in the kept models (None: ranks alone)
+    # candidate forms per row: (u, parts), u the other parameter's terms in the kept models, or None
+    # (ranks alone, or no dependence on the other parameter)
     if other is None:
         us = [{None} if eligible[s] else set() for s in range(S)]
     else:
-        us = [(_other_terms(plain, s, other) | _other_terms(divided, s, other)) if eligible[s] else set()
+        us = [({None} | _other_terms(plain, s, other) | _other_terms(divided, s, other)) if eligible[s] else set()
               for s in range(S)]
-    best: dict = {}  # row -> (rss, fit, its row in the fit)
+    tried = []  # (rows, fit, (u, parts), weighted rss per row)
     for u in sorted(set().union(*us), key=lambda v: -1 if v is None else v):
         idx = np.array([s for s in range(S) if u in us[s]])
         sub = _subset(plain, idx)
-        for h in COMM_TERMS:
-            f = cost_comm(sub, ranks, col, h, other, None if u is None else np.full(len(idx), u))
-            rss = (((f.y - np.einsum("snk,sk->sn", f.X, f.coef)) ** 2) * f.w).sum(-1)
-            for r, s in enumerate(idx):
-                if np.isfinite(rss[r]) and (s not in best or rss[r] < best[s][0]):
-                    best[s] = (rss[r], f, r)
+        for parts in [(False, False)] if u is None else [(True, True), (True, False), (False, True)]:
+            for h in COMM_TERMS:
+                f = cost_comm(sub, ranks, col, h, None if u is None else other,
+                              None if u is None else np.full(len(idx), u), parts)
+                rss = (((f.y - np.einsum("snk,sk->sn", f.X, f.coef)) ** 2) * f.w).sum(-1)
+                allowed = np.ones(len(idx), dtype=bool)
+                if other is not None and (u is None or not all(parts)):
+                    # not tried before (review 126 MED-2, MED-3): with one run, only where the values
+                    # look like a collective's or the form follows them exactly
+                    with np.errstate(invalid="ignore"):
+                        allowed = (~unknown_noise[idx] | (residual_variance(f) <= EXACT_VAR)
+                                   | _zero_at_one(f, ranks, pts[:, other], _u_values(pts, other, u, f), parts))
+                tried.append((idx, f, (u, parts), np.where(allowed, rss, np.nan)))
+    # the likeliest form per row: the noise of the repetitions, else the least residual variance of
+    # its forms; ranks alone, every form has 3 coefficients and the least RSS wins
+    s2 = np.full(S, np.inf)
+    for idx, f, _, rss in tried:
+        s2[idx] = np.fmin(s2[idx], np.where(np.isnan(rss), np.inf, rss) / max(n - f.X.shape[-1], 1))
+    s2 = np.maximum(np.where(np.isnan(noise), s2, noise), NOISE_FLOOR)
+    best: dict = {}  # row -> (score, fit, its row in the fit, form)
+    for idx, f, form, rss in tried:
+        score = rss / s2[idx] + PENALTY * np.log(n) * f.X.shape[-1]
+        for r, s in enumerate(idx):
+            if np.isfinite(rss[r]) and (s not in best or score[r] < best[s][0]):
+                best[s] = (score[r], f, r, form)
     out = none.copy()
     lw_c_all, lw_p_all = np.zeros(S), np.zeros(S)
     fits = {}
-    for s, (_, f, r) in best.items():
-        fits.setdefault(id(f), (f, []))[1].append((s, r))
-    for f, pairs in fits.values():
+    for s, (_, f, r, form) in best.items():
+        fits.setdefault(id(f), (f, form, []))[2].append((s, r))
+    for f, (u, parts), pairs in fits.values():
         rows = np.array([s for s, _ in pairs])
         f = _subset(f, np.array([r for _, r in pairs]))
         k = f.X.shape[-1]
         p_sub, d_sub, kept = _subset(plain, rows), _subset(divided, rows), keep[rows]
+        U = _u_values(pts, other, u, f)
         with np.errstate(invalid="ignore"):
             # the coefficient of 1/ranks at each point (W, or W + W' * u beside the other parameter)
-            slope = f.coef[:, :1] + (f.coef[:, 2:3] * f.X[:, :, 3] if k == 5 else 0.0)
+            slope = f.coef[:, :1] + (f.coef[:, 2:3] * U if u is not None and parts[0] else 0.0)
             rv_c = residual_variance(f)
             cand = (f.coef[:, k - 1] > 0) & (~(slope > 0).any(-1) | (rv_c <= EXACT_VAR))
+            unknown = unknown_noise[rows] & ~(rv_c <= EXACT_VAR)
+            cand &= ~unknown | (n - k >= FEW_DOF) | _zero_at_one(f, ranks, None if other is None else pts[:, other], U,
+                                                                 parts)
         if not cand.any():
             continue
-        fallback = np.fmin(np.where(kept, residual_variance(d_sub), residual_variance(p_sub)), rv_c)
+        rv_kept = np.where(kept, residual_variance(d_sub), residual_variance(p_sub))
+        fallback = np.fmin(rv_kept, rv_c)
         lw_c, lw_p = evidence(f, noise[rows], fallback), evidence(p_sub, noise[rows], fallback)
         lw_cur = np.where(kept, evidence(d_sub, noise[rows], fallback), lw_p)
         cand &= lw_c > lw_cur + EVIDENCE
@@ -160,10 +216,53 @@ def latency(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.nda
                     and np.all(_times_beyond(pts, ranks, col, f.terms[r], f.coef[r], (4.0, 16.0)) > 0)):
                 continue
             s = int(rows[r])
+            before = divided.alternatives[s] if (kept[r] and divided.alternatives is not None) else None
             _take_row(divided, s, f, int(r))
+            if before:  # the kept divided model stays in the range, weighed by its evidence
+                w_k = 1.0 / (1.0 + np.exp(np.clip(lw_c[r] - lw_cur[r], -700, 700)))
+                both = ([(w * (1.0 - w_k), t, c, v) for w, t, c, v in divided.alternatives[s]]
+                        + [(w * w_k, t, c, v) for w, t, c, v in before])
+                top = max(a[0] for a in both)  # as `strong_scaling.mix`: none below 1e-3 of the heaviest
+                both = [a for a in both if a[0] >= 1e-3 * top]
+                total = sum(a[0] for a in both)
+                divided.alternatives[s] = [(w / total, t, c, v) for w, t, c, v in both]
             taken[s] = out[s] = True
             lw_c_all[s], lw_p_all[s] = lw_c[r], lw_p[r]
     return out, lw_c_all, lw_p_all
+
+
+def _u_values(pts: np.ndarray, other: int | None, u: int | None, f: GroupFit) -> np.ndarray | None:
+    """The other parameter's term `u` at each point, (rows of `f`, points); None without one."""
+    return None if u is None else np.broadcast_to(basis(pts[:, other])[u], f.y.shape)
+
+
+def _zero_at_one(f: GroupFit, ranks: np.ndarray, v: np.ndarray | None, U: np.ndarray | None,
+                 parts: tuple[bool, bool]) -> np.ndarray:
+    """Per row of `f` (`cost_comm`): whether its values look like a collective's, whose time on one
+    rank is 0 (no communication) or only a call's overhead: at each value of the other parameter
+    (`v`, None: ranks alone), the time on one rank is at most `ZERO_FLOOR` x the median |value|
+    there; the measured values where one rank was run, else the form's value at ranks = 1 (c + W +
+    (c' + W') * u, + a for the linear latency, + 0 for log2(ranks))."""
+    y = f.y
+    groups = np.zeros(len(ranks)) if v is None else v
+    one = ranks == 1.0
+    if one.any():
+        at1 = y
+    else:
+        X1 = [np.ones_like(y), np.ones_like(y)]
+        if U is not None:
+            X1 += [U] * parts[0] + [U] * parts[1]
+        h = f.terms[0][-1][0][1]  # the latency term, the same in every row
+        X1.append(np.full(y.shape, 0.0 if EXPONENTS[h][1] else 1.0))  # t(1) / 1: 1 for ranks, 0 for log2
+        X1 = np.stack(X1, -1)
+        at1 = np.einsum("snk,sk->sn", X1, f.coef)
+    ok = np.ones(y.shape[0], dtype=bool)
+    for g in np.unique(groups):
+        here = groups == g
+        typical = np.median(np.abs(y[:, here]), axis=-1)
+        at = np.abs(at1[:, here & one]) if one.any() else np.abs(at1[:, here])
+        ok &= (at <= ZERO_FLOOR * typical[:, None]).all(-1)
+    return ok
 
 
 def _subset(g: GroupFit, rows: np.ndarray) -> GroupFit:

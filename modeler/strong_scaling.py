@@ -522,6 +522,7 @@ def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided:
     where the evidence and a leave-one-out error say so (`modeler.latency`). Where a form's cross-validated
     SMAPE is undefined (a value near 0 among larger ones: leverage 1), the CV tests compare refitted
     leave-one-out errors (`cv_better`)."""
+    exact_reps = np.zeros(len(plain.terms), dtype=bool) if exact is None else exact  # `exact` is reused below
     fallback = np.minimum(residual_variance(plain), residual_variance(divided))
     lw_p, lw_d = evidence(plain, noise, fallback), evidence(divided, noise, fallback)
     has_terms = np.array([len(t) > 0 for t in plain.terms])
@@ -583,7 +584,7 @@ def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided:
     if ranks is not None and collectives and allow_log:
         from .latency import latency  # it builds on this module's tests
 
-        took, lw_c, lw_plain = latency(plain, divided, ranks, noise, keep, taken)
+        took, lw_c, lw_plain = latency(plain, divided, ranks, noise, keep, taken, exact_reps)
         if took.any():
             keep = keep | took
             with np.errstate(invalid="ignore"):

@@ -284,7 +284,7 @@ class PMNFModeler:
                 sub = [i for i, good in zip(index, ok) if good]
                 g2, q2 = self._fit_scaled(pts, Y2[ok], sub, stats, dataset, aggregate, x)
                 rows = np.flatnonzero(ok)
-                g1 = _rows(g, rows)
+                g1 = g.rows(rows)
                 spread = np.array([stats[i].spread for i in sub])
                 reps = np.array([stats[i].counts for i in sub])
                 noise = (noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max")
@@ -475,21 +475,12 @@ def _factor(parameter: str, hypothesis: int) -> Factor:
     return Factor(parameter, e, lg)
 
 
-def _rows(g: GroupFit, rows: np.ndarray) -> GroupFit:
-    """The fit of some of a group's series."""
-    pick = lambda a: None if a is None else [a[r] for r in rows]  # noqa: E731
-    return GroupFit([g.index[r] for r in rows], g.points, g.y[rows], g.X[rows], g.coef[rows], g.w[rows],
-                    pick(g.terms), pick(g.alternatives),
-                    None if g.reported is None else tuple(v[rows] for v in g.reported),
-                    None if g.predictors is None else g.predictors[rows])
-
-
 def _requalify(q, unit: GroupFit, rows: np.ndarray, scale: np.ndarray) -> None:
     """The quality `q` of rows `rows` computed anew in place from `unit`, the fit of those values
     over `scale` (S,) (near 1, as `_fit_scaled` does): `strong_scaling.choose` replaces such rows
     by c + W/ranks, and their SMAPE, RSS and adjusted R^2 were still the replaced model's (review
     114: 15.66% printed for a model whose own SMAPE is 14.96%)."""
-    fresh = quality(_rows(unit, rows))
+    fresh = quality(unit.rows(rows))
     with np.errstate(over="ignore"):
         fresh = dataclasses.replace(fresh, rss=fresh.rss * scale[rows] ** 2)
     for f in dataclasses.fields(q):

@@ -16,7 +16,7 @@ from .pmnf.hypotheses import EXPONENTS, basis
 from .pmnf.selection import NOISE_FLOOR, PENALTY
 from .pmnf.single import ZERO_FLOOR
 from .strong_scaling import (EVIDENCE, EXACT_VAR, MARGIN, _LINEAR, _ranks_column, _take_row, _times_beyond, evidence,
-                             floored_cv, residual_variance)
+                             floored_cv, residual_variance, weighed)
 
 #: the latency terms of collective communication, as hypotheses of the cost form (values x ranks):
 #: ranks^2 (a time linear in ranks: a ring or a pairwise exchange, 2 (p - 1) alpha) and
@@ -153,7 +153,7 @@ def latency(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.nda
     tried = []  # (rows, fit, (u, parts), weighted rss per row)
     for u in sorted(set().union(*us), key=lambda v: -1 if v is None else v):
         idx = np.array([s for s in range(S) if u in us[s]])
-        sub = _subset(plain, idx)
+        sub = plain.rows(idx)
         for parts in [(False, False)] if u is None else [(True, True), (True, False), (False, True)]:
             for h in COMM_TERMS:
                 f = cost_comm(sub, ranks, col, h, None if u is None else other,
@@ -186,9 +186,9 @@ def latency(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.nda
         fits.setdefault(id(f), (f, form, []))[2].append((s, r))
     for f, (u, parts), pairs in fits.values():
         rows = np.array([s for s, _ in pairs])
-        f = _subset(f, np.array([r for _, r in pairs]))
+        f = f.rows(np.array([r for _, r in pairs]))
         k = f.X.shape[-1]
-        p_sub, d_sub, kept = _subset(plain, rows), _subset(divided, rows), keep[rows]
+        p_sub, d_sub, kept = plain.rows(rows), divided.rows(rows), keep[rows]
         U = _u_values(pts, other, u, f)
         with np.errstate(invalid="ignore"):
             # the coefficient of 1/ranks at each point (W, or W + W' * u beside the other parameter)
@@ -220,12 +220,7 @@ def latency(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.nda
             _take_row(divided, s, f, int(r))
             if before:  # the kept divided model stays in the range, weighed by its evidence
                 w_k = 1.0 / (1.0 + np.exp(np.clip(lw_c[r] - lw_cur[r], -700, 700)))
-                both = ([(w * (1.0 - w_k), t, c, v) for w, t, c, v in divided.alternatives[s]]
-                        + [(w * w_k, t, c, v) for w, t, c, v in before])
-                top = max(a[0] for a in both)  # as `strong_scaling.mix`: none below 1e-3 of the heaviest
-                both = [a for a in both if a[0] >= 1e-3 * top]
-                total = sum(a[0] for a in both)
-                divided.alternatives[s] = [(w / total, t, c, v) for w, t, c, v in both]
+                divided.alternatives[s] = weighed(divided.alternatives[s], before, w_k)
             taken[s] = out[s] = True
             lw_c_all[s], lw_p_all[s] = lw_c[r], lw_p[r]
     return out, lw_c_all, lw_p_all
@@ -264,9 +259,3 @@ def _zero_at_one(f: GroupFit, ranks: np.ndarray, v: np.ndarray | None, U: np.nda
         ok &= (at <= ZERO_FLOOR * typical[:, None]).all(-1)
     return ok
 
-
-def _subset(g: GroupFit, rows: np.ndarray) -> GroupFit:
-    """The fit of some of its rows (no `reported`, `predictors`)."""
-    pick = lambda a: None if a is None else [a[r] for r in rows]  # noqa: E731
-    return GroupFit([g.index[r] for r in rows], g.points, g.y[rows], g.X[rows], g.coef[rows], g.w[rows],
-                    pick(g.terms), pick(g.alternatives))

@@ -31,6 +31,8 @@ run, falls that level off and U shapes whose rise the values do not show must st
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from .model import Alternative, Factor, Model, Term
@@ -832,12 +834,19 @@ def mix(own: tuple[Alternative, ...], other: tuple[Alternative, ...], other_weig
     below `min_share` of the heaviest are left out."""
     if other_weight < min_share or not other:
         return own
-    both = [Alternative(a.weight * (1.0 - other_weight), a.model, a.cov) for a in own]
-    both += [Alternative(a.weight * other_weight, a.model, a.cov) for a in other]
-    top = max(a.weight for a in both)
-    kept = [a for a in both if a.weight >= min_share * top]
-    total = sum(a.weight for a in kept)
-    return tuple(Alternative(a.weight / total, a.model, a.cov) for a in kept)
+    return tuple(Alternative(*a) for a in weighed([(a.weight, a.model, a.cov) for a in own],
+                                                  [(a.weight, a.model, a.cov) for a in other], other_weight, min_share))
+
+
+def weighed(own: Sequence[tuple], other: Sequence[tuple], other_weight: float, min_share: float = 1e-3) -> list[tuple]:
+    """`mix` of tuples whose first item is the weight (a `GroupFit`'s alternatives, an
+    `Alternative`'s fields): `own` by 1 - other_weight, `other` by it, those below `min_share` of the
+    heaviest left out, the rest summing to 1."""
+    both = [(a[0] * (1.0 - other_weight), *a[1:]) for a in own] + [(a[0] * other_weight, *a[1:]) for a in other]
+    top = max(a[0] for a in both)
+    kept = [a for a in both if a[0] >= min_share * top]
+    total = sum(a[0] for a in kept)
+    return [(a[0] / total, *a[1:]) for a in kept]
 
 
 def time_view(g: GroupFit, ranks: np.ndarray) -> GroupFit:

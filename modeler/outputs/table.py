@@ -57,9 +57,22 @@ def render_table(ranking: Ranking, width: int | None = None) -> str:
     keep = list(range(len(HEADERS)))
     callpath_width = MAX_CALLPATH
     dropped: list[str] = []
+    # each column's width once (the model's counted as at most MIN_MODEL: it is last and may wrap);
+    # the call path's for each length it is shortened to, as asked
+    column = [min(w, MIN_MODEL) if j == len(HEADERS) - 1 else w
+              for j, w in enumerate(max([len(h)] + [display_width(r[j]) for r in rows]) for j, h in enumerate(HEADERS))]
+    callpath_columns: dict[int, int] = {}
+
+    def callpath_column(n: int) -> int:
+        if n not in callpath_columns:
+            callpath_columns[n] = max([len("callpath")] + [display_width(c) for c in _shortened(full, n)])
+        return callpath_columns[n]
+
+    def others() -> int:  # the columns but the call path's, and the gaps between all
+        return sum(column[j] for j in keep if j != cp) + 2 * (len(keep) - 1)
 
     def too_wide() -> bool:
-        return width is not None and _row_width(rows, keep, _shortened(full, callpath_width), cp) > width
+        return width is not None and others() + callpath_column(callpath_width) > width
 
     def drop(names: tuple[str, ...]) -> None:
         one_metric = len({r[HEADERS.index("metric")] for r in rows}) <= 1
@@ -71,8 +84,10 @@ def render_table(ranking: Ranking, width: int | None = None) -> str:
                 dropped.append(name)
 
     drop(NARROWING)
-    while callpath_width > MIN_CALLPATH and too_wide():
-        callpath_width -= 1
+    if too_wide():
+        callpath_width = max(MIN_CALLPATH, min(callpath_width, width - others()))
+        while callpath_width > MIN_CALLPATH and too_wide():  # call paths kept whole where shortened alike
+            callpath_width -= 1
     drop(LAST_NARROWING)
     shown = _shortened(full, callpath_width)
     rows = [r[:cp] + (c,) + r[cp + 1 :] for r, c in zip(rows, shown)]
@@ -117,13 +132,3 @@ def _shortened(callpaths: list[str], width: int) -> list[str]:
         owners.setdefault(s, set()).add(full)
     return [s if len(owners[s]) == 1 else full for full, s in zip(callpaths, short)]
 
-
-def _row_width(rows: list[tuple[str, ...]], keep: list[int], callpaths: list[str], cp: int) -> int:
-    """The widest row's terminal columns over the columns `keep`, the model counted as at most
-    `MIN_MODEL` (it is last and may wrap)."""
-    total = 0
-    for j in keep:
-        cells_j = callpaths if j == cp else [r[j] for r in rows]
-        w = max([len(HEADERS[j])] + [display_width(c) for c in cells_j])
-        total += min(w, MIN_MODEL) if j == len(HEADERS) - 1 else w
-    return total + 2 * (len(keep) - 1)

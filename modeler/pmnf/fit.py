@@ -37,6 +37,16 @@ class GroupFit:
     #: MED-1: `x * y` is two); None: the terms
     predictors: np.ndarray | None = None
 
+    def rows(self, rows: np.ndarray) -> "GroupFit":
+        """The fit of some of the group's series (`rows`, indices into it)."""
+        def pick(a):
+            return None if a is None else [a[r] for r in rows]
+
+        return GroupFit([self.index[r] for r in rows], self.points, self.y[rows], self.X[rows], self.coef[rows],
+                        self.w[rows], pick(self.terms), pick(self.alternatives),
+                        None if self.reported is None else tuple(v[rows] for v in self.reported),
+                        None if self.predictors is None else self.predictors[rows])
+
     def scaled(self, factor: np.ndarray) -> "GroupFit":
         """The same fit for values multiplied by `factor` (S,): what fitting `y * factor` gives,
         since least squares and every choice made on relative errors are scale-free. The weights

@@ -94,13 +94,16 @@ def blamed_parts(models: Iterable[FittedModel], predictions: Mapping[tuple[str, 
 
 def parts_growths(models: Iterable[FittedModel], sums: Mapping[str, PartsCheck],
                   predictions: Mapping[tuple[str, str], float] | None = None,
-                  unsettled: Collection[tuple[str, str]] = ()) -> dict[str, tuple[float, float]]:
+                  unsettled: Collection[tuple[str, str]] = (),
+                  minor: Mapping[tuple[str, str], tuple[float, float]] | None = None) -> dict[str, tuple[float, float]]:
     """Per call path whose `time` model's growth its parts (its exclusive time and its children's
     times) contradict, the growth its parts give it. A child's own figure here is its parts' where
     it has one; a part whose growth the data do not settle (`unsettled`: (call path, metric), from
     `level_growth.unsettled_growths`) is level, as its row is ranked (review 109 F3: a near-flat
     child fitted n^2 * log2(n)^2, ranked level itself, ranked its constant parent first, above a
-    region with 16000x its time); deepest first. Two ways:
+    region with 16000x its time); a model whose fastest term carries little of its value at the
+    target grows as the terms that carry it, whole or part (`minor`: (call path, metric) -> that
+    growth, from `minor_terms.minor_growths`; review 123 LOW-5); deepest first. Two ways:
 
     - faster than every one of its parts, all modeled: the growth of the fastest part. A sum cannot
       grow faster than its fastest part, so such a model overstates its growth, and ranked by it a
@@ -123,8 +126,9 @@ def parts_growths(models: Iterable[FittedModel], sums: Mapping[str, PartsCheck],
         whole = fitted.get((cp, "time"))
         if whole is None or cp not in children:
             continue
-        parts = [(g, v) for g, v, _ in _parts(cp, fitted, children[cp], sums, values, out, unsettled=unsettled)]
-        mine = growth(whole.model)
+        parts = [(g, v) for g, v, _ in _parts(cp, fitted, children[cp], sums, values, out, unsettled=unsettled,
+                                              minor=minor)]
+        mine = (minor or {}).get((cp, "time"), growth(whole.model))
         if (cp, "exclusive_time") in fitted and sums[cp].with_exclusive:
             fastest = max(g for g, _ in parts)
             if fastest < mine:
@@ -140,10 +144,11 @@ def outgrown_wholes(models: Iterable[FittedModel], sums: Mapping[str, PartsCheck
                     predictions: Mapping[tuple[str, str], float],
                     ranges: Mapping[tuple[str, str], tuple[float, float] | None],
                     growths: Mapping[str, tuple[float, float]],
-                    unsettled: Collection[tuple[str, str]] = ()) -> set[str]:
+                    unsettled: Collection[tuple[str, str]] = (),
+                    minor: Mapping[tuple[str, str], tuple[float, float]] | None = None) -> set[str]:
     """The call paths whose `time` model grows slower than parts that carry `HEAVY_PARTS` of its
-    time at the target (`growths`, from `parts_growths` with the same `unsettled`, above its own
-    growth), and do so even at
+    time at the target (`growths`, from `parts_growths` with the same `unsettled` and `minor`, above
+    its own growth), and do so even at
     the low ends of their 80% ranges (`ranges`; a part's value where its range is not known),
     against the high end of the whole's (its prediction where that is not known): with
     its parts' sum above it, the model misses a part's growth, and the sum is its time whatever the
@@ -156,16 +161,17 @@ def outgrown_wholes(models: Iterable[FittedModel], sums: Mapping[str, PartsCheck
     out: set[str] = set()
     for cp, faster in growths.items():
         whole = fitted.get((cp, "time"))
-        if whole is None or cp not in sums or cp not in children or not faster > growth(whole.model):
+        mine = (minor or {}).get((cp, "time"), growth(whole.model)) if whole is not None else None
+        if whole is None or cp not in sums or cp not in children or not faster > mine:
             continue
         parts = [(g, v if low is None else low)
-                 for g, v, low in _parts(cp, fitted, children[cp], sums, predictions, growths, ranges, unsettled)]
+                 for g, v, low in _parts(cp, fitted, children[cp], sums, predictions, growths, ranges, unsettled, minor)]
         # half of the whole's high end, not of its prediction (review 84 MED-1: a part of range 6 to
         # 394 s made a flat 10 s run, range 6.2 to 13.8 s, 3.4 min)
         check = sums[cp]
         high = check.time_figure() if check.whole_high is None else max(check.time_figure(), check.whole_high)
         heavy = _heavy_growth(parts, high, check.combine == "mean")
-        if heavy is not None and heavy > growth(whole.model):
+        if heavy is not None and heavy > mine:
             out.add(cp)
     return out
 
@@ -175,12 +181,14 @@ def _parts(cp: str, fitted: Mapping[tuple[str, str], FittedModel], children: Seq
            growths: Mapping[str, tuple[float, float]],
            ranges: Mapping[tuple[str, str], tuple[float, float] | None] | None = None,
            unsettled: Collection[tuple[str, str]] = (),
+           minor: Mapping[tuple[str, str], tuple[float, float]] | None = None,
            ) -> list[tuple[tuple[float, float], float, float | None]]:
     """(growth, time at the target, the low end of its 80% range or None) of each part of `cp`:
     its exclusive time where modeled, and each child, with the growth its own parts give it
-    (`growths`) and its figure (`_figure`); level where its own growth is not settled (`unsettled`)."""
+    (`growths`) and its figure (`_figure`); level where its own growth is not settled (`unsettled`),
+    that of the terms carrying its value where its fastest term is minor (`minor`)."""
     def own_growth(key: tuple[str, str]) -> tuple[float, float]:
-        return LEVEL if key in unsettled else growth(fitted[key].model)
+        return LEVEL if key in unsettled else (minor or {}).get(key, growth(fitted[key].model))
 
     def low(key: tuple[str, str]) -> float | None:
         rng = (ranges or {}).get(key)

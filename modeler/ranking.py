@@ -23,6 +23,7 @@ from .derived import HIGHER_IS_BETTER, RANKS_TIME, Baselines, derived_prediction
 from .growth import growth, growth_text, target_growth
 from .level_growth import LEVEL, level_ends, level_growth_warning, level_weight, unsettled_growths
 from .loop_parts import step_parts_growth_warning, step_verdicts
+from .minor_terms import judging_text, minor_growth, minor_growths, minor_term_warning
 from .model import FittedModel, Model
 from .own_time import own_time_note
 from .parts import PartsCheck, check_parts, parts_sums
@@ -133,6 +134,10 @@ class RankedModel:
     #: for `time`: its parts' sum (`from_parts`) contradicts its prediction only through a growth the
     #: data do not settle, its own or a part's (`parts_growth.unsettled_contradictions`): no doubt then
     parts_unsettled: bool = False
+    #: where its fastest terms carry under `minor_terms.MINOR_SHARE` of its value at the target (at
+    #: least 4x the largest measured point) and a slower rising term carries that much: the growth
+    #: of that term, which it is ranked by (`ranked_minor`; review 123 LOW-5); else None
+    minor_growth: tuple[float, float] | None = None
 
     def ranked_level(self) -> bool:
         """Whether the row is ranked as level because the data do not settle its own growth
@@ -146,6 +151,12 @@ class RankedModel:
         own = self.growth if self.parts_growth is None else self.parts_growth
         return self.ranks_growth is not None and self.ranks_growth > own
 
+    def ranked_minor(self) -> bool:
+        """Whether the row is ranked by the slower growth of the terms that carry its value
+        (`minor_growth`), its own growth not otherwise replaced (level, parts, ranks that ran it)."""
+        return self.minor_growth is not None and self.level_weight is None and self.parts_growth is None \
+            and self.falls_beyond is None and not self.by_ranks_that_ran_it()
+
     def rank_growth(self) -> tuple[float, float]:
         """The growth the row is ranked by: its parts' where they grow slower (`parts_growth`), that
         of the time of the ranks that ran it where faster (`by_ranks_that_ran_it`)."""
@@ -153,6 +164,8 @@ class RankedModel:
             return self.ranks_growth
         if self.ranked_level():
             return LEVEL
+        if self.ranked_minor():
+            return self.minor_growth
         return self.growth if self.parts_growth is None else self.parts_growth
 
     def headline(self) -> tuple[float, str | None]:
@@ -187,6 +200,8 @@ class RankedModel:
             growth={"exponent": self.growth[0], "log_exponent": self.growth[1]},
             growth_level_weight=self.level_weight,
             growth_ranked_level=self.ranked_level(),
+            growth_ranked_minor=None if not self.ranked_minor() else
+            {"exponent": self.minor_growth[0], "log_exponent": self.minor_growth[1]},
             growth_falls_beyond=None if self.falls_beyond is None else
             {"exponent": self.falls_beyond[0], "log_exponent": self.falls_beyond[1]},
             growth_from_parts=None if self.parts_growth is None else
@@ -260,6 +275,8 @@ class _RowWarnings:
     measured: Sequence
     parameters: tuple[str, ...]
     repetitions: str | None = None
+    #: the point where a model's fastest term is judged minor (`minor_terms.judging_text`)
+    minor_point: str = ""
 
     def __call__(self, shown: Sequence[RankedModel], cut: bool = False) -> tuple[str, ...]:
         """The warnings with `shown` the rows; `cut`: rows were cut from the ranking (`Ranking.top`),
@@ -283,7 +300,7 @@ class _RowWarnings:
                                     faster_than_parts_warning(shown),
                                     slower_than_parts_warning(shown), step_parts_growth_warning(shown),
                                     pass_spread_warning(shown, self.at_text, self.repetitions),
-                                    level_growth_warning(shown))
+                                    level_growth_warning(shown), minor_term_warning(shown, self.minor_point))
                         if w)
         if shown_times and (own := own_time_note(self.measured, self.parameters, among=shown_times)):
             warnings.append(own)
@@ -419,15 +436,19 @@ def rank_models(
     # (review 109 F3)
     unsettled = unsettled_growths([fm for fm in [*models, *companions] if fm.metric in ("time", "exclusive_time")],
                                   parameters, at, largest)
+    # and one whose fastest term carries little of its value at the target is the growth of the terms
+    # that carry it (review 123 LOW-5)
+    minor = minor_growths([fm for fm in [*models, *companions] if fm.metric in ("time", "exclusive_time")],
+                          parameters, at, largest)
     # the rows keep the growths of this first pass; the sums are made again with the wholes that
     # their parts outgrow (review 80), so that the shares, the figures and the run time agree, until
     # no more are: a caller judged on a child's figure from before (review 84 MED-2)
-    slower = parts_growths([*models, *companions], sums, by_key, unsettled)
-    outgrown = outgrown_wholes([*models, *companions], sums, by_key, range_of, slower, unsettled)
+    slower = parts_growths([*models, *companions], sums, by_key, unsettled, minor)
+    outgrown = outgrown_wholes([*models, *companions], sums, by_key, range_of, slower, unsettled, minor)
     while outgrown - {cp for cp, c in sums.items() if c.outgrown}:
         sums = parts_sums(by_key, range_of, combine, outgrown)
-        again = parts_growths([*models, *companions], sums, by_key, unsettled)
-        outgrown = outgrown | outgrown_wholes([*models, *companions], sums, by_key, range_of, again, unsettled)
+        again = parts_growths([*models, *companions], sums, by_key, unsettled, minor)
+        outgrown = outgrown | outgrown_wholes([*models, *companions], sums, by_key, range_of, again, unsettled, minor)
     # a whole/parts contradiction counts where it also stands with the unsettled growths level
     ends = level_ends(unsettled, by_key, range_of)
     level_by_key = {**by_key, **ends}
@@ -483,7 +504,8 @@ def rank_models(
                                 ranks_text(some[fm.callpath]) if fm.callpath in some else None,
                                 ranks_model, ranks_pred, ranks_growth,
                                 out_of_range(fm.metric, pred, {**(held or {}), **at}),
-                                level_weight(fm, g, parameters, at, largest), unsettled))
+                                level_weight(fm, g, parameters, at, largest), unsettled,
+                                minor_growth(fm.model, parameters, at, largest) if falls is None else None))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time
@@ -494,7 +516,9 @@ def rank_models(
         # a growth of its own before the same growth taken from parts: the region that grows so
         # ahead of the callers it lifts (review 71 F3: `main`, with the larger time, came first);
         # values compared within one metric's group only (`metric_order`)
-        return (-sign * g[0], -sign * g[1], metric_order(r.fitted.metric), r.parts_growth is not None, -pred,
+        # a growth taken from the terms that carry the value as one taken from parts (review 123 LOW-5)
+        return (-sign * g[0], -sign * g[1], metric_order(r.fitted.metric), r.parts_growth is not None or r.ranked_minor(),
+                -pred,
                 r.fitted.callpath, r.fitted.metric)
 
     rows.sort(key=key)
@@ -511,7 +535,7 @@ def rank_models(
     # the warnings speak of the models shown only (review 18: "(70 models)" with 20 shown), also
     # after `Ranking.top` (review 45)
     about_rows = _RowWarnings(tuple(warnings), model_notes, tuple(parts_checks), at_text, nonnegative, by_key,
-                              measured, tuple(parameters), repetitions)
+                              measured, tuple(parameters), repetitions, judging_text(parameters, at, largest))
     return Ranking(tuple(parameters), dict(at), tuple(shown), about_rows(shown), min_share, tuple(left_out),
                    about_rows)
 

@@ -55,8 +55,9 @@ def cells(i: int, row: RankedModel) -> tuple[str, ...]:
         f"{i}!" if row.doubtful() else str(i),
         fm.callpath,
         fm.metric,
-        # not settled by the data: ranked with the constants, shown with its own growth (review 104 M1)
-        (growth_text(row.growth) + "?" if row.ranked_level() else growth_text(row.rank_growth()))
+        # not settled by the data: ranked with the constants, shown with its own growth (review 104 M1);
+        # so too one whose fastest term is minor, ranked by the terms that carry it (review 123 LOW-5)
+        (growth_text(row.growth) + "?" if row.ranked_level() or row.ranked_minor() else growth_text(row.rank_growth()))
         + (" (ranks that ran it)" if by_ranks else " (parts)" if row.parts_growth is not None else "")
         + (" (up to the target)" if row.falls_beyond is not None and row.parts_growth is None and not by_ranks else ""),
         at,

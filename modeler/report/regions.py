@@ -52,7 +52,7 @@ def _row(rm, s: Series, largest_pt: np.ndarray, anchor: str) -> RankingRow:
         formula=fm.model.formula(4),
         # worded as `modeler fit` words it, falling models included (review 69 F1: `10 - 2 * log2(n)`
         # was `log2(n)^(1)` here, the label of a model growing as log n)
-        growth=growth_text(rm.growth) + ("?" if rm.ranked_level() else "") + falls_text(rm)
+        growth=growth_text(rm.growth) + ("?" if rm.ranked_level() or rm.ranked_minor() else "") + falls_text(rm)
         + ("" if rm.parts_growth is None else f" (parts: {growth_text(rm.parts_growth)})")
         # run by some ranks only, ranked by the time of those that ran it (review 88 MED-1)
         + (f" (ranks that ran it, {rm.some_ranks}: {growth_text(rm.ranks_growth)})" if rm.by_ranks_that_ran_it() else ""),

@@ -1,0 +1,115 @@
+"""A model's fastest term that carries little of its value where the ranking looks: the row is
+ranked by the growth of the terms that carry it.
+
+The ranking sorts by the dominant term's growth. A model of two growing terms can have a fast
+term of a tiny coefficient, such as the contention of 4 ranks on 2 cores, about 1 ms over a loader
+linear in the batch: `0.000469 + 0.0001563 * ranks^(3/2) + 0.000411 * batch` was ranked "deg 1.5",
+above a region growing as the ranks that took more time at every target (review 123 LOW-5: 0.339 s
+against 0.221 s at ranks=16, batch=512, where the ranks term carried 4.5% of the loader's value).
+
+The share of such a term at the measured points does not tell it from a real one: this one carried
+15% at ranks=4, batch=16, more than a real ranks^2 term of 3% at the largest point. What tells them
+apart is the share where the growth matters: at the target, taken at least `MINOR_REACH` times the
+largest measured value of every parameter (the default target is the largest point). There a real
+ranks^2 term of 3% at the largest point has grown to 11-33% of the value, a term that only keeps
+pace with the rest to a few %. Where the fastest terms carry less than `MINOR_SHARE` of the value
+there, and a slower growing term carries at least that much, the row is ranked by that slower
+growth (`minor_growth`), shown as its own growth with a '?' and named in a warning; at an equal
+growth it comes after the rows whose own model grows so, as a growth taken from parts does. A
+model with one growing term is never taken down to level here: that is for the data to settle
+(`modeler.level_growth`). How often, and to what effect: `benchmarks/minor_term_rates.py`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .growth import growth, growth_text
+from .listing import listing
+from .model import FittedModel, Model
+from .pointtext import point_text
+
+if TYPE_CHECKING:
+    from .ranking import RankedModel
+
+#: the least share of a model's value at the judging point (`judging_point`) that its fastest terms
+#: must carry for their growth to rank it
+MINOR_SHARE = 0.05
+#: the judging point lies at least this many times the largest measured value of every parameter
+#: (`selection.extrapolation_points`' farther point)
+MINOR_REACH = 4.0
+
+
+def judging_point(parameters: Sequence[str], at: Mapping[str, float],
+                  largest: Mapping[str, float] | None) -> dict[str, float]:
+    """The target `at`, each parameter taken at least `MINOR_REACH` times its largest measured value."""
+    return {p: max(float(at[p]), MINOR_REACH * float((largest or {}).get(p, 0.0))) for p in parameters}
+
+
+def minor_growth(model: Model, parameters: Sequence[str], at: Mapping[str, float],
+                 largest: Mapping[str, float] | None) -> tuple[float, float] | None:
+    """The growth to rank `model` by where its fastest rising terms carry less than `MINOR_SHARE` of
+    its value at the judging point (`judging_point`): that of the fastest slower rising term that
+    carries at least that share; None where the fastest terms carry it, where no slower rising term
+    does, or where the value there is not positive."""
+    own = growth(model)
+    if not own > (0.0, 0.0) or not parameters:
+        return None
+    point = judging_point(parameters, at, largest)
+    columns = {p: np.array([point[p]]) for p in parameters}
+    with np.errstate(all="ignore"):
+        total = float(model.evaluate(columns)[0])
+        carried: dict[tuple[float, float], float] = {}
+        for t in model.terms:
+            g = (float(sum(f.exponent for f in t.factors)), float(sum(f.log_exponent for f in t.factors)))
+            if t.coefficient > 0 and g > (0.0, 0.0):
+                carried[g] = carried.get(g, 0.0) + float(t.evaluate(columns)[0])
+    if not (math.isfinite(total) and total > 0) or own not in carried:
+        return None
+    for g in sorted(carried, reverse=True):
+        if carried[g] >= MINOR_SHARE * total:
+            return None if g == own else g
+    return None
+
+
+def minor_growths(models: Iterable[FittedModel], parameters: Sequence[str], at: Mapping[str, float],
+                  largest: Mapping[str, float] | None) -> dict[tuple[str, str], tuple[float, float]]:
+    """(call path, metric) -> `minor_growth` of each of `models` that has one, the first model of a
+    key only: the growth the parts' rules take for it, as its row is ranked."""
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    seen: set[tuple[str, str]] = set()
+    for fm in models:
+        key = (fm.callpath, fm.metric)
+        if key in seen:
+            continue
+        seen.add(key)
+        g = minor_growth(fm.model, parameters, at, largest)
+        if g is not None:
+            out[key] = g
+    return out
+
+
+def judging_text(parameters: Sequence[str], at: Mapping[str, float], largest: Mapping[str, float] | None) -> str:
+    """The judging point (`judging_point`) as the warnings name it."""
+    point = judging_point(parameters, at, largest)
+    return point_text(parameters, [point[p] for p in parameters])
+
+
+def minor_term_warning(rows: Sequence["RankedModel"], where: str) -> str | None:
+    """One warning naming the rows ranked by a slower growth than their own (`RankedModel.minor_growth`),
+    or None; `where`: the judging point (`judging_text`)."""
+    named = [f"{r.fitted.callpath} ({r.fitted.metric}) {growth_text(r.growth)}, ranked {growth_text(r.minor_growth)}"
+             for r in rows if r.ranked_minor()]
+    if not named:
+        return None
+    n = len(named)
+    whose = "models'" if n > 1 else "model's"
+    return (f"{n} {whose} fastest term carries under {MINOR_SHARE:.0%} of "
+            f"{'their' if n > 1 else 'its'} value at {where} (the target, at least {MINOR_REACH:g}x the largest "
+            f"measured values): {listing(named, 5)}; {'they are' if n > 1 else 'it is'} ranked by the growth of the "
+            f"terms that carry the value, after the models that grow so themselves, the growth shown with a '?'. "
+            f"A small term that grows faster (contention, a warm-up) may only be the measurements' own: "
+            f"measure further along the parameter to see whether it takes over")

@@ -438,8 +438,9 @@ def rank_models(
                                   parameters, at, largest)
     # and one whose fastest term carries little of its value at the target is the growth of the terms
     # that carry it (review 123 LOW-5)
-    minor = minor_growths([fm for fm in [*models, *companions] if fm.metric in ("time", "exclusive_time")],
-                          parameters, at, largest)
+    times = [fm for fm in [*models, *companions] if fm.metric in ("time", "exclusive_time")]
+    minor_of = {id(fm): minor_growth(fm.model, parameters, at, largest) for fm in [*models, *times]}
+    minor = minor_growths(times, minor_of)
     # the rows keep the growths of this first pass; the sums are made again with the wholes that
     # their parts outgrow (review 80), so that the shares, the figures and the run time agree, until
     # no more are: a caller judged on a child's figure from before (review 84 MED-2)
@@ -505,7 +506,7 @@ def rank_models(
                                 ranks_model, ranks_pred, ranks_growth,
                                 out_of_range(fm.metric, pred, {**(held or {}), **at}),
                                 level_weight(fm, g, parameters, at, largest), unsettled,
-                                minor_growth(fm.model, parameters, at, largest) if falls is None else None))
+                                minor_of[id(fm)] if falls is None else None))
 
     def key(r: RankedModel) -> tuple:
         # for speedup and efficiency a falling model is the bad one: rank it as a growing time
@@ -516,9 +517,7 @@ def rank_models(
         # a growth of its own before the same growth taken from parts: the region that grows so
         # ahead of the callers it lifts (review 71 F3: `main`, with the larger time, came first);
         # values compared within one metric's group only (`metric_order`)
-        # a growth taken from the terms that carry the value as one taken from parts (review 123 LOW-5)
-        return (-sign * g[0], -sign * g[1], metric_order(r.fitted.metric), r.parts_growth is not None or r.ranked_minor(),
-                -pred,
+        return (-sign * g[0], -sign * g[1], metric_order(r.fitted.metric), r.parts_growth is not None, -pred,
                 r.fitted.callpath, r.fitted.metric)
 
     rows.sort(key=key)

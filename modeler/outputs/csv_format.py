@@ -19,6 +19,7 @@ COLUMNS = (
     "prediction_from_time_basis", "share_measured", "share_at_target", "share_at_target_low", "doubtful",
     "some_ranks", "prediction_ranks_that_ran_it", "growth_ranks_that_ran_it_exponent",
     "growth_ranks_that_ran_it_log_exponent", "prediction_out_of_range", "growth_level_weight",
+    "growth_ranked_minor_exponent", "growth_ranked_minor_log_exponent",
 )
 
 
@@ -69,6 +70,8 @@ def render_csv(ranking: Ranking) -> str:
                 _text(r.out_of_range),
                 # ranked with the constants, its growth not settled (`modeler.level_growth`)
                 _num(r.level_weight if r.ranked_level() else None),
+                # ranked by the terms that carry its value, its fastest minor (`modeler.minor_terms`)
+                *((_num(r.minor_growth[0]), _num(r.minor_growth[1])) if r.ranked_minor() else ("", "")),
                 *map(_num, at),
             )
         )

@@ -38,6 +38,7 @@ from .pmnf.selection import noise_variance
 from .repstats import by_shape, odd_points, point_stats, table
 from .strong_scaling import choose, falls_along, mix, split, split_alternative, time_view
 from .pointtext import param_text, point_text
+from .levels import level_effects, modeled_note, not_followed_text, unmodeled_note
 from .predict_points import checked_points
 
 COMPAT_MODES = (None, "extrap")
@@ -79,6 +80,12 @@ class PMNFModeler:
     - `pass_range`: default mode, for series whose runs name their repetition pass: fit again
       once per pass with that pass's runs left out, and widen the prediction range to hold those
       predictions (`modeler.passes`; `FittedModel.pass_models`).
+    - `target`: default mode: the point the models are for (a mapping of parameter name to value;
+      None: none). A parameter measured at two values only gets no term; a series whose values
+      differ between those two levels beyond their noise (`modeler.levels`) is modeled on the
+      points at the target's value of it alone, where that is one of the two; otherwise (or
+      without a target) its model is of both levels, its `miss` says it does not follow the
+      parameter, and its range holds each level's model (`FittedModel.levels`, `level_models`).
     """
 
     def __init__(
@@ -92,6 +99,7 @@ class PMNFModeler:
         on_too_few: str = "warn",
         strong_scaling: bool = True,
         pass_range: bool = True,
+        target: Mapping[str, float] | None = None,
     ) -> None:
         self.compat = compat
         self.aggregate = aggregate
@@ -101,6 +109,7 @@ class PMNFModeler:
         self.on_too_few = on_too_few
         self.strong_scaling = strong_scaling
         self.pass_range = pass_range
+        self.target = target
 
     def _validate(self) -> str:
         # options are checked for their type first: a numpy array in a membership test raised
@@ -127,6 +136,11 @@ class PMNFModeler:
             value = getattr(self, name)
             if not isinstance(value, (bool, np.bool_)):
                 raise InputError(f"{name} must be True or False, got {value!r}")
+        if self.target is not None and not (
+                isinstance(self.target, Mapping)
+                and all(isinstance(k, str) and isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+                        for k, v in self.target.items())):
+            raise InputError(f"target must be None or a mapping of parameter names to numbers, got {self.target!r}")
         return aggregate
 
     def fit(self, dataset: Dataset) -> "PMNFModeler":
@@ -198,6 +212,8 @@ class PMNFModeler:
         refits = (self._pass_models(dataset, tested, [r[2] for r in rows]) if self.pass_range and self.compat is None
                   else {})
         self.models_ = [FittedModel(*row, misses.get(i), refits.get(i, ())) for i, row in enumerate(rows)]
+        if self.compat is None and getattr(self, "_level_refits", True):
+            self.models_ = self._by_levels(dataset, tested, stats, self.models_)
         self.parameters_ = dataset.parameters
         self.aggregate_ = aggregate
         return self
@@ -220,13 +236,73 @@ class PMNFModeler:
                     if (sub := passes.without(s, k)).n_points >= MIN_POINTS:
                         by_pass.setdefault(k, []).append((i, sub))
         out: dict[int, list[tuple[tuple[int, ...], Model]]] = {}
-        twin = PMNFModeler(**{**self.get_params(), "on_too_few": "warn", "pass_range": False})
+        twin = PMNFModeler(**{**self.get_params(), "on_too_few": "warn", "pass_range": False, "target": None})
+        twin._level_refits = False
         for k, items in sorted(by_pass.items()):
             refitted = twin.fit(dataset.like([s for _, s in items], [])).models_
             for (i, _), fm in zip(items, refitted):
                 if fm.model.terms or not models[i].terms:
                     out.setdefault(i, []).append((k, fm.model))
         return {i: tuple(v) for i, v in out.items()}
+
+    def _by_levels(self, dataset: Dataset, tested: list[int], stats: list, models: list[FittedModel]
+                   ) -> list[FittedModel]:
+        """`models`, those of the series whose values differ between the two measured values of a
+        parameter beyond their noise (`levels.level_effects`) replaced: where `target` names one of
+        those values for each such parameter, by the model of the points at those values alone
+        (the other parameters' full sweep); else marked (`miss`), with each level's model
+        (`FittedModel.level_models`) for the range. One fit per set of levels (review 128 MED-1)."""
+        params = dataset.parameters
+        target = dict(self.target or {})
+        found = {}
+        for i in tested:
+            s = dataset.series[i]
+            if effects := level_effects(params, s.points, *stats[i][:3]):
+                found[i] = effects
+        if not found:
+            return models
+        wanted: dict[tuple[tuple[str, float], ...], list[int]] = {}
+        at_level: dict[int, tuple[tuple[str, float], ...]] = {}
+        for i, effects in found.items():
+            key = tuple((e.parameter, target.get(e.parameter)) for e in effects)
+            if all(v is not None and float(v) in e.levels for (_, v), e in zip(key, effects)):
+                key = tuple((p, float(v)) for p, v in key)
+                if _restrict(dataset.series[i], params, key).n_points >= MIN_POINTS:
+                    at_level[i] = key
+                    wanted.setdefault(key, []).append(i)
+                    continue
+            for e in effects:
+                for v in e.levels:
+                    wanted.setdefault(((e.parameter, v),), []).append(i)
+        twin = PMNFModeler(**{**self.get_params(), "target": None, "on_too_few": "warn"})
+        twin._level_refits = False
+        refitted: dict[tuple, dict[int, FittedModel]] = {}
+        for key, index in wanted.items():
+            subs = [_restrict(dataset.series[i], params, key) for i in index]
+            ok = [j for j, sub in enumerate(subs) if sub.n_points >= 1]
+            if not ok:
+                continue
+            fitted = twin.fit(dataset.like([subs[j] for j in ok], [])).models_
+            refitted[key] = {index[j]: fm for j, fm in zip(ok, fitted)}
+        out = list(models)
+        for i, effects in found.items():
+            if i in at_level:
+                key = dict(at_level[i])
+                fm = refitted[at_level[i]][i]
+                marked = tuple(dataclasses.replace(e, modeled_at=key[e.parameter]) for e in effects)
+                own = tuple(n for n in fm.warnings if not any(n.startswith(f"only 1 value(s) of parameter {e.parameter}:")
+                                                                 for e in effects))
+                out[i] = dataclasses.replace(fm, warnings=own + tuple(modeled_note(e) for e in marked), levels=marked)
+                continue
+            fm = models[i]
+            level_models = tuple(((e.parameter, v), refitted[((e.parameter, v),)][i].model)
+                                 for e in effects for v in e.levels if i in refitted.get(((e.parameter, v),), {}))
+            notes = tuple(n for n in fm.warnings if not any(n.startswith(f"only 2 value(s) of parameter {e.parameter}:")
+                                                              for e in effects))
+            out[i] = dataclasses.replace(fm, miss=fm.miss or not_followed_text(effects),
+                                         warnings=notes + tuple(unmodeled_note(e) for e in effects),
+                                         levels=effects, level_models=level_models)
+        return out
 
     def _screen(self, s: Series, params: tuple[str, ...]) -> tuple[str, ...]:
         """The warnings a series gets for too few points or parameter values (or the error)."""
@@ -402,7 +478,15 @@ def _same(value: object, default: object) -> bool:
 
 #: option name -> default
 _OPTIONS = {"compat": None, "aggregate": None, "candidates": None, "allow_log": True, "noise_test": True,
-            "on_too_few": "warn", "strong_scaling": True, "pass_range": True}
+            "on_too_few": "warn", "strong_scaling": True, "pass_range": True, "target": None}
+
+
+def _restrict(s: Series, params: tuple[str, ...], key: tuple[tuple[str, float], ...]) -> Series:
+    """The series at the points where each named parameter has the given value."""
+    keep = np.ones(s.n_points, dtype=bool)
+    for p, v in key:
+        keep &= s.points[:, params.index(p)] == v
+    return s.take(keep)
 
 
 def _check_finite(s: Series, params: tuple[str, ...]) -> None:

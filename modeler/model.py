@@ -178,6 +178,13 @@ class FittedModel:
     #: group of consecutive passes), where the runs name their passes and differ (`modeler.passes`);
     #: `prediction_range` holds their predictions
     pass_models: tuple[tuple[tuple[int, ...], Model], ...] = field(default=(), compare=False)
+    #: how its values differ between the two measured values of a parameter that has no term
+    #: (`modeler.levels.LevelEffect`), beyond their noise; empty where they do not
+    levels: tuple = field(default=(), compare=False)
+    #: ((parameter, level), the model fitted on that level's points alone) for the `levels` whose
+    #: dependence the model does not follow (`LevelEffect.modeled_at` None): `prediction_range` holds
+    #: their predictions
+    level_models: tuple[tuple[tuple[str, float], Model], ...] = field(default=(), compare=False)
 
     def predict(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
         """The model's values at `points`, given and checked as `PMNFModeler.predict` takes them."""
@@ -191,6 +198,8 @@ class FittedModel:
                  for a in (self.alternatives if alternatives else ())]
         forms += [(f"the model of {self.callpath} [{self.metric}] without pass(es) {', '.join(map(str, k))}", m)
                   for k, m in (self.pass_models if passes else ())]
+        forms += [(f"the model of {self.callpath} [{self.metric}] at {p}={v:g} alone", m)
+                  for (p, v), m in (self.level_models if passes else ())]
         return checked_points(points, self.model.parameters, [self], forms)
 
     def prediction_range(
@@ -208,7 +217,15 @@ class FittedModel:
         with np.errstate(all="ignore"):
             own = self.model.evaluate(points)
             lo, hi = with_prediction(*mixture_range(self.alternatives, points, level), own)
-            return hull(lo, hi, self.pass_values(points), own)
+            lo, hi = hull(lo, hi, self.pass_values(points), own)
+            return hull(lo, hi, self.level_values(points), own)
+
+    def level_values(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
+        """The `level_models`' predictions at points taken as they are, shape (levels, n_points)."""
+        if not self.level_models:
+            return np.empty((0, 0))
+        with np.errstate(all="ignore"):
+            return np.array([np.asarray(m.evaluate(points), dtype=float).reshape(-1) for _, m in self.level_models])
 
     def pass_predictions(self, points: np.ndarray | Mapping[str, Sequence[float]]) -> np.ndarray:
         """The `pass_models`' predictions at the points, shape (passes, n_points)."""
@@ -235,6 +252,7 @@ class FittedModel:
             interval=None if self.interval is None else [float(v) for v in self.interval],
             warnings=list(self.warnings),
             miss=self.miss,
+            levels=[e.to_json() for e in self.levels],
             alternatives=[{"weight": float(a.weight), "model": a.model.formula(digits=None)} for a in self.alternatives],
         )
         return d

@@ -11,7 +11,7 @@ from .dataset import RANKS_PARAMETER
 from .derived import HIGHER_IS_BETTER
 from .listing import listing
 from .misfit import LACK_PREFIX, MISS_FACTOR, MISS_PREFIX
-from .pointtext import param_text
+from .pointtext import param_text, point_text
 
 if TYPE_CHECKING:
     from .ranking import RankedModel
@@ -138,3 +138,38 @@ def out_of_range(metric: str, prediction: float, at: Mapping[str, float]) -> str
         if ranks is not None and prediction > ranks * (1 + 1e-6):  # (1 + 1e-15 * ranks is ranks: one rank works)
             return f"above {param_text(ranks)}, the most max/mean over {param_text(ranks)} ranks can be"
     return None
+
+
+#: at most this many rows are named, with their values, in a warning about parameters with two values
+LEVEL_ROWS_NAMED = 10
+
+
+def level_warnings(rows: Sequence["RankedModel"]) -> list[str]:
+    """One warning per parameter with two measured values (and the level modeled, if any) naming the
+    rows whose values differ between them beyond their noise, each with its value at both levels
+    (`modeler.levels`; review 128 MED-1: one generic "modeled as constant in ranks" for 17 models,
+    two of whose values doubled with ranks)."""
+    groups: dict[tuple, list] = {}
+    for r in rows:
+        for e in getattr(r.fitted, "levels", ()):
+            groups.setdefault((e.parameter, e.levels, e.modeled_at), []).append((r.fitted, e))
+    out = []
+    for (p, (a, b), at), found in groups.items():
+        found.sort(key=lambda fe: -abs(math.log(fe[1].ratio)))
+        n, places = len(found), {e.where for _, e in found}
+        once = len(places) == 1 and next(iter(places))  # the point of the values, said once where it is one
+        named = [f"{fm.callpath} ({fm.metric}): {e.values_text(where=not once)}" for fm, e in found]
+        where = f" (values at {point_text(dict(once))}; ratios over the points measured at both)" if once else ""
+        head = (f"{n} model{'s' if n > 1 else ''}' values differ between {p}={param_text(a)} and {p}={param_text(b)} "
+                f"beyond their noise ({p} was measured at 2 values, too few for a term){where}: "
+                f"{listing(named, LEVEL_ROWS_NAMED)}; ")
+        if at is not None:
+            out.append(head + f"{'they are' if n > 1 else 'it is'} modeled on the runs at {p}={param_text(at)} alone, "
+                              f"the target's value: {'their' if n > 1 else 'its'} predictions hold for {p}={param_text(at)} "
+                              f"only; measure a third value of {p} to model how {'they' if n > 1 else 'it'} change{'' if n > 1 else 's'} with it")
+        else:
+            out.append(head + f"{'their models lie' if n > 1 else 'its model lies'} between the two levels and do"
+                              f"{'' if n > 1 else 'es'} not follow {p} (marked !; the 80% range holds each level's "
+                              f"model): {'their' if n > 1 else 'its'} predictions away from those levels are guesses; "
+                              f"measure a third value of {p}, or give --at one of its two values")
+    return out

@@ -30,8 +30,9 @@ from .parts import PartsCheck, check_parts, parts_sums
 from .parts_growth import (blamed_parts, doubt, faster_than_parts_warning, outgrown_wholes, parts_growths,
                            settled_checks, slower_than_parts_warning, unsettled_contradictions, worse_than_constant)
 from .passes import hull, pass_spread_warning
-from .rank_warnings import (below_zero_warning, beyond_ranks_warning, miss_warnings, out_of_range, poor_fit_warning,
-                            step_parts_warning)
+from .rank_warnings import (below_zero_warning, beyond_ranks_warning, level_warnings, miss_warnings, out_of_range,
+                            poor_fit_warning, step_parts_warning)
+from .levels import LEVEL_NOTE_PREFIX
 from .share import Share, kept_callpaths, measured_shares, own_shares, shares
 from .target_point import largest_point
 from .uncertainty import mixture_ranges, with_prediction
@@ -283,8 +284,10 @@ class _RowWarnings:
         so the step loops checked against their parts are those of the rows left too."""
         warnings = list(self.given)
         if self.model_notes:
-            counts = Counter(w for r in shown for w in r.fitted.warnings)
+            # (the notes of rows whose levels differ: `level_warnings` names the rows with their values)
+            counts = Counter(w for r in shown for w in r.fitted.warnings if not w.startswith(LEVEL_NOTE_PREFIX))
             warnings += [f"{w} ({n} model{'s' if n > 1 else ''})" for w, n in counts.items()]
+        warnings += level_warnings(shown)
         # the parts checks speak of time models: of those shown (review 19: under --metric visits they
         # named the time models fitted for the shares, without the exclusive times, a diagnosis of their own)
         shown_times = {r.fitted.callpath for r in shown if r.fitted.metric == "time"}
@@ -322,6 +325,11 @@ def _ranges(
         for j, refits in enumerate(left_out):
             if refits:
                 a, b = hull(lo[j:j + 1], hi[j:j + 1], np.array([[v] for _, v in refits]), own[j:j + 1])
+                lo[j], hi[j] = a[0], b[0]
+        for j, fm in enumerate(models):  # each level's model, where the model does not follow a 2-valued parameter
+            if fm.level_models:
+                point = np.array([[at[p] for p in fm.model.parameters]], dtype=float)
+                a, b = hull(lo[j:j + 1], hi[j:j + 1], fm.level_values(point), own[j:j + 1])
                 lo[j], hi[j] = a[0], b[0]
     return [(float(a), float(b)) if math.isfinite(a) and math.isfinite(b) else None for a, b in zip(lo, hi)]
 

@@ -179,7 +179,7 @@ def fit_dataset(
     from ..estimator import PMNFModeler  # the engine is heavy; `modeler export` never needs it
 
     both = data.like([*data.series, *extra])
-    fitted = PMNFModeler(compat=compat, aggregate=repetitions, pass_range=pass_refits).fit(both).models_
+    fitted = PMNFModeler(compat=compat, aggregate=repetitions, pass_range=pass_refits, target=target).fit(both).models_
     shown, companions = fitted[: len(data.series)], fitted[len(data.series):]
     warnings += prediction_checks(data, shown, target, measured, repetitions, compat)
     units = {(s.callpath, s.metric): s.unit for s in data.series}

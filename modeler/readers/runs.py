@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from runtime.runfile import FORMAT_NAME, Run, RunFileError, read_run
+from runtime.runfile import FORMAT_NAME, Run, RunFileError, is_helper_process, read_run
 
 from ..dataset import LARGEST_VALUE, RANKS_PARAMETER, Dataset
 from ..errors import InputError
@@ -246,7 +246,7 @@ def _group(rank_files: list[RankFile]) -> list[RunRecord]:
             # also a program that a rank started without a rank of its own (rank 0 by default), as
             # under the launcher, where it shares the run id (review 23: a subprocess of rank 1)
             orphan = f.header.get("rank_source") == "none" and f.header.get("ppid") in pids \
-                and f.header.get("ppid") != f.header.get("pid")
+                and f.header.get("ppid") != f.header.get("pid") and not is_helper_process(f.header)
             f.spawned = (spawned or orphan) and not f.header.get("rank_from")
         _helpers_follow_their_rank(files)
         files.sort(key=lambda f: (f.rank, str(f.path)))
@@ -412,10 +412,13 @@ def spawned_by_rank(headers: Sequence[dict[str, Any]]) -> list[bool]:
     """Per file of one run, whether its process's parent (header `ppid`) is another process of the
     same rank: a script the rank started with subprocess writes a file of its own, with the rank's
     run id and rank but none of the multiprocessing markers. Its work belongs to the rank, like a
-    worker's; it is not a second attempt of the rank (a restarted rank's parent is the launcher)."""
+    worker's; it is not a second attempt of the rank (a restarted rank's parent is the launcher).
+    A DataLoader or multiprocessing worker (header `child_of` or `forked_from`) is none: its `ppid`
+    is the rank's too (review 128 LOW-4: every real worker file was taken for a subprocess script and
+    its call paths shown as `[subprocess] ...`), and its time is summed into the rank's."""
     pids = {(h.get("rank", 0), h.get("pid")) for h in headers if isinstance(h.get("pid"), int)}
     return [isinstance(h.get("ppid"), int) and h.get("ppid") != h.get("pid") and (h.get("rank", 0), h.get("ppid")) in pids
-            for h in headers]
+            and not is_helper_process(h) for h in headers]
 
 
 def _ranks_of_spawned(runs: list[RunRecord]) -> list[str]:

@@ -367,6 +367,13 @@ def _caveats(report: Report, ranking: Sequence, series: Sequence, per_rank: bool
     row = next((r for r in ranking if r.callpath == report.predicted_root), None)
     if row is not None and row.miss:  # review 25: nothing said a model far from its own runs
         out.append(f"its model {row.miss}")
+    for e in (getattr(row, "levels", ()) if row is not None else ()):
+        if e.modeled_at is not None:  # review 128 MED-1: 5.1 s "at ranks=2" beside 69% weak scaling at 2 ranks
+            p = e.parameter
+            out.append(f"modeled on the runs at {p}={svg.param_text(e.modeled_at)} alone: its time differs between "
+                       f"{p}={svg.param_text(e.levels[0])} and {p}={svg.param_text(e.levels[1])} ({e.values_text()}), and "
+                       f"2 measured values of {p} give no form in it: this prediction holds for "
+                       f"{p}={svg.param_text(e.modeled_at)} only; how the time changes with {p} is measured, not modeled")
     parts = None if row is None or row.parts_unsettled else row.from_parts
     if per_rank and report.predicted_model is not None and not (report.predicted_model > 0 and own > 0):
         # review 43: a model below zero was lifted to 0 and divided by

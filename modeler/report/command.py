@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     if metric == "time":
         extra += new_series(headline_series(dataset, groups, ranks), extra)
     both = selected.like([*selected.series, *extra])
-    models = PMNFModeler(aggregate=args.repetitions, pass_range=args.pass_refits).fit(both).models_
+    models = PMNFModeler(aggregate=args.repetitions, pass_range=args.pass_refits, target=target).fit(both).models_
     n = len(selected.series)
     report = build_report(groups, selected, models[:n], options, companions=models[n:], baselines=bases,
                           series_read=dataset.series, run_shares=dataset.run_shares)

@@ -84,6 +84,9 @@ class RankingRow:
     parts_unsettled: bool = False
     #: how its model misses its own measurements (`modeler.misfit`), or None
     miss: str | None = None
+    #: how its values differ between the two values of a parameter without a term
+    #: (`FittedModel.levels`, `modeler.levels.LevelEffect`); empty where they do not
+    levels: tuple = ()
     #: whether its growth is the bad kind, the page's red pill: a time (or any more-is-worse value)
     #: growing at least linearly, a speedup or efficiency that falls (`scales_badly`)
     bad: bool = False

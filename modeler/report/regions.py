@@ -80,6 +80,7 @@ def _row(rm, s: Series, largest_pt: np.ndarray, anchor: str) -> RankingRow:
         unsettled=rm.ranked_level(),
         parts_unsettled=rm.parts_unsettled,
         miss=fm.miss,
+        levels=tuple(fm.levels),
         bad=scales_badly(fm.metric, rm.rank_growth()),
     )
 

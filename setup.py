@@ -31,6 +31,14 @@ setup(
             extra_compile_args=["-O2", "-std=c11", "-Werror=implicit-function-declaration"],
             optional=True,
         ),
+        # a stream's write that also appends to the rank's output file (runtime/output_copy.py) with no
+        # Python frame of its own; without it, no output file
+        Extension(
+            "runtime._teewrite",
+            sources=["runtime/_teewrite.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Werror=implicit-function-declaration"],
+            optional=True,
+        ),
         # counts a signal's arrivals ahead of CPython's handler (runtime/signal_watch.py); without it,
         # no watch
         Extension(

@@ -122,6 +122,20 @@ def _nvtx_missing(args: argparse.Namespace) -> list[str]:
             "where they run, or build with the default runtime backend and run with SCALEPROBE_NVTX=1)"]
 
 
+def _package_src(args: argparse.Namespace, project: Project) -> list[str]:
+    """SRC that is itself a package whose entry uses relative imports (review 128 LOW-6): the build
+    cannot run as a script; how to build it so that it runs as `python -m`."""
+    if args.graph or args.diff:
+        return []
+    from .package_src import hint
+
+    try:
+        found = hint(args.src, args.out, project.entries())
+    except Exception:  # noqa: BLE001 - a hint never fails a build that was made
+        return []
+    return [found] if found is not None else []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -156,7 +170,7 @@ def _run(args: argparse.Namespace) -> int:
     except InstrumentError as exc:
         print(f"instrument: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    for warning in [*summary.warnings, *_nvtx_missing(args)]:  # also with -q: the built program may not start
+    for warning in [*summary.warnings, *_nvtx_missing(args), *_package_src(args, project)]:  # also with -q
         print(f"instrument: warning: {warning}", file=sys.stderr)
     if args.quiet:
         if summary.failed:  # -q drops the summary, never what failed

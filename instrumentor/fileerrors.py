@@ -3,6 +3,7 @@ the line of the byte that is not in the file's encoding, or of the first NUL byt
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from pathlib import Path
@@ -23,8 +24,21 @@ def io_failure(relpath: str, exc: OSError, src: Path, out: Path) -> str:
         return cannot_read(relpath, exc)
     for name in (first, os.fsdecode(exc.filename2) if exc.filename2 is not None else ""):
         if name and _under(name, out):
-            return f"{relpath}: cannot write {name}: {exc.strerror or exc}"
+            return f"{relpath}: cannot write {name}: {exc.strerror or exc}{_run_output(relpath, exc, name)}"
     return f"{relpath}: {exc.strerror or exc}"
+
+
+def _run_output(relpath: str, exc: OSError, name: str) -> str:
+    """For a data file of SRC in the way in OUT: most likely an output the program wrote in both, run
+    from SRC and from OUT (review 128 LOW-5: `checkpoints/epoch0.pt` failed every rebuild)."""
+    if exc.errno != errno.EEXIST or relpath.endswith((".py", ".pyw")) or not os.path.isfile(name):
+        return ""
+    return RUN_OUTPUT_HINT
+
+
+#: after "in the way, and not written by a build: move it" for a file of SRC that is no module
+RUN_OUTPUT_HINT = (" (if the program wrote it there when run from OUT, as it did SRC's when run from SRC: delete "
+                   "the copy you do not need; a build copies every file of SRC)")
 
 
 def _under(name: str, folder: Path) -> bool:

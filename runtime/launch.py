@@ -134,11 +134,11 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
                           "torchrun (without a sweep, --nproc, --spawn, --timeout or --ranks-by-program), where it is "
                           "the id the job's ranks share; every run this launcher makes itself gets an id of its own")
     runs = _runs(opts, opts.nproc or 1)  # a bad `{name}` is an error before any warning about it
-    from runtime.sweep_checks import check_name_lengths, check_records, non_numeric_warnings
+    from runtime.sweep_checks import check_name_lengths, check_records, few_values_notes, non_numeric_warnings
 
     check_name_lengths(opts, runs)  # a single run and a dry run too (review 91 F3)
 
-    for warning in [*unused_sweep_warnings(opts), *non_numeric_warnings(opts)]:
+    for warning in [*unused_sweep_warnings(opts), *non_numeric_warnings(opts), *few_values_notes(opts)]:
         print(warning, file=sys.stderr)
     if opts.spawn is not None:
         from runtime.sweep_run import check_spawn
@@ -172,6 +172,16 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
 
         nsys_executable()  # fail before any run starts (and a dry run: its plan would not run)
         check_nvtx()
+    stale = None
+    if not in_process or opts.dry_run:  # a run in this process says both itself, when it has run
+        from runtime.launch_build import before_first_run
+
+        from runtime.stderr_gone import TolerantStream
+
+        lines, stale = before_first_run(opts, cfg)  # review 128 MED-2, MED-3: not after the last run
+        said = TolerantStream(sys.stderr)  # a reader gone stops no sweep (review 95 MED-1)
+        for line in lines:
+            print(line, file=said)
     if opts.dry_run:
         from runtime.sweep_run import dry_run
 
@@ -183,7 +193,7 @@ def _dispatch(opts: Options, argv: list[str]) -> int:
     if not in_process:
         from runtime.sweep_run import execute
 
-        return execute(opts, runs, cfg)
+        return execute(opts, runs, cfg, stale)
     return launch_modes.run_plain(opts, runs[0], argv, cfg)
 
 

@@ -21,7 +21,7 @@ import types
 from pathlib import Path
 from typing import Callable
 
-from runtime import launch_script, stderr_tail
+from runtime import launch_script, output_copy, stderr_tail
 from runtime.launch_errors import LaunchError
 from runtime.launch_script import compile_script, error_summary, install_sigterm_exit, run_module, run_script
 
@@ -169,6 +169,7 @@ def run_rank(script: Path | None, args: list[str], rank: int, *, instrument: boo
              module: str | None = None) -> int:
     """Run the script (or, with `module`, the module as `python -m` does) as this rank."""
     install_sigterm_exit()
+    output_copy.install(rank)  # what the program prints, kept as rank<R>.output.txt (review 128 LOW-8)
     stderr_tail.install()  # the end of what the program says on stderr goes to the error file too
     code_for = compile_script
     if instrument:

@@ -51,15 +51,21 @@ def nothing_recorded(cfg: Config, opts: Options, runs: str = "the run") -> str |
                "(--project-root, default: the script's directory; with -m, the directory holding the "
                "module's top-level package)")
     elif opts.module is not None:
-        why = (f"is the module {opts.module} instrumented? Run it from the instrumented copy (instrument SRC -o "
-               f"build/ --main {_module_file(opts.module)}, then run -m {opts.module} in build/) or add "
-               "--instrument")
+        why = f"is the module {opts.module} instrumented? {how_to_instrument(opts)}"
     else:
-        why = (f"is {opts.script} instrumented? Run the instrumented copy (instrument SRC -o build/, then "
-               f"build/{opts.script.name}) or add --instrument")
+        why = f"is {opts.script} instrumented? {how_to_instrument(opts)}"
     if cfg.ranks:
         why = f"does SCALEPROBE_RANKS={cfg.ranks!r} select none of the ranks? Else: {why}"
     return f"scaleprobe launch: warning: {runs} completed but no run file was written: {why}"
+
+
+def how_to_instrument(opts: Options) -> str:
+    """How to run the program instrumented, for a warning that it was not."""
+    if opts.module is not None:
+        return (f"Run it from the instrumented copy (instrument SRC -o build/ --main {_module_file(opts.module)}, "
+                f"then run -m {opts.module} in build/) or add --instrument")
+    return (f"Run the instrumented copy (instrument SRC -o build/, then build/{opts.script.name}) or add "
+            "--instrument")
 
 
 def _left_as_is(path: Path) -> str | None:

@@ -15,7 +15,9 @@ instrumented file is shown, never on the probe path.
                                        backport on Python 3.10: see _BackportFinder)
 
 A frame is mapped to `SRC/relpath` when that file still exists, else to `OUT/relpath` with the
-original line number (and a note under the exception saying so). Frames of other files are left
+original line number (and a note under the exception saying so); a SRC file edited since the build
+(`OUT/.scaleprobe/sources.json` holds its hash) is named with the line the build read, which is the
+copy's, and a note says so. Frames of other files are left
 exactly as Python shows them, and a map that no longer matches its file (edited after the build)
 is ignored rather than trusted.
 """
@@ -61,7 +63,7 @@ class _Tree:
     """One built OUT directory: its line maps and where its source tree was."""
 
     def __init__(self, root: str, linemaps: dict[str, list[int]], source: str | None,
-                 columns: dict | None = None) -> None:
+                 columns: dict | None = None, hashes: dict[str, tuple[str, str]] | None = None) -> None:
         self.root = root
         self.linemaps = linemaps
         # relpath -> {out line: [[out column, original column], ...]} for lines changed in place
@@ -69,6 +71,28 @@ class _Tree:
         self.source = source if source and os.path.isdir(source) else None
         self.missing_source = source if source and self.source is None else None
         self.checked: dict[str, bool] = {}  # relpath -> map length equals the file's line count
+        # relpath -> (hash of the SRC file it was built from, of the OUT file written): sources.json
+        self.hashes = hashes or {}
+        self._edited: dict[str, bool] = {}
+
+    def edited(self, relpath: str) -> bool:
+        """Whether SRC's file of `relpath` differs from the one the build was made from (review 128
+        MED-2: its text at the build's line numbers is another line). Read once per file."""
+        found = self._edited.get(relpath)
+        if found is None:
+            found = False
+            built = self.hashes.get(relpath)
+            if built is not None and self.source is not None:
+                try:
+                    with open(os.path.join(self.source, *relpath.split("/")), "rb") as handle:
+                        data = handle.read()
+                    from .stale_sources import digest
+
+                    found = digest(data) != built[0]
+                except OSError:
+                    pass
+            self._edited[relpath] = found
+        return found
 
     def matches(self, relpath: str, filename: str) -> bool:
         ok = self.checked.get(relpath)
@@ -102,6 +126,12 @@ def register(filename: str | None, relpath: str) -> None:
         from . import original_lines
 
         original_lines.install(root)  # the tree's other modules get its original lines
+    from . import original_lines
+
+    if filename not in original_lines.compiled:
+        # it runs at OUT's lines (the tree's first module, SCALEPROBE_OUT_LINES=1, another import
+        # hook's, or its SRC file changed): is its SRC file still the build's? (review 128 MED-2)
+        original_lines.check_source(root, relpath)
     if not _installed:
         _installed = True
         _preload()
@@ -332,20 +362,26 @@ def format_exception(exc: BaseException, tb: TracebackType | None = None, *,
         tb = exc.__traceback__
     te = traceback.TracebackException(type(exc), exc, tb, compact=True)
     missing: set[str] = set()
-    mapped = _map_all(te, missing)
+    edited: set[str] = set()  # SRC files changed since the build (review 128 MED-2)
+    mapped = _map_all(te, missing, edited)
     if _only_if_mapped and not mapped:
         return None
     if _uncaught and _C_DISPLAY:
         _display_syntax_errors_as_c(te)
-    if missing:
+    if missing or edited:
         notes = list(getattr(te, "__notes__", None) or [])  # a copy: the exception's own list stays
         for source in sorted(missing):
             where = f"source tree {source} no longer exists" if source else "no source tree was recorded"
             notes.append(f"scaleprobe: {where}; frames in the instrumented copy show their original "
                          "line numbers but the copy's source text")
+        if edited:
+            shown = ", ".join(sorted(edited))
+            notes.append(f"scaleprobe: {shown} changed since the build: {'their' if len(edited) > 1 else 'its'} "
+                         "frames show the line numbers and text the build was made from (the code that ran); "
+                         "run instrument again")
         te.__notes__ = notes
     text = "".join(te.format(**(_colors() if _uncaught else {})))
-    if missing and not _POSITIONS and ("format_exception_only" in vars(te) or not _backport_patched()):
+    if (missing or edited) and not _POSITIONS and ("format_exception_only" in vars(te) or not _backport_patched()):
         # 3.10 shows no notes (unless the exceptiongroup backport does): after the exception's
         # line, as 3.11 does
         text += "".join(f"{note}\n" for note in notes)
@@ -366,8 +402,8 @@ def _colors() -> dict[str, bool]:
         return {}
 
 
-def _map_all(te: Any, missing: set[str]) -> int:
-    return sum(_map_stack(cur.stack, missing) for cur in _chain(te))
+def _map_all(te: Any, missing: set[str], edited: set[str] | None = None) -> int:
+    return sum(_map_stack(cur.stack, missing, edited) for cur in _chain(te))
 
 
 def _chain(te: Any) -> Iterator[Any]:
@@ -486,7 +522,7 @@ def _drop_probe_frames(stack: list) -> int:
     return dropped
 
 
-def _map_stack(stack: list, missing: set[str]) -> int:
+def _map_stack(stack: list, missing: set[str], edited: set[str] | None = None) -> int:
     import traceback
 
     count = _drop_probe_frames(stack)
@@ -514,7 +550,10 @@ def _map_stack(stack: list, missing: set[str]) -> int:
         end_lineno = lines[end - 1] if end is not None and 1 <= end <= len(lines) else lineno
         filename, line = _original(tree, relpath, lineno, frame.filename)
         out_line = _raw_line(frame.filename, frame.lineno)
-        points = (tree.columns.get(relpath) or {}).get(str(frame.lineno)) if filename != frame.filename else None
+        copied = filename == frame.filename or tree.edited(relpath)  # the copy's text, at its columns
+        if filename != frame.filename and tree.edited(relpath) and edited is not None:
+            edited.add(filename)
+        points = (tree.columns.get(relpath) or {}).get(str(frame.lineno)) if not copied else None
         colno, end_colno = _shift_columns(frame, out_line, line, points)
         if end_lineno < lineno:
             end_lineno = lineno
@@ -523,7 +562,7 @@ def _map_stack(stack: list, missing: set[str]) -> int:
         elif _ALL_LINES and end_lineno > lineno:
             # shown from the first line to the last: the end column is one of the last line
             last = _original(tree, relpath, end_lineno, frame.filename)[1]
-            last_points = (tree.columns.get(relpath) or {}).get(str(end)) if filename != frame.filename else None
+            last_points = (tree.columns.get(relpath) or {}).get(str(end)) if not copied else None
             end_colno = _shift_column(frame.end_colno, _raw_line(frame.filename, end), last, last_points)
             line = _joined([line] + [_original(tree, relpath, n, frame.filename)[1]
                                      for n in range(lineno + 1, end_lineno)] + [last])
@@ -611,7 +650,10 @@ def _load(root: str) -> _Tree | None:
             except (OSError, ValueError):
                 pass
             if isinstance(linemaps, dict):
-                tree = _Tree(root, linemaps, source if isinstance(source, str) else None, columns)
+                from .original_lines import _read_hashes
+
+                tree = _Tree(root, linemaps, source if isinstance(source, str) else None, columns,
+                             _read_hashes(root.rstrip(os.sep) or os.sep))
         except (OSError, ValueError):
             pass
         _trees[root] = tree
@@ -619,20 +661,29 @@ def _load(root: str) -> _Tree | None:
 
 
 def _original(tree: _Tree, relpath: str, lineno: int, out_file: str) -> tuple[str, str]:
-    """(file name to show, raw original line) for original line `lineno` of `relpath`."""
+    """(file name to show, raw original line) for original line `lineno` of `relpath`. For a SRC
+    file edited since the build, SRC's name with the line as the build read it (the copy's): the
+    edited file's text at that number would be another line (review 128 MED-2)."""
     if tree.source is not None:
         src = os.path.join(tree.source, *relpath.split("/"))
         if os.path.isfile(src):
+            if tree.edited(relpath):
+                return src, _built_line(tree, relpath, lineno, out_file)
             line = _raw_line(src, lineno)
             if line.strip():
                 return src, line
-    # The copy holds every original line, re-indented: the first out line mapped to it is it.
+    return out_file, _built_line(tree, relpath, lineno, out_file)
+
+
+def _built_line(tree: _Tree, relpath: str, lineno: int, out_file: str) -> str:
+    """Original line `lineno` as the copy holds it: the copy holds every original line, re-indented,
+    and the first out line mapped to it is it."""
     lines = tree.linemaps[relpath]
     try:
         out_lineno = lines.index(lineno) + 1
     except ValueError:
-        return out_file, ""
-    return out_file, _raw_line(out_file, out_lineno)
+        return ""
+    return _raw_line(out_file, out_lineno)
 
 
 def _raw_line(filename: str, lineno: int) -> str:

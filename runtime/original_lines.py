@@ -15,7 +15,8 @@ tracebacks the program formats itself, a debugger.
 Under the launcher the entry script is compiled so too (`entry_code`); `python OUT/main.py` compiles
 it before any of this runs, and its header runs it again so compiled (`probe.define`); run by pdb,
 cProfile or runpy it keeps OUT's lines (uncaught tracebacks are mapped by `runtime.linemap`). A module whose SRC file is gone or edited since the build, or whose
-OUT file no longer matches its map, is compiled by Python as usual. `SCALEPROBE_OUT_LINES=1` keeps
+OUT file no longer matches its map, is compiled by Python as usual; an edited one is said once on
+stderr (`runtime.stale_sources`). `SCALEPROBE_OUT_LINES=1` keeps
 OUT's lines everywhere.
 
 The code is cached beside Python's own, as `__pycache__/NAME.TAG.opt-scaleprobe.pyc`, valid for
@@ -79,6 +80,34 @@ def install(root: str) -> None:
                       len(sys.meta_path))
             sys.meta_path.insert(at, _finder)
             _keep_source_after_clearcache()
+
+
+def check_source(root: str, relpath: str) -> None:
+    """For a module of built tree `root` that registers without having been compiled here (the
+    first module of the tree, which the finder comes too late for: an entry run as `python -m`;
+    one another import hook took; every one under SCALEPROBE_OUT_LINES=1): hash its SRC file as
+    `_original_code` does, and say once that it changed since the build (review 128 MED-2). One
+    read and hash of that file, at its import."""
+    from . import stale_sources
+
+    if stale_sources.said():
+        return
+    real = os.path.realpath(root)
+    hashes = _roots.get(real) or _read_hashes(real)
+    built = hashes.get(relpath)
+    if built is None:
+        return
+    tree = _linemap._load(root if root.endswith(os.sep) else root + os.sep)
+    if tree is None or tree.source is None:
+        return
+    src = os.path.join(tree.source, *relpath.split("/"))
+    try:
+        with open(src, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return
+    if stale_sources.digest(data) != built[0]:
+        stale_sources.say_once(src, real)
 
 
 def entry_code(path: str, data: bytes) -> CodeType | None:
@@ -196,7 +225,12 @@ def _original_code(path: str, data: bytes, cached: bool = True) -> CodeType | No
     import hashlib
 
     if hashlib.blake2b(src_data, digest_size=16).hexdigest() != digest:
-        return None  # edited since the build: its lines are no longer the ones OUT was made from
+        # edited since the build: its lines are no longer the ones OUT was made from, and the run
+        # measures the code as built, which is said once (review 128 MED-2)
+        from .stale_sources import say_once
+
+        say_once(src, root)
+        return None
     if hashlib.blake2b(data, digest_size=16).hexdigest() != out_digest:
         return None  # OUT's file was edited after the build: it runs as written, at its own lines
     # an entry script's code is neither read from nor written to the cache: `python main.py` writes

@@ -1,6 +1,7 @@
 """Checks of a whole sweep before any of its runs starts: swept values the modeler cannot fit over
-(a warning), run directory names too long for the file system, and launch records a resume could
-not read (errors naming the parameter, and every damaged record)."""
+(a warning) or fits as constant (2 values: a note), run directory names too long for the file
+system, and launch records a resume could not read (errors naming the parameter, and every
+damaged record)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,33 @@ def non_numeric_warnings(opts: Options) -> list[str]:
                         f"model over {name!r} (it models a parameter only over numbers, written as decimals such as 1024, "
                         "0.5 or 1e3); the runs are made anyway")
     return warnings
+
+
+def few_values_notes(opts: Options) -> list[str]:
+    """A swept parameter with 2 numeric values (review 128 LOW-7): `modeler fit` needs at least
+    MIN_POINTS (modeler/estimator.py: 3) values of a parameter to fit a term in it, and holds one with
+    fewer constant, its effect left in the other parameters' noise. One line each, before any run
+    (and at --dry-run), not with SCALEPROBE_QUIET (a note, as the launcher's OMP_NUM_THREADS line);
+    the runs are made as asked."""
+    from runtime.sweep_run import _quiet
+
+    if _quiet():
+        return []
+    notes = []
+    for name, values in opts.design.sweep.items():
+        numbers = {v for v in values if not isinstance(v, str)}
+        if len(numbers) != 2 or len(numbers) != len(set(values)):
+            continue  # one value (held, or `_one_value_warning`), 3 or more, or not numbers (warned of)
+        where = opts.sweep_origin.get(name, "--sweep")
+        notes.append(f"scaleprobe launch: note: {where}: 2 values of {name!r}; modeler fit needs at least "
+                     f"{MIN_VALUES} values of a parameter to fit a term in it and models {name!r} as constant "
+                     f"(give it {MIN_VALUES} values or more, or hold it with --param {name}=N)")
+    return notes
+
+
+#: modeler/estimator.py MIN_POINTS: the values of a parameter its models need a term in it (the
+#: runtime does not import the modeler)
+MIN_VALUES = 3
 
 
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")

@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runtime.config import Config, ConfigError, _flag
 from runtime.launch_args import FIRST_FAILURES, Options, child_flags, launcher_command, without_dry_run
@@ -27,6 +28,9 @@ from runtime.sweep_files import (directory_identity, done_before_the_signal, end
 from runtime.sweep_state import (Claim, RunRecord, claim, clear_attempt, completion, place, recorded_nothing,
                                  write_record)
 from runtime.sweep_values import substitute
+
+if TYPE_CHECKING:
+    from runtime.launch_build import StaleCheck
 
 # Variables that would make a rank believe it is someone else's rank: never inherited from our own
 # environment (the launcher may itself run inside an sbatch script or a torchrun job).
@@ -49,6 +53,10 @@ def run_environment(opts: Options, run: Run, run_id: str) -> dict[str, str]:
         "SCALEPROBE_REPETITION": str(run.repetition),
         "SCALEPROBE_LAUNCHER_PID": str(os.getpid()),  # see launch_modes.parent_gone
     })
+    from runtime.launch_build import CHECKED_VARIABLE, checked
+
+    if checked[0] is not None:  # the launcher says whether its SRC changed: not every rank of every run
+        env[CHECKED_VARIABLE] = checked[0]
     return env
 
 
@@ -182,17 +190,19 @@ def dry_run(opts: Options, runs: list[Run], in_process_argv: list[str] | None = 
     return 0
 
 
-def execute(opts: Options, runs: list[Run], cfg: Config) -> int:
-    """Run every run not completed before; exit status 0 only if every run completed."""
+def execute(opts: Options, runs: list[Run], cfg: Config, stale: "StaleCheck | None" = None) -> int:
+    """Run every run not completed before; exit status 0 only if every run completed. `stale`: the
+    check of the entry's build, repeated after each run until it finds SRC edited (said once)."""
     # Between runs no rank is alive to forward a signal to: note it and stop before the next run.
     # A reader of the sweep's stderr that went away (a pipe's) ends its lines, not the sweep.
     from runtime.stderr_gone import tolerant_stderr
 
     with SignalInbox() as between, tolerant_stderr():
-        return _execute(opts, runs, cfg, between)
+        return _execute(opts, runs, cfg, between, stale)
 
 
-def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) -> int:
+def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox,
+             stale: "StaleCheck | None" = None) -> int:
     progress = None
     if opts.sweeping:
         from runtime.sweep_checks import local_ranks
@@ -255,6 +265,14 @@ def _execute(opts: Options, runs: list[Run], cfg: Config, between: SignalInbox) 
             break
         last_code = outcome.exit_code
         unrecorded += outcome.status == "ok" and not recorded
+        if unrecorded == 1 and outcome.status == "ok" and not recorded and progress is not None and todo:
+            # review 128 MED-3: said after the first such run, not only after the last; the sweep goes on
+            warning = nothing_recorded(cfg, opts, f"the run {run.directory.name}")
+            if warning is not None:
+                print(f"{warning}; the runs after it will most likely write none either (the sweep goes on)",
+                      file=sys.stderr)
+        if stale is not None and (warning := stale.warning()) is not None:  # SRC edited while the sweep runs
+            print(warning, file=sys.stderr)
         if outcome.status == "interrupted":
             interrupted = outcome
             break

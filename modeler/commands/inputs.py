@@ -16,7 +16,7 @@ from ..derived import DERIVED
 from ..errors import InputError
 from ..listing import listing
 from ..pointfilter import parse_point_filter
-from ..readers import BESIDE_RUNS, FORMATS, Loaded, ReadOptions, read_inputs, skipped_warning
+from ..readers import BESIDE_RUNS, FORMATS, LAUNCHER_FILE, Loaded, ReadOptions, read_inputs, skipped_warning
 from ..readers.runs import ODD
 from ..replace_file import why_not_written, write_text
 
@@ -98,8 +98,11 @@ def describe_files(loaded: Loaded) -> str:
     if counts["skipped"]:
         extra.append(f"{counts['skipped']} skipped: unreadable or empty")
     beside = sum(1 for f in loaded.files if f.status == "ignored" and f.reason == BESIDE_RUNS)
-    if counts["ignored"] - beside:
-        extra.append(f"{counts['ignored'] - beside} ignored: not measurements")
+    # the launcher's own files beside the run files (`rank<R>.output.txt`, `rank<R>.error.txt`) are
+    # neither inputs nor measurements: not counted (review 128 LOW-8's copies made every file "ignored")
+    launcher = sum(1 for f in loaded.files if f.status == "ignored" and f.reason == LAUNCHER_FILE)
+    if counts["ignored"] - beside - launcher:
+        extra.append(f"{counts['ignored'] - beside - launcher} ignored: not measurements")
     if beside:
         extra.append(f"{beside} ignored: Extra-P inputs beside run files")
     by_experiment = sum(1 for f in loaded.files if f.status == "deselected" and f.reason.endswith("(--experiment)"))
@@ -109,7 +112,7 @@ def describe_files(loaded: Loaded) -> str:
         extra.append(f"{counts['deselected'] - by_experiment} not selected: other points (--where, --exclude)")
     if counts["duplicate"]:
         extra.append(f"{counts['duplicate']} duplicate: copies of files read")
-    total = sum(counts.values())
+    total = sum(counts.values()) - launcher
     return f"read {counts['read']} of {total} input files" + (f" ({'; '.join(extra)})" if extra else "")
 
 

@@ -395,3 +395,16 @@ def test_a_script_the_rank_started_with_subprocess_keeps_its_own_call_paths(tmp_
     assert [float(np.median(r)) for r in main.repetitions] == pytest.approx([0.57] * 5)
     script = series(ds, "[subprocess] main", "time")
     assert [float(np.median(r)) for r in script.repetitions] == pytest.approx([0.4] * 5)
+
+
+def test_the_launchers_output_copies_are_not_counted_as_inputs(tmp_path):
+    # review 128 LOW-8: each rank's run folder holds `rank<R>.output.txt`, the copy of what it printed;
+    # the summary said "read 3 of 6 input files (3 ignored: not measurements)" for a clean sweep
+    from modeler.commands.inputs import describe_files
+
+    _sweep(tmp_path / "runs")
+    for folder in sorted({p.parent for p in (tmp_path / "runs").rglob("rank0.*.jsonl")}):
+        (folder / "rank0.output.txt").write_text("epoch 0 loss 2.3\n")
+    (tmp_path / "runs" / "notes.txt").write_text("my notes\n")
+    loaded = read_inputs([tmp_path / "runs"])
+    assert describe_files(loaded) == "read 3 of 4 input files (1 ignored: not measurements)"

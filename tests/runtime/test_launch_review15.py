@@ -239,7 +239,8 @@ def test_swept_parameter_no_argument_uses_is_warned(tmp_path):
             "the same command") in dry.stderr and "did you mean ranks" in dry.stderr
     dry = launch(["--dry-run", "--sweep", "batch=1,2", "--sweep", "lr=1,2", "--spawn", "echo {lr}", "prog.py",
                   "--batch", "{batch}"], tmp_path)
-    assert dry.returncode == 0 and "warning" not in dry.stderr
+    # review 128 MED-3: the uninstrumented prog.py gets its own warning, which is not the one looked for
+    assert dry.returncode == 0 and "warning" not in dry.stderr.replace("warning: prog.py has no probes", "")
     dry = launch(["--dry-run", "--sweep", "batch=1,2", "--sweep", "ranks=1,2", "prog.py"], tmp_path)
     assert "no {batch}" in dry.stderr and "no {ranks}" not in dry.stderr and "did you mean ranks" not in dry.stderr
     done = launch(["--sweep", "batch=1,2", "prog.py"], tmp_path)  # a warning only: the runs run

@@ -90,7 +90,7 @@ def test_a_sweep_value_of_numbers_joined_by_another_separator_is_named(tmp_path)
     p = launch(tmp_path, "--out", "runs", "--sweep", "batch=32;64", "--dry-run", "--", "t.py", "{batch}")
     assert "batch='32;64' is one value, not 2: values are separated by ',' (batch=32,64)" in p.stderr, p.stderr
     fine = launch(tmp_path, "--out", "runs", "--sweep", "batch=32", "--sweep", "model=resnet", "--dry-run", "--", "t.py")
-    assert "warning" not in fine.stderr
+    assert "warning" not in fine.stderr.replace("warning: t.py has no probes", "")  # review 128 MED-3: its own
 
 
 def test_ranks_that_exit_0_after_a_signal_still_make_an_interrupted_run(tmp_path):

@@ -37,7 +37,8 @@ def test_l3_a_sweep_file_array_and_a_command_line_value_are_as_they_were(tmp_pat
     (tmp_path / "t.py").write_text(READ_STDIN)
     (tmp_path / "good.toml").write_text('[sweep]\nn = [1, 2]\nname = "a,b"\n')
     p = launch(tmp_path, "--out", "runs", "--dry-run", "--sweep-file", "good.toml", "--", "t.py", "{n}{name}")
-    assert p.returncode == 0 and "warning" not in p.stderr, p.stderr
+    # review 128 MED-3: the uninstrumented t.py gets its own warning, which is not the one looked for
+    assert p.returncode == 0 and "warning" not in p.stderr.replace("warning: t.py has no probes", ""), p.stderr
     p = launch(tmp_path, "--out", "runs", "--dry-run", "--sweep", "n=1;2", "--", "t.py", "{n}")
     assert "n='1;2' is one value, not 2: values are separated by ',' (n=1,2); one run is made with it" in p.stderr
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from .growth import growth_text, target_growth
 from .listing import listing
-from .model import FittedModel
+from .model import FittedModel, first_of_each_key
 
 if TYPE_CHECKING:
     from .ranking import RankedModel
@@ -64,15 +64,10 @@ def unsettled_growths(models: Iterable[FittedModel], parameters: Sequence[str], 
     near-flat child of review 104 M1, ranked level on its own row, still ranked its parent first
     through the parts' rule)."""
     out: dict[tuple[str, str], tuple[float, float]] = {}
-    seen: set[tuple[str, str]] = set()
-    for fm in models:
-        key = (fm.callpath, fm.metric)
-        if key in seen:
-            continue
-        seen.add(key)
+    for fm in first_of_each_key(models):
         g = target_growth(fm.model, parameters, at, largest)[0]
         if level_weight(fm, g, parameters, at, largest) is not None:
-            out[key] = g
+            out[(fm.callpath, fm.metric)] = g
     return out
 
 

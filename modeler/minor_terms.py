@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 import numpy as np
 
 from .growth import growth, growth_text
-from .model import FittedModel, Model
+from .model import FittedModel, Model, first_of_each_key
 from .pointtext import point_text
 
 if TYPE_CHECKING:
@@ -92,16 +92,7 @@ def minor_growths(models: Iterable[FittedModel],
     """(call path, metric) -> the `minor_growth` of each of `models` that has one (`minor_of`: by the
     id of each fitted model), the first model of a key only: the growth the parts' rules take for it,
     as its row is ranked."""
-    out: dict[tuple[str, str], tuple[float, float]] = {}
-    seen: set[tuple[str, str]] = set()
-    for fm in models:
-        key = (fm.callpath, fm.metric)
-        if key in seen:
-            continue
-        seen.add(key)
-        if (g := minor_of.get(id(fm))) is not None:
-            out[key] = g
-    return out
+    return {(fm.callpath, fm.metric): g for fm in first_of_each_key(models) if (g := minor_of.get(id(fm))) is not None}
 
 
 def judging_text(parameters: Sequence[str], at: Mapping[str, float], largest: Mapping[str, float] | None) -> str:

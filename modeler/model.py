@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -256,3 +256,12 @@ class FittedModel:
             alternatives=[{"weight": float(a.weight), "model": a.model.formula(digits=None)} for a in self.alternatives],
         )
         return d
+
+
+def first_of_each_key(models: Iterable[FittedModel]) -> Iterator[FittedModel]:
+    """The first of `models` of each (call path, metric): the one whose row is ranked."""
+    seen: set[tuple[str, str]] = set()
+    for fm in models:
+        if (key := (fm.callpath, fm.metric)) not in seen:
+            seen.add(key)
+            yield fm

@@ -101,12 +101,7 @@ def check_source(root: str, relpath: str) -> None:
     if tree is None or tree.source is None:
         return
     src = os.path.join(tree.source, *relpath.split("/"))
-    try:
-        with open(src, "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return
-    if stale_sources.digest(data) != built[0]:
+    if stale_sources.differs(src, built[0]):
         stale_sources.say_once(src, real)
 
 

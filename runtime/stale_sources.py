@@ -9,6 +9,7 @@ hashes the files of the entry's build before a sweep's first run and after each 
 starts get `SCALEPROBE_BUILD_CHECKED=OUT` and stay silent about that build).
 
     digest(data)                the hash sources.json holds (blake2b, 16 bytes, hex)
+    differs(src, built)         whether a file differs from the content of a hash
     changed_files(root)         SRC files of built tree `root` that differ from the build's
     say_once(src, root)         the runtime's one line, on the first changed module of a process
     message(files, root)        the line's text
@@ -38,17 +39,19 @@ def changed_files(root: str) -> list[str]:
     tree = linemap._load(real + os.sep)
     if tree is None or tree.source is None:
         return []
-    changed = []
-    for relpath, (src_hash, _) in original_lines._read_hashes(real).items():
-        src = os.path.join(tree.source, *relpath.split("/"))
-        try:
-            with open(src, "rb") as handle:
-                data = handle.read()
-        except OSError:
-            continue
-        if digest(data) != src_hash:
-            changed.append(src)
-    return changed
+    return [src for relpath, (src_hash, _) in original_lines._read_hashes(real).items()
+            if differs(src := os.path.join(tree.source, *relpath.split("/")), src_hash)]
+
+
+def differs(src: str, built: str) -> bool:
+    """Whether the file `src` differs from the content of hash `built` (`digest`); a file that
+    cannot be read does not (the build's copy runs, as documented)."""
+    try:
+        with open(src, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return False
+    return digest(data) != built
 
 
 def message(files: list[str], root: str, who: str = "scaleprobe") -> str:

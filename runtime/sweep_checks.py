@@ -39,8 +39,8 @@ def non_numeric_warnings(opts: Options) -> list[str]:
 
 def few_values_notes(opts: Options) -> list[str]:
     """A swept parameter with 2 numeric values (review 128 LOW-7): `modeler fit` needs at least
-    MIN_POINTS (modeler/estimator.py: 3) values of a parameter to fit a term in it, and holds one with
-    fewer constant, its effect left in the other parameters' noise. One line each, before any run
+    MIN_POINTS (modeler/estimator.py: 3) values of a parameter to fit a term in it; a region whose
+    values differ between the two is modeled at the target's value alone (modeler/levels.py). One line each, before any run
     (and at --dry-run), not with SCALEPROBE_QUIET (a note, as the launcher's OMP_NUM_THREADS line);
     the runs are made as asked."""
     from runtime.sweep_run import _quiet
@@ -54,8 +54,9 @@ def few_values_notes(opts: Options) -> list[str]:
             continue  # one value (held, or `_one_value_warning`), 3 or more, or not numbers (warned of)
         where = opts.sweep_origin.get(name, "--sweep")
         notes.append(f"scaleprobe launch: note: {where}: 2 values of {name!r}; modeler fit needs at least "
-                     f"{MIN_VALUES} values of a parameter to fit a term in it and models {name!r} as constant "
-                     f"(give it {MIN_VALUES} values or more, or hold it with --param {name}=N)")
+                     f"{MIN_VALUES} values of a parameter to fit a term in it: how the time changes with {name!r} "
+                     f"is not modeled (a region that differs between the two is modeled at the target's value of "
+                     f"{name!r} alone; give it {MIN_VALUES} values or more, or hold it with --param {name}=N)")
     return notes
 
 

@@ -236,14 +236,20 @@ class PMNFModeler:
                     if (sub := passes.without(s, k)).n_points >= MIN_POINTS:
                         by_pass.setdefault(k, []).append((i, sub))
         out: dict[int, list[tuple[tuple[int, ...], Model]]] = {}
-        twin = PMNFModeler(**{**self.get_params(), "on_too_few": "warn", "pass_range": False, "target": None})
-        twin._level_refits = False
+        twin = self._twin(pass_range=False)
         for k, items in sorted(by_pass.items()):
             refitted = twin.fit(dataset.like([s for _, s in items], [])).models_
             for (i, _), fm in zip(items, refitted):
                 if fm.model.terms or not models[i].terms:
                     out.setdefault(i, []).append((k, fm.model))
         return {i: tuple(v) for i, v in out.items()}
+
+    def _twin(self, **changes) -> "PMNFModeler":
+        """A modeler of these options (and `changes`) for the refits of some series: it warns of too
+        few points, has no target, and makes no refits by levels of its own (`_by_levels`)."""
+        twin = PMNFModeler(**{**self.get_params(), "on_too_few": "warn", "target": None, **changes})
+        twin._level_refits = False
+        return twin
 
     def _by_levels(self, dataset: Dataset, tested: list[int], stats: list, models: list[FittedModel]
                    ) -> list[FittedModel]:
@@ -274,8 +280,7 @@ class PMNFModeler:
             for e in effects:
                 for v in e.levels:
                     wanted.setdefault(((e.parameter, v),), []).append(i)
-        twin = PMNFModeler(**{**self.get_params(), "target": None, "on_too_few": "warn"})
-        twin._level_refits = False
+        twin = self._twin()
         refitted: dict[tuple, dict[int, FittedModel]] = {}
         for key, index in wanted.items():
             subs = [_restrict(dataset.series[i], params, key) for i in index]

@@ -160,7 +160,8 @@ def level_warnings(rows: Sequence["RankedModel"]) -> list[str]:
         once = len(places) == 1 and next(iter(places))  # the point of the values, said once where it is one
         named = [f"{fm.callpath} ({fm.metric}): {e.values_text(where=not once)}" for fm, e in found]
         where = f" (values at {point_text(dict(once))}; ratios over the points measured at both)" if once else ""
-        head = (f"{n} model{'s' if n > 1 else ''}' values differ between {p}={param_text(a)} and {p}={param_text(b)} "
+        whose = "models'" if n > 1 else "model's"
+        head = (f"{n} {whose} values differ between {p}={param_text(a)} and {p}={param_text(b)} "
                 f"beyond their noise ({p} was measured at 2 values, too few for a term){where}: "
                 f"{listing(named, LEVEL_ROWS_NAMED)}; ")
         if at is not None:

@@ -80,17 +80,11 @@ class _Tree:
         MED-2: its text at the build's line numbers is another line). Read once per file."""
         found = self._edited.get(relpath)
         if found is None:
-            found = False
-            built = self.hashes.get(relpath)
-            if built is not None and self.source is not None:
-                try:
-                    with open(os.path.join(self.source, *relpath.split("/")), "rb") as handle:
-                        data = handle.read()
-                    from .stale_sources import digest
+            from .stale_sources import differs
 
-                    found = digest(data) != built[0]
-                except OSError:
-                    pass
+            built = self.hashes.get(relpath)
+            found = built is not None and self.source is not None and \
+                differs(os.path.join(self.source, *relpath.split("/")), built[0])
             self._edited[relpath] = found
         return found
 
@@ -121,13 +115,11 @@ def register(filename: str | None, relpath: str) -> None:
         return
     _files[filename] = relpath
     root = filename[: len(filename) - len(relpath)]
-    if root not in _roots_seen and filename.replace(os.sep, "/").endswith("/" + relpath):
-        _roots_seen.add(root)
-        from . import original_lines
-
-        original_lines.install(root)  # the tree's other modules get its original lines
     from . import original_lines
 
+    if root not in _roots_seen and filename.replace(os.sep, "/").endswith("/" + relpath):
+        _roots_seen.add(root)
+        original_lines.install(root)  # the tree's other modules get its original lines
     if filename not in original_lines.compiled:
         # it runs at OUT's lines (the tree's first module, SCALEPROBE_OUT_LINES=1, another import
         # hook's, or its SRC file changed): is its SRC file still the build's? (review 128 MED-2)

@@ -186,3 +186,14 @@ def test_a_script_started_with_subprocess_keeps_its_prefix_beside_real_workers(t
     assert [float(np.median(r)) for r in main.repetitions] == pytest.approx([0.01] * 3)
     assert math.isclose(float(np.median(next(s for s in ds.series if s.callpath == "[subprocess] main"
                                              and s.metric == "time").repetitions[0])), 0.003)
+
+
+def test_one_row_is_named_in_the_singular():
+    # re-read: "1 model' values differ"
+    data = _dataset()
+    one = Dataset(data.parameters, [s for s in data.series if s.callpath in ("sync", "flat")])
+    (w,) = [w for w in fit_dataset(one, min_share=0).warnings if "differ between ranks=1 and ranks=2" in w]
+    assert w.startswith("1 model's values differ between ranks=1 and ranks=2") and "it is modeled on the runs" in w
+    assert fit_dataset(data, min_share=0).warnings  # and in the plural
+    (w,) = [w for w in fit_dataset(data, min_share=0).warnings if "differ between ranks=1 and ranks=2" in w]
+    assert w.startswith("2 models' values differ")

@@ -202,13 +202,16 @@ TALK = '''\
 import os
 import sys
 
-print("out", os.environ["RANK"], sys.stdout.isatty())
-print("err", os.environ["RANK"], file=sys.stderr)
+rank = os.environ["RANK"]
+# one argument per print: under PYTHONUNBUFFERED each piece of a print is its own write to the pipe
+# the two ranks share, so "out", " ", "0" could interleave with the other rank's words
+print(f"out {rank} {sys.stdout.isatty()}")
+print(f"err {rank}", file=sys.stderr)
 if os.fork() == 0:
-    print("child", os.environ["RANK"], flush=True)
+    print(f"child {rank}", flush=True)
     os._exit(0)
 os.wait()
-print("last", os.environ["RANK"], flush=True)
+print(f"last {rank}", flush=True)
 '''
 
 

@@ -241,7 +241,10 @@ class RankMetrics:
     throttled: set[str]  # call paths of throttled regions
     #: the rank's run time: the longest top-level region of its main process (its workers' and
     #: helper processes' top-level regions run beside it), of each of its images added up where it
-    #: replaced itself with os.exec*; 0 without a main process's profile
+    #: replaced itself with os.exec*; 0 without a main process's profile, and where a main process's
+    #: file has no end record (kept by --include-incomplete): its top-level region's record may never
+    #: have been written, and the longest one flushed can be microseconds (review 133 MED-1: shares of
+    #: 570,324 let 38 regions under 1% through --min-share); the shares come from the other ranks
     run_time: float = 0.0
     #: call paths of the main process's top-level regions
     roots: frozenset[str] = frozenset()
@@ -346,10 +349,12 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
     throttled: set[str] = set()
     profiled = False
     run_time = 0.0
+    run_time_known = True
     roots: set[str] = set()
     for rf in files:
         run = rf.run
         if not rf.is_child:
+            run_time_known = run_time_known and rf.status != "incomplete"
             # the rank's main process; its images one after the other where it replaced itself
             # with os.exec* (each a file of its own: `RankFile.continues`)
             longest = 0.0
@@ -429,7 +434,7 @@ def rank_metrics(files: list[RankFile], names: RegionNames) -> RankMetrics:
     out.update(peaks)
     for k in unknown:
         out.pop(k, None)
-    return RankMetrics(out, profiled, unknown, throttled, run_time, frozenset(roots))
+    return RankMetrics(out, profiled, unknown, throttled, run_time if run_time_known else 0.0, frozenset(roots))
 
 
 @dataclass

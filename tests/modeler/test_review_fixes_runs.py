@@ -408,3 +408,22 @@ def test_the_launchers_output_copies_are_not_counted_as_inputs(tmp_path):
     (tmp_path / "runs" / "notes.txt").write_text("my notes\n")
     loaded = read_inputs([tmp_path / "runs"])
     assert describe_files(loaded) == "read 3 of 4 input files (1 ignored: not measurements)"
+
+
+def test_a_rank_without_an_end_record_gives_no_run_time_to_the_shares(tmp_path):
+    # review 133 MED-1: a killed rank whose top-level region was never written had as run time its
+    # longest flushed top-level region (a 2 us helper), and the shares of its call paths went to
+    # 570,324: --min-share let regions of well under 1% through
+    for p in (2, 4, 8):
+        for rank in (0, 1):
+            killed = p == 8 and rank == 1
+            profile = {(0, 3): (5, 5 * MS, 5 * MS), (4,): (1, 2000, 2000)}
+            if not killed:
+                profile[(0,)] = (1, 100 * MS, 10 * MS)  # the killed rank's was never written
+            write_rank_file(tmp_path / f"p{p}", run_id=f"p{p}", params={"p": p}, rank=rank, world_size=2,
+                            profile=profile, end=None if killed else {"status": "ok", "exit_code": 0})
+    ds = read_inputs([tmp_path], ReadOptions(include_incomplete=True)).dataset
+    measured = ds.run_shares.of("time")
+    assert max(measured.values()) <= 1.0
+    assert measured["main"] == pytest.approx(1.0)
+    assert measured["load_batch"] == pytest.approx(2e-5)  # from the complete ranks: 2 us of 100 ms

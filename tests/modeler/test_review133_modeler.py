@@ -1,0 +1,35 @@
+"""Review 133 (an acceptance audit of the modeler against issue 6): the findings fixed."""
+
+from __future__ import annotations
+
+from modeler.model import Factor, FittedModel, Model, Term
+from modeler.ranking import rank_models
+
+
+def _n(cp, metric, constant, *terms):
+    model = Model(("n",), constant, tuple(Term(c, (Factor("n", e),)) for c, e in terms))
+    return FittedModel(cp, metric, model, smape=5.0, rss=0.1, ar2=0.9, cv_smape=None, points=10)
+
+
+def _chain_and_a_stranger():
+    # main and main->step are fitted n^1.5 over an exact n^2 leaf carrying most of the step's time
+    # (tests/modeler/test_parts_growth.py): they are ranked deg 2 from their parts. `other` grows as
+    # n^2 of its own, with a thousandth of their time, and is no part of them
+    return [
+        _n("main", "time", 0.05, (1.3e-4, 1.5)),
+        _n("main->step", "time", 0.05, (7.9e-5, 1.5)),
+        _n("main->step->quadratic", "time", 0.0, (1.005e-6, 2.0)),
+        _n("main", "exclusive_time", 0.01),
+        _n("main->step", "exclusive_time", 0.01),
+        _n("other", "time", 0.0, (1e-9, 2.0)),
+    ]
+
+
+def test_a_row_ranked_by_its_parts_goes_after_its_own_parts_not_after_every_row_of_that_growth():
+    # review 133 LOW-2: every `(parts)` row went after every own-growth row of its growth, so a
+    # 1.77 s init_distributed came below an unrelated 0.04 s evaluate
+    ranking = rank_models(_chain_and_a_stranger(), ("n",), {"n": 6400.0})
+    rows = [r for r in ranking.rows if r.fitted.metric == "time"]
+    assert [r.fitted.callpath for r in rows] == ["main->step->quadratic", "main", "main->step", "other"]
+    assert [r.parts_growth for r in rows[1:3]] == [(2.0, 0.0), (2.0, 0.0)]
+    assert rows[-1].parts_growth is None and rows[-1].prediction < rows[2].prediction / 500

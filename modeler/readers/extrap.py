@@ -293,6 +293,12 @@ def _text_lines(path: Path, data: bytes, warnings: list[str]) -> Iterator[tuple[
                             f"line skipped")
 
 
+def _skipped_block(path: Path, lines: list[int], field: str, until: str) -> str:
+    span = f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}-{lines[-1]}"
+    return (f"{path}:{lines[0]}: unknown field {field!r} (expected one of {', '.join(_TEXT_FIELDS)}): {span} "
+            f"skipped, up to {until}; the other regions are read")
+
+
 def read_extrap_text(path: str | Path) -> Dataset:
     """Extra-P text format: PARAMETER lines, POINTS lines, then REGION / METRIC blocks whose DATA
     lines give the repetitions at each point in order."""
@@ -314,6 +320,8 @@ def read_extrap_text(path: str | Path) -> Dataset:
     callpath, metric = "", ""
     next_point = 0
     negative: list[tuple[int, str, float]] = []  # (line, metric, value) where a time or count is negative
+    skipped: list[int] = []  # the lines of a block skipped from an unknown field on (see below)
+    unknown = ""
     for ln, raw in numbered:
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -325,6 +333,12 @@ def read_extrap_text(path: str | Path) -> Dataset:
             field, _, more = field.partition("\t")
             rest = f"{more} {rest}"
         rest = " ".join(rest.split())
+        if skipped and field != "REGION":
+            skipped.append(ln)
+            continue
+        if skipped:
+            warnings.append(_skipped_block(path, skipped, unknown, "the next REGION"))
+            skipped = []
         if field == "PARAMETER":
             if points:
                 raise InputError(f"{where}: PARAMETER after POINTS")
@@ -406,8 +420,16 @@ def read_extrap_text(path: str | Path) -> Dataset:
             ).extend(values)
         elif field == "EXPERIMENT":
             continue
-        else:
+        elif points:
+            # a typo (`REGON`, `METRC`) in a region's block: its lines up to the next REGION are
+            # skipped, named, and the other regions read (review 133 LOW-3: the whole file was
+            # refused). Not the line alone: the DATA after it would go to the region before
+            skipped = [ln]
+            unknown = field
+        else:  # before the points: the parameters or points themselves are in doubt
             raise InputError(f"{where}: unknown field {field!r} (expected one of {', '.join(_TEXT_FIELDS)})")
+    if skipped:
+        warnings.append(_skipped_block(path, skipped, unknown, "the end of the file"))
     if last_data is not None and last_line == last_data[0] and not raw_bytes.endswith((b"\n", b"\r")):
         # (Extra-P's own files end without a line end: that alone says nothing)
         if before_last is not None and last_data[1] < before_last:

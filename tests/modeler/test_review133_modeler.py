@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
+from modeler.errors import InputError
 from modeler.model import Factor, FittedModel, Model, Term
 from modeler.ranking import rank_models
+from modeler.readers.extrap import read_extrap_text
 
 
 def _n(cp, metric, constant, *terms):
@@ -33,3 +37,53 @@ def test_a_row_ranked_by_its_parts_goes_after_its_own_parts_not_after_every_row_
     assert [r.fitted.callpath for r in rows] == ["main->step->quadratic", "main", "main->step", "other"]
     assert [r.parts_growth for r in rows[1:3]] == [(2.0, 0.0), (2.0, 0.0)]
     assert rows[-1].parts_growth is None and rows[-1].prediction < rows[2].prediction / 500
+
+
+_TEXT = """PARAMETER x
+POINTS 1 2 3 4 5
+REGION r1
+METRIC time
+DATA 1 1.1
+DATA 2 2.1
+DATA 3 3.1
+DATA 4 4.1
+DATA 5 5.1
+{typo} r2
+METRIC time
+DATA 9
+DATA 9
+DATA 9
+DATA 9
+DATA 9
+REGION r3
+METRIC time
+DATA 7
+DATA 7
+DATA 7
+DATA 7
+DATA 7
+"""
+
+
+@pytest.mark.parametrize("last", [False, True])
+def test_a_mistyped_field_in_a_text_file_skips_its_block_and_reads_the_other_regions(tmp_path, last):
+    # review 133 LOW-3: one `REGON` refused the whole file, r1 and r3 with it
+    text = _TEXT.format(typo="REGON")
+    if last:  # the block runs to the end of the file
+        text = text[: text.index("REGION r3")]
+    path = tmp_path / "x.txt"
+    path.write_text(text)
+    ds = read_extrap_text(path)
+    got = {s.callpath: s.values().tolist() for s in ds.series}
+    assert got == ({"r1": [1.05, 2.05, 3.05, 4.05, 5.05]} if last else
+                   {"r1": [1.05, 2.05, 3.05, 4.05, 5.05], "r3": [7.0] * 5})  # nothing of r2 went to r1
+    (said,) = [w for w in ds.warnings if "unknown field" in w]
+    assert said.startswith(f"{path}:10: unknown field 'REGON'") and "lines 10-16" in said
+    assert ("the end of the file" if last else "the next REGION") in said
+
+
+def test_a_mistyped_field_before_the_points_still_refuses_the_file(tmp_path):
+    path = tmp_path / "x.txt"
+    path.write_text(_TEXT.format(typo="REGION").replace("PARAMETER x", "PARAMETR x"))
+    with pytest.raises(InputError, match=r"x\.txt:1: unknown field 'PARAMETR'"):
+        read_extrap_text(path)

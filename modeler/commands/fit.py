@@ -48,8 +48,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="target point for predictions and the ranking, e.g. ranks=1024,batch=256 "
                              "(parameters not named: their largest measured value)")
     parser.add_argument("--repetitions", choices=REPETITION_AGGREGATES,
-                        help="how repetitions are combined before fitting (default: the engine's choice, "
-                             "see docs/modeling.md; mean with --compat extrap, as Extra-P)")
+                        help="how repetitions are combined before fitting (default: robust, the mean of the "
+                             "repetitions that are not outliers, see docs/modeling.md; mean with --compat "
+                             "extrap, as Extra-P)")
     parser.add_argument("--compat", choices=("extrap",), help="reproduce Extra-P 4.2.5's default modeler")
     parser.add_argument("--min-points", type=int, default=DEFAULT_MIN_POINTS, metavar="N",
                         help=f"leave out (with a warning) series measured at fewer than N points (default: {DEFAULT_MIN_POINTS})")

@@ -37,8 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="regions drawn in detail (all are in the ranking table; default 12)")
     # the same option and default as `modeler fit`, so that the report shows the models the table shows
     parser.add_argument("--repetitions", "--aggregate", dest="repetitions", choices=REPETITION_AGGREGATES,
-                        help="how repetitions are combined before fitting (default: the engine's choice, "
-                             "as in `modeler fit`)")
+                        help="how repetitions are combined before fitting (default: robust, the mean of the "
+                             "repetitions that are not outliers, as in `modeler fit`)")
     add_pass_option(parser)
     parser.add_argument("--title", default="scaleprobe report", help="page title")
 

@@ -87,3 +87,13 @@ def test_a_mistyped_field_before_the_points_still_refuses_the_file(tmp_path):
     path.write_text(_TEXT.format(typo="REGION").replace("PARAMETER x", "PARAMETR x"))
     with pytest.raises(InputError, match=r"x\.txt:1: unknown field 'PARAMETR'"):
         read_extrap_text(path)
+
+
+@pytest.mark.parametrize("command", ["fit", "report"])
+def test_the_help_names_the_default_repetition_aggregate(command, capsys):
+    # review 133 LOW-4: it said "the engine's choice"; the reader expects a median
+    from modeler import cli
+
+    assert cli.main([command, "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "default: robust, the mean of the repetitions that are not outliers" in text

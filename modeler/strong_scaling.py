@@ -861,7 +861,8 @@ def time_view(g: GroupFit, ranks: np.ndarray) -> GroupFit:
 def split(model: Model, name: str) -> tuple[Model, np.ndarray]:
     """`model` (of values x ranks) divided by the parameter `name`, and the matrix A that maps its
     coefficients (constant, then terms) to the new model's: new = A @ old, cov_new = A cov A^T.
-    A term whose only factor was `name`^1 becomes (part of) the constant."""
+    A term whose only factor was `name`^1 becomes (part of) the constant; a term of exactly 0 is
+    left out."""
     entries: list[tuple[tuple[Factor, ...], int]] = [((Factor(name, -1.0),), 0)]
     for j, t in enumerate(model.terms, 1):
         factors, found = [], False
@@ -883,6 +884,11 @@ def split(model: Model, name: str) -> tuple[Model, np.ndarray]:
     for row, (_, j) in enumerate(terms, 1):
         A[row, j] = 1.0
     new = A @ old
+    # a term of exactly 0 (the constant of a fit of values x ranks held at 0, `0 * ranks^(-1)`) is no
+    # term: it is left out of the model and of A (review 133 LOW-5: printed and kept in JSON)
+    keep = [0] + [row for row in range(1, len(new)) if new[row] != 0.0]
+    A, new = A[keep], new[keep]
+    terms = [terms[row - 1] for row in keep[1:]]
     out = Model(model.parameters, float(new[0]),
                 tuple(Term(float(c), factors) for c, (factors, _) in zip(new[1:], terms)))
     return out, A

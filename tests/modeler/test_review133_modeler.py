@@ -97,3 +97,25 @@ def test_the_help_names_the_default_repetition_aggregate(command, capsys):
     assert cli.main([command, "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "default: robust, the mean of the repetitions that are not outliers" in text
+
+
+def test_a_term_of_exactly_zero_is_no_term_of_the_model():
+    # review 133 LOW-5: a model fitted as values x ranks whose constant was held at 0 came back
+    # divided by ranks as `0 * ranks^(-1) + 9.944 * n^(1) * ranks^(-1) + ...`, the 0 term in JSON too
+    import warnings
+
+    import numpy as np
+
+    from modeler.dataset import Dataset, Series
+    from modeler.estimator import PMNFModeler
+
+    pts = np.array([(r, n) for r in (1, 2, 4, 8) for n in (1, 2, 3, 4, 5)], float)
+    values = 10 * pts[:, 1] / pts[:, 0] * (1 + (pts[:, 0] - 1) / 20)
+    ds = Dataset(("ranks", "n"), [Series("main->work", "time", pts, tuple(values[:, None] * [1.0, 1.1, 0.9]))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fm = PMNFModeler().fit(ds).models_[0]
+    assert fm.model.terms and all(t.coefficient != 0.0 for t in fm.model.terms)
+    assert all(t["coefficient"] != 0.0 for t in fm.model.to_json()["terms"])
+    assert not fm.model.formula().startswith("0 *")
+    assert fm.predict(pts[:3]) == pytest.approx(fm.model.evaluate(pts[:3]))

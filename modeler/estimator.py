@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import numbers
 from typing import Mapping, Sequence
 
@@ -143,12 +144,23 @@ class PMNFModeler:
             raise InputError(f"target must be None or a mapping of parameter names to numbers, got {self.target!r}")
         return aggregate
 
+    def _check_target(self, parameters: Sequence[str]) -> None:
+        """A target names the dataset's parameters, with values as `predict` takes them (review 133
+        LOW-6: `{'zz': 3}` and `{'p': -1}` were taken, and matched no level)."""
+        for name, value in (self.target or {}).items():
+            if name not in parameters:
+                raise InputError(f"target names {name!r}, which is not a parameter of the dataset "
+                                 f"({', '.join(parameters)})")
+            if not (math.isfinite(value) and value >= 0):
+                raise InputError(f"target {name}={value!r}: parameter values must be finite and not negative")
+
     def fit(self, dataset: Dataset) -> "PMNFModeler":
         aggregate = self._validate()
         if not isinstance(dataset, Dataset):
             raise InputError(f"fit expects a modeler.dataset.Dataset, got {type(dataset).__name__}")
         if not dataset.series:
             raise TooFewPointsError("the dataset has no series to model")
+        self._check_target(dataset.parameters)
         for s in dataset.series:
             _check_finite(s, dataset.parameters)
         check_magnitudes(dataset)

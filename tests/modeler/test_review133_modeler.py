@@ -119,3 +119,23 @@ def test_a_term_of_exactly_zero_is_no_term_of_the_model():
     assert all(t["coefficient"] != 0.0 for t in fm.model.to_json()["terms"])
     assert not fm.model.formula().startswith("0 *")
     assert fm.predict(pts[:3]) == pytest.approx(fm.model.evaluate(pts[:3]))
+
+
+@pytest.mark.parametrize("target, message", [
+    ({"zz": 3.0}, r"target names 'zz', which is not a parameter of the dataset \(p\)"),
+    ({"p": -1.0}, r"target p=-1\.0: parameter values must be finite and not negative"),
+    ({"p": float("nan")}, r"target p=nan"),
+])
+def test_a_target_is_checked_in_fit_as_predict_checks_points(target, message):
+    # review 133 LOW-6: fit took them (predict refuses both)
+    import numpy as np
+
+    from modeler.dataset import Dataset, Series
+    from modeler.estimator import PMNFModeler
+
+    pts = np.array([[1.0], [2.0], [4.0], [8.0], [16.0]])
+    ds = Dataset(("p",), [Series("main", "time", pts, tuple(np.array([[2.0], [4.0], [8.0], [16.0], [32.0]])))])
+    modeler = PMNFModeler(target=target)  # options are checked in fit, not here
+    with pytest.raises(InputError, match=message):
+        modeler.fit(ds)
+    assert PMNFModeler(target={"p": 64.0}).fit(ds).predict([[64.0]])[0, 0] == pytest.approx(128.0)

@@ -16,7 +16,7 @@ from .pmnf.hypotheses import EXPONENTS, basis
 from .pmnf.selection import NOISE_FLOOR, PENALTY
 from .pmnf.single import ZERO_FLOOR
 from .strong_scaling import (EVIDENCE, EXACT_VAR, MARGIN, _LINEAR, _ranks_column, _take_row, _times_beyond, evidence,
-                             floored_cv, residual_variance, weighed)
+                             floored_cv, follows, interaction_variance, residual_variance, weighed)
 
 #: the latency terms of collective communication, as hypotheses of the cost form (values x ranks):
 #: ranks^2 (a time linear in ranks: a ring or a pairwise exchange, 2 (p - 1) alpha) and
@@ -223,7 +223,144 @@ def latency(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.nda
                 divided.alternatives[s] = weighed(divided.alternatives[s], before, w_k)
             taken[s] = out[s] = True
             lw_c_all[s], lw_p_all[s] = lw_c[r], lw_p[r]
+    if other is not None:
+        _gather(plain, divided, ranks, noise, keep, taken, out, lw_c_all, lw_p_all, col, other, us, eligible)
     return out, lw_c_all, lw_p_all
+
+
+#: the square of ranks (the cost form of a time linear in ranks)
+_SQUARE = EXPONENTS.index((2, 0))
+
+
+def cost_gather(plain: GroupFit, ranks: np.ndarray, col: int, other: int, u: np.ndarray
+                ) -> tuple[GroupFit, GroupFit]:
+    """Per row, the weighted least-squares fit of c + a * (ranks - 1) * u(other) to the values (`u` (S,):
+    the hypothesis of parameter `other` per row; the weights those of `plain`), twice: as fitted, with
+    its 2 coefficients (the evidence, residual variance and leave-one-out errors count those), and as
+    the `time_view` of its cost form c * ranks + a * ranks^2 * u - a * ranks * u (no constant W: the
+    model split over ranks has no ranks^(-1) term, `strong_scaling.split`), one alternative each, its
+    covariance scaled by the relative residual variance, to be written into the fit of values x
+    ranks. An all-gather of a tensor of u per rank takes (p - 1) u n/B; PMNF needs 3 coefficients for
+    it (c + b * u + a * ranks * u), one more than ranks^(2/3) * log2(ranks) * u, which follows (p - 1)
+    within 3-4% over ranks 1..32 (research 134)."""
+    y = plain.y
+    S, n = y.shape
+    U = basis(plain.points[:, other])[u]  # (S, n)
+    X = np.stack([np.ones((S, n)), (ranks - 1.0)[None, :] * U], -1)
+    w = np.where(np.isfinite(plain.w), plain.w, 0.0)
+    with np.errstate(all="ignore"):
+        Xw = X * np.sqrt(w)[..., None]
+        Ginv = np.linalg.pinv(np.einsum("snk,snl->skl", Xw, Xw))
+        coef = np.einsum("skl,snl,sn->sk", Ginv, Xw, np.sqrt(w) * y)
+        rel = (y - np.einsum("snk,sk->sn", X, coef)) * np.sqrt(w)
+        s2 = np.maximum((rel**2).sum(-1) / max(n - 2, 1), NOISE_FLOOR)
+    fitted = GroupFit(plain.index, plain.points, y, X, coef, w, [[((col, _LINEAR),)] for _ in range(S)], None, None)
+    # the cost form: W (0), c * ranks, a * ranks^2 * u, -a * ranks * u; as a time: / ranks. Its design
+    # holds the two fitted columns, c's and (ranks - 1) * u under a's, and zeros (padding) under W and
+    # -a: the hat matrix (`quality`'s leave-one-out error, `heavypoint`) is that of the 2-coefficient
+    # fit, and `predictors` counts its one term for the adjusted R^2
+    A = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    zero = np.zeros((S, n))
+    Xc = np.stack([zero, X[..., 0], X[..., 1], zero], -1)
+    terms = [[((col, _LINEAR),), tuple(sorted(((col, _SQUARE), (other, int(u[s]))))),
+              tuple(sorted(((col, _LINEAR), (other, int(u[s])))))] for s in range(S)]
+    alternatives = [[(1.0, list(terms[s]), A @ coef[s], A @ (s2[s] * Ginv[s]) @ A.T)] for s in range(S)]
+    cost = GroupFit(plain.index, plain.points, y, Xc, coef @ A.T, w, terms, alternatives, None, np.ones(S, dtype=int))
+    return fitted, cost
+
+
+def _gather(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.ndarray, keep: np.ndarray,
+            taken: np.ndarray, out: np.ndarray, lw_c_all: np.ndarray, lw_p_all: np.ndarray, col: int, other: int,
+            us: list, eligible: np.ndarray) -> None:
+    """Beside one other parameter, the rows that `latency` left (not `out`) give way to an all-gather's
+    time, c + a * (ranks - 1) * u(other) (`cost_gather`; u one of the other parameter's terms in the
+    kept models, the one with the least residual sum of squares), in place in `divided` (marked in
+    `taken` and `out`, its log weight of evidence and the plain model's in `lw_c_all`, `lw_p_all`),
+    where:
+    - the values look like a collective's (`_zero_at_one`'s test, whatever the noise: at each value of
+      the other parameter the time on one rank, measured or else the form's c, is at most `ZERO_FLOOR`
+      x the median value there) and a > 0;
+    - it follows the values within their noise (`follows`: the repetitions', else the interaction
+      variance of the values off one rank; neither known: not taken);
+    - its weight of evidence is `EVIDENCE` above the kept model's and its leave-one-out error
+      (`floored_cv`) below the kept model's, `MARGIN` times it where that is a constant (fewer
+      coefficients than the form's 2);
+    - it stays above -`ZERO_FLOOR` x the median value at the measured points.
+    PMNF's own form of it, c + b * u + a * ranks * u, costs one coefficient more than a single product
+    term, and ranks^(2/3) * log2(ranks) * u, 3-4% from (p - 1) over ranks 1..32, won by that
+    coefficient's penalty at 5-10% noise: about 33% low at 16x the ranks (review 112 LOW-1, research
+    134). Where the kept model was the divided one, its alternatives stay in the range, weighed by its
+    evidence against the form."""
+    S, n = plain.y.shape
+    rows_u: dict = {}
+    for s in range(S):
+        if out[s] or not eligible[s]:
+            continue
+        for u in us[s]:
+            if u is not None:
+                rows_u.setdefault(u, []).append(s)
+    best: dict = {}  # row -> (rss, fitted, cost, its row there)
+    for u, rows in sorted(rows_u.items()):
+        idx = np.array(rows)
+        f, c = cost_gather(plain.rows(idx), ranks, col, other, np.full(len(idx), u))
+        rss = (((f.y - np.einsum("snk,sk->sn", f.X, f.coef)) ** 2) * f.w).sum(-1)
+        for r, s in enumerate(idx):
+            if np.isfinite(rss[r]) and (s not in best or rss[r] < best[s][0]):
+                best[s] = (rss[r], f, c, r)
+    pts = plain.points
+    one = ranks == 1.0
+    # the noise of one value that the form must follow its values within: the repetitions', else the
+    # interaction variance of the values off one rank (a collective's 0 there has no logarithm)
+    off = ~one
+    sub = GroupFit(plain.index, pts[off], plain.y[:, off], plain.X[:, off], plain.coef, plain.w[:, off], plain.terms)
+    inter, d_inter = interaction_variance(sub, ranks[off])
+    repeated = np.isfinite(noise) & (noise > 0)
+    s2_all = np.where(repeated, noise, inter)
+    dof_all = np.where(repeated, n, max(d_inter, 1)).astype(float)
+    for s, (_, f, c, r) in sorted(best.items()):
+        f, c = f.rows(np.array([r])), c.rows(np.array([r]))
+        kept = bool(keep[s])
+        p_sub, d_sub = plain.rows(np.array([s])), divided.rows(np.array([s]))
+        y, coef = f.y[0], f.coef[0]
+        if not coef[1] > 0:
+            continue
+        at1 = y if one.any() else np.full(n, coef[0])
+        zero = True
+        for g in np.unique(pts[:, other]):
+            here = pts[:, other] == g
+            typical = np.median(np.abs(y[here]))
+            zero &= bool(np.all(np.abs(at1[here & one] if one.any() else at1[here]) <= ZERO_FLOOR * typical))
+        if not zero:
+            continue
+        # it follows the values within their noise (`follows`, as c + W/ranks in `choose`): a rise that
+        # falls again (a * log2(ranks) / ranks) is 0 on one rank too, and the form, though a better
+        # fit than the constant kept, was 150-190x the truth at 16x the ranks
+        with np.errstate(invalid="ignore"):
+            if not (np.isfinite(s2_all[s]) and follows(f, np.array([max(s2_all[s], NOISE_FLOOR)]),
+                                                       dof_all[[s]])[0]):
+                continue
+        with np.errstate(invalid="ignore"):
+            rv_kept = residual_variance(d_sub) if kept else residual_variance(p_sub)
+            fallback = np.fmin(rv_kept, residual_variance(f))
+            lw_c, lw_p = evidence(f, noise[[s]], fallback), evidence(p_sub, noise[[s]], fallback)
+            lw_cur = evidence(d_sub, noise[[s]], fallback) if kept else lw_p
+            # the CV margin of a form with more coefficients (`MARGIN`) only against a constant: against
+            # a model with a term, as many coefficients as the form's, a lower leave-one-out error
+            k_cur = 1 + len((d_sub if kept else p_sub).terms[0])
+            margin = MARGIN if k_cur < 2 else 1.0
+            if not (lw_c[0] > lw_cur[0] + EVIDENCE
+                    and floored_cv(f)[0] < margin * (floored_cv(d_sub) if kept else floored_cv(p_sub))[0]):
+                continue
+        fitted = np.einsum("nk,k->n", f.X[0], coef)
+        if not np.all(fitted > -ZERO_FLOOR * np.median(np.abs(y))):
+            continue
+        before = divided.alternatives[s] if (kept and divided.alternatives is not None) else None
+        _take_row(divided, s, c, 0)
+        if before:  # the kept divided model stays in the range, weighed by its evidence
+            w_k = 1.0 / (1.0 + np.exp(np.clip(lw_c[0] - lw_cur[0], -700, 700)))
+            divided.alternatives[s] = weighed(divided.alternatives[s], before, w_k)
+        taken[s] = out[s] = True
+        lw_c_all[s], lw_p_all[s] = lw_c[0], lw_p[0]
 
 
 def _u_values(pts: np.ndarray, other: int | None, u: int | None, f: GroupFit) -> np.ndarray | None:

@@ -490,6 +490,10 @@ def _take_row(into: GroupFit, row: int, src: GroupFit, src_row: int | None = Non
     into.terms[row] = src.terms[r]
     if into.alternatives is not None:
         into.alternatives[row] = src.alternatives[r]
+    if src.predictors is not None or into.predictors is not None:  # what the adjusted R^2 counts
+        if into.predictors is None:
+            into.predictors = np.array([len(t) for t in into.terms])
+        into.predictors[row] = len(src.terms[r]) if src.predictors is None else src.predictors[r]
 
 
 def choose(plain: GroupFit, divided: GroupFit, cv_plain: np.ndarray, cv_divided: np.ndarray,
@@ -858,7 +862,7 @@ def time_view(g: GroupFit, ranks: np.ndarray) -> GroupFit:
                     g.terms, g.alternatives, None)
 
 
-def split(model: Model, name: str) -> tuple[Model, np.ndarray]:
+def split(model: Model, name: str, cov: np.ndarray | None = None) -> tuple[Model, np.ndarray]:
     """`model` (of values x ranks) divided by the parameter `name`, and the matrix A that maps its
     coefficients (constant, then terms) to the new model's: new = A @ old, cov_new = A cov A^T.
     A term whose only factor was `name`^1 becomes (part of) the constant; a term of exactly 0 is
@@ -884,9 +888,13 @@ def split(model: Model, name: str) -> tuple[Model, np.ndarray]:
     for row, (_, j) in enumerate(terms, 1):
         A[row, j] = 1.0
     new = A @ old
-    # a term of exactly 0 (the constant of a fit of values x ranks held at 0, `0 * ranks^(-1)`) is no
-    # term: it is left out of the model and of A (review 133 LOW-5: printed and kept in JSON)
-    keep = [0] + [row for row in range(1, len(new)) if new[row] != 0.0]
+    # a term of exactly 0, without variance where `cov` is given, is no term: the constant of a cost
+    # form held at 0 (an all-gather's c * ranks + a * ranks^2 * u - a * ranks * u, `latency.cost_gather`,
+    # research 134) or of an exact fit is not `0 * ranks^(-1)` (review 133 LOW-5: printed, and kept in
+    # JSON's terms); it leaves the model and A
+    with np.errstate(all="ignore"):
+        var = np.zeros(len(new)) if cov is None else np.diag(A @ np.asarray(cov, dtype=float) @ A.T)
+    keep = [0] + [row for row in range(1, len(new)) if new[row] != 0.0 or var[row] != 0.0]
     A, new = A[keep], new[keep]
     terms = [terms[row - 1] for row in keep[1:]]
     out = Model(model.parameters, float(new[0]),
@@ -895,7 +903,7 @@ def split(model: Model, name: str) -> tuple[Model, np.ndarray]:
 
 
 def split_alternative(a: Alternative, name: str) -> Alternative:
-    model, A = split(a.model, name)
+    model, A = split(a.model, name, a.cov)
     with np.errstate(all="ignore"):  # covariances of values near the float range may be inf
         return Alternative(a.weight, model, A @ a.cov @ A.T)
 

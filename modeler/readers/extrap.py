@@ -9,6 +9,7 @@ DATA lines without POINTS) raise `InputError` naming the file and line.
 from __future__ import annotations
 
 import codecs
+import difflib
 import json
 import math
 import re
@@ -322,6 +323,11 @@ def read_extrap_text(path: str | Path) -> Dataset:
     negative: list[tuple[int, str, float]] = []  # (line, metric, value) where a time or count is negative
     skipped: list[int] = []  # the lines of a block skipped from an unknown field on (see below)
     unknown = ""
+    in_regions = False  # a REGION line was read
+    metric_skipped = False  # a METRIC line among the skipped ones
+    # (first skipped line, its field, the REGION line that ended the skip) until a METRIC line: the
+    # skipped lines may have held the metric that region's DATA would otherwise inherit
+    across: tuple[int, str, int] | None = None
     for ln, raw in numbered:
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -335,9 +341,12 @@ def read_extrap_text(path: str | Path) -> Dataset:
         rest = " ".join(rest.split())
         if skipped and field != "REGION":
             skipped.append(ln)
+            metric_skipped = metric_skipped or field == "METRIC"
             continue
         if skipped:
             warnings.append(_skipped_block(path, skipped, unknown, "the next REGION"))
+            if metric_skipped or difflib.get_close_matches(unknown, _TEXT_FIELDS, 1) != ["REGION"]:
+                across = (skipped[0], unknown, ln)
             skipped = []
         if field == "PARAMETER":
             if points:
@@ -383,10 +392,14 @@ def read_extrap_text(path: str | Path) -> Dataset:
                     raise InputError(f"{where}: point ({g.strip()}) is listed twice")
                 points.append(coord)
         elif field == "REGION":
-            callpath, next_point, last_data = rest, 0, None
+            callpath, next_point, last_data, in_regions = rest, 0, None, True
         elif field == "METRIC":
-            metric, next_point, last_data = rest, 0, None
+            metric, next_point, last_data, across = rest, 0, None, None
         elif field == "DATA":
+            if across is not None:  # (review 136 finding 2: `METRC bytes` put the next region's data under time)
+                raise InputError(f"{path}:{across[0]}: unknown field {across[1]!r} (expected one of "
+                                 f"{', '.join(_TEXT_FIELDS)}), and the REGION at line {across[2]} has no METRIC line "
+                                 f"of its own: its metric would be taken from before that line")
             before_last = last_data[1] if last_data is not None else None
             last_data = (ln, len(rest.split()), rest.rsplit(None, 1)[-1] if rest else "")
             if not points:
@@ -420,13 +433,12 @@ def read_extrap_text(path: str | Path) -> Dataset:
             ).extend(values)
         elif field == "EXPERIMENT":
             continue
-        elif points:
+        elif in_regions:
             # a typo (`REGON`, `METRC`) in a region's block: its lines up to the next REGION are
             # skipped, named, and the other regions read (review 133 LOW-3: the whole file was
             # refused). Not the line alone: the DATA after it would go to the region before
-            skipped = [ln]
-            unknown = field
-        else:  # before the points: the parameters or points themselves are in doubt
+            skipped, unknown, metric_skipped = [ln], field, False
+        else:  # before the regions: the parameters or points themselves are in doubt
             raise InputError(f"{where}: unknown field {field!r} (expected one of {', '.join(_TEXT_FIELDS)})")
     if skipped:
         warnings.append(_skipped_block(path, skipped, unknown, "the end of the file"))

@@ -139,3 +139,33 @@ def test_a_target_is_checked_in_fit_as_predict_checks_points(target, message):
     with pytest.raises(InputError, match=message):
         modeler.fit(ds)
     assert PMNFModeler(target={"p": 64.0}).fit(ds).predict([[64.0]])[0, 0] == pytest.approx(128.0)
+
+
+def test_a_mistyped_metric_whose_next_region_would_inherit_across_it_refuses_the_file(tmp_path):
+    # review 136 finding 2: with `METRC bytes` skipped, the next region (no METRIC of its own) was
+    # read under the metric before the typo and led the time table
+    path = tmp_path / "x.txt"
+    path.write_text(_TEXT.format(typo="REGION").replace("METRIC time\nDATA 9", "METRC bytes\nDATA 9")
+                    .replace("REGION r3\nMETRIC time\n", "REGION r3\n"))
+    with pytest.raises(InputError, match=r"x\.txt:11: unknown field 'METRC'.*REGION at line 17 has no METRIC"):
+        read_extrap_text(path)
+    # with a METRIC of its own the region after the skip is read, under that metric
+    path.write_text(_TEXT.format(typo="REGION").replace("METRIC time\nDATA 9", "METRC bytes\nDATA 9"))
+    assert {(s.callpath, s.metric) for s in read_extrap_text(path).series} == {("r1", "time"), ("r3", "time")}
+
+
+def test_a_region_after_a_mistyped_region_line_inherits_the_files_one_metric(tmp_path):
+    # a file with one METRIC line for every region: `REGON` skips its block and nothing else
+    text = _TEXT.format(typo="REGON").replace("METRIC time\n", "").replace("REGION r1\n", "METRIC time\nREGION r1\n")
+    path = tmp_path / "x.txt"
+    path.write_text(text)
+    assert {(s.callpath, s.metric) for s in read_extrap_text(path).series} == {("r1", "time"), ("r3", "time")}
+
+
+def test_a_mistyped_points_line_still_refuses_the_file_at_that_line(tmp_path):
+    # review 136 finding 4: a `POINT` line after the first POINTS was skipped to the first REGION, and
+    # the error named a DATA line instead
+    path = tmp_path / "x.txt"
+    path.write_text("PARAMETER x\nPOINTS 1 2 3\nPOINT 4 5\n" + _TEXT[_TEXT.index("REGION r1"):].format(typo="REGION"))
+    with pytest.raises(InputError, match=r"x\.txt:3: unknown field 'POINT'"):
+        read_extrap_text(path)

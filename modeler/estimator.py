@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .dataset import (LARGEST_MEASURED, RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series, check_magnitudes,
+from .dataset import (LARGEST_MEASURED, LARGEST_VALUE, RANKS_PARAMETER, REPETITION_AGGREGATES, Dataset, Series, check_magnitudes,
                       power_of_two_scale)
 from .errors import InputError, NotFittedError, TooFewPointsError
 from .listing import listing
@@ -151,8 +151,15 @@ class PMNFModeler:
             if name not in parameters:
                 raise InputError(f"target names {name!r}, which is not a parameter of the dataset "
                                  f"({', '.join(parameters)})")
-            if not (math.isfinite(value) and value >= 0):
+            try:
+                number = float(value)
+            except OverflowError:  # an int past the float range (review 136 finding 5)
+                number = math.inf
+            if not (math.isfinite(number) and number >= 0):
                 raise InputError(f"target {name}={value!r}: parameter values must be finite and not negative")
+            if number > LARGEST_VALUE:
+                raise InputError(f"target {name}={value!r}: values above {LARGEST_VALUE:g} are too large to predict "
+                                 f"at (their powers overflow)")
 
     def fit(self, dataset: Dataset) -> "PMNFModeler":
         aggregate = self._validate()

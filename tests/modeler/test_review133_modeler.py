@@ -125,6 +125,8 @@ def test_a_term_of_exactly_zero_is_no_term_of_the_model():
     ({"zz": 3.0}, r"target names 'zz', which is not a parameter of the dataset \(p\)"),
     ({"p": -1.0}, r"target p=-1\.0: parameter values must be finite and not negative"),
     ({"p": float("nan")}, r"target p=nan"),
+    ({"p": 10**400}, r"target p=1000.*: parameter values must be finite"),  # review 136: OverflowError
+    ({"p": 1e31}, r"target p=1e\+31: values above 1e\+30 are too large to predict at"),
 ])
 def test_a_target_is_checked_in_fit_as_predict_checks_points(target, message):
     # review 133 LOW-6: fit took them (predict refuses both)

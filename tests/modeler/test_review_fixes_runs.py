@@ -427,3 +427,25 @@ def test_a_rank_without_an_end_record_gives_no_run_time_to_the_shares(tmp_path):
     assert max(measured.values()) <= 1.0
     assert measured["main"] == pytest.approx(1.0)
     assert measured["load_batch"] == pytest.approx(2e-5)  # from the complete ranks: 2 us of 100 ms
+
+
+def test_a_call_path_measured_only_on_ranks_without_a_run_time_has_no_measured_share(tmp_path):
+    # review 136 finding 3: runs killed before main's record: a step seen only there fell back to
+    # its value over the longest top-level series at its points (a 2 us helper): share 350
+    from modeler.share import Share, measured_shares
+
+    for n in range(1, 8):
+        killed = n >= 5
+        profile = {(0, 3): (5, 50 * MS * n, 50 * MS * n), (4,): (1, 2000, 2000)}
+        if killed:
+            profile[(0, 1)] = (1, int(0.1 * MS * n), int(0.1 * MS * n))
+        else:
+            profile[(0,)] = (1, 400 * MS * n, 10 * MS)
+        write_rank_file(tmp_path / f"n{n}", run_id=f"n{n}", params={"n": n}, profile=profile,
+                        end=None if killed else {"status": "ok", "exit_code": 0})
+    ds = read_inputs([tmp_path], ReadOptions(include_incomplete=True)).dataset
+    shares = measured_shares(ds.series, ds.run_shares)
+    assert "main->train" not in shares and max(shares.values()) <= 1.0
+    # with no measured share, --min-share judges it by its share at the target where there is one
+    assert not Share(None, 0.00025, 0.00025, trusted=False).kept(0.01)
+    assert Share(None, 0.5, 0.4, trusted=False).kept(0.01) and Share(None).kept(0.01)

@@ -56,7 +56,8 @@ def backtest_warning(parameters: Sequence[str], series: Sequence[Series], *, com
             if np.unique(x).size < MIN_VALUES:
                 continue
             keep = x < x.max()
-            subs.append(Series(s.callpath, s.metric, s.points[keep], [r for r, k in zip(s.repetitions, keep) if k]))
+            subs.append(Series(s.callpath, s.metric, s.points[keep], [r for r, k in zip(s.repetitions, keep) if k],
+                               passes=None if s.passes is None else [p for p, k in zip(s.passes, keep) if k]))
             held.append((s, ~keep, values[i][~keep], float(x.max())))
         if not subs:
             continue

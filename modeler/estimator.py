@@ -24,7 +24,7 @@ from .dataset import (LARGEST_MEASURED, LARGEST_VALUE, RANKS_PARAMETER, REPETITI
                       power_of_two_scale)
 from .errors import InputError, NotFittedError, TooFewPointsError
 from .listing import listing
-from . import passes
+from . import pass_noise, passes
 from .misfit import lack_of_fit, lack_text, may_miss, miss_text, worst_miss
 from .model import Alternative, Factor, FittedModel, Model, Term
 from .pmnf import default_mode, extrap_mode
@@ -180,7 +180,11 @@ class PMNFModeler:
         # no parameter: every row is the one point, its mean the model (review 103 LOW-1: three
         # rows of a Dataset built by hand without parameters reached the least squares, AttributeError)
         fittable = [i for i, s in enumerate(series) if s.n_points >= MIN_POINTS and kept[i][0] and dataset.parameters]
-        fits = self._fit_groups(dataset, fittable, stats, aggregate)
+        # where the runs name their passes, the noise that judges the forms leaves out each pass's
+        # common factor (`modeler.pass_noise`; review 133 HIGH-1)
+        shape = (dict(zip(fittable, pass_noise.shape_spreads([series[i] for i in fittable], aggregate)))
+                 if self.compat is None else {})
+        fits = self._fit_groups(dataset, fittable, stats, aggregate, shape)
         if self.compat is None:
             for i, odd in odd_points(series, sorted(fits), stats, aggregate).items():
                 notes[i] = notes[i] + (_odd_note(dataset.parameters, series[i], odd),)
@@ -351,7 +355,8 @@ class PMNFModeler:
                 notes.append(f"fewer than {RECOMMENDED_VALUES} values of parameter {p} ({k})")
         return tuple(notes)
 
-    def _fit_groups(self, dataset: Dataset, fittable: list[int], stats: list, aggregate: str) -> dict:
+    def _fit_groups(self, dataset: Dataset, fittable: list[int], stats: list, aggregate: str,
+                    shape: dict | None = None) -> dict:
         """Series index -> (its group's fit, its row there, the group's quality, the parameter the fit
         is of the values x (None: of the values), None or (the other family's fit, its weight in the
         prediction range, the parameter that family is of the values x)); one engine call per set of
@@ -366,7 +371,7 @@ class PMNFModeler:
             pts = _one_of_each_moving_pair(dataset.series[index[0]].points, params, self.compat,
                                            dataset.ranks_parameter)
             Y = np.array([stats[i].values for i in index])
-            g, q = self._fit_scaled(pts, Y, index, stats, dataset, aggregate)
+            g, q = self._fit_scaled(pts, Y, index, stats, dataset, aggregate, shape=shape)
             for row, i in enumerate(index):
                 fits[i] = (g, row, q, None, None)
             for col in self._divisors(params, pts, dataset.ranks_parameter):
@@ -382,10 +387,10 @@ class PMNFModeler:
                 if not ok.any():
                     continue
                 sub = [i for i, good in zip(index, ok) if good]
-                g2, q2 = self._fit_scaled(pts, Y2[ok], sub, stats, dataset, aggregate, x)
+                g2, q2 = self._fit_scaled(pts, Y2[ok], sub, stats, dataset, aggregate, x, shape)
                 rows = np.flatnonzero(ok)
                 g1 = g.rows(rows)
-                spread = np.array([stats[i].spread for i in sub])
+                spread = _judging_spread(stats, sub, shape)
                 reps = np.array([stats[i].counts for i in sub])
                 noise = (noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max")
                          else np.full(len(sub), np.nan))
@@ -420,7 +425,7 @@ class PMNFModeler:
                 if np.all(pts[:, c] > 0) and np.unique(pts[:, c]).size >= MIN_POINTS]
         return sorted(cols, key=lambda c: params[c] != ranks)
 
-    def _fit_scaled(self, pts, Y, index, stats, dataset, aggregate, ranks=None):
+    def _fit_scaled(self, pts, Y, index, stats, dataset, aggregate, ranks=None, shape=None):
         """The engine's fit of the rows of Y, and its quality (of Y / ranks where `ranks` is given:
         `modeler.strong_scaling.time_view`)."""
         # each series is fitted at a power-of-two scale near 1 (exact in floating point, so
@@ -433,9 +438,11 @@ class PMNFModeler:
         else:
             spread = np.array([stats[i].spread for i in index])
             reps = np.array([stats[i].counts for i in index])
+            judging = _judging_spread(stats, index, shape)
             g = default_mode.fit_group(
                 pts, Y, index, spread, reps, aggregate=aggregate, candidates=None if self.candidates is None else int(self.candidates),
                 allow_log=self.allow_log, noise_test=self.noise_test,
+                shape_spread=None if judging is spread else judging,
             )
         if ranks is not None:
             g = time_view(g, ranks)
@@ -673,6 +680,15 @@ def _mean_model(params: tuple[str, ...], y: np.ndarray) -> tuple[Model, float, f
         smape = float(np.mean(np.where(abssum > 0, 2 * np.abs(resid) / abssum, 0.0)) * 100)
         rss = float(resid @ resid)
     return Model(params, mean, ()), smape, rss
+
+
+def _judging_spread(stats: list, index: Sequence[int], shape: dict | None) -> np.ndarray:
+    """(S, n) the spread per point that judges the forms of the series `index`: the pass-corrected one
+    (`modeler.pass_noise.shape_spread`) where `shape` has it, the repetitions' spread elsewhere."""
+    spread = np.array([stats[i].spread for i in index])
+    if not shape or all(shape.get(i) is None for i in index):
+        return spread
+    return np.array([spread[r] if shape.get(i) is None else shape[i] for r, i in enumerate(index)])
 
 
 def _interval(spread: np.ndarray, reps: Sequence[int]) -> tuple[float, float] | None:

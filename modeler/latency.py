@@ -56,14 +56,7 @@ def cost_comm(plain: GroupFit, ranks: np.ndarray, col: int, h: int, other: int |
         cols += [U / ranks] * parts[0] + [U] * parts[1]
     cols.append(np.broadcast_to(t / ranks, (S, n)))
     X = np.stack(cols, -1)
-    k = X.shape[-1]
-    w = np.where(np.isfinite(plain.w), plain.w, 0.0)
-    with np.errstate(all="ignore"):
-        Xw = X * np.sqrt(w)[..., None]
-        Ginv = np.linalg.pinv(np.einsum("snk,snl->skl", Xw, Xw))
-        coef = np.einsum("skl,snl,sn->sk", Ginv, Xw, np.sqrt(w) * y)
-        rel = (y - np.einsum("snk,sk->sn", X, coef)) * np.sqrt(w)
-        s2 = np.maximum((rel**2).sum(-1) / max(n - k, 1), NOISE_FLOOR)
+    w, Ginv, coef, s2 = _weighted_fit(plain, X)
     terms = []
     for s in range(S):
         spec = [((col, _LINEAR),)]
@@ -228,6 +221,22 @@ def latency(plain: GroupFit, divided: GroupFit, ranks: np.ndarray, noise: np.nda
     return out, lw_c_all, lw_p_all
 
 
+def _weighted_fit(plain: GroupFit, X: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per row, the least-squares fit of `plain`'s values on the design `X` (S, n, k) with `plain`'s
+    weights: (the weights, (X^T W X)^+, the coefficients, the relative residual variance over n - k
+    degrees of freedom, at least `NOISE_FLOOR`)."""
+    y = plain.y
+    n, k = y.shape[1], X.shape[-1]
+    w = np.where(np.isfinite(plain.w), plain.w, 0.0)
+    with np.errstate(all="ignore"):
+        Xw = X * np.sqrt(w)[..., None]
+        Ginv = np.linalg.pinv(np.einsum("snk,snl->skl", Xw, Xw))
+        coef = np.einsum("skl,snl,sn->sk", Ginv, Xw, np.sqrt(w) * y)
+        rel = (y - np.einsum("snk,sk->sn", X, coef)) * np.sqrt(w)
+        s2 = np.maximum((rel**2).sum(-1) / max(n - k, 1), NOISE_FLOOR)
+    return w, Ginv, coef, s2
+
+
 #: the square of ranks (the cost form of a time linear in ranks)
 _SQUARE = EXPONENTS.index((2, 0))
 
@@ -247,13 +256,7 @@ def cost_gather(plain: GroupFit, ranks: np.ndarray, col: int, other: int, u: np.
     S, n = y.shape
     U = basis(plain.points[:, other])[u]  # (S, n)
     X = np.stack([np.ones((S, n)), (ranks - 1.0)[None, :] * U], -1)
-    w = np.where(np.isfinite(plain.w), plain.w, 0.0)
-    with np.errstate(all="ignore"):
-        Xw = X * np.sqrt(w)[..., None]
-        Ginv = np.linalg.pinv(np.einsum("snk,snl->skl", Xw, Xw))
-        coef = np.einsum("skl,snl,sn->sk", Ginv, Xw, np.sqrt(w) * y)
-        rel = (y - np.einsum("snk,sk->sn", X, coef)) * np.sqrt(w)
-        s2 = np.maximum((rel**2).sum(-1) / max(n - 2, 1), NOISE_FLOOR)
+    w, Ginv, coef, s2 = _weighted_fit(plain, X)
     fitted = GroupFit(plain.index, plain.points, y, X, coef, w, [[((col, _LINEAR),)] for _ in range(S)], None, None)
     # the cost form: W (0), c * ranks, a * ranks^2 * u, -a * ranks * u; as a time: / ranks. Its design
     # holds the two fitted columns, c's and (ranks - 1) * u under a's, and zeros (padding) under W and

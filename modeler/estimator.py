@@ -442,7 +442,7 @@ class PMNFModeler:
             g = default_mode.fit_group(
                 pts, Y, index, spread, reps, aggregate=aggregate, candidates=None if self.candidates is None else int(self.candidates),
                 allow_log=self.allow_log, noise_test=self.noise_test,
-                shape_spread=None if judging is spread else judging,
+                shape_spread=None if not shape or all(shape.get(i) is None for i in index) else judging,
             )
         if ranks is not None:
             g = time_view(g, ranks)

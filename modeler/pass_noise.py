@@ -14,8 +14,11 @@ typical deviation over the points (the median: a pass slowed at a few points onl
 keeps its slow runs as noise there and leaves the others alone). On independent noise this estimates
 the same variance as the plain spread (`CORRECTION` makes it unbiased for the usual designs), and it is
 used only where the passes make most of the spread (`GATE`), so that series measured without a slow
-pass are judged as before. The variance of the aggregate follows from it as the aggregate is made: a
-mean of runs at different levels varies as its heavier runs do, a median as one run; where the robust
+pass are judged as before: at every point (its largest over the points, so that a pass slow at
+most of them but not all, whose median effect leaves the others' residuals large, keeps the plain
+spread: review 137 HIGH-2), with 3 runs a point or more (`MIN_RUNS`). The variance of the
+aggregate follows from it as the aggregate is made: a mean of runs at different levels varies as its
+heavier runs do, a median as one run; where the robust
 aggregate keeps a slow pass at some points and not at others, the plain spread stays. The prediction
 range keeps the plain spread (the level is as uncertain as the passes disagree), and the refits
 without each pass (`modeler.passes`) still show what one pass moves.
@@ -32,13 +35,18 @@ from .dataset import Series, robust_kept, robust_table_kept
 from . import passes as passes_mod
 
 
-#: the pass-corrected spread is used only where its variance (the median over the points) is below
-#: the plain spread's by this factor: where the passes' common factors make most of the spread. On
-#: independent noise that happens by chance in under 1% of series of 5 points and 3 runs (research 135,
-#: 4000 draws of ±5% uniform noise: the ratio's 99th percentile 9.4 with 3 runs, 3.5 with 5); one pass
-#: 1.2x slow at every point under 2% noise gives about 80. A pass slowed at a few points only (review 62) is left to the outlier weights and
+#: the pass-corrected spread is used only where its variance (the largest over the points, since
+#: review 137; the median before) is below the plain spread's (the median over the points) by this
+#: factor: where the passes' common factors make most of the spread. On independent noise the median
+#: passed by chance in under 1% of series of 5 points and 3 runs (research 135, 4000 draws of ±5%
+#: uniform noise: the ratio's 99th percentile 9.4 with 3 runs, 3.5 with 5), the largest in none of
+#: 2000 (review 137); one pass 1.2x slow at every point under 2% noise gives about 80. A pass slowed
+#: at a few points only (review 62) is left to the outlier weights and
 #: the refits without each pass, as before: removing its median effect makes the spread no smaller.
 GATE = 10.0
+
+#: the fewest runs a point (the median over the points) for the pass-corrected spread to be used
+MIN_RUNS = 3
 
 
 def _correction(n_points: int, n_runs: int) -> float:
@@ -135,7 +143,13 @@ def _from_table(logy: np.ndarray, labelled: np.ndarray, how: str) -> list[np.nda
     plain_var = np.where(many, np.nansum((logy - _nanmean(logy)) ** 2, axis=-1) / dof, 0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a series without a repeated point: nan, refused
-        use = np.nanmedian(np.where(many, plain_var, np.nan), axis=-1) > GATE * np.nanmedian(np.where(many, var, np.nan), axis=-1)
+        # against the corrected spread's largest over the points: a pass slow at most of the points
+        # but not all has a median effect that leaves the others' residuals large (review 137 HIGH-2:
+        # with the median there, constants under --repetitions mean took a term 18-20 times in 20)
+        use = np.nanmedian(np.where(many, plain_var, np.nan), axis=-1) > GATE * np.nanmax(np.where(many, var, np.nan), axis=-1)
+    # with 2 runs a point the interaction has too few degrees of freedom: the gate passed by chance
+    # for about 9% of series of independent noise (review 137 MED-3)
+    use &= runs >= MIN_RUNS
     if how != "median":
         # the mean of runs at different levels varies as much as its heavier runs do: each run's share
         # of the sum, squared and summed, times the variance of one run (1 / runs where they are alike;

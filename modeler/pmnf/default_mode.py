@@ -210,7 +210,9 @@ def fit_group(
     n_exp = np.array([sum(a >= 0 for a in assign) for assign, _ in hyps])  # exponents searched
     noise = noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max") else np.full(S, np.nan)
     # the noise that judges the forms; `noise` (the repetitions' spread) scales the prediction range
-    noise_j = noise if judging is spread else noise_variance(judging, reps, aggregate)
+    # (none under min or max, as `noise`: review 137 HIGH-1, `--repetitions min` judged forms by the
+    # full spread, slow pass included, and `main`, 30 + 2 n, came out a constant)
+    noise_j = noise if judging is spread or aggregate in ("min", "max") else noise_variance(judging, reps, aggregate)
     # values whose repetitions vary are measurements, with systematic errors of about a percent
     # between points that the repetitions do not show: terms below that share are refused there
     measured = ((reps >= 2) & (spread > 0)).any(axis=1)

@@ -391,6 +391,8 @@ class PMNFModeler:
                 rows = np.flatnonzero(ok)
                 g1 = g.rows(rows)
                 spread = _judging_spread(stats, sub, shape)
+                if spread is None:
+                    spread = np.array([stats[i].spread for i in sub])
                 reps = np.array([stats[i].counts for i in sub])
                 noise = (noise_variance(spread, reps, aggregate) if aggregate not in ("min", "max")
                          else np.full(len(sub), np.nan))
@@ -438,11 +440,10 @@ class PMNFModeler:
         else:
             spread = np.array([stats[i].spread for i in index])
             reps = np.array([stats[i].counts for i in index])
-            judging = _judging_spread(stats, index, shape)
             g = default_mode.fit_group(
                 pts, Y, index, spread, reps, aggregate=aggregate, candidates=None if self.candidates is None else int(self.candidates),
                 allow_log=self.allow_log, noise_test=self.noise_test,
-                shape_spread=None if not shape or all(shape.get(i) is None for i in index) else judging,
+                shape_spread=_judging_spread(stats, index, shape),
             )
         if ranks is not None:
             g = time_view(g, ranks)
@@ -682,13 +683,13 @@ def _mean_model(params: tuple[str, ...], y: np.ndarray) -> tuple[Model, float, f
     return Model(params, mean, ()), smape, rss
 
 
-def _judging_spread(stats: list, index: Sequence[int], shape: dict | None) -> np.ndarray:
+def _judging_spread(stats: list, index: Sequence[int], shape: dict | None) -> np.ndarray | None:
     """(S, n) the spread per point that judges the forms of the series `index`: the pass-corrected one
-    (`modeler.pass_noise.shape_spread`) where `shape` has it, the repetitions' spread elsewhere."""
-    spread = np.array([stats[i].spread for i in index])
+    (`modeler.pass_noise.shape_spread`) where `shape` has it, the repetitions' spread elsewhere; None
+    where no series of `index` has one (the repetitions' spread judges them all)."""
     if not shape or all(shape.get(i) is None for i in index):
-        return spread
-    return np.array([spread[r] if shape.get(i) is None else shape[i] for r, i in enumerate(index)])
+        return None
+    return np.array([stats[i].spread if shape.get(i) is None else shape[i] for i in index])
 
 
 def _interval(spread: np.ndarray, reps: Sequence[int]) -> tuple[float, float] | None:

@@ -14,7 +14,7 @@ from modeler.commands.fit import fit_dataset
 from modeler.dataset import Dataset, Series
 from modeler.estimator import PMNFModeler
 from modeler.readers.runs import read_runs
-from modeler_synthetic_runs import MS, write_rank_file, write_sweep
+from modeler_synthetic_runs import MS, OK_END, write_rank_file, write_sweep
 
 BATCH = (8.0, 16.0, 32.0, 64.0, 128.0)
 WIDTH = (32.0, 48.0, 64.0, 96.0, 128.0)
@@ -153,16 +153,26 @@ SPAWNED_WORKER = {"child_of": 10, "ppid": 10, "rank_source": "variable"}
 SCRIPT = {"ppid": 10, "rank_source": "variable"}  # a script the rank ran with subprocess
 
 
+def _rank_with_helpers(tmp_path, name: str, helpers) -> None:
+    """Runs at p = 2, 4, 8 of a rank (pid 10, 10 ms in main) and its helper processes `helpers`:
+    (pid, header, profile of p, end record)."""
+    for p in (2, 4, 8):
+        d = tmp_path / f"{name}{p}"
+        write_rank_file(d, run_id=f"{name}{p}", params={"p": p}, pid=10, header={"ppid": 1, "rank_source": "variable"},
+                        profile={(0,): (1, 10 * MS, 10 * MS)})
+        for pid, header, profile, end in helpers:
+            write_rank_file(d, run_id=f"{name}{p}", params={"p": p}, pid=pid, header=header, profile=profile(p),
+                            end=end)
+
+
+def _loader(p: int) -> dict:
+    return {(4,): (8, p * MS, p * MS)}
+
+
 @pytest.mark.parametrize("worker_header", [WORKER, SPAWNED_WORKER])
 def test_dataloader_workers_with_ppid_are_summed_into_their_rank(tmp_path, worker_header):
-    for p in (2, 4, 8):
-        d = tmp_path / f"w{p}"
-        write_rank_file(d, run_id=f"w{p}", params={"p": p}, pid=10, header={"ppid": 1, "rank_source": "variable"},
-                        profile={(0,): (1, 10 * MS, 10 * MS)})
-        write_rank_file(d, run_id=f"w{p}", params={"p": p}, pid=11, header=worker_header,
-                        profile={(4,): (8, p * MS, p * MS)}, end=None)
-        write_rank_file(d, run_id=f"w{p}", params={"p": p}, pid=12, header=dict(worker_header, pid=12),
-                        profile={(4,): (8, p * MS, p * MS)}, end=None)
+    _rank_with_helpers(tmp_path, "w", [(11, worker_header, _loader, None),
+                                       (12, dict(worker_header, pid=12), _loader, None)])
     ds = read_runs([tmp_path])
     names = {s.callpath for s in ds.series}
     assert "load_batch" in names and not any(n.startswith("[subprocess]") for n in names)
@@ -171,14 +181,8 @@ def test_dataloader_workers_with_ppid_are_summed_into_their_rank(tmp_path, worke
 
 
 def test_a_script_started_with_subprocess_keeps_its_prefix_beside_real_workers(tmp_path):
-    for p in (2, 4, 8):
-        d = tmp_path / f"s{p}"
-        write_rank_file(d, run_id=f"s{p}", params={"p": p}, pid=10, header={"ppid": 1, "rank_source": "variable"},
-                        profile={(0,): (1, 10 * MS, 10 * MS)})
-        write_rank_file(d, run_id=f"s{p}", params={"p": p}, pid=11, header=WORKER,
-                        profile={(4,): (8, p * MS, p * MS)}, end=None)
-        write_rank_file(d, run_id=f"s{p}", params={"p": p}, pid=13, header=SCRIPT,
-                        profile={(0,): (1, 3 * MS, 3 * MS)})
+    _rank_with_helpers(tmp_path, "s", [(11, WORKER, _loader, None),
+                                       (13, SCRIPT, lambda p: {(0,): (1, 3 * MS, 3 * MS)}, OK_END)])
     ds = read_runs([tmp_path])
     names = {s.callpath for s in ds.series if s.metric == "time"}
     assert "[subprocess] main" in names and "load_batch" in names and "[subprocess] load_batch" not in names

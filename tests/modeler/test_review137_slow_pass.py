@@ -71,3 +71,11 @@ def test_two_runs_a_point_keep_the_plain_spread():
     slow = Series("c", "time", XS[:, None], tuple(2 * x * np.array([1.0, 4.0]) for x in XS),
                   passes=tuple(np.arange(2) for _ in XS))
     assert shape_spread(slow, "mean") is None
+
+
+@pytest.mark.parametrize("points, runs", [(5, 3), (7, 5)])
+def test_the_correction_table_is_what_its_calibration_gives(points, runs):
+    # pass_noise.CORRECTION is the table of `_calibrate` (simulated): the two agree
+    from modeler.pass_noise import CORRECTION, _calibrate
+
+    assert _calibrate(points, runs, draws=40000, seed=1) == pytest.approx(CORRECTION[points][runs - 2], rel=0.02)
